@@ -1,0 +1,72 @@
+//! tsclient: send a file to a tsserver and report what both ends measured.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use tsperf::{DEFAULT_PORT, cli, client, output, units};
+
+/// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
+/// has checksummed every byte.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    /// Server host name or address.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Server port.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024).
+    #[arg(long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
+    chunk: u32,
+    /// Print one JSON object on stdout instead of the human report.
+    #[arg(long)]
+    json: bool,
+    /// Do not show a progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Seconds to wait for the connection, and for the server to take data or answer.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, value_name = "SECS")]
+    timeout: f64,
+    /// The file to send.
+    file: PathBuf,
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
+        )),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    cli::init_diagnostics();
+    let cfg = client::StreamConfig {
+        host: args.host,
+        port: args.port,
+        chunk: args.chunk,
+        file: args.file,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let result = match client::run_stream(&cfg) {
+        Ok(r) => r,
+        Err(e) => return cli::fail("tsclient", &e),
+    };
+    let text = if args.json {
+        output::stream_json(&result) + "\n"
+    } else {
+        output::stream_human(&result)
+    };
+    if let Err(e) = cli::print(&text) {
+        return cli::fail("tsclient", &e.into());
+    }
+    if !result.verified() {
+        return cli::fail("tsclient", &anyhow::anyhow!(output::mismatch(&result)));
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,20 @@
+//! tsperf: a LAN file-transfer throughput and latency tester.
+//!
+//! `tsclient` streams a file to `tsserver` in chunks of a chosen size; the transfer ends only
+//! when the server has counted and checksummed every byte and said so. All logic lives here, one
+//! module per concern; the binaries in `src/bin` parse arguments and call in.
+
+pub mod cli;
+pub mod client;
+pub mod net;
+pub mod output;
+pub mod protocol;
+pub mod receiver;
+pub mod server;
+pub mod source;
+pub mod testdata;
+pub mod timing;
+pub mod units;
+
+/// The port both binaries use unless told otherwise (iperf3 has 5201).
+pub const DEFAULT_PORT: u16 = 7433;

@@ -1,0 +1,87 @@
+//! Socket plumbing shared by both ends: connecting with a deadline, reading one protocol frame
+//! from a blocking socket, and asking the kernel what buffer sizes a socket got.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::protocol::{Frame, decode_frame};
+
+/// Resolves `host:port` and connects to the first address that answers within `timeout`.
+pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}'"))?
+        .collect();
+    let mut last = None;
+    for addr in &addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some((addr, e)),
+        }
+    }
+    match last {
+        Some((addr, e)) if e.kind() == io::ErrorKind::TimedOut => Err(anyhow!(
+            "could not connect to {addr}: no answer within {} s",
+            timeout.as_secs_f64()
+        )),
+        Some((addr, e)) => Err(e).with_context(|| format!("could not connect to {addr}")),
+        None => bail!("host '{host}' resolved to no address"),
+    }
+}
+
+/// Reads exactly one frame from a blocking socket, keeping nothing past it. `what` names the
+/// frame the caller waits for, for the error message.
+pub fn read_frame(stream: &mut TcpStream, what: &str) -> Result<Frame> {
+    let mut buf = [0u8; crate::protocol::FRAME_HEADER + crate::protocol::MAX_FRAME_BODY];
+    let mut have = 0;
+    loop {
+        match decode_frame(&buf[..have]) {
+            Ok(Some((frame, _))) => return Ok(frame),
+            Ok(None) => {}
+            Err(e) => return Err(e).with_context(|| format!("bad {what} from the server")),
+        }
+        // Read only what the frame still needs, so no byte after it is consumed.
+        let need = if have < crate::protocol::FRAME_HEADER {
+            crate::protocol::FRAME_HEADER - have
+        } else {
+            let body = u16::from_be_bytes([buf[1], buf[2]]) as usize;
+            crate::protocol::FRAME_HEADER + body - have
+        };
+        match stream.read(&mut buf[have..have + need]) {
+            Ok(0) => bail!("the server closed the connection before its {what}"),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => bail!("timed out waiting for the server's {what}"),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("lost the connection waiting for the server's {what}")
+                });
+            }
+        }
+    }
+}
+
+/// True for the errors a socket timeout produces (`SO_RCVTIMEO`/`SO_SNDTIMEO` give EAGAIN).
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The send buffer size the kernel gave the socket (0 if it will not say).
+pub fn send_buffer(stream: &TcpStream) -> u32 {
+    socket2::SockRef::from(stream)
+        .send_buffer_size()
+        .map_or(0, |n| n as u32)
+}
+
+/// The receive buffer size the kernel gave the socket (0 if it will not say).
+pub fn recv_buffer<S: std::os::fd::AsFd>(stream: &S) -> u32 {
+    socket2::SockRef::from(stream)
+        .recv_buffer_size()
+        .map_or(0, |n| n as u32)
+}

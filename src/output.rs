@@ -1,0 +1,182 @@
+//! What tsclient prints: the seed's begin/end lines with a summary for people, or one JSON
+//! object for scripts. Field names carry their unit (`elapsed_s`, `begin_unix_us`); names once
+//! published are never renamed.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::client::StreamResult;
+use crate::protocol::{LogMode, ServerIo};
+use crate::timing::{CpuTime, Stamp};
+use crate::units;
+
+#[derive(Serialize)]
+struct Cpu {
+    user_s: f64,
+    sys_s: f64,
+}
+
+impl From<CpuTime> for Cpu {
+    fn from(c: CpuTime) -> Cpu {
+        Cpu {
+            user_s: c.user.as_secs_f64(),
+            sys_s: c.sys.as_secs_f64(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ClientSide {
+    writes: u64,
+    partial_writes: u64,
+    would_block: u64,
+    polls: u64,
+    sndbuf: u32,
+}
+
+#[derive(Serialize)]
+struct ServerSide<'a> {
+    bytes: u64,
+    digest: String,
+    reads: u64,
+    read_size: u32,
+    io: Option<ServerIo>,
+    log: Option<LogMode>,
+    log_lines: u32,
+    first_byte_unix_us: Option<u64>,
+    last_byte_unix_us: Option<u64>,
+    elapsed_s: f64,
+    wakeups: u64,
+    rcvbuf: u32,
+    cpu: Cpu,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    saved_to: &'a str,
+}
+
+#[derive(Serialize)]
+struct StreamJson<'a> {
+    tsperf: &'static str,
+    mode: &'static str,
+    file: &'a str,
+    bytes: u64,
+    chunk: u32,
+    io: &'static str,
+    peer: String,
+    elapsed_s: f64,
+    begin_unix_us: u64,
+    end_unix_us: u64,
+    mib_per_s: f64,
+    gbit_per_s: f64,
+    verified: bool,
+    digest: String,
+    cpu: Cpu,
+    client: ClientSide,
+    server: ServerSide<'a>,
+}
+
+/// The one JSON object `tsclient --json` prints for a stream transfer.
+pub fn stream_json(r: &StreamResult) -> String {
+    let s = &r.server;
+    let nonzero = |v: u64| (v != 0).then_some(v);
+    let j = StreamJson {
+        tsperf: env!("CARGO_PKG_VERSION"),
+        mode: "stream",
+        file: &r.name,
+        bytes: r.bytes,
+        chunk: r.chunk,
+        io: r.io,
+        peer: r.peer.to_string(),
+        elapsed_s: r.elapsed.as_secs_f64(),
+        begin_unix_us: r.begin_unix_us,
+        end_unix_us: r.end_unix_us,
+        mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
+        gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+        verified: r.verified(),
+        digest: hex(r.digest),
+        cpu: r.cpu.into(),
+        client: ClientSide {
+            writes: r.writes.writes,
+            partial_writes: r.writes.partial_writes,
+            would_block: r.writes.would_block,
+            polls: r.writes.polls,
+            sndbuf: r.sndbuf,
+        },
+        server: ServerSide {
+            bytes: s.bytes,
+            digest: hex(s.digest),
+            reads: s.reads,
+            read_size: r.read_size,
+            io: s.server_io,
+            log: s.log,
+            log_lines: s.log_lines,
+            first_byte_unix_us: nonzero(s.first_byte_unix_us),
+            last_byte_unix_us: nonzero(s.last_byte_unix_us),
+            elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
+            wakeups: s.wakeups,
+            rcvbuf: s.rcvbuf,
+            cpu: CpuTime {
+                user: Duration::from_micros(s.cpu_user_us),
+                sys: Duration::from_micros(s.cpu_sys_us),
+            }
+            .into(),
+            saved_to: &s.saved_to,
+        },
+    };
+    serde_json::to_string_pretty(&j).expect("plain data always serializes")
+}
+
+/// The human report: the seed's three lines, then what both ends saw.
+pub fn stream_human(r: &StreamResult) -> String {
+    let s = &r.server;
+    let verdict = if r.verified() {
+        format!("verified (xxh3 {:016x})", r.digest)
+    } else {
+        "NOT VERIFIED".to_owned()
+    };
+    let server_elapsed = Duration::from_nanos(s.elapsed_ns);
+    format!(
+        "{}\nfile[{}] read over .\n{}\n\
+         sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {}, {verdict}\n\
+         \x20 client: {} writes ({} short), cpu {} user + {} sys\n\
+         \x20 server: {} reads of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}\n",
+        Stamp {
+            label: "begin",
+            unix_us: r.begin_unix_us
+        },
+        r.name,
+        Stamp {
+            label: "end",
+            unix_us: r.end_unix_us
+        },
+        units::size(r.bytes),
+        units::duration(r.elapsed),
+        units::mib_per_s(r.bytes, r.elapsed),
+        units::gbit_per_s(r.bytes, r.elapsed),
+        r.chunk,
+        r.io,
+        r.writes.writes,
+        r.writes.partial_writes,
+        units::duration(r.cpu.user),
+        units::duration(r.cpu.sys),
+        s.reads,
+        r.read_size,
+        units::duration(server_elapsed),
+        units::duration(Duration::from_micros(s.cpu_user_us)),
+        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        s.server_io.map_or("?".to_owned(), |v| v.to_string()),
+        s.log.map_or("?".to_owned(), |v| v.to_string()),
+    )
+}
+
+/// Why a finished transfer does not verify, for stderr.
+pub fn mismatch(r: &StreamResult) -> String {
+    format!(
+        "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}",
+        r.bytes, r.digest, r.server.bytes, r.server.digest
+    )
+}
+
+fn hex(d: u64) -> String {
+    format!("{d:016x}")
+}

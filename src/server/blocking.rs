@@ -1,0 +1,148 @@
+//! The thread-per-connection server: each connection gets a thread and blocking reads.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+
+use anyhow::{Context, Result};
+use tracing::{debug, warn};
+
+use super::{
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, print_complete, print_failed,
+};
+use crate::net;
+use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::receiver::Receiver;
+
+/// Binds the listening socket.
+pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
+    let addr = SocketAddr::new(cfg.bind, cfg.port);
+    TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Serves until the process ends, or one connection with `--once`. With `--once` the result
+/// says whether that transfer completed.
+pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+    loop {
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // Out of descriptors and the like: log it and keep accepting.
+                warn!("accept failed: {e}");
+                continue;
+            }
+        };
+        if cfg.once {
+            return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
+        }
+        let cfg = cfg.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("conn {peer}"))
+            .spawn(move || handle(stream, peer, &cfg));
+        if let Err(e) = spawned {
+            warn!("cannot start a thread for {peer}: {e}");
+        }
+    }
+}
+
+/// Runs one connection to its end and prints its outcome.
+fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
+    debug!(%peer, "connection");
+    let outcome = converse(&mut stream, peer, cfg);
+    print_failed(peer, &outcome);
+    outcome
+}
+
+fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
+    let hello = match read_hello(stream) {
+        Ok(h) => h,
+        Err(reason) => return refuse(stream, reason),
+    };
+    let read_size = match admit(&hello, cfg) {
+        Ok(n) => n,
+        Err(reason) => return refuse(stream, reason),
+    };
+    let accept = Frame::Accept {
+        read_size,
+        server_io: ServerIo::Blocking,
+        log: LogMode::None,
+    };
+    if let Err(e) = send(stream, &accept) {
+        return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
+    }
+    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+
+    let mut rx = Receiver::new(&hello, read_size);
+    while !rx.is_complete() {
+        match stream.read(rx.buf()) {
+            Ok(0) => return incomplete(&hello, &rx, "the client closed the connection"),
+            Ok(n) => rx.commit(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if net::is_timeout(&e) => {
+                let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
+                return incomplete(&hello, &rx, &why);
+            }
+            Err(e) => return incomplete(&hello, &rx, &e.to_string()),
+        }
+    }
+    let report = rx.report(
+        ServerIo::Blocking,
+        LogMode::None,
+        0,
+        net::recv_buffer(stream),
+    );
+    // Print before sending: once the client has the report it may check our output.
+    print_complete(&hello.name, peer, read_size, &report);
+    if let Err(e) = send(stream, &Frame::Report(report)) {
+        warn!(%peer, "could not send the report: {e}");
+    }
+    Outcome::Complete
+}
+
+/// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad.
+fn read_hello(stream: &mut TcpStream) -> Result<Hello, String> {
+    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let mut buf = [0u8; MAX_HELLO + 1];
+    let mut have = 0;
+    loop {
+        match decode_hello(&buf[..have]) {
+            Ok(Some((hello, used))) if used == have => return Ok(hello),
+            Ok(Some(_)) => return Err("data arrived before the server accepted the hello".into()),
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        match stream.read(&mut buf[have..]) {
+            Ok(0) if have == 0 => return Err("connection closed without a hello".into()),
+            Ok(0) => return Err(format!("connection closed after {have} bytes of a hello")),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if net::is_timeout(&e) => {
+                return Err(format!(
+                    "no complete hello within {} s",
+                    HELLO_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("error reading the hello: {e}")),
+        }
+    }
+}
+
+fn refuse(stream: &mut TcpStream, reason: String) -> Outcome {
+    let _ = send(stream, &Frame::Refuse(reason.clone()));
+    Outcome::Refused(reason)
+}
+
+fn incomplete(hello: &Hello, rx: &Receiver, why: &str) -> Outcome {
+    Outcome::Incomplete(format!(
+        "'{}': {} of {} bytes, then {why}",
+        hello.name,
+        rx.bytes(),
+        rx.expected()
+    ))
+}
+
+fn send(stream: &mut TcpStream, frame: &Frame) -> io::Result<()> {
+    let mut out = Vec::with_capacity(128);
+    encode_frame(frame, &mut out);
+    stream.write_all(&out)
+}

@@ -1,0 +1,96 @@
+//! tsserver: accepts transfers, counts and checksums every byte, and reports back.
+//!
+//! This module holds what every server I/O model shares: configuration, the admission decision
+//! for a hello, and the per-transfer output. The I/O models live in submodules and differ only in
+//! how they wait for bytes.
+
+pub mod blocking;
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use crate::protocol::{Hello, Mode, Report};
+use crate::timing::{Stamp, unix_us_now};
+use crate::units;
+
+/// How long a new connection may take to send its hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a transfer may go without a byte before the server gives up on it.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Validated server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: IpAddr,
+    pub port: u16,
+    /// Serve one transfer, then exit.
+    pub once: bool,
+    /// Read size; `None` reads in the client's chunk size, as the seed's server did.
+    pub read_size: Option<u32>,
+}
+
+/// How one connection ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every announced byte arrived and the report was sent.
+    Complete,
+    /// The hello was refused; the reason was sent to the peer where the protocol allowed.
+    Refused(String),
+    /// The transfer stopped short; the reason says why.
+    Incomplete(String),
+}
+
+/// Decides whether to serve a hello. Returns the read size to use, or the refusal reason.
+pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
+    match hello.mode {
+        Mode::Stream => Ok(cfg.read_size.unwrap_or(hello.chunk)),
+        Mode::Latency => Err("latency mode is not served by this tsserver".to_owned()),
+    }
+}
+
+/// Prints a completed transfer the way the seed's server did (begin, read over, end), then one
+/// summary line. One write, so lines of concurrent transfers never interleave.
+pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
+    let (begin, end) = if r.bytes == 0 {
+        let now = unix_us_now();
+        (now, now)
+    } else {
+        (r.first_byte_unix_us, r.last_byte_unix_us)
+    };
+    let elapsed = Duration::from_nanos(r.elapsed_ns);
+    let text = format!(
+        "{}\nfile[{name}] read over .\n{}\n\
+         tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
+         {} reads of up to {read_size} B, cpu {} user + {} sys, xxh3 {:016x}\n",
+        Stamp {
+            label: "begin",
+            unix_us: begin
+        },
+        Stamp {
+            label: "end",
+            unix_us: end
+        },
+        units::size(r.bytes),
+        units::duration(elapsed),
+        units::mib_per_s(r.bytes, elapsed),
+        units::gbit_per_s(r.bytes, elapsed),
+        r.reads,
+        units::duration(Duration::from_micros(r.cpu_user_us)),
+        units::duration(Duration::from_micros(r.cpu_sys_us)),
+        r.digest,
+    );
+    // A closed stdout must not stop the server from serving.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Reports a connection that did not complete, on stderr.
+pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
+    match outcome {
+        Outcome::Complete => {}
+        Outcome::Refused(reason) => eprintln!("tsserver: refused {peer}: {reason}"),
+        Outcome::Incomplete(reason) => {
+            eprintln!("tsserver: incomplete transfer from {peer}: {reason}")
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Clocks. Intervals are measured with [`Instant`]; wall-clock time from [`SystemTime`] is used
+//! only for the timestamps people compare across hosts (the seed's `begin sec[..]` lines and the
+//! report's first/last byte). CPU time comes from `getrusage`.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Microseconds since the Unix epoch, now.
+pub fn unix_us_now() -> u64 {
+    unix_us(SystemTime::now())
+}
+
+/// Microseconds since the Unix epoch; 0 for times before it.
+pub fn unix_us(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// A wall-clock instant printed as the seed printed it: `begin sec[1433750824], microsec[847467]`.
+pub struct Stamp<'a> {
+    pub label: &'a str,
+    pub unix_us: u64,
+}
+
+impl fmt::Display for Stamp<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} sec[{}], microsec[{}]",
+            self.label,
+            self.unix_us / 1_000_000,
+            self.unix_us % 1_000_000
+        )
+    }
+}
+
+/// CPU time consumed, split as the kernel accounts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTime {
+    pub user: Duration,
+    pub sys: Duration,
+}
+
+impl CpuTime {
+    /// CPU time of the whole process so far.
+    pub fn process() -> CpuTime {
+        rusage(libc::RUSAGE_SELF)
+    }
+
+    /// CPU time of the calling thread so far (Linux); the process's elsewhere.
+    pub fn thread() -> CpuTime {
+        #[cfg(target_os = "linux")]
+        {
+            rusage(libc::RUSAGE_THREAD)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            rusage(libc::RUSAGE_SELF)
+        }
+    }
+
+    /// The CPU time spent since `earlier`.
+    pub fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user: self.user.saturating_sub(earlier.user),
+            sys: self.sys.saturating_sub(earlier.sys),
+        }
+    }
+}
+
+fn rusage(who: libc::c_int) -> CpuTime {
+    // SAFETY: getrusage only writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return CpuTime::default();
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    CpuTime {
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stamp keeps the seed's exact format, microseconds unpadded as its printf wrote them.
+    #[test]
+    fn stamp_format() {
+        let s = Stamp {
+            label: "begin",
+            unix_us: 1_433_750_824_047_467,
+        };
+        assert_eq!(s.to_string(), "begin sec[1433750824], microsec[47467]");
+    }
+
+    /// CPU time only moves forward, and `since` never underflows.
+    #[test]
+    fn cpu_time_monotonic() {
+        let a = CpuTime::process();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = CpuTime::process();
+        assert!(b.user >= a.user && b.sys >= a.sys);
+        assert_eq!(a.since(b), CpuTime::default());
+    }
+}

@@ -1,0 +1,124 @@
+//! Units at the edges: parsing byte sizes typed by a person, and formatting sizes, durations and
+//! rates for one. Inside the library sizes stay `u64` bytes and times stay [`Duration`].
+
+use std::time::Duration;
+
+use humansize::{BINARY, format_size};
+
+use crate::protocol::MAX_CHUNK;
+
+/// Parses a chunk size: a plain number of bytes, or one with a binary suffix (`k`, `KiB`, `m`,
+/// `MiB`; k = 1024, as iperf3's `-l` reads it). Accepts 1 to 16 MiB.
+pub fn parse_chunk(text: &str) -> Result<u32, String> {
+    let bytes = parse_size(text).ok_or_else(|| {
+        format!("invalid chunk size '{text}': expected a number of bytes such as 10240 or 10k")
+    })?;
+    match u32::try_from(bytes) {
+        Ok(n) if (1..=MAX_CHUNK).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "invalid chunk size '{text}': expected 1 to {MAX_CHUNK} bytes (16 MiB)"
+        )),
+    }
+}
+
+/// Parses a byte count with an optional binary suffix. `None` if it is not one.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// A size for a person: `36 MiB`, `102 B`.
+pub fn size(bytes: u64) -> String {
+    format_size(bytes, BINARY)
+}
+
+/// A duration in a unit that reads well: `850 µs`, `52.3 ms`, `1.234 s`.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+/// Throughput in MiB/s; 0 when no time passed.
+pub fn mib_per_s(bytes: u64, elapsed: Duration) -> f64 {
+    per_second(bytes as f64 / (1024.0 * 1024.0), elapsed)
+}
+
+/// Throughput in Gbit/s (10^9 bits), the unit a link is sold in; 0 when no time passed.
+pub fn gbit_per_s(bytes: u64, elapsed: Duration) -> f64 {
+    per_second(bytes as f64 * 8.0 / 1e9, elapsed)
+}
+
+fn per_second(amount: f64, elapsed: Duration) -> f64 {
+    let s = elapsed.as_secs_f64();
+    if s > 0.0 { amount / s } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plain numbers and binary suffixes parse; k is 1024.
+    #[test]
+    fn chunk_sizes_parse() {
+        assert_eq!(parse_chunk("102"), Ok(102));
+        assert_eq!(parse_chunk("10k"), Ok(10240));
+        assert_eq!(parse_chunk("1KiB"), Ok(1024));
+        assert_eq!(parse_chunk("16MiB"), Ok(MAX_CHUNK));
+        assert_eq!(parse_chunk(" 1 m "), Ok(1 << 20));
+    }
+
+    /// Zero, oversized, negative and garbage chunk sizes are refused with the input quoted.
+    #[test]
+    fn chunk_sizes_refused() {
+        for bad in [
+            "0",
+            "16777217",
+            "17m",
+            "-1",
+            "abc",
+            "",
+            "10q",
+            "99999999999999999999",
+        ] {
+            let e = parse_chunk(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+        assert_eq!(
+            parse_chunk("0").unwrap_err(),
+            "invalid chunk size '0': expected 1 to 16777216 bytes (16 MiB)"
+        );
+    }
+
+    /// Durations pick a readable unit.
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(duration(Duration::from_micros(850)), "850.0 µs");
+        assert_eq!(duration(Duration::from_micros(52_300)), "52.30 ms");
+        assert_eq!(duration(Duration::from_millis(1234)), "1.234 s");
+    }
+
+    /// Rates: 1 MiB in 1 s is 1 MiB/s and 0.008388608 Gbit/s; zero time gives 0, not infinity.
+    #[test]
+    fn rates() {
+        let s = Duration::from_secs(1);
+        assert_eq!(mib_per_s(1 << 20, s), 1.0);
+        assert!((gbit_per_s(1 << 20, s) - 0.008_388_608).abs() < 1e-12);
+        assert_eq!(mib_per_s(5, Duration::ZERO), 0.0);
+    }
+}
