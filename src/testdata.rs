@@ -90,6 +90,10 @@ pub fn generate(path: &Path, len: u64) -> Result<()> {
     w.flush()
         .with_context(|| format!("cannot write '{shown}'"))?;
     drop(w);
+    // A test file is for anyone to read, not the private mode a temporary file gets.
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("cannot set the mode of '{shown}'"))?;
     tmp.as_file()
         .sync_all()
         .with_context(|| format!("cannot sync '{shown}'"))?;
