@@ -1,0 +1,246 @@
+//! Test harness: real `tsserver` and `tsclient` processes over real sockets on port 0.
+//! Every wait here has a deadline; nothing a test does can hang the suite.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tsperf::protocol::{Frame, decode_hello, encode_frame};
+
+/// The longest any single step of a test may take.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+pub fn bin(name: &str) -> PathBuf {
+    match name {
+        "tsserver" => PathBuf::from(env!("CARGO_BIN_EXE_tsserver")),
+        "tsclient" => PathBuf::from(env!("CARGO_BIN_EXE_tsclient")),
+        "tsgen" => PathBuf::from(env!("CARGO_BIN_EXE_tsgen")),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+/// A running tsserver, killed when dropped. Its stdout and stderr are collected as they come.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `tsserver --port 0 ARGS` and waits (bounded) for its `listening on` line.
+    pub fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(bin("tsserver"))
+            .args(["--port", "0", "--bind", "127.0.0.1"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tsserver");
+        let stdout = collect(child.stdout.take().unwrap());
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            let mut first = String::new();
+            let _ = err.read_line(&mut first);
+            let _ = tx.send(first.clone());
+            sink.lock().unwrap().push_str(&first);
+            let mut line = String::new();
+            while err.read_line(&mut line).unwrap_or(0) > 0 {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("tsserver printed no listening line within 10 s");
+        let port = first
+            .trim()
+            .strip_prefix("tsserver: listening on ")
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first stderr line {first:?}"));
+        Server {
+            child,
+            port,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded) until stdout or stderr satisfies `pred`; false on timeout.
+    pub fn wait_for(&self, pred: impl Fn(&str, &str) -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if pred(&self.stdout(), &self.stderr()) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Waits (bounded) for the server to exit by itself and returns its exit code.
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        let end = Instant::now() + DEADLINE;
+        while Instant::now() < end {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let sink = out.clone();
+    thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    out
+}
+
+/// Runs tsclient with `args`, killed after [`DEADLINE`].
+pub fn client(args: &[&str]) -> Output {
+    run(bin("tsclient"), args)
+}
+
+pub fn run(program: PathBuf, args: &[&str]) -> Output {
+    let mut cmd = assert_cmd::Command::new(program);
+    cmd.args(args).timeout(DEADLINE);
+    let out = cmd.output().expect("run binary");
+    assert!(
+        out.status.code().is_some(),
+        "{args:?} was killed (timeout or signal); stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs tsclient against `server` with `--json` and parses its stdout.
+pub fn client_json(port: u16, args: &[&str]) -> (Output, serde_json::Value) {
+    let port = port.to_string();
+    let mut all = vec!["--port", &port, "--json"];
+    all.extend_from_slice(args);
+    let out = client(&all);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {:?}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts a clean failure: the exit code, a message containing `needle`, and no panic.
+pub fn assert_fails(out: &Output, code: i32, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+}
+
+/// Writes `len` bytes of the deterministic test text to `dir/name`.
+pub fn test_file(dir: &Path, name: &str, len: u64) -> PathBuf {
+    let p = dir.join(name);
+    tsperf::testdata::generate(&p, len).expect("generate test file");
+    p
+}
+
+pub fn xxh3_of(path: &Path) -> String {
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(&std::fs::read(path).unwrap())
+    )
+}
+
+/// A fake server on 127.0.0.1:0 for one connection: it reads a hello, accepts it, then hands the
+/// socket to `then`. Returns the port.
+pub fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 512];
+        let hello = loop {
+            if let Ok(Some((h, _))) = decode_hello(&buf) {
+                break h;
+            }
+            let n = s.read(&mut tmp).unwrap();
+            assert!(n > 0, "client closed before its hello");
+            buf.extend_from_slice(&tmp[..n]);
+        };
+        send(
+            &mut s,
+            &Frame::Accept {
+                read_size: hello.chunk,
+                server_io: tsperf::protocol::ServerIo::Blocking,
+                log: tsperf::protocol::LogMode::None,
+            },
+        );
+        then(s, hello.length);
+    });
+    port
+}
+
+pub fn send(s: &mut TcpStream, f: &Frame) {
+    use std::io::Write;
+    let mut out = Vec::new();
+    encode_frame(f, &mut out);
+    s.write_all(&out).unwrap();
+}
+
+/// A port with nothing listening on it (bound, then released).
+pub fn dead_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

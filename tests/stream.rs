@@ -1,0 +1,392 @@
+//! End-to-end stream transfers (issue 2): real tsserver and tsclient over loopback, every byte
+//! counted and checksummed by both ends.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use tsperf::protocol::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
+
+/// Checks one verified transfer's JSON against the file it sent.
+fn assert_verified(v: &Value, path: &std::path::Path, chunk: u64) {
+    let len = std::fs::metadata(path).unwrap().len();
+    let digest = xxh3_of(path);
+    assert_eq!(v["mode"], "stream");
+    assert_eq!(v["io"], "blocking");
+    assert_eq!(v["verified"], true, "{v:#}");
+    assert_eq!(v["bytes"], len);
+    assert_eq!(v["chunk"], chunk);
+    assert_eq!(v["digest"], digest.as_str());
+    assert_eq!(v["file"], path.file_name().unwrap().to_str().unwrap());
+    let s = &v["server"];
+    assert_eq!(s["bytes"], len);
+    assert_eq!(s["digest"], digest.as_str());
+    assert_eq!(s["log"], "none");
+    assert_eq!(s["log_lines"], 0);
+    assert_eq!(s["io"], "blocking");
+    assert_eq!(s["read_size"], chunk);
+    // One write per chunk, the last one shorter; each read returned data.
+    let writes = len.div_ceil(chunk);
+    assert_eq!(
+        v["client"]["writes"].as_u64().unwrap() - v["client"]["partial_writes"].as_u64().unwrap(),
+        writes
+    );
+    let reads = s["reads"].as_u64().unwrap();
+    assert!(
+        reads >= writes.min(1) && reads <= len,
+        "reads {reads} for {len} bytes"
+    );
+    assert!(v["begin_unix_us"].as_u64().unwrap() <= v["end_unix_us"].as_u64().unwrap());
+    assert!(v["elapsed_s"].as_f64().unwrap() >= 0.0);
+    for side in [&v["cpu"], &s["cpu"]] {
+        assert!(side["user_s"].as_f64().unwrap() >= 0.0 && side["sys_s"].as_f64().unwrap() >= 0.0);
+    }
+    if len > 0 {
+        let (first, last) = (
+            s["first_byte_unix_us"].as_u64().unwrap(),
+            s["last_byte_unix_us"].as_u64().unwrap(),
+        );
+        assert!(first <= last);
+    } else {
+        assert!(s["first_byte_unix_us"].is_null());
+    }
+}
+
+/// Issue 2: every chunk size with file sizes 0, 1, chunk-1, chunk, chunk+1 and a few chunks.
+#[test]
+fn edge_sizes_at_every_chunk() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    for chunk in [102u64, 1024, 10240] {
+        for len in [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 7] {
+            let path = test_file(dir.path(), &format!("f{chunk}_{len}.txt"), len);
+            let c = chunk.to_string();
+            let (out, v) = client_json(server.port, &["--chunk", &c, path.to_str().unwrap()]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "chunk {chunk} len {len}: {}",
+                stderr(&out)
+            );
+            assert_verified(&v, &path, chunk);
+        }
+    }
+}
+
+/// Issue 2: the seed's 36 MiB file arrives whole at each chunk size.
+#[test]
+fn seed_file_at_every_chunk() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "tsl.txt", tsperf::testdata::SEED_FILE_LEN);
+    for chunk in [102u64, 1024, 10240] {
+        let c = chunk.to_string();
+        let (out, v) = client_json(server.port, &["--chunk", &c, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_verified(&v, &path, chunk);
+    }
+}
+
+/// Issue 2: the seed's generator is deterministic; this digest is quoted in committed results.
+#[test]
+fn seed_file_digest_is_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tsl.txt");
+    let out = run(bin("tsgen"), &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 36 * 1024 * 1024);
+    assert_eq!(xxh3_of(&path), "ec40a45bcc9c239d");
+}
+
+/// Issue 2: both ends print the seed's begin / read over / end lines; the client adds a verdict.
+#[test]
+fn human_output_has_seed_lines() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "tsl.txt", 100_000);
+    let port = server.port.to_string();
+    let out = client(&["--port", &port, "--chunk", "1k", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let stamp = |l: &str, label: &str| {
+        let rest = l
+            .strip_prefix(&format!("{label} sec["))
+            .unwrap_or_else(|| panic!("{l:?}"));
+        let (sec, rest) = rest.split_once("], microsec[").unwrap();
+        let usec = rest.strip_suffix(']').unwrap();
+        assert!(sec.parse::<u64>().unwrap() > 1_600_000_000);
+        assert!(usec.parse::<u32>().unwrap() < 1_000_000);
+    };
+    stamp(lines[0], "begin");
+    assert_eq!(lines[1], "file[tsl.txt] read over .");
+    stamp(lines[2], "end");
+    assert!(lines[3].starts_with("sent 97.66 KiB in "), "{}", lines[3]);
+    assert!(
+        lines[3].contains("chunk 1024 B, io blocking, verified (xxh3 "),
+        "{}",
+        lines[3]
+    );
+    assert!(text.contains("MiB/s") && text.contains("Gbit/s"));
+    assert!(
+        server.wait_for(|o, _| o.contains("file[tsl.txt] read over .")
+            && o.contains("tsserver: received 97.66 KiB"))
+    );
+    let srv = server.stdout();
+    assert!(
+        srv.lines().any(|l| l.starts_with("begin sec["))
+            && srv.lines().any(|l| l.starts_with("end sec["))
+    );
+}
+
+/// Issue 2: bad file arguments fail with exit 1, a message that names the file, and no panic.
+#[test]
+fn bad_files_are_clear_errors() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.txt");
+    let out = client(&["--port", &port, missing.to_str().unwrap()]);
+    assert_fails(&out, 1, "cannot open file");
+    assert!(stderr(&out).contains("missing.txt"));
+
+    let out = client(&["--port", &port, dir.path().to_str().unwrap()]);
+    assert_fails(&out, 1, "is a directory");
+
+    let out = client(&["--port", &port, "/dev/null"]);
+    assert_fails(&out, 1, "not a regular file");
+}
+
+/// Issue 2: a file the user may not read is refused with the OS's reason. Root reads anything,
+/// so as root the client runs as `nobody`.
+#[test]
+fn unreadable_file_is_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = test_file(dir.path(), "secret.txt", 10);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = std::process::Command::new(bin("tsclient"));
+    cmd.arg(&path);
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    let mut cmd = assert_cmd::Command::from_std(cmd);
+    let out = cmd.timeout(DEADLINE).output().unwrap();
+    assert_fails(&out, 1, "cannot open file");
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 2: chunk 0, an oversized chunk and garbage are usage errors (exit 2) that quote the input.
+#[test]
+fn bad_chunk_sizes_are_usage_errors() {
+    for (bad, why) in [
+        ("0", "expected 1 to 16777216"),
+        ("16777217", "expected 1 to 16777216"),
+        ("ten", "expected a number"),
+    ] {
+        let out = client(&["--chunk", bad, "/dev/null"]);
+        assert_fails(&out, 2, &format!("invalid chunk size '{bad}'"));
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+    }
+}
+
+/// Issue 2: nothing listening on the port is exit 1 with the address in the message.
+#[test]
+fn nothing_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 10);
+    let port = dead_port().to_string();
+    let out = client(&["--port", &port, path.to_str().unwrap()]);
+    assert_fails(&out, 1, &format!("could not connect to 127.0.0.1:{port}"));
+}
+
+/// Issue 2: a server that closes mid-transfer makes the client fail, saying how far it got.
+#[test]
+fn server_closing_mid_transfer() {
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).unwrap();
+        // Close with unread data pending: the kernel answers the client with a reset.
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "big.txt", 64 << 20);
+    let out = client(&["--port", &port.to_string(), path.to_str().unwrap()]);
+    assert_fails(&out, 1, "connection lost after sending");
+    assert!(
+        stderr(&out).contains(&format!("of {} bytes", 64 << 20)),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 2: a server that aborts with a reason has its reason shown by the client.
+#[test]
+fn server_abort_reason_is_shown() {
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 1000];
+        s.read_exact(&mut buf).unwrap();
+        send(&mut s, &Frame::Abort("disk full".into()));
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 4000);
+    let out = client(&["--port", &port.to_string(), path.to_str().unwrap()]);
+    assert_fails(&out, 1, "disk full");
+}
+
+/// Issue 2: a digest that disagrees is a failure: exit 1, MISMATCH on stderr, verified false.
+#[test]
+fn mismatch_is_a_failure() {
+    let port = fake_server(|mut s, len| {
+        let mut buf = vec![0u8; len as usize];
+        s.read_exact(&mut buf).unwrap();
+        let report = Report {
+            bytes: len,
+            digest: xxhash_rust::xxh3::xxh3_64(&buf) ^ 1,
+            ..Report::default()
+        };
+        send(&mut s, &Frame::Report(report));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 5000);
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_fails(&out, 1, "MISMATCH");
+    assert_eq!(v["verified"], false);
+}
+
+/// Issue 2: a server that refuses (here: bad hello bytes) gets its reason shown and the server
+/// keeps serving the next client.
+#[test]
+fn refusals_and_server_survives_garbage() {
+    let server = Server::start(&[]);
+    let addr = format!("127.0.0.1:{}", server.port);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    match decode_frame(&reply) {
+        Ok(Some((Frame::Refuse(reason), _))) => assert!(reason.contains("bad magic"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    // A latency hello is refused with a reason until latency mode exists.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            mode: Mode::Latency,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length: 1,
+            chunk: 1,
+            name: String::new(),
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    assert!(
+        matches!(decode_frame(&reply), Ok(Some((Frame::Refuse(_), _)))),
+        "{reply:?}"
+    );
+
+    // An empty connection.
+    drop(TcpStream::connect(&addr).unwrap());
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "after.txt", 50_000);
+    let (out, v) = client_json(server.port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    assert!(
+        server.wait_for(|_, e| e.contains("bad magic") && e.contains("without a hello")),
+        "{}",
+        server.stderr()
+    );
+}
+
+/// Issue 2: a client that disconnects early is an incomplete transfer; the server goes on, and
+/// with --once it exits 1.
+#[test]
+fn early_disconnect_is_incomplete() {
+    let mut server = Server::start(&["--once"]);
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length: 10_000,
+            chunk: 1000,
+            name: "half.txt".into(),
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    let mut accept = [0u8; 9];
+    s.read_exact(&mut accept).unwrap();
+    assert!(matches!(
+        decode_frame(&accept),
+        Ok(Some((
+            Frame::Accept {
+                read_size: 1000,
+                ..
+            },
+            9
+        )))
+    ));
+    s.write_all(&[b'x'; 5000]).unwrap();
+    drop(s);
+    assert_eq!(server.wait_exit(), Some(1));
+    assert!(
+        server.stderr().contains("incomplete transfer"),
+        "{}",
+        server.stderr()
+    );
+    assert!(
+        server.stderr().contains("'half.txt': 5000 of 10000 bytes"),
+        "{}",
+        server.stderr()
+    );
+}
+
+/// Issue 2: --once exits 0 after one complete transfer.
+#[test]
+fn once_exits_zero_when_complete() {
+    let mut server = Server::start(&["--once"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 12345);
+    let (out, v) = client_json(server.port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    assert_eq!(server.wait_exit(), Some(0));
+}
+
+/// Issue 2: --read-size overrides the server's read size, and the report says so.
+#[test]
+fn read_size_override() {
+    let server = Server::start(&["--read-size", "64k"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 1 << 20);
+    let (out, v) = client_json(server.port, &["--chunk", "102", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["server"]["read_size"], 65536);
+    assert_eq!(v["verified"], true);
+}
