@@ -1,10 +1,16 @@
 //! The server's side of one stream transfer: counting, checksumming and timing what arrives.
 //!
-//! Both server I/O models drive a [`Receiver`] the same way: read into [`Receiver::buf`], then
-//! [`Receiver::commit`] the bytes the read returned. Reads land one after another in a large
-//! block that is checksummed when it fills, so the checksum costs nothing per read. The receiver
-//! never asks for more bytes than the client announced, so a read never swallows what follows.
+//! Two pieces, kept apart so the I/O models can share buffers:
+//! - [`Receiver`] is the accounting of one transfer: bytes, reads, digest, first/last byte.
+//!   It holds no data buffer, so a connection costs a few hundred bytes of it.
+//! - [`Block`] is where reads land, one after another, until the block is checksummed in one
+//!   go. The blocking server gives each connection thread a block; the event loop has one block
+//!   for all connections and checksums it before it turns to the next connection.
+//!
+//! Each read is offered exactly `min(read_size, bytes still announced)` bytes: never more than
+//! the client announced, so a read never swallows what follows the data.
 
+use std::io::{self, Read};
 use std::time::Instant;
 
 use xxhash_rust::xxh3::Xxh3;
@@ -12,16 +18,15 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::protocol::{Hello, LogMode, Report, ServerIo};
 use crate::timing::{CpuTime, unix_us_now};
 
-/// Bytes gathered before they are checksummed (rounded up to a whole number of reads).
-const HASH_BLOCK: usize = 256 * 1024;
+/// Bytes gathered before they are checksummed, unless one read is larger.
+pub const HASH_BLOCK: usize = 256 * 1024;
 
 /// The accounting of one transfer in progress.
 pub struct Receiver {
     expected: u64,
     read_size: usize,
-    buf: Vec<u8>,
-    pos: usize,
     hasher: Xxh3,
+    hashed: u64,
     bytes: u64,
     reads: u64,
     first: Option<(Instant, u64)>,
@@ -34,16 +39,11 @@ pub struct Receiver {
 impl Receiver {
     /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time.
     pub fn new(hello: &Hello, read_size: u32) -> Receiver {
-        let read_size = read_size.max(1) as usize;
-        let cap = read_size * HASH_BLOCK.div_ceil(read_size);
-        // Never allocate more than the transfer needs: a tiny file gets a tiny buffer.
-        let cap = cap.min(usize::try_from(hello.length.max(1)).unwrap_or(usize::MAX));
         Receiver {
             expected: hello.length,
-            read_size,
-            buf: vec![0; cap],
-            pos: 0,
+            read_size: read_size.max(1) as usize,
             hasher: Xxh3::new(),
+            hashed: 0,
             bytes: 0,
             reads: 0,
             first: None,
@@ -53,32 +53,35 @@ impl Receiver {
         }
     }
 
-    /// Where the next read goes: at most `read_size` bytes, and never past the announced end.
-    pub fn buf(&mut self) -> &mut [u8] {
-        let remaining = self.expected - self.bytes;
-        let n = (self.read_size as u64)
-            .min(remaining)
-            .min((self.buf.len() - self.pos) as u64) as usize;
-        &mut self.buf[self.pos..self.pos + n]
+    /// Bytes the next read should ask for: 0 once complete.
+    #[inline]
+    pub fn want(&self) -> usize {
+        (self.read_size as u64).min(self.expected - self.bytes) as usize
     }
 
-    /// Accounts for a read that put `n` (> 0) bytes into [`Receiver::buf`].
+    /// The read size this transfer uses.
+    pub fn read_size(&self) -> usize {
+        self.read_size
+    }
+
+    /// Counts a read that returned `n` (> 0) bytes. The bytes are checksummed later, in order,
+    /// through [`Receiver::hash`].
     #[inline]
-    pub fn commit(&mut self, n: usize) {
+    pub fn count(&mut self, n: usize) {
         if self.first.is_none() {
             self.first = Some((Instant::now(), unix_us_now()));
         }
-        self.pos += n;
         self.bytes += n as u64;
         self.reads += 1;
-        let done = self.bytes == self.expected;
-        if self.pos == self.buf.len() || done {
-            self.hasher.update(&self.buf[..self.pos]);
-            self.pos = 0;
-        }
-        if done {
+        if self.bytes == self.expected {
             self.last = Some((Instant::now(), unix_us_now()));
         }
+    }
+
+    /// Checksums the next received bytes, in the order they arrived.
+    pub fn hash(&mut self, data: &[u8]) {
+        self.hasher.update(data);
+        self.hashed += data.len() as u64;
     }
 
     /// True once every announced byte has arrived.
@@ -96,16 +99,15 @@ impl Receiver {
         self.expected
     }
 
-    /// The report as it stands: complete or not, everything measured so far.
+    /// The report as it stands, complete or not. Every counted byte must have been hashed.
     pub fn report(&self, server_io: ServerIo, log: LogMode, log_lines: u32, rcvbuf: u32) -> Report {
-        let mut hasher = self.hasher.clone();
-        hasher.update(&self.buf[..self.pos]);
+        debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
         let cpu = CpuTime::thread().since(self.cpu_start);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
             bytes: self.bytes,
-            digest: hasher.digest(),
+            digest: self.hasher.digest(),
             first_byte_unix_us: first_us,
             last_byte_unix_us: last_us,
             elapsed_ns: last_i.duration_since(first_i).as_nanos() as u64,
@@ -119,6 +121,72 @@ impl Receiver {
             log: Some(log),
             saved_to: String::new(),
         }
+    }
+}
+
+/// What one call of [`Block::read_from`] ended with.
+#[derive(Debug)]
+pub enum ReadEnd {
+    /// Every announced byte has arrived.
+    Complete,
+    /// The peer closed the connection first.
+    Eof,
+    /// The socket had no more data for now (non-blocking only).
+    WouldBlock,
+    /// Any other error, including a blocking socket's timeout.
+    Error(io::Error),
+}
+
+/// A buffer that reads land in until it is checksummed in one go.
+pub struct Block {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Block {
+    /// A block for reads of up to `read_size` bytes, sized no larger than `limit` needs.
+    pub fn new(read_size: usize, limit: u64) -> Block {
+        let cap = HASH_BLOCK.max(read_size);
+        let cap = cap.min(usize::try_from(limit.max(1)).unwrap_or(usize::MAX));
+        Block {
+            buf: vec![0; cap],
+            pos: 0,
+        }
+    }
+
+    /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
+    /// or the socket says `WouldBlock`/errs. Everything read is counted and checksummed before
+    /// this returns, so the block can serve another connection next.
+    pub fn read_from<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        let end = loop {
+            let want = rx.want();
+            if want == 0 {
+                break ReadEnd::Complete;
+            }
+            if self.buf.len() - self.pos < want {
+                self.flush(rx);
+                if self.buf.len() < want {
+                    self.buf.resize(want, 0);
+                }
+            }
+            match src.read(&mut self.buf[self.pos..self.pos + want]) {
+                Ok(0) => break ReadEnd::Eof,
+                Ok(n) => {
+                    self.pos += n;
+                    rx.count(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break ReadEnd::WouldBlock,
+                Err(e) => break ReadEnd::Error(e),
+            }
+        };
+        self.flush(rx);
+        end
+    }
+
+    fn flush(&mut self, rx: &mut Receiver) {
+        rx.hash(&self.buf[..self.pos]);
+        self.pos = 0;
     }
 }
 
@@ -139,27 +207,51 @@ mod tests {
         }
     }
 
-    fn feed(r: &mut Receiver, data: &[u8]) {
-        let mut off = 0;
-        while !r.is_complete() {
-            let b = r.buf();
-            let n = b.len().min(data.len() - off);
-            assert!(n > 0, "receiver asked for nothing before completion");
-            b[..n].copy_from_slice(&data[off..off + n]);
-            off += n;
-            r.commit(n);
-        }
-        assert_eq!(off, data.len());
+    /// Hands out its data in pieces, saying WouldBlock between pieces, like a non-blocking socket.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        piece: usize,
+        asked: Vec<usize>,
+        block_next: bool,
     }
 
-    /// The digest over many read-sized pieces equals a one-shot hash, whatever the read size.
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.asked.push(buf.len());
+            if std::mem::take(&mut self.block_next) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.block_next = true;
+            let n = buf.len().min(self.piece).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// The digest over many pieces equals a one-shot hash, whatever the read size, and no read
+    /// asks for more than the read size or past the announced end.
     #[test]
     fn digest_matches_one_shot() {
         let data: Vec<u8> = (0..700_001u32).map(|i| (i * 7 % 256) as u8).collect();
         for rs in [1u32, 102, 1024, 10240, 300_000] {
-            let mut r = Receiver::new(&hello(data.len() as u64), rs);
-            feed(&mut r, &data);
-            let rep = r.report(ServerIo::Blocking, LogMode::None, 0, 0);
+            let mut rx = Receiver::new(&hello(data.len() as u64), rs);
+            let mut block = Block::new(rs as usize, data.len() as u64);
+            let mut src = Trickle {
+                data: &data,
+                piece: 5000,
+                asked: vec![],
+                block_next: false,
+            };
+            loop {
+                match block.read_from(&mut src, &mut rx) {
+                    ReadEnd::Complete => break,
+                    ReadEnd::WouldBlock => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert!(src.asked.iter().all(|&n| n > 0 && n <= rs as usize));
+            let rep = rx.report(ServerIo::Blocking, LogMode::None, 0, 0);
             assert_eq!(rep.bytes, data.len() as u64);
             assert_eq!(
                 rep.digest,
@@ -170,16 +262,44 @@ mod tests {
         }
     }
 
-    /// The receiver never offers more room than the bytes still announced.
+    /// One shared block serves two interleaved transfers without mixing their digests.
+    #[test]
+    fn shared_block_keeps_transfers_apart() {
+        let (a, b) = (vec![b'a'; 100_000], vec![b'b'; 70_000]);
+        let mut ra = Receiver::new(&hello(a.len() as u64), 1024);
+        let mut rb = Receiver::new(&hello(b.len() as u64), 10240);
+        let mut sa = Trickle {
+            data: &a,
+            piece: 3000,
+            asked: vec![],
+            block_next: false,
+        };
+        let mut sb = Trickle {
+            data: &b,
+            piece: 7000,
+            asked: vec![],
+            block_next: false,
+        };
+        let mut block = Block::new(1024, u64::MAX);
+        while !(ra.is_complete() && rb.is_complete()) {
+            block.read_from(&mut sa, &mut ra);
+            block.read_from(&mut sb, &mut rb);
+        }
+        let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0, 0).digest;
+        assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
+        assert_eq!(digest(&rb), xxhash_rust::xxh3::xxh3_64(&b));
+    }
+
+    /// The receiver never asks for more than the bytes still announced.
     #[test]
     fn never_reads_past_announced_length() {
         let mut r = Receiver::new(&hello(150), 102);
-        assert_eq!(r.buf().len(), 102);
-        r.commit(100);
-        assert_eq!(r.buf().len(), 50);
-        r.commit(50);
+        assert_eq!(r.want(), 102);
+        r.count(100);
+        assert_eq!(r.want(), 50);
+        r.count(50);
         assert!(r.is_complete());
-        assert_eq!(r.buf().len(), 0);
+        assert_eq!(r.want(), 0);
     }
 
     /// An empty transfer is complete at once and reports zero bytes and no timestamps.
@@ -192,13 +312,14 @@ mod tests {
         assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(&[]));
     }
 
-    /// A partial transfer reports what arrived, with the digest of exactly those bytes.
+    /// A transfer cut short reports what arrived, with the digest of exactly those bytes.
     #[test]
-    fn partial_report() {
-        let mut r = Receiver::new(&hello(1000), 64);
-        r.buf()[..10].copy_from_slice(b"0123456789");
-        r.commit(10);
-        let rep = r.report(ServerIo::Blocking, LogMode::None, 0, 0);
+    fn eof_reports_partial() {
+        let mut rx = Receiver::new(&hello(1000), 64);
+        let mut block = Block::new(64, 1000);
+        let mut src: &[u8] = b"0123456789";
+        assert!(matches!(block.read_from(&mut src, &mut rx), ReadEnd::Eof));
+        let rep = rx.report(ServerIo::Blocking, LogMode::None, 0, 0);
         assert_eq!(rep.bytes, 10);
         assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));
         assert_eq!(rep.last_byte_unix_us, rep.first_byte_unix_us);

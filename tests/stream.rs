@@ -397,7 +397,10 @@ fn committed_fixture_matches_generator() {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl-4k.txt");
     let dir = tempfile::tempdir().unwrap();
     let made = test_file(dir.path(), "tsl-4k.txt", 4096);
-    assert_eq!(std::fs::read(&fixture).unwrap(), std::fs::read(&made).unwrap());
+    assert_eq!(
+        std::fs::read(&fixture).unwrap(),
+        std::fs::read(&made).unwrap()
+    );
     let server = Server::start(&[]);
     let (out, v) = client_json(server.port, &["--chunk", "102", fixture.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

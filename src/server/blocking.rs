@@ -11,7 +11,7 @@ use super::{
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
-use crate::receiver::Receiver;
+use crate::receiver::{Block, ReadEnd, Receiver};
 
 /// Binds the listening socket.
 pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
@@ -73,16 +73,18 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
 
     let mut rx = Receiver::new(&hello, read_size);
-    while !rx.is_complete() {
-        match stream.read(rx.buf()) {
-            Ok(0) => return incomplete(&hello, &rx, "the client closed the connection"),
-            Ok(n) => rx.commit(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) => {
+    let mut block = Block::new(rx.read_size(), hello.length);
+    loop {
+        match block.read_from(stream, &mut rx) {
+            ReadEnd::Complete => break,
+            ReadEnd::Eof => return incomplete(&hello, &rx, "the client closed the connection"),
+            ReadEnd::Error(e) if net::is_timeout(&e) => {
                 let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
                 return incomplete(&hello, &rx, &why);
             }
-            Err(e) => return incomplete(&hello, &rx, &e.to_string()),
+            // A blocking socket only says WouldBlock on a timeout, handled above.
+            ReadEnd::WouldBlock => return incomplete(&hello, &rx, "the socket timed out"),
+            ReadEnd::Error(e) => return incomplete(&hello, &rx, &e.to_string()),
         }
     }
     let report = rx.report(
