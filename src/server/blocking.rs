@@ -74,18 +74,18 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
 
     let mut rx = Receiver::new(&hello, read_size);
     let mut block = Block::new(rx.read_size(), hello.length);
-    loop {
-        match block.read_from(stream, &mut rx) {
-            ReadEnd::Complete => break,
-            ReadEnd::Eof => return incomplete(&hello, &rx, "the client closed the connection"),
-            ReadEnd::Error(e) if net::is_timeout(&e) => {
-                let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
-                return incomplete(&hello, &rx, &why);
-            }
-            // A blocking socket only says WouldBlock on a timeout, handled above.
-            ReadEnd::WouldBlock => return incomplete(&hello, &rx, "the socket timed out"),
-            ReadEnd::Error(e) => return incomplete(&hello, &rx, &e.to_string()),
+    let why = match block.read_from(stream, &mut rx) {
+        ReadEnd::Complete => None,
+        ReadEnd::Eof => Some("the client closed the connection".to_owned()),
+        // A blocking socket says WouldBlock only when its read timeout expires.
+        ReadEnd::WouldBlock => Some(format!("no data for {} s", IDLE_TIMEOUT.as_secs())),
+        ReadEnd::Error(e) if net::is_timeout(&e) => {
+            Some(format!("no data for {} s", IDLE_TIMEOUT.as_secs()))
         }
+        ReadEnd::Error(e) => Some(e.to_string()),
+    };
+    if let Some(why) = why {
+        return incomplete(&hello, &rx, &why);
     }
     let report = rx.report(
         ServerIo::Blocking,
