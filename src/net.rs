@@ -32,9 +32,9 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
     }
 }
 
-/// Reads exactly one frame from a blocking socket, keeping nothing past it. `what` names the
+/// Reads exactly one frame from a socket with blocking meaning, keeping nothing past it. `what` names the
 /// frame the caller waits for, for the error message.
-pub fn read_frame(stream: &mut TcpStream, what: &str) -> Result<Frame> {
+pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
     let mut buf = [0u8; crate::protocol::FRAME_HEADER + crate::protocol::MAX_FRAME_BODY];
     let mut have = 0;
     loop {
@@ -70,13 +70,6 @@ pub fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
-}
-
-/// The send buffer size the kernel gave the socket (0 if it will not say).
-pub fn send_buffer(stream: &TcpStream) -> u32 {
-    socket2::SockRef::from(stream)
-        .send_buffer_size()
-        .map_or(0, |n| n as u32)
 }
 
 /// The receive buffer size the kernel gave the socket (0 if it will not say).

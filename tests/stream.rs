@@ -8,53 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::*;
-use serde_json::Value;
 use tsperf::protocol::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
-
-/// Checks one verified transfer's JSON against the file it sent.
-fn assert_verified(v: &Value, path: &std::path::Path, chunk: u64) {
-    let len = std::fs::metadata(path).unwrap().len();
-    let digest = xxh3_of(path);
-    assert_eq!(v["mode"], "stream");
-    assert_eq!(v["io"], "blocking");
-    assert_eq!(v["verified"], true, "{v:#}");
-    assert_eq!(v["bytes"], len);
-    assert_eq!(v["chunk"], chunk);
-    assert_eq!(v["digest"], digest.as_str());
-    assert_eq!(v["file"], path.file_name().unwrap().to_str().unwrap());
-    let s = &v["server"];
-    assert_eq!(s["bytes"], len);
-    assert_eq!(s["digest"], digest.as_str());
-    assert_eq!(s["log"], "none");
-    assert_eq!(s["log_lines"], 0);
-    assert_eq!(s["io"], "blocking");
-    assert_eq!(s["read_size"], chunk);
-    // One write per chunk, the last one shorter; each read returned data.
-    let writes = len.div_ceil(chunk);
-    assert_eq!(
-        v["client"]["writes"].as_u64().unwrap() - v["client"]["partial_writes"].as_u64().unwrap(),
-        writes
-    );
-    let reads = s["reads"].as_u64().unwrap();
-    assert!(
-        reads >= writes.min(1) && reads <= len,
-        "reads {reads} for {len} bytes"
-    );
-    assert!(v["begin_unix_us"].as_u64().unwrap() <= v["end_unix_us"].as_u64().unwrap());
-    assert!(v["elapsed_s"].as_f64().unwrap() >= 0.0);
-    for side in [&v["cpu"], &s["cpu"]] {
-        assert!(side["user_s"].as_f64().unwrap() >= 0.0 && side["sys_s"].as_f64().unwrap() >= 0.0);
-    }
-    if len > 0 {
-        let (first, last) = (
-            s["first_byte_unix_us"].as_u64().unwrap(),
-            s["last_byte_unix_us"].as_u64().unwrap(),
-        );
-        assert!(first <= last);
-    } else {
-        assert!(s["first_byte_unix_us"].is_null());
-    }
-}
 
 /// Issue 2: every chunk size with file sizes 0, 1, chunk-1, chunk, chunk+1 and a few chunks.
 #[test]
@@ -72,7 +26,7 @@ fn edge_sizes_at_every_chunk() {
                 "chunk {chunk} len {len}: {}",
                 stderr(&out)
             );
-            assert_verified(&v, &path, chunk);
+            assert_verified(&v, &path, chunk, "blocking", "event-loop");
         }
     }
 }
@@ -87,7 +41,7 @@ fn seed_file_at_every_chunk() {
         let c = chunk.to_string();
         let (out, v) = client_json(server.port, &["--chunk", &c, path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert_verified(&v, &path, chunk);
+        assert_verified(&v, &path, chunk, "blocking", "event-loop");
     }
 }
 
@@ -404,5 +358,5 @@ fn committed_fixture_matches_generator() {
     let server = Server::start(&[]);
     let (out, v) = client_json(server.port, &["--chunk", "102", fixture.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_verified(&v, &fixture, 102);
+    assert_verified(&v, &fixture, 102, "blocking", "event-loop");
 }

@@ -30,6 +30,12 @@ struct Args {
     /// Seconds to wait for the connection, and for the server to take data or answer.
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, value_name = "SECS")]
     timeout: f64,
+    /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
+    #[arg(long)]
+    nonblocking: bool,
+    /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
+    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    sndbuf: Option<u32>,
     /// The file to send.
     file: PathBuf,
 }
@@ -52,6 +58,8 @@ fn main() -> ExitCode {
         chunk: args.chunk,
         file: args.file,
         timeout: Duration::from_secs_f64(args.timeout),
+        nonblocking: args.nonblocking,
+        sndbuf: args.sndbuf,
     };
     let result = match client::run_stream(&cfg) {
         Ok(r) => r,

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tsperf::server::{ServerConfig, blocking};
+use tsperf::server::{self, ServerConfig};
 use tsperf::{DEFAULT_PORT, cli, units};
 
 /// Receive files from tsclient, count and checksum every byte, and send back a report.
@@ -23,6 +23,13 @@ struct Args {
     /// Bytes per read; by default the client's chunk size, as the seed's server read.
     #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
     read_size: Option<u32>,
+    /// Serve each connection on its own thread with blocking reads, instead of the default
+    /// single-threaded mio event loop.
+    #[arg(long)]
+    blocking: bool,
+    /// Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel's own.
+    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    rcvbuf: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -33,8 +40,10 @@ fn main() -> ExitCode {
         port: args.port,
         once: args.once,
         read_size: args.read_size,
+        rcvbuf: args.rcvbuf,
+        blocking: args.blocking,
     };
-    let listener = match blocking::bind(&cfg) {
+    let listener = match server::bind(&cfg) {
         Ok(l) => l,
         Err(e) => return cli::fail("tsserver", &e),
     };
@@ -42,7 +51,7 @@ fn main() -> ExitCode {
         Ok(addr) => eprintln!("tsserver: listening on {addr}"),
         Err(e) => return cli::fail("tsserver", &e.into()),
     }
-    match blocking::serve(listener, &cfg) {
+    match server::serve(listener, &cfg) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(cli::FAILURE),
         Err(e) => cli::fail("tsserver", &e),

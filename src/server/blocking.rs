@@ -3,21 +3,16 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tracing::{debug, warn};
 
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, print_complete, print_failed,
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, incomplete, print_complete,
+    print_failed,
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
 use crate::receiver::{Block, ReadEnd, Receiver};
-
-/// Binds the listening socket.
-pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
-    let addr = SocketAddr::new(cfg.bind, cfg.port);
-    TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))
-}
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
@@ -132,15 +127,6 @@ fn read_hello(stream: &mut TcpStream) -> Result<Hello, String> {
 fn refuse(stream: &mut TcpStream, reason: String) -> Outcome {
     let _ = send(stream, &Frame::Refuse(reason.clone()));
     Outcome::Refused(reason)
-}
-
-fn incomplete(hello: &Hello, rx: &Receiver, why: &str) -> Outcome {
-    Outcome::Incomplete(format!(
-        "'{}': {} of {} bytes, then {why}",
-        hello.name,
-        rx.bytes(),
-        rx.expected()
-    ))
 }
 
 fn send(stream: &mut TcpStream, frame: &Frame) -> io::Result<()> {

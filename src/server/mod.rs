@@ -5,12 +5,16 @@
 //! how they wait for bytes.
 
 pub mod blocking;
+pub mod event_loop;
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, TcpListener};
+
+use anyhow::{Context, Result};
 use std::time::Duration;
 
 use crate::protocol::{Hello, Mode, Report};
+use crate::receiver::Receiver;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
 
@@ -28,6 +32,33 @@ pub struct ServerConfig {
     pub once: bool,
     /// Read size; `None` reads in the client's chunk size, as the seed's server did.
     pub read_size: Option<u32>,
+    /// Ask the kernel for this receive buffer (SO_RCVBUF) on every connection.
+    pub rcvbuf: Option<u32>,
+    /// Serve with a thread per connection instead of the event loop.
+    pub blocking: bool,
+}
+
+/// Binds the listening socket. A requested receive buffer is set on the listener, before any
+/// connection arrives, so accepted sockets inherit it and the window scale matches it.
+pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
+    let addr = SocketAddr::new(cfg.bind, cfg.port);
+    let listener = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    if let Some(n) = cfg.rcvbuf {
+        socket2::SockRef::from(&listener)
+            .set_recv_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the receive buffer to {n} bytes"))?;
+    }
+    Ok(listener)
+}
+
+/// Serves with the configured I/O model until the process ends, or one connection with `once`;
+/// then the result says whether that connection completed a transfer.
+pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+    if cfg.blocking {
+        blocking::serve(listener, cfg)
+    } else {
+        event_loop::serve(listener, cfg)
+    }
 }
 
 /// How one connection ended.
@@ -93,4 +124,14 @@ pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
             eprintln!("tsserver: incomplete transfer from {peer}: {reason}")
         }
     }
+}
+
+/// The outcome of a transfer that stopped short: how far it got, and why it stopped.
+pub fn incomplete(hello: &Hello, rx: &Receiver, why: &str) -> Outcome {
+    Outcome::Incomplete(format!(
+        "'{}': {} of {} bytes, then {why}",
+        hello.name,
+        rx.bytes(),
+        rx.expected()
+    ))
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use tsperf::protocol::{Frame, decode_hello, encode_frame};
 
 /// The longest any single step of a test may take.
@@ -243,4 +244,49 @@ pub fn send(s: &mut TcpStream, f: &Frame) {
 pub fn dead_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
+}
+
+/// Checks one verified transfer's JSON against the file it sent.
+pub fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: &str) {
+    let len = std::fs::metadata(path).unwrap().len();
+    let digest = xxh3_of(path);
+    assert_eq!(v["mode"], "stream");
+    assert_eq!(v["io"], io);
+    assert_eq!(v["verified"], true, "{v:#}");
+    assert_eq!(v["bytes"], len);
+    assert_eq!(v["chunk"], chunk);
+    assert_eq!(v["digest"], digest.as_str());
+    assert_eq!(v["file"], path.file_name().unwrap().to_str().unwrap());
+    let s = &v["server"];
+    assert_eq!(s["bytes"], len);
+    assert_eq!(s["digest"], digest.as_str());
+    assert_eq!(s["log"], "none");
+    assert_eq!(s["log_lines"], 0);
+    assert_eq!(s["io"], server_io);
+    assert_eq!(s["read_size"], chunk);
+    // One write per chunk, the last one shorter; each read returned data.
+    let writes = len.div_ceil(chunk);
+    assert_eq!(
+        v["client"]["writes"].as_u64().unwrap() - v["client"]["partial_writes"].as_u64().unwrap(),
+        writes
+    );
+    let reads = s["reads"].as_u64().unwrap();
+    assert!(
+        reads >= writes.min(1) && reads <= len,
+        "reads {reads} for {len} bytes"
+    );
+    assert!(v["begin_unix_us"].as_u64().unwrap() <= v["end_unix_us"].as_u64().unwrap());
+    assert!(v["elapsed_s"].as_f64().unwrap() >= 0.0);
+    for side in [&v["cpu"], &s["cpu"]] {
+        assert!(side["user_s"].as_f64().unwrap() >= 0.0 && side["sys_s"].as_f64().unwrap() >= 0.0);
+    }
+    if len > 0 {
+        let (first, last) = (
+            s["first_byte_unix_us"].as_u64().unwrap(),
+            s["last_byte_unix_us"].as_u64().unwrap(),
+        );
+        assert!(first <= last);
+    } else {
+        assert!(s["first_byte_unix_us"].is_null());
+    }
 }

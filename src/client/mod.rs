@@ -5,8 +5,13 @@
 //! arrives, after the server has read and checksummed every byte. A transfer whose byte count or
 //! digest disagrees with the server's is returned with `verified() == false`; the caller treats
 //! that as a failure.
+//!
+//! The same transfer code runs over a blocking `TcpStream` or a mio non-blocking socket
+//! ([`nonblocking`]); the two differ only in how they wait.
 
-use std::io::{self, Write};
+mod nonblocking;
+
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,6 +22,7 @@ use crate::net;
 use crate::protocol::{Frame, Hello, Mode, Report, encode_hello};
 use crate::source::Source;
 use crate::timing::{CpuTime, unix_us_now};
+use nonblocking::MioConn;
 
 /// What to send, where, and how.
 #[derive(Debug, Clone)]
@@ -27,6 +33,10 @@ pub struct StreamConfig {
     pub file: PathBuf,
     /// Longest wait for the connection, and for the server to take data or answer.
     pub timeout: Duration,
+    /// Use a mio non-blocking socket instead of a blocking one.
+    pub nonblocking: bool,
+    /// Ask the kernel for this send buffer size (SO_SNDBUF).
+    pub sndbuf: Option<u32>,
 }
 
 /// Counts of what the client's writes did.
@@ -68,15 +78,64 @@ impl StreamResult {
     }
 }
 
-/// Runs one stream transfer over a blocking socket.
+/// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
+/// non-blocking transport waits in poll inside them and counts what it waited for.
+pub trait Transport: Read + Write {
+    /// The JSON's `io` value.
+    const IO: &'static str;
+    fn peer(&self) -> io::Result<SocketAddr>;
+    fn socket(&self) -> socket2::SockRef<'_>;
+    /// Longest wait for the peer to take data or answer.
+    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// Writes that found the socket full, and wake-ups from poll.
+    fn waits(&self) -> (u64, u64);
+}
+
+impl Transport for TcpStream {
+    const IO: &'static str = "blocking";
+
+    fn peer(&self) -> io::Result<SocketAddr> {
+        self.peer_addr()
+    }
+
+    fn socket(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(self)
+    }
+
+    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        self.set_read_timeout(Some(timeout))?;
+        self.set_write_timeout(Some(timeout))
+    }
+
+    fn waits(&self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+/// Runs one stream transfer over the transport the configuration asks for.
 pub fn run_stream(cfg: &StreamConfig) -> Result<StreamResult> {
-    let mut source = Source::open(&cfg.file, cfg.chunk)?;
-    let mut stream = net::connect(&cfg.host, cfg.port, cfg.timeout)?;
-    let peer = stream
-        .peer_addr()
-        .context("cannot read the server's address")?;
-    stream.set_read_timeout(Some(cfg.timeout))?;
-    stream.set_write_timeout(Some(cfg.timeout))?;
+    let source = Source::open(&cfg.file, cfg.chunk)?;
+    if cfg.nonblocking {
+        let conn = MioConn::connect(&cfg.host, cfg.port, cfg.timeout)?;
+        transfer(conn, source, cfg)
+    } else {
+        let conn = net::connect(&cfg.host, cfg.port, cfg.timeout)?;
+        transfer(conn, source, cfg)
+    }
+}
+
+fn transfer<T: Transport>(
+    mut conn: T,
+    mut source: Source,
+    cfg: &StreamConfig,
+) -> Result<StreamResult> {
+    let peer = conn.peer().context("cannot read the server's address")?;
+    conn.set_idle_timeout(cfg.timeout)?;
+    if let Some(n) = cfg.sndbuf {
+        conn.socket()
+            .set_send_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
+    }
 
     let hello = Hello {
         mode: Mode::Stream,
@@ -89,10 +148,9 @@ pub fn run_stream(cfg: &StreamConfig) -> Result<StreamResult> {
     };
     let mut msg = Vec::with_capacity(crate::protocol::MAX_HELLO);
     encode_hello(&hello, &mut msg);
-    stream
-        .write_all(&msg)
+    conn.write_all(&msg)
         .with_context(|| format!("cannot send the hello to {peer}"))?;
-    let read_size = match net::read_frame(&mut stream, "answer to the hello")? {
+    let read_size = match net::read_frame(&mut conn, "answer to the hello")? {
         Frame::Accept { read_size, .. } => read_size,
         Frame::Refuse(reason) | Frame::Abort(reason) => {
             bail!("the server at {peer} refused the transfer: {reason}")
@@ -112,13 +170,13 @@ pub fn run_stream(cfg: &StreamConfig) -> Result<StreamResult> {
             break;
         }
         for piece in block.chunks(chunk) {
-            if let Err(e) = write_chunk(&mut stream, piece, &mut writes) {
-                return Err(lost(&mut stream, e, sent, source.len(), cfg.timeout));
+            if let Err(e) = write_chunk(&mut conn, piece, &mut writes) {
+                return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout));
             }
             sent += piece.len() as u64;
         }
     }
-    let server = match net::read_frame(&mut stream, "report")? {
+    let server = match net::read_frame(&mut conn, "report")? {
         Frame::Report(r) => r,
         Frame::Abort(reason) => bail!("the server aborted the transfer: {reason}"),
         other => bail!("the server sent {other:?} where its report was expected"),
@@ -126,12 +184,13 @@ pub fn run_stream(cfg: &StreamConfig) -> Result<StreamResult> {
     let elapsed = begin.elapsed();
     let end_unix_us = unix_us_now();
     let cpu = CpuTime::process().since(cpu_start);
+    (writes.would_block, writes.polls) = conn.waits();
 
     Ok(StreamResult {
         name: source.name().to_owned(),
         bytes: source.len(),
         chunk: cfg.chunk,
-        io: "blocking",
+        io: T::IO,
         peer,
         begin_unix_us,
         end_unix_us,
@@ -139,17 +198,21 @@ pub fn run_stream(cfg: &StreamConfig) -> Result<StreamResult> {
         digest: source.digest(),
         writes,
         cpu,
-        sndbuf: net::send_buffer(&stream),
+        sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
         read_size,
         server,
     })
 }
 
-/// Writes one chunk on a blocking socket, finishing it if a write comes back short.
+/// Writes one chunk, finishing it from where a short write stopped.
 #[inline]
-fn write_chunk(stream: &mut TcpStream, mut piece: &[u8], stats: &mut WriteStats) -> io::Result<()> {
+fn write_chunk<T: Transport>(
+    conn: &mut T,
+    mut piece: &[u8],
+    stats: &mut WriteStats,
+) -> io::Result<()> {
     loop {
-        match stream.write(piece) {
+        match conn.write(piece) {
             Ok(n) if n == piece.len() => {
                 stats.writes += 1;
                 return Ok(());
@@ -168,8 +231,8 @@ fn write_chunk(stream: &mut TcpStream, mut piece: &[u8], stats: &mut WriteStats)
 
 /// Explains a failed write. The server may have said why it stopped (an abort frame); if so,
 /// that reason is the error. Otherwise the error says how far the transfer got.
-fn lost(
-    stream: &mut TcpStream,
+fn lost<T: Transport>(
+    conn: &mut T,
     e: io::Error,
     sent: u64,
     total: u64,
@@ -181,8 +244,8 @@ fn lost(
             timeout.as_secs_f64()
         );
     }
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = net::read_frame(stream, "reason") {
+    let _ = conn.set_idle_timeout(Duration::from_millis(500));
+    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = net::read_frame(conn, "reason") {
         return anyhow::anyhow!(
             "the server aborted the transfer after {sent} of {total} bytes: {reason}"
         );

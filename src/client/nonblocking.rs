@@ -1,0 +1,171 @@
+//! The mio transport: a non-blocking socket that waits in `poll`, never in a spin or a sleep.
+//!
+//! It follows mio's rules: connect returns before the connection exists, so wait for WRITABLE,
+//! then check `take_error()` and `peer_addr()`; after `WouldBlock`, wait for the next event and
+//! try again; a short write keeps its place (the caller's slice offset) and never restarts.
+//! It offers `Read` and `Write` with blocking meaning, so the transfer code is shared with the
+//! blocking transport, and it counts every `WouldBlock` and every wake-up.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+use super::Transport;
+
+const CONN: Token = Token(0);
+
+/// A connected non-blocking socket and the poll it waits in.
+pub struct MioConn {
+    stream: TcpStream,
+    poll: Poll,
+    events: Events,
+    timeout: Duration,
+    would_block: u64,
+    polls: u64,
+}
+
+impl MioConn {
+    /// Connects to `host:port`, trying each address until one answers within `timeout`.
+    pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<MioConn> {
+        let addrs: Vec<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve host '{host}'"))?
+            .collect();
+        let mut last = None;
+        for addr in addrs {
+            match MioConn::connect_one(addr, timeout) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow!("host '{host}' resolved to no address")))
+    }
+
+    fn connect_one(addr: SocketAddr, timeout: Duration) -> Result<MioConn> {
+        let fail = || format!("could not connect to {addr}");
+        let mut stream = TcpStream::connect(addr).with_context(fail)?;
+        let poll = Poll::new().context("cannot create a poll")?;
+        poll.registry()
+            .register(&mut stream, CONN, Interest::READABLE | Interest::WRITABLE)
+            .context("cannot register the socket")?;
+        let mut conn = MioConn {
+            stream,
+            poll,
+            events: Events::with_capacity(8),
+            timeout,
+            would_block: 0,
+            polls: 0,
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!(
+                    "could not connect to {addr}: no answer within {} s",
+                    timeout.as_secs_f64()
+                );
+            }
+            conn.poll
+                .poll(&mut conn.events, Some(left))
+                .or_else(ignore_eintr)
+                .with_context(fail)?;
+            if conn.events.is_empty() {
+                continue;
+            }
+            if let Some(e) = conn.stream.take_error().with_context(fail)? {
+                return Err(e).with_context(fail);
+            }
+            match conn.stream.peer_addr() {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => continue,
+                Err(e) => return Err(e).with_context(fail),
+            }
+        }
+        // The connect itself is not part of the transfer's accounting.
+        conn.polls = 0;
+        Ok(conn)
+    }
+
+    /// Waits for the socket's next event, or fails with `TimedOut` after the idle timeout.
+    fn wait(&mut self) -> io::Result<()> {
+        loop {
+            match self.poll.poll(&mut self.events, Some(self.timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            self.polls += 1;
+            return if self.events.is_empty() {
+                Err(io::ErrorKind::TimedOut.into())
+            } else {
+                Ok(())
+            };
+        }
+    }
+}
+
+fn ignore_eintr(e: io::Error) -> io::Result<()> {
+    if e.kind() == io::ErrorKind::Interrupted {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+impl Read for MioConn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.stream.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait()?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Write for MioConn {
+    /// Writes as much of `buf` as the socket takes now, waiting in poll only when it takes none.
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.stream.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.would_block += 1;
+                    self.wait()?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for MioConn {
+    const IO: &'static str = "nonblocking";
+
+    fn peer(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    fn socket(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(&self.stream)
+    }
+
+    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    fn waits(&self) -> (u64, u64) {
+        (self.would_block, self.polls)
+    }
+}

@@ -1,0 +1,311 @@
+//! The default server: one thread, one mio event loop, many transfers at once.
+//!
+//! mio's registrations are edge-triggered, so every handler repeats its operation until the
+//! socket says `WouldBlock`: accept until `WouldBlock`, read until `WouldBlock`, write until the
+//! output is gone or `WouldBlock`. Stopping early would wait for an event that never comes.
+//! Each connection is a small state machine (hello, data, closing) in a token table; events for
+//! tokens no longer in the table are ignored, and closed connections are deregistered.
+//!
+//! All connections share one read [`Block`]: a connection's reads land in it and are checksummed
+//! before the loop turns to the next connection, so a connection costs its socket, its hasher and
+//! a few counters, not a buffer.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+use tracing::{debug, warn};
+
+use super::{
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, incomplete, print_complete,
+    print_failed,
+};
+use crate::net;
+use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
+
+const LISTENER: Token = Token(usize::MAX);
+/// How often deadlines are checked when nothing else wakes the loop.
+const TICK: Duration = Duration::from_millis(500);
+
+enum State {
+    Hello {
+        buf: [u8; MAX_HELLO + 1],
+        have: usize,
+    },
+    Data {
+        hello: Hello,
+        rx: Receiver,
+        read_size: u32,
+    },
+    /// Flushing the last frame; the outcome is final.
+    Closing(Outcome),
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: State,
+    out: Vec<u8>,
+    sent: usize,
+    deadline: Instant,
+    wakeups: u64,
+}
+
+/// Serves until the process ends, or one connection with `--once`; then the result says whether
+/// that connection completed a transfer.
+pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
+    listener
+        .set_nonblocking(true)
+        .context("cannot make the listener non-blocking")?;
+    let mut listener = TcpListener::from_std(listener);
+    let mut poll = Poll::new().context("cannot create the event loop")?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .context("cannot register the listener")?;
+    let mut conns: Slab<Conn> = Slab::new();
+    let mut events = Events::with_capacity(1024);
+    let mut block = Block::new(HASH_BLOCK, u64::MAX);
+    let mut next_sweep = Instant::now() + TICK;
+
+    loop {
+        match poll.poll(&mut events, Some(TICK)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("event loop poll failed"),
+        }
+        for event in events.iter() {
+            if event.token() == LISTENER {
+                accept_all(&listener, &poll, &mut conns);
+                continue;
+            }
+            let key = event.token().0;
+            // A token we no longer know: its connection closed earlier in this batch.
+            let Some(conn) = conns.get_mut(key) else {
+                continue;
+            };
+            conn.wakeups += 1;
+            if let Some(outcome) = conn.advance(&mut block, cfg) {
+                let done = close(&poll, conns.remove(key), outcome);
+                if cfg.once {
+                    return Ok(done);
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= next_sweep {
+            next_sweep = now + TICK;
+            let expired: Vec<usize> = conns
+                .iter()
+                .filter(|(_, c)| now >= c.deadline)
+                .map(|(k, _)| k)
+                .collect();
+            for key in expired {
+                let conn = conns.remove(key);
+                let outcome = conn.timed_out();
+                let done = close(&poll, conn, outcome);
+                if cfg.once {
+                    return Ok(done);
+                }
+            }
+        }
+    }
+}
+
+fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>) {
+    loop {
+        match listener.accept() {
+            Ok((mut stream, peer)) => {
+                let entry = conns.vacant_entry();
+                let token = Token(entry.key());
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if let Err(e) = poll.registry().register(&mut stream, token, interest) {
+                    warn!(%peer, "cannot register connection: {e}");
+                    continue;
+                }
+                debug!(%peer, "connection");
+                entry.insert(Conn {
+                    stream,
+                    peer,
+                    state: State::Hello {
+                        buf: [0; MAX_HELLO + 1],
+                        have: 0,
+                    },
+                    out: Vec::new(),
+                    sent: 0,
+                    deadline: Instant::now() + HELLO_TIMEOUT,
+                    wakeups: 0,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                // Out of descriptors and the like: the next connection's event retries.
+                warn!("accept failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Deregisters and drops a finished connection, printing its outcome. True if it completed.
+fn close(poll: &Poll, mut conn: Conn, outcome: Outcome) -> bool {
+    let _ = poll.registry().deregister(&mut conn.stream);
+    print_failed(conn.peer, &outcome);
+    matches!(outcome, Outcome::Complete)
+}
+
+impl Conn {
+    /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
+    fn advance(&mut self, block: &mut Block, cfg: &ServerConfig) -> Option<Outcome> {
+        if let State::Hello { .. } = self.state {
+            self.read_hello(cfg);
+        }
+        if let State::Data { .. } = self.state {
+            self.read_data(block);
+        }
+        let flushed = self.flush();
+        if !matches!(self.state, State::Closing(_)) {
+            let broken =
+                |e: io::Error| Outcome::Incomplete(format!("cannot write to the client: {e}"));
+            return flushed.err().map(broken);
+        }
+        match flushed {
+            // More to write: the next WRITABLE event resumes it.
+            Ok(false) => None,
+            Ok(true) => Some(self.take_outcome()),
+            Err(e) => {
+                debug!(peer = %self.peer, "could not send the final frame: {e}");
+                Some(self.take_outcome())
+            }
+        }
+    }
+
+    fn take_outcome(&mut self) -> Outcome {
+        match std::mem::replace(&mut self.state, State::Closing(Outcome::Complete)) {
+            State::Closing(outcome) => outcome,
+            _ => unreachable!("take_outcome is called only in the closing state"),
+        }
+    }
+
+    fn read_hello(&mut self, cfg: &ServerConfig) {
+        let State::Hello { buf, have } = &mut self.state else {
+            return;
+        };
+        let verdict = loop {
+            match decode_hello(&buf[..*have]) {
+                Ok(Some((hello, used))) if used == *have => break Ok(hello),
+                Ok(Some(_)) => {
+                    break Err("data arrived before the server accepted the hello".into());
+                }
+                Ok(None) => {}
+                Err(e) => break Err(e.to_string()),
+            }
+            match self.stream.read(&mut buf[*have..]) {
+                Ok(0) if *have == 0 => break Err("connection closed without a hello".to_owned()),
+                Ok(0) => break Err(format!("connection closed after {have} bytes of a hello")),
+                Ok(n) => *have += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(format!("error reading the hello: {e}")),
+            }
+        };
+        let admitted = verdict.and_then(|hello| admit(&hello, cfg).map(|rs| (hello, rs)));
+        match admitted {
+            Ok((hello, read_size)) => {
+                self.queue(&Frame::Accept {
+                    read_size,
+                    server_io: ServerIo::EventLoop,
+                    log: LogMode::None,
+                });
+                let rx = Receiver::new(&hello, read_size);
+                self.deadline = Instant::now() + IDLE_TIMEOUT;
+                self.state = State::Data {
+                    hello,
+                    rx,
+                    read_size,
+                };
+            }
+            Err(reason) => {
+                self.queue(&Frame::Refuse(reason.clone()));
+                self.state = State::Closing(Outcome::Refused(reason));
+            }
+        }
+    }
+
+    fn read_data(&mut self, block: &mut Block) {
+        let State::Data {
+            hello,
+            rx,
+            read_size,
+        } = &mut self.state
+        else {
+            return;
+        };
+        let before = rx.bytes();
+        let end = block.read_from(&mut self.stream, rx);
+        if rx.bytes() > before {
+            self.deadline = Instant::now() + IDLE_TIMEOUT;
+        }
+        let why = match end {
+            ReadEnd::WouldBlock => return,
+            ReadEnd::Complete => None,
+            ReadEnd::Eof => Some("the client closed the connection".to_owned()),
+            ReadEnd::Error(e) => Some(e.to_string()),
+        };
+        if let Some(why) = why {
+            self.state = State::Closing(incomplete(hello, rx, &why));
+            return;
+        }
+        rx.wakeups = self.wakeups;
+        let report = rx.report(
+            ServerIo::EventLoop,
+            LogMode::None,
+            0,
+            net::recv_buffer(&self.stream),
+        );
+        print_complete(&hello.name, self.peer, *read_size, &report);
+        self.queue(&Frame::Report(report));
+        self.state = State::Closing(Outcome::Complete);
+    }
+
+    /// What a connection past its deadline ends as.
+    fn timed_out(&self) -> Outcome {
+        match &self.state {
+            State::Hello { .. } => Outcome::Refused(format!(
+                "no complete hello within {} s",
+                HELLO_TIMEOUT.as_secs()
+            )),
+            State::Data { hello, rx, .. } => {
+                let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
+                incomplete(hello, rx, &why)
+            }
+            State::Closing(_) => Outcome::Incomplete("the client did not take its reply".into()),
+        }
+    }
+
+    fn queue(&mut self, frame: &Frame) {
+        encode_frame(frame, &mut self.out);
+    }
+
+    /// Writes queued output until it is gone (`Ok(true)`) or the socket is full (`Ok(false)`).
+    /// A partial write keeps its place for the next WRITABLE event.
+    fn flush(&mut self) -> io::Result<bool> {
+        while self.sent < self.out.len() {
+            match self.stream.write(&self.out[self.sent..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.clear();
+        self.sent = 0;
+        Ok(true)
+    }
+}
