@@ -39,7 +39,7 @@ enum State {
     },
     Data {
         hello: Hello,
-        rx: Receiver,
+        rx: Box<Receiver>,
         read_size: u32,
     },
     /// Flushing the last frame; the outcome is final.
@@ -222,7 +222,7 @@ impl Conn {
                     server_io: ServerIo::EventLoop,
                     log: LogMode::None,
                 });
-                let rx = Receiver::new(&hello, read_size);
+                let rx = Box::new(Receiver::new(&hello, read_size));
                 self.deadline = Instant::now() + IDLE_TIMEOUT;
                 self.state = State::Data {
                     hello,
