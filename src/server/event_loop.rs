@@ -34,7 +34,7 @@ const TICK: Duration = Duration::from_millis(500);
 
 enum State {
     Hello {
-        buf: [u8; MAX_HELLO + 1],
+        buf: Box<[u8; MAX_HELLO + 1]>,
         have: usize,
     },
     Data {
@@ -132,7 +132,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>) {
                     stream,
                     peer,
                     state: State::Hello {
-                        buf: [0; MAX_HELLO + 1],
+                        buf: Box::new([0; MAX_HELLO + 1]),
                         have: 0,
                     },
                     out: Vec::new(),
