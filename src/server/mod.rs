@@ -3,6 +3,10 @@
 //! This module holds what every server I/O model shares: configuration, the admission decision
 //! for a hello, and the per-transfer output. The I/O models live in submodules and differ only in
 //! how they wait for bytes.
+//!
+//! A report's CPU time is the serving thread's during the transfer. For the event loop that
+//! thread serves every connection, so with concurrent transfers each report includes the others'
+//! share; with one transfer at a time it is that transfer's cost.
 
 pub mod blocking;
 pub mod event_loop;
@@ -93,7 +97,7 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
     let text = format!(
         "{}\nfile[{name}] read over .\n{}\n\
          tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
-         {} reads of up to {read_size} B, cpu {} user + {} sys, xxh3 {:016x}\n",
+         {} reads of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
         Stamp {
             label: "begin",
             unix_us: begin
@@ -109,6 +113,7 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
         r.reads,
         units::duration(Duration::from_micros(r.cpu_user_us)),
         units::duration(Duration::from_micros(r.cpu_sys_us)),
+        r.server_io.map_or("?".to_owned(), |io| io.to_string()),
         r.digest,
     );
     // A closed stdout must not stop the server from serving.
