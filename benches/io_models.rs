@@ -24,10 +24,14 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let reps: usize = std::env::var("TSPERF_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let reps: usize = std::env::var("TSPERF_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl.txt");
     if !file.exists() {
-        tsperf::testdata::generate(&file, tsperf::testdata::SEED_FILE_LEN).expect("generate testdata/tsl.txt");
+        tsperf::testdata::generate(&file, tsperf::testdata::SEED_FILE_LEN)
+            .expect("generate testdata/tsl.txt");
     }
     let mut server = Command::new(env!("CARGO_BIN_EXE_tsserver"))
         .args(["--bind", "127.0.0.1", "--port", "0"])
@@ -36,12 +40,16 @@ fn main() {
         .spawn()
         .expect("start tsserver");
     let mut line = String::new();
-    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(server.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let _server = Kill(server);
     let port = line.trim().rsplit(':').next().unwrap().to_owned();
 
     println!("36 MiB file on loopback, event-loop server, median of {reps} alternating runs\n");
-    println!("| chunk | blocking MiB/s | nonblocking MiB/s | ratio | blocking CPU s | nonblocking CPU s | ratio |");
+    println!(
+        "| chunk | blocking MiB/s | nonblocking MiB/s | ratio | blocking CPU s | nonblocking CPU s | ratio |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     for chunk in ["102", "1024", "10240"] {
         let mut rate = [Vec::new(), Vec::new()];
@@ -54,11 +62,17 @@ fn main() {
                     cmd.arg("--nonblocking");
                 }
                 let out = cmd.arg(&file).output().expect("run tsclient");
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
                 assert_eq!(v["verified"], true);
                 rate[i].push(v["mib_per_s"].as_f64().unwrap());
-                cpu[i].push(v["cpu"]["user_s"].as_f64().unwrap() + v["cpu"]["sys_s"].as_f64().unwrap());
+                cpu[i].push(
+                    v["cpu"]["user_s"].as_f64().unwrap() + v["cpu"]["sys_s"].as_f64().unwrap(),
+                );
             }
         }
         let (rb, rn) = (median(&mut rate[0]), median(&mut rate[1]));

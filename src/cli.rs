@@ -9,11 +9,15 @@ use tracing_subscriber::EnvFilter;
 /// Exit code for a failed run.
 pub const FAILURE: u8 = 1;
 
+/// The diagnostics filter: `RUST_LOG`, or `warn` when unset or invalid.
+pub fn env_filter() -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
+}
+
 /// Sends diagnostics (`RUST_LOG`, default `warn`) to stderr, never to stdout.
 pub fn init_diagnostics() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(env_filter())
         .with_writer(io::stderr)
         .try_init();
 }
@@ -31,4 +35,38 @@ pub fn print(text: &str) -> io::Result<()> {
 pub fn fail(prog: &str, err: &anyhow::Error) -> ExitCode {
     eprintln!("{prog}: error: {err:#}");
     ExitCode::from(FAILURE)
+}
+
+/// Exit code after Ctrl-C, as shells report a SIGINT death.
+pub const INTERRUPTED: i32 = 130;
+
+/// On SIGINT or SIGTERM: clears the progress bar, says how far the transfer got, exits 130.
+pub fn exit_on_interrupt(
+    prog: &'static str,
+    progress: crate::progress::Progress,
+) -> io::Result<()> {
+    on_signal(move || {
+        progress.clear();
+        let (sent, total) = (progress.sent(), progress.total());
+        if total > 0 {
+            eprintln!("{prog}: interrupted after sending {sent} of {total} bytes");
+        } else {
+            eprintln!("{prog}: interrupted");
+        }
+        std::process::exit(INTERRUPTED);
+    })
+}
+
+/// Runs `action` on a helper thread when SIGINT or SIGTERM arrives. `action` ends the process.
+pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                action();
+            }
+        })?;
+    Ok(())
 }

@@ -16,6 +16,7 @@ use std::time::Instant;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::protocol::{Hello, LogMode, Report, ServerIo};
+use crate::readlog::TARGET;
 use crate::timing::{CpuTime, unix_us_now};
 
 /// Bytes gathered before they are checksummed, unless one read is larger.
@@ -34,11 +35,15 @@ pub struct Receiver {
     cpu_start: CpuTime,
     /// Event-loop wake-ups for this connection, counted by the event loop.
     pub wakeups: u64,
+    conn: u64,
+    log: bool,
+    log_lines: u32,
 }
 
 impl Receiver {
-    /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time.
-    pub fn new(hello: &Hello, read_size: u32) -> Receiver {
+    /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With `log`,
+    /// every read writes a line tagged with connection number `conn` to the per-read log.
+    pub fn new(hello: &Hello, read_size: u32, conn: u64, log: bool) -> Receiver {
         Receiver {
             expected: hello.length,
             read_size: read_size.max(1) as usize,
@@ -50,6 +55,27 @@ impl Receiver {
             last: None,
             cpu_start: CpuTime::thread(),
             wakeups: 0,
+            conn,
+            log,
+            log_lines: 0,
+        }
+    }
+
+    /// Logs the start of the transfer (when logging).
+    pub fn log_start(&mut self, peer: std::net::SocketAddr, hello: &Hello) {
+        if self.log {
+            tracing::info!(target: TARGET, conn = self.conn, event = "start", %peer, file = %hello.name,
+                length = hello.length, chunk = hello.chunk, read_size = self.read_size);
+            self.log_lines += 1;
+        }
+    }
+
+    /// Logs the end of the transfer (when logging): complete, or how it stopped.
+    pub fn log_end(&mut self, status: &str) {
+        if self.log {
+            tracing::info!(target: TARGET, conn = self.conn, event = "end", total = self.bytes,
+                reads = self.reads, status);
+            self.log_lines += 1;
         }
     }
 
@@ -73,6 +99,10 @@ impl Receiver {
         }
         self.bytes += n as u64;
         self.reads += 1;
+        if self.log {
+            tracing::info!(target: TARGET, conn = self.conn, seq = self.reads, bytes = n, total = self.bytes);
+            self.log_lines += 1;
+        }
         if self.bytes == self.expected {
             self.last = Some((Instant::now(), unix_us_now()));
         }
@@ -100,7 +130,7 @@ impl Receiver {
     }
 
     /// The report as it stands, complete or not. Every counted byte must have been hashed.
-    pub fn report(&self, server_io: ServerIo, log: LogMode, log_lines: u32, rcvbuf: u32) -> Report {
+    pub fn report(&self, server_io: ServerIo, log: LogMode, rcvbuf: u32) -> Report {
         debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
         let cpu = CpuTime::thread().since(self.cpu_start);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
@@ -115,7 +145,7 @@ impl Receiver {
             wakeups: self.wakeups,
             cpu_user_us: cpu.user.as_micros() as u64,
             cpu_sys_us: cpu.sys.as_micros() as u64,
-            log_lines,
+            log_lines: self.log_lines,
             rcvbuf,
             server_io: Some(server_io),
             log: Some(log),
@@ -235,7 +265,7 @@ mod tests {
     fn digest_matches_one_shot() {
         let data: Vec<u8> = (0..700_001u32).map(|i| (i * 7 % 256) as u8).collect();
         for rs in [1u32, 102, 1024, 10240, 300_000] {
-            let mut rx = Receiver::new(&hello(data.len() as u64), rs);
+            let mut rx = Receiver::new(&hello(data.len() as u64), rs, 0, false);
             let mut block = Block::new(rs as usize, data.len() as u64);
             let mut src = Trickle {
                 data: &data,
@@ -251,7 +281,7 @@ mod tests {
                 }
             }
             assert!(src.asked.iter().all(|&n| n > 0 && n <= rs as usize));
-            let rep = rx.report(ServerIo::Blocking, LogMode::None, 0, 0);
+            let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
             assert_eq!(rep.bytes, data.len() as u64);
             assert_eq!(
                 rep.digest,
@@ -266,8 +296,8 @@ mod tests {
     #[test]
     fn shared_block_keeps_transfers_apart() {
         let (a, b) = (vec![b'a'; 100_000], vec![b'b'; 70_000]);
-        let mut ra = Receiver::new(&hello(a.len() as u64), 1024);
-        let mut rb = Receiver::new(&hello(b.len() as u64), 10240);
+        let mut ra = Receiver::new(&hello(a.len() as u64), 1024, 0, false);
+        let mut rb = Receiver::new(&hello(b.len() as u64), 10240, 0, false);
         let mut sa = Trickle {
             data: &a,
             piece: 3000,
@@ -285,7 +315,7 @@ mod tests {
             block.read_from(&mut sa, &mut ra);
             block.read_from(&mut sb, &mut rb);
         }
-        let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0, 0).digest;
+        let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0).digest;
         assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
         assert_eq!(digest(&rb), xxhash_rust::xxh3::xxh3_64(&b));
     }
@@ -293,7 +323,7 @@ mod tests {
     /// The receiver never asks for more than the bytes still announced.
     #[test]
     fn never_reads_past_announced_length() {
-        let mut r = Receiver::new(&hello(150), 102);
+        let mut r = Receiver::new(&hello(150), 102, 0, false);
         assert_eq!(r.want(), 102);
         r.count(100);
         assert_eq!(r.want(), 50);
@@ -305,9 +335,9 @@ mod tests {
     /// An empty transfer is complete at once and reports zero bytes and no timestamps.
     #[test]
     fn empty_transfer() {
-        let r = Receiver::new(&hello(0), 1024);
+        let r = Receiver::new(&hello(0), 1024, 0, false);
         assert!(r.is_complete());
-        let rep = r.report(ServerIo::Blocking, LogMode::None, 0, 0);
+        let rep = r.report(ServerIo::Blocking, LogMode::None, 0);
         assert_eq!((rep.bytes, rep.reads, rep.first_byte_unix_us), (0, 0, 0));
         assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(&[]));
     }
@@ -315,11 +345,11 @@ mod tests {
     /// A transfer cut short reports what arrived, with the digest of exactly those bytes.
     #[test]
     fn eof_reports_partial() {
-        let mut rx = Receiver::new(&hello(1000), 64);
+        let mut rx = Receiver::new(&hello(1000), 64, 0, false);
         let mut block = Block::new(64, 1000);
         let mut src: &[u8] = b"0123456789";
         assert!(matches!(block.read_from(&mut src, &mut rx), ReadEnd::Eof));
-        let rep = rx.report(ServerIo::Blocking, LogMode::None, 0, 0);
+        let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
         assert_eq!(rep.bytes, 10);
         assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));
         assert_eq!(rep.last_byte_unix_us, rep.first_byte_unix_us);

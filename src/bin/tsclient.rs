@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use tsperf::progress::Progress;
 use tsperf::{DEFAULT_PORT, cli, client, output, units};
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
@@ -24,7 +25,7 @@ struct Args {
     /// Print one JSON object on stdout instead of the human report.
     #[arg(long)]
     json: bool,
-    /// Do not show a progress bar.
+    /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).
     #[arg(long)]
     no_progress: bool,
     /// Seconds to wait for the connection, and for the server to take data or answer.
@@ -61,7 +62,11 @@ fn main() -> ExitCode {
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
     };
-    let result = match client::run_stream(&cfg) {
+    let mut progress = Progress::new(!args.no_progress);
+    if let Err(e) = cli::exit_on_interrupt("tsclient", progress.clone()) {
+        return cli::fail("tsclient", &e.into());
+    }
+    let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
         Err(e) => return cli::fail("tsclient", &e),
     };

@@ -1,9 +1,11 @@
 //! tsserver: receive tsclient transfers, verify every byte, and report back.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+use tsperf::protocol::LogMode;
 use tsperf::server::{self, ServerConfig};
 use tsperf::{DEFAULT_PORT, cli, units};
 
@@ -30,11 +32,40 @@ struct Args {
     /// Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
     rcvbuf: Option<u32>,
+    /// Where to write one line per read: stdout (one write per line, like printf to a screen),
+    /// file (buffered, see --log-file), or none.
+    #[arg(long, value_enum, default_value_t = Log::None)]
+    log: Log,
+    /// The log file for --log file; lines are appended.
+    #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
+    log_file: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Log {
+    Stdout,
+    File,
+    None,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cli::init_diagnostics();
+    let log = match args.log {
+        Log::Stdout => LogMode::Stdout,
+        Log::File => LogMode::File,
+        Log::None => LogMode::None,
+    };
+    if let Err(e) = tsperf::readlog::init(log, &args.log_file) {
+        return cli::fail("tsserver", &e);
+    }
+    // On SIGINT or SIGTERM: flush the log file and exit 0.
+    let stop = || {
+        tsperf::readlog::flush_and_hold();
+        std::process::exit(0);
+    };
+    if let Err(e) = cli::on_signal(stop) {
+        return cli::fail("tsserver", &e.into());
+    }
     let cfg = ServerConfig {
         bind: args.bind,
         port: args.port,
@@ -42,6 +73,7 @@ fn main() -> ExitCode {
         read_size: args.read_size,
         rcvbuf: args.rcvbuf,
         blocking: args.blocking,
+        log,
     };
     let listener = match server::bind(&cfg) {
         Ok(l) => l,

@@ -7,12 +7,12 @@ use anyhow::Result;
 use tracing::{debug, warn};
 
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, incomplete, print_complete,
-    print_failed,
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_transfer, incomplete,
+    print_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
-use crate::receiver::{Block, ReadEnd, Receiver};
+use crate::protocol::{Frame, Hello, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
@@ -60,14 +60,14 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     let accept = Frame::Accept {
         read_size,
         server_io: ServerIo::Blocking,
-        log: LogMode::None,
+        log: cfg.log,
     };
     if let Err(e) = send(stream, &accept) {
         return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
     }
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
 
-    let mut rx = Receiver::new(&hello, read_size);
+    let mut rx = start_transfer(&hello, read_size, peer, cfg);
     let mut block = Block::new(rx.read_size(), hello.length);
     let why = match block.read_from(stream, &mut rx) {
         ReadEnd::Complete => None,
@@ -80,16 +80,10 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         ReadEnd::Error(e) => Some(e.to_string()),
     };
     if let Some(why) = why {
-        return incomplete(&hello, &rx, &why);
+        return incomplete(&hello, &mut rx, &why);
     }
-    let report = rx.report(
-        ServerIo::Blocking,
-        LogMode::None,
-        0,
-        net::recv_buffer(stream),
-    );
-    // Print before sending: once the client has the report it may check our output.
-    print_complete(&hello.name, peer, read_size, &report);
+    let rcvbuf = net::recv_buffer(stream);
+    let report = finish_transfer(&mut rx, &hello, peer, ServerIo::Blocking, cfg, rcvbuf);
     if let Err(e) = send(stream, &Frame::Report(report)) {
         warn!(%peer, "could not send the report: {e}");
     }

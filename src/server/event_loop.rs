@@ -21,11 +21,11 @@ use slab::Slab;
 use tracing::{debug, warn};
 
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, incomplete, print_complete,
-    print_failed,
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_transfer, incomplete,
+    print_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::protocol::{Frame, Hello, MAX_HELLO, ServerIo, decode_hello, encode_frame};
 use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -40,7 +40,6 @@ enum State {
     Data {
         hello: Hello,
         rx: Box<Receiver>,
-        read_size: u32,
     },
     /// Flushing the last frame; the outcome is final.
     Closing(Outcome),
@@ -105,7 +104,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
                 .map(|(k, _)| k)
                 .collect();
             for key in expired {
-                let conn = conns.remove(key);
+                let mut conn = conns.remove(key);
                 let outcome = conn.timed_out();
                 let done = close(&poll, conn, outcome);
                 if cfg.once {
@@ -166,7 +165,7 @@ impl Conn {
             self.read_hello(cfg);
         }
         if let State::Data { .. } = self.state {
-            self.read_data(block);
+            self.read_data(block, cfg);
         }
         let flushed = self.flush();
         if !matches!(self.state, State::Closing(_)) {
@@ -220,15 +219,11 @@ impl Conn {
                 self.queue(&Frame::Accept {
                     read_size,
                     server_io: ServerIo::EventLoop,
-                    log: LogMode::None,
+                    log: cfg.log,
                 });
-                let rx = Box::new(Receiver::new(&hello, read_size));
+                let rx = Box::new(start_transfer(&hello, read_size, self.peer, cfg));
                 self.deadline = Instant::now() + IDLE_TIMEOUT;
-                self.state = State::Data {
-                    hello,
-                    rx,
-                    read_size,
-                };
+                self.state = State::Data { hello, rx };
             }
             Err(reason) => {
                 self.queue(&Frame::Refuse(reason.clone()));
@@ -237,13 +232,8 @@ impl Conn {
         }
     }
 
-    fn read_data(&mut self, block: &mut Block) {
-        let State::Data {
-            hello,
-            rx,
-            read_size,
-        } = &mut self.state
-        else {
+    fn read_data(&mut self, block: &mut Block, cfg: &ServerConfig) {
+        let State::Data { hello, rx } = &mut self.state else {
             return;
         };
         let before = rx.bytes();
@@ -262,20 +252,15 @@ impl Conn {
             return;
         }
         rx.wakeups = self.wakeups;
-        let report = rx.report(
-            ServerIo::EventLoop,
-            LogMode::None,
-            0,
-            net::recv_buffer(&self.stream),
-        );
-        print_complete(&hello.name, self.peer, *read_size, &report);
+        let rcvbuf = net::recv_buffer(&self.stream);
+        let report = finish_transfer(rx, hello, self.peer, ServerIo::EventLoop, cfg, rcvbuf);
         self.queue(&Frame::Report(report));
         self.state = State::Closing(Outcome::Complete);
     }
 
     /// What a connection past its deadline ends as.
-    fn timed_out(&self) -> Outcome {
-        match &self.state {
+    fn timed_out(&mut self) -> Outcome {
+        match &mut self.state {
             State::Hello { .. } => Outcome::Refused(format!(
                 "no complete hello within {} s",
                 HELLO_TIMEOUT.as_secs()

@@ -14,10 +14,14 @@ pub mod event_loop;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use anyhow::{Context, Result};
 use std::time::Duration;
+use tracing::warn;
 
-use crate::protocol::{Hello, Mode, Report};
+use crate::protocol::{Hello, LogMode, Mode, Report, ServerIo};
+use crate::readlog;
 use crate::receiver::Receiver;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
@@ -40,6 +44,8 @@ pub struct ServerConfig {
     pub rcvbuf: Option<u32>,
     /// Serve with a thread per connection instead of the event loop.
     pub blocking: bool,
+    /// Where per-read log lines go.
+    pub log: LogMode,
 }
 
 /// Binds the listening socket. A requested receive buffer is set on the listener, before any
@@ -131,8 +137,48 @@ pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
     }
 }
 
-/// The outcome of a transfer that stopped short: how far it got, and why it stopped.
-pub fn incomplete(hello: &Hello, rx: &Receiver, why: &str) -> Outcome {
+/// Numbers connections in the per-read log.
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Starts the accounting of an accepted transfer and logs its start.
+pub fn start_transfer(
+    hello: &Hello,
+    read_size: u32,
+    peer: SocketAddr,
+    cfg: &ServerConfig,
+) -> Receiver {
+    let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let mut rx = Receiver::new(hello, read_size, conn, cfg.log != LogMode::None);
+    rx.log_start(peer, hello);
+    rx
+}
+
+/// Ends a complete transfer: logs its end, flushes the log so the file holds every line before
+/// the client hears back, prints the summary, and returns the report to send.
+pub fn finish_transfer(
+    rx: &mut Receiver,
+    hello: &Hello,
+    peer: SocketAddr,
+    server_io: ServerIo,
+    cfg: &ServerConfig,
+    rcvbuf: u32,
+) -> Report {
+    rx.log_end("complete");
+    if let Err(e) = readlog::flush() {
+        warn!("cannot write the log file: {e}");
+    }
+    let report = rx.report(server_io, cfg.log, rcvbuf);
+    print_complete(&hello.name, peer, rx.read_size() as u32, &report);
+    report
+}
+
+/// The outcome of a transfer that stopped short: how far it got, and why it stopped. Logs the
+/// end and flushes the log.
+pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
+    rx.log_end(why);
+    if let Err(e) = readlog::flush() {
+        warn!("cannot write the log file: {e}");
+    }
     Outcome::Incomplete(format!(
         "'{}': {} of {} bytes, then {why}",
         hello.name,

@@ -110,6 +110,12 @@ impl Server {
         None
     }
 
+    /// Sends `sig` (e.g. `libc::SIGTERM`) to the server.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+    }
+
     pub fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
