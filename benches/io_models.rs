@@ -5,46 +5,16 @@
 //! non-blocking runs, REPS times each (env `TSPERF_REPS`, default 5). It prints the median
 //! throughput and client CPU time (user + sys) of each, and the non-blocking/blocking ratios.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
 
-struct Kill(Child);
+use std::process::Stdio;
 
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use common::{client, cpu_s, median, reps, seed_file, server};
 
 fn main() {
-    let reps: usize = std::env::var("TSPERF_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl.txt");
-    if !file.exists() {
-        tsperf::testdata::generate(&file, tsperf::testdata::SEED_FILE_LEN)
-            .expect("generate testdata/tsl.txt");
-    }
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tsserver"))
-        .args(["--bind", "127.0.0.1", "--port", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tsserver");
-    let mut line = String::new();
-    BufReader::new(server.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Kill(server);
-    let port = line.trim().rsplit(':').next().unwrap().to_owned();
+    let reps = reps();
+    let file = seed_file();
+    let (_server, port) = server(&[], Stdio::null());
 
     println!("36 MiB file on loopback, event-loop server, median of {reps} alternating runs\n");
     println!(
@@ -56,23 +26,13 @@ fn main() {
         let mut cpu = [Vec::new(), Vec::new()];
         for _ in 0..reps {
             for (i, nb) in [false, true].into_iter().enumerate() {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_tsclient"));
-                cmd.args(["--port", &port, "--json", "--chunk", chunk]);
+                let mut args = vec!["--chunk", chunk, file.to_str().unwrap()];
                 if nb {
-                    cmd.arg("--nonblocking");
+                    args.push("--nonblocking");
                 }
-                let out = cmd.arg(&file).output().expect("run tsclient");
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-                assert_eq!(v["verified"], true);
+                let v = client(&port, &args);
                 rate[i].push(v["mib_per_s"].as_f64().unwrap());
-                cpu[i].push(
-                    v["cpu"]["user_s"].as_f64().unwrap() + v["cpu"]["sys_s"].as_f64().unwrap(),
-                );
+                cpu[i].push(cpu_s(&v));
             }
         }
         let (rb, rn) = (median(&mut rate[0]), median(&mut rate[1]));
