@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod latency;
 pub mod net;
 pub mod output;
 pub mod progress;

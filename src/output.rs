@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::client::StreamResult;
+use crate::latency::LatencyResult;
+use crate::protocol::clock::{Codec, Framing};
 use crate::protocol::{LogMode, ServerIo};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
@@ -179,4 +181,142 @@ pub fn mismatch(r: &StreamResult) -> String {
 
 fn hex(d: u64) -> String {
     format!("{d:016x}")
+}
+
+/// Round-trip statistics in microseconds, as the JSON carries them.
+#[derive(Serialize)]
+struct Rtt {
+    min: f64,
+    mean: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+}
+
+impl Rtt {
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Rtt {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Rtt {
+            min: us(h.min()),
+            mean: h.mean() / 1e3,
+            p50: us(h.value_at_quantile(0.5)),
+            p90: us(h.value_at_quantile(0.9)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct LatencyJson<'a> {
+    tsperf: &'static str,
+    mode: &'static str,
+    peer: String,
+    count: u64,
+    warmup: u64,
+    codec: Codec,
+    framing: Framing,
+    nodelay: bool,
+    reconnect: bool,
+    io: &'static str,
+    rtt_us: Rtt,
+    offset_us: f64,
+    offset_err_us: f64,
+    hint: Option<&'a str>,
+}
+
+/// The one JSON object `tsclient --latency --json` prints.
+pub fn latency_json(r: &LatencyResult) -> String {
+    let c = &r.cfg;
+    let j = LatencyJson {
+        tsperf: env!("CARGO_PKG_VERSION"),
+        mode: "latency",
+        peer: format!("{}:{}", c.host, c.port),
+        count: r.rtt.len(),
+        warmup: c.warmup,
+        codec: c.codec,
+        framing: c.framing,
+        nodelay: c.nodelay,
+        reconnect: c.reconnect,
+        io: r.io,
+        rtt_us: Rtt::of(&r.rtt),
+        offset_us: r.offset_ns as f64 / 1e3,
+        offset_err_us: r.offset_err_ns as f64 / 1e3,
+        hint: r.hint(),
+    };
+    serde_json::to_string_pretty(&j).expect("plain data always serializes")
+}
+
+/// The human report: the statistics, a percentile ladder, the clock offset, and any hint.
+pub fn latency_human(r: &LatencyResult) -> String {
+    use std::fmt::Write as _;
+    let c = &r.cfg;
+    let h = &r.rtt;
+    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
+    let on = |b: bool| if b { "on" } else { "off" };
+    let mut s = format!(
+        "latency: {} clock queries to {}:{} ({} warm-up not counted), codec {:?}, framing {:?}, \
+         nodelay {}, reconnect {}, io {}\n",
+        h.len(),
+        c.host,
+        c.port,
+        c.warmup,
+        c.codec,
+        c.framing,
+        on(c.nodelay),
+        on(c.reconnect),
+        r.io
+    )
+    .to_lowercase();
+    let _ = writeln!(
+        s,
+        "  round trip: min {}, mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
+        d(h.min()),
+        d(h.mean() as u64),
+        d(h.value_at_quantile(0.5)),
+        d(h.value_at_quantile(0.9)),
+        d(h.value_at_quantile(0.99)),
+        d(h.value_at_quantile(0.999)),
+        d(h.max())
+    );
+    // A ladder on a log scale from 1 µs to the maximum, so a 40 ms stall and a 50 µs round trip
+    // fit on one screen and a flat distribution looks flat.
+    let lo = 1_000f64.min(h.min().max(1) as f64);
+    let hi = (h.max().max(1) as f64).max(lo * 10.0);
+    let span = (hi / lo).ln().max(f64::EPSILON);
+    for (label, q) in [
+        ("min", 0.0),
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p99.9", 0.999),
+        ("max", 1.0),
+    ] {
+        let v = if q == 0.0 {
+            h.min()
+        } else {
+            h.value_at_quantile(q)
+        };
+        let width = 1 + ((v.max(1) as f64 / lo).ln() / span * 39.0).round() as usize;
+        let _ = writeln!(
+            s,
+            "  {label:>6} {:>10} |{}",
+            d(v),
+            "#".repeat(width.min(40))
+        );
+    }
+    let sign = if r.offset_ns < 0 { "-" } else { "+" };
+    let _ = writeln!(
+        s,
+        "  server clock = client clock {sign} {} ± {} (NTP-style, from the fastest round trip)",
+        d(r.offset_ns.unsigned_abs()),
+        d(r.offset_err_ns)
+    );
+    if let Some(hint) = r.hint() {
+        let _ = writeln!(s, "hint: {hint}");
+    }
+    s
 }

@@ -10,6 +10,14 @@ pub fn unix_us_now() -> u64 {
     unix_us(SystemTime::now())
 }
 
+/// Nanoseconds since the Unix epoch, now.
+pub fn unix_ns_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
 /// Microseconds since the Unix epoch; 0 for times before it.
 pub fn unix_us(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use clap::Parser;
 use tsperf::progress::Progress;
-use tsperf::{DEFAULT_PORT, cli, client, output, units};
+use tsperf::protocol::clock::{Codec, Framing};
+use tsperf::{DEFAULT_PORT, cli, client, latency, output, units};
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
-/// has checksummed every byte.
+/// has checksummed every byte. With --latency, ask the server for its clock instead and report
+/// the round trips.
 #[derive(Parser)]
 #[command(version, about)]
 struct Args {
@@ -37,8 +39,31 @@ struct Args {
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
     sndbuf: Option<u32>,
-    /// The file to send.
-    file: PathBuf,
+    /// Latency mode: clock queries, request and response, instead of a file.
+    #[arg(long)]
+    latency: bool,
+    /// Latency: requests to measure.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    count: u64,
+    /// Latency: requests sent first and not counted.
+    #[arg(long, default_value_t = latency::DEFAULT_WARMUP, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    warmup: u64,
+    /// Latency: message body encoding.
+    #[arg(long, value_enum, default_value_t = Codec::Binary)]
+    codec: Codec,
+    /// Latency: one write per message, or the length prefix and body in two writes.
+    #[arg(long, value_enum, default_value_t = Framing::Single)]
+    framing: Framing,
+    /// Latency: set TCP_NODELAY on both ends (by default Nagle's algorithm stays on, as in most
+    /// programs).
+    #[arg(long)]
+    nodelay: bool,
+    /// Latency: a new TCP connection for every request (like netperf TCP_CRR).
+    #[arg(long)]
+    reconnect: bool,
+    /// The file to send (not with --latency).
+    #[arg(required_unless_present = "latency", conflicts_with = "latency")]
+    file: Option<PathBuf>,
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -53,11 +78,14 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 fn main() -> ExitCode {
     let args = Args::parse();
     cli::init_diagnostics();
+    if args.latency {
+        return latency_main(&args);
+    }
     let cfg = client::StreamConfig {
         host: args.host,
         port: args.port,
         chunk: args.chunk,
-        file: args.file,
+        file: args.file.clone().unwrap_or_default(),
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
@@ -82,4 +110,32 @@ fn main() -> ExitCode {
         return cli::fail("tsclient", &anyhow::anyhow!(output::mismatch(&result)));
     }
     ExitCode::SUCCESS
+}
+
+fn latency_main(args: &Args) -> ExitCode {
+    let cfg = latency::LatencyConfig {
+        host: args.host.clone(),
+        port: args.port,
+        count: args.count,
+        warmup: args.warmup,
+        codec: args.codec,
+        framing: args.framing,
+        nodelay: args.nodelay,
+        reconnect: args.reconnect,
+        nonblocking: args.nonblocking,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let result = match latency::run_latency(&cfg) {
+        Ok(r) => r,
+        Err(e) => return cli::fail("tsclient", &e),
+    };
+    let text = if args.json {
+        output::latency_json(&result) + "\n"
+    } else {
+        output::latency_human(&result)
+    };
+    match cli::print(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli::fail("tsclient", &e.into()),
+    }
 }

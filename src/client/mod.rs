@@ -9,7 +9,7 @@
 //! The same transfer code runs over a blocking `TcpStream` or a mio non-blocking socket
 //! ([`nonblocking`]); the two differ only in how they wait.
 
-mod nonblocking;
+pub mod nonblocking;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -81,9 +81,11 @@ impl StreamResult {
 
 /// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
 /// non-blocking transport waits in poll inside them and counts what it waited for.
-pub trait Transport: Read + Write {
+pub trait Transport: Read + Write + Sized {
     /// The JSON's `io` value.
     const IO: &'static str;
+    /// Connects to `host:port` within `timeout`.
+    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self>;
     fn peer(&self) -> io::Result<SocketAddr>;
     fn socket(&self) -> socket2::SockRef<'_>;
     /// Longest wait for the peer to take data or answer.
@@ -94,6 +96,10 @@ pub trait Transport: Read + Write {
 
 impl Transport for TcpStream {
     const IO: &'static str = "blocking";
+
+    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
+        net::connect(host, port, timeout)
+    }
 
     fn peer(&self) -> io::Result<SocketAddr> {
         self.peer_addr()
@@ -120,7 +126,7 @@ pub fn run_stream(cfg: &StreamConfig, progress: &mut Progress) -> Result<StreamR
         let conn = MioConn::connect(&cfg.host, cfg.port, cfg.timeout)?;
         transfer(conn, source, cfg, progress)
     } else {
-        let conn = net::connect(&cfg.host, cfg.port, cfg.timeout)?;
+        let conn = <TcpStream as Transport>::connect(&cfg.host, cfg.port, cfg.timeout)?;
         transfer(conn, source, cfg, progress)
     };
     progress.clear();

@@ -152,6 +152,10 @@ impl Write for MioConn {
 impl Transport for MioConn {
     const IO: &'static str = "nonblocking";
 
+    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
+        MioConn::connect(host, port, timeout)
+    }
+
     fn peer(&self) -> io::Result<SocketAddr> {
         self.stream.peer_addr()
     }

@@ -6,12 +6,14 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use anyhow::Result;
 use tracing::{debug, warn};
 
+use super::latency::LatencySession;
+use super::outbox::Outbox;
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_transfer, incomplete,
-    print_failed, start_transfer,
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_latency, finish_transfer,
+    incomplete, print_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello, encode_frame};
 use crate::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
@@ -62,8 +64,14 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         server_io: ServerIo::Blocking,
         log: cfg.log,
     };
+    if hello.mode == Mode::Latency && hello.nodelay {
+        let _ = stream.set_nodelay(true);
+    }
     if let Err(e) = send(stream, &accept) {
         return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
+    }
+    if hello.mode == Mode::Latency {
+        return serve_latency(stream, peer, &hello);
     }
     let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
 
@@ -88,6 +96,33 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         warn!(%peer, "could not send the report: {e}");
     }
     Outcome::Complete
+}
+
+/// Answers clock queries until the client closes.
+fn serve_latency(stream: &mut TcpStream, peer: SocketAddr, hello: &Hello) -> Outcome {
+    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+    let mut session = LatencySession::new(hello);
+    let mut out = Outbox::default();
+    let why = loop {
+        match stream.read(session.space()) {
+            Ok(0) => break None,
+            Ok(n) => {
+                if let Err(e) = session.filled(n, &mut out) {
+                    let _ = out.flush(stream);
+                    break Some(format!("bad request: {e}"));
+                }
+                if let Err(e) = out.flush(stream) {
+                    break Some(format!("cannot answer: {e}"));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if net::is_timeout(&e) => {
+                break Some(format!("no request for {} s", IDLE_TIMEOUT.as_secs()));
+            }
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    finish_latency(&session, peer, why)
 }
 
 /// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad.

@@ -10,7 +10,7 @@
 //! before the loop turns to the next connection, so a connection costs its socket, its hasher and
 //! a few counters, not a buffer.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::time::{Duration, Instant};
 
@@ -20,12 +20,14 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use tracing::{debug, warn};
 
+use super::latency::LatencySession;
+use super::outbox::Outbox;
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_transfer, incomplete,
-    print_failed, start_transfer,
+    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_latency, finish_transfer,
+    incomplete, print_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, MAX_HELLO, ServerIo, decode_hello, encode_frame};
+use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello};
 use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -41,6 +43,7 @@ enum State {
         hello: Hello,
         rx: Box<Receiver>,
     },
+    Latency(Box<LatencySession>),
     /// Flushing the last frame; the outcome is final.
     Closing(Outcome),
 }
@@ -49,8 +52,7 @@ struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
     state: State,
-    out: Vec<u8>,
-    sent: usize,
+    out: Outbox,
     deadline: Instant,
     wakeups: u64,
 }
@@ -134,8 +136,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>) {
                         buf: Box::new([0; MAX_HELLO + 1]),
                         have: 0,
                     },
-                    out: Vec::new(),
-                    sent: 0,
+                    out: Outbox::default(),
                     deadline: Instant::now() + HELLO_TIMEOUT,
                     wakeups: 0,
                 });
@@ -166,6 +167,9 @@ impl Conn {
         }
         if let State::Data { .. } = self.state {
             self.read_data(block, cfg);
+        }
+        if let State::Latency(_) = self.state {
+            self.read_latency();
         }
         let flushed = self.flush();
         if !matches!(self.state, State::Closing(_)) {
@@ -221,9 +225,16 @@ impl Conn {
                     server_io: ServerIo::EventLoop,
                     log: cfg.log,
                 });
-                let rx = Box::new(start_transfer(&hello, read_size, self.peer, cfg));
                 self.deadline = Instant::now() + IDLE_TIMEOUT;
-                self.state = State::Data { hello, rx };
+                if hello.mode == Mode::Latency {
+                    if hello.nodelay {
+                        let _ = self.stream.set_nodelay(true);
+                    }
+                    self.state = State::Latency(Box::new(LatencySession::new(&hello)));
+                } else {
+                    let rx = Box::new(start_transfer(&hello, read_size, self.peer, cfg));
+                    self.state = State::Data { hello, rx };
+                }
             }
             Err(reason) => {
                 self.queue(&Frame::Refuse(reason.clone()));
@@ -269,28 +280,42 @@ impl Conn {
                 let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
                 incomplete(hello, rx, &why)
             }
+            State::Latency(session) => {
+                let why = format!("no request for {} s", IDLE_TIMEOUT.as_secs());
+                finish_latency(session, self.peer, Some(why))
+            }
             State::Closing(_) => Outcome::Incomplete("the client did not take its reply".into()),
         }
     }
 
     fn queue(&mut self, frame: &Frame) {
-        encode_frame(frame, &mut self.out);
+        self.out.frame(frame);
     }
 
     /// Writes queued output until it is gone (`Ok(true)`) or the socket is full (`Ok(false)`).
-    /// A partial write keeps its place for the next WRITABLE event.
     fn flush(&mut self) -> io::Result<bool> {
-        while self.sent < self.out.len() {
-            match self.stream.write(&self.out[self.sent..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+        self.out.flush(&mut self.stream)
+    }
+
+    /// Answers clock queries until `WouldBlock`; the client closing ends the session.
+    fn read_latency(&mut self) {
+        let State::Latency(session) = &mut self.state else {
+            return;
+        };
+        let why = loop {
+            match self.stream.read(session.space()) {
+                Ok(0) => break None,
+                Ok(n) => {
+                    self.deadline = Instant::now() + IDLE_TIMEOUT;
+                    if let Err(e) = session.filled(n, &mut self.out) {
+                        break Some(format!("bad request: {e}"));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => break Some(e.to_string()),
             }
-        }
-        self.out.clear();
-        self.sent = 0;
-        Ok(true)
+        };
+        self.state = State::Closing(finish_latency(session, self.peer, why));
     }
 }

@@ -10,6 +10,8 @@
 
 pub mod blocking;
 pub mod event_loop;
+pub mod latency;
+pub mod outbox;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -25,6 +27,7 @@ use crate::readlog;
 use crate::receiver::Receiver;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
+use latency::LatencySession;
 
 /// How long a new connection may take to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,11 +85,23 @@ pub enum Outcome {
     Incomplete(String),
 }
 
-/// Decides whether to serve a hello. Returns the read size to use, or the refusal reason.
+/// Decides whether to serve a hello. Returns the read size to use (0 in latency mode, which
+/// reads whole messages), or the refusal reason.
 pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
     match hello.mode {
         Mode::Stream => Ok(cfg.read_size.unwrap_or(hello.chunk)),
-        Mode::Latency => Err("latency mode is not served by this tsserver".to_owned()),
+        Mode::Latency => Ok(0),
+    }
+}
+
+/// Ends a latency session: complete if the client closed between requests. Prints one line.
+pub fn finish_latency(session: &LatencySession, peer: SocketAddr, why: Option<String>) -> Outcome {
+    let line = format!("tsserver: answered {} from {peer}\n", session.summary());
+    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    match why {
+        None if session.at_boundary() => Outcome::Complete,
+        None => Outcome::Incomplete("the client closed in the middle of a request".into()),
+        Some(why) => Outcome::Incomplete(why),
     }
 }
 

@@ -22,6 +22,9 @@
 //!    stops when the report arrives, not when its last write returned.
 //! 5. The client closes. The server closes after the report.
 //!
+//! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
+//! connection when it has made its requests.
+//!
 //! # Hello (client to server), 24 bytes + name
 //!
 //! | offset | size | field    | value and limit                                                   |
@@ -30,15 +33,15 @@
 //! | 4      | 2    | version  | [`VERSION`] (1); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
-//! | 8      | 1    | codec    | latency codec; must be 0 in stream mode, else `BadCodec`            |
-//! | 9      | 1    | framing  | latency framing; must be 0 in stream mode, else `BadFraming`        |
+//! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
+//! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split; else `BadFraming`        |
 //! | 10     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
 //! | 12     | 8    | length   | bytes the client will send (stream), request count (latency)      |
-//! | 20     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk` |
-//! | 24     | n    | name     | file basename, UTF-8, else `NameNotUtf8`                           |
+//! | 20     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1 |
+//! | 24     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty           |
 //!
 //! The name is a basename: the decoder refuses a `/`, a NUL byte or any other control character
-//! (`BadName`). Latency mode's codec and framing values are defined with latency mode.
+//! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
 //!
 //! # Frames (server to client)
 //!
@@ -76,6 +79,26 @@
 //! | 81     | 1    | log                | as in Accept                                            |
 //!
 //! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold.
+//!
+//! # Latency mode: clock queries ([`clock`])
+//!
+//! After `Accept`, the client sends requests and the server answers each one, in order. Every
+//! message is `len: u32` (1 to [`clock::MAX_MESSAGE`], 4096; else `BadMessageLength`) then
+//! `len` bytes of body. With framing `single` a message (prefix and body) goes out in one
+//! `write()`; with `split` the prefix goes in one `write()` and the body in another, on both
+//! ends. That second small write is what Nagle's algorithm holds back until the peer ACKs the
+//! first, and the peer delays that ACK (at least 40 ms on Linux).
+//!
+//! | codec  | request body                                  | response body                                                   |
+//! |--------|-----------------------------------------------|-----------------------------------------------------------------|
+//! | binary | `seq: u64`, `client_send_unix_ns: u64` (16 B)  | `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 B) |
+//! | object | JSON `{"type":"TimeRequest","seq":..,"client_send_unix_ns":..}` | JSON `{"type":"TimeResponse","seq":..,"server_recv_unix_ns":..,"server_send_unix_ns":..}` |
+//!
+//! Times are wall-clock nanoseconds since the Unix epoch. The response echoes the request's
+//! `seq`. A body that does not decode (wrong size, wrong type, unknown field) is `BadMessage`;
+//! the server closes the connection on any bad message, and the client fails with the reason.
+
+pub mod clock;
 
 use std::fmt;
 
@@ -146,6 +169,10 @@ pub enum ProtocolError {
     StringTooLong(usize),
     #[error("string is not valid UTF-8")]
     StringNotUtf8,
+    #[error("bad message length {0}: expected 1 to {max} bytes", max = clock::MAX_MESSAGE)]
+    BadMessageLength(u32),
+    #[error("bad message: {0}")]
+    BadMessage(String),
 }
 
 /// What a connection is for.
@@ -294,10 +321,17 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         return Err(ProtocolError::BadFlags(flags));
     }
     let (codec, framing) = (buf[8], buf[9]);
-    if mode == Mode::Stream && codec != 0 {
+    let (codec_ok, framing_ok) = match mode {
+        Mode::Stream => (codec == 0, framing == 0),
+        Mode::Latency => (
+            clock::Codec::from_code(codec).is_some(),
+            clock::Framing::from_code(framing).is_some(),
+        ),
+    };
+    if !codec_ok {
         return Err(ProtocolError::BadCodec(codec));
     }
-    if mode == Mode::Stream && framing != 0 {
+    if !framing_ok {
         return Err(ProtocolError::BadFraming(framing));
     }
     let name_len = usize::from(be16(&buf[10..12]));
@@ -613,6 +647,17 @@ mod tests {
         assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));
         assert_eq!(refused(|b| b[8] = 1), ProtocolError::BadCodec(1));
         assert_eq!(refused(|b| b[9] = 1), ProtocolError::BadFraming(1));
+        let latency = |codec, framing| {
+            refused(|b| {
+                b[6] = 2;
+                b[8] = codec;
+                b[9] = framing;
+            })
+        };
+        assert_eq!(latency(0, 1), ProtocolError::BadCodec(0));
+        assert_eq!(latency(3, 1), ProtocolError::BadCodec(3));
+        assert_eq!(latency(1, 0), ProtocolError::BadFraming(0));
+        assert_eq!(latency(2, 3), ProtocolError::BadFraming(3));
         assert_eq!(
             refused(|b| b[10..12].copy_from_slice(&256u16.to_be_bytes())),
             ProtocolError::NameTooLong(256)
@@ -646,7 +691,7 @@ mod tests {
         h.mode = Mode::Latency;
         h.nodelay = true;
         h.codec = 2;
-        h.framing = 1;
+        h.framing = 2;
         let b = encoded(&h);
         assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
     }

@@ -1,0 +1,222 @@
+//! tsclient's latency mode: ask the server for its clock, many times, and explain the result.
+//!
+//! Each request is timed with the monotonic clock from just before it is encoded to the arrival
+//! of the whole answer (with `--reconnect`, from before the connect). Its wall-clock stamps give
+//! an NTP-style clock offset: from the request's send time t1, the server's receive and send
+//! times t2 and t3, and the answer's arrival t4, the offset is ((t2 − t1) + (t3 − t4)) / 2,
+//! good to ± half the round trip. The fastest round trip gives the tightest bound.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use hdrhistogram::Histogram;
+
+use crate::client::Transport;
+use crate::client::nonblocking::MioConn;
+use crate::net;
+use crate::protocol::clock::{
+    Codec, Framing, MAX_MESSAGE, PREFIX, TimeRequest, decode_response, encode_request,
+};
+use crate::protocol::{Frame, Hello, Mode, encode_hello};
+use crate::timing::unix_ns_now;
+
+/// Requests sent first and left out of the statistics (connection set-up, cold caches).
+pub const DEFAULT_WARMUP: u64 = 5;
+
+/// The p50 at or above which a Nagle stall is the likely story.
+pub const NAGLE_HINT_NS: u64 = 35_000_000;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct LatencyConfig {
+    pub host: String,
+    pub port: u16,
+    pub count: u64,
+    pub warmup: u64,
+    pub codec: Codec,
+    pub framing: Framing,
+    pub nodelay: bool,
+    pub reconnect: bool,
+    pub nonblocking: bool,
+    pub timeout: Duration,
+}
+
+/// The measurements.
+pub struct LatencyResult {
+    pub cfg: LatencyConfig,
+    pub io: &'static str,
+    /// Round-trip times in nanoseconds.
+    pub rtt: Histogram<u64>,
+    /// Offset (server clock minus client clock) from the fastest round trip, in ns.
+    pub offset_ns: i64,
+    /// Its error bound (half that round trip), in ns.
+    pub offset_err_ns: u64,
+}
+
+impl LatencyResult {
+    /// The hint for a result that shows the Nagle/delayed-ACK stall, if it does.
+    pub fn hint(&self) -> Option<&'static str> {
+        let exposed =
+            !self.cfg.nodelay && (self.cfg.framing == Framing::Split || self.cfg.reconnect);
+        (exposed && self.rtt.value_at_quantile(0.5) >= NAGLE_HINT_NS).then_some(
+            "a median round trip of 40 ms or more with small split writes and Nagle's algorithm on \
+             is Nagle meeting delayed ACK: the second write waits for the ACK of the first, and \
+             Linux delays that ACK by at least 40 ms. It is not serialization or the network. \
+             Try --nodelay (TCP_NODELAY) or --framing single (one write per message).",
+        )
+    }
+}
+
+/// Runs the latency test over the configured transport.
+pub fn run_latency(cfg: &LatencyConfig) -> Result<LatencyResult> {
+    if cfg.nonblocking {
+        run::<MioConn>(cfg)
+    } else {
+        run::<TcpStream>(cfg)
+    }
+}
+
+fn run<T: Transport>(cfg: &LatencyConfig) -> Result<LatencyResult> {
+    let mut rtt =
+        Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+    let mut best: Option<(u64, i64, u64)> = None;
+    let mut conn = None;
+    let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
+    let mut inbuf = vec![0u8; PREFIX + MAX_MESSAGE];
+    for seq in 0..cfg.warmup + cfg.count {
+        let start = Instant::now();
+        if cfg.reconnect || conn.is_none() {
+            conn = Some(open::<T>(
+                cfg,
+                if cfg.reconnect {
+                    1
+                } else {
+                    cfg.warmup + cfg.count
+                },
+            )?);
+        }
+        let c = conn.as_mut().expect("connected above");
+        let t1 = unix_ns_now();
+        out.clear();
+        encode_request(
+            &TimeRequest {
+                seq,
+                client_send_unix_ns: t1,
+            },
+            cfg.codec,
+            &mut out,
+        );
+        let sent = match cfg.framing {
+            Framing::Single => c.write_all(&out),
+            Framing::Split => c
+                .write_all(&out[..PREFIX])
+                .and_then(|()| c.write_all(&out[PREFIX..])),
+        };
+        sent.with_context(|| format!("cannot send request {seq}"))?;
+        let resp = read_response(c, &mut inbuf, cfg.codec, seq)?;
+        let elapsed = start.elapsed();
+        let t4 = unix_ns_now();
+        if cfg.reconnect {
+            conn = None;
+        }
+        if seq < cfg.warmup {
+            continue;
+        }
+        let ns = (elapsed.as_nanos() as u64).max(1);
+        rtt.saturating_record(ns);
+        let (t1, t2, t3, t4) = (
+            i128::from(t1),
+            i128::from(resp.server_recv_unix_ns),
+            i128::from(resp.server_send_unix_ns),
+            i128::from(t4),
+        );
+        let offset = ((t2 - t1) + (t3 - t4)) / 2;
+        let err = (((t4 - t1) - (t3 - t2)).max(0) / 2) as u64;
+        if best.is_none_or(|(b, _, _)| ns < b) {
+            best = Some((
+                ns,
+                offset.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                err,
+            ));
+        }
+    }
+    let (_, offset_ns, offset_err_ns) = best.unwrap_or((0, 0, 0));
+    Ok(LatencyResult {
+        cfg: cfg.clone(),
+        io: T::IO,
+        rtt,
+        offset_ns,
+        offset_err_ns,
+    })
+}
+
+/// Connects and has a latency session accepted for `count` requests.
+fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
+    let mut c = T::connect(&cfg.host, cfg.port, cfg.timeout)?;
+    c.set_idle_timeout(cfg.timeout)?;
+    if cfg.nodelay {
+        c.socket()
+            .set_tcp_nodelay(true)
+            .context("cannot set TCP_NODELAY")?;
+    }
+    let hello = Hello {
+        mode: Mode::Latency,
+        nodelay: cfg.nodelay,
+        codec: cfg.codec.code(),
+        framing: cfg.framing.code(),
+        length: count,
+        chunk: 1,
+        name: String::new(),
+    };
+    let mut msg = Vec::new();
+    encode_hello(&hello, &mut msg);
+    c.write_all(&msg).context("cannot send the hello")?;
+    match net::read_frame(&mut c, "answer to the hello")? {
+        Frame::Accept { .. } => Ok(c),
+        Frame::Refuse(reason) | Frame::Abort(reason) => {
+            bail!("the server refused latency mode: {reason}")
+        }
+        Frame::Report(_) => bail!("the server sent a report where an accept was expected"),
+    }
+}
+
+/// Reads one whole response, checking its sequence number.
+fn read_response<R: Read>(
+    c: &mut R,
+    buf: &mut [u8],
+    codec: Codec,
+    seq: u64,
+) -> Result<crate::protocol::clock::TimeResponse> {
+    let mut have = 0;
+    loop {
+        let need = match crate::protocol::clock::split_message(&buf[..have]) {
+            Ok(Some((body, _))) => {
+                let resp = decode_response(body, codec).context("bad answer from the server")?;
+                if resp.seq != seq {
+                    bail!(
+                        "the server answered request {} when {seq} was asked",
+                        resp.seq
+                    );
+                }
+                return Ok(resp);
+            }
+            Ok(None) if have < PREFIX => PREFIX - have,
+            Ok(None) => {
+                PREFIX + u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize - have
+            }
+            Err(e) => return Err(e).context("bad answer from the server"),
+        };
+        match c.read(&mut buf[have..have + need]) {
+            Ok(0) => bail!("the server closed the connection before answering request {seq}"),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if net::is_timeout(&e) => bail!("no answer to request {seq} within the timeout"),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("lost the connection waiting for answer {seq}"));
+            }
+        }
+    }
+}

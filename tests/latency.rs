@@ -1,0 +1,222 @@
+//! Latency mode (issue 5): the seed's clock queries, the 40 ms Nagle stall reproduced, and the
+//! cure measured.
+
+mod common;
+
+use std::io::{Read, Write};
+
+use common::*;
+use serde_json::Value;
+
+const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
+
+fn latency(port: u16, args: &[&str]) -> Value {
+    let mut all = vec!["--latency"];
+    all.extend_from_slice(args);
+    let (out, v) = client_json(port, &all);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    assert_eq!(v["mode"], "latency");
+    v
+}
+
+fn p50_ms(v: &Value) -> f64 {
+    v["rtt_us"]["p50"].as_f64().unwrap() / 1000.0
+}
+
+/// Issue 5: split framing with Nagle on stalls on delayed ACK (p50 of 30 ms or more) and says
+/// why; with --nodelay, or with single framing, the same queries take under 5 ms. Both models.
+#[test]
+fn nagle_stall_and_its_cures() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let v = latency(
+            server.port,
+            &["--count", "3", "--warmup", "1", "--framing", "split"],
+        );
+        assert!(
+            p50_ms(&v) >= 30.0,
+            "{model:?}: split + Nagle p50 {} ms",
+            p50_ms(&v)
+        );
+        assert!(v["hint"].as_str().unwrap().contains("Nagle"), "{v}");
+        assert_eq!(
+            (v["count"].as_u64(), v["warmup"].as_u64()),
+            (Some(3), Some(1))
+        );
+
+        let v = latency(
+            server.port,
+            &["--count", "50", "--framing", "split", "--nodelay"],
+        );
+        assert!(
+            p50_ms(&v) < 5.0,
+            "{model:?}: split + nodelay p50 {} ms",
+            p50_ms(&v)
+        );
+        assert!(v["hint"].is_null());
+        assert_eq!(v["nodelay"], true);
+
+        let v = latency(server.port, &["--count", "50", "--framing", "single"]);
+        assert!(p50_ms(&v) < 5.0, "{model:?}: single p50 {} ms", p50_ms(&v));
+        assert!(v["hint"].is_null());
+    }
+}
+
+/// Issue 5: every codec, framing, transport and reconnect combination works end to end, and
+/// the JSON says what was measured.
+#[test]
+fn every_variant_end_to_end() {
+    let server = Server::start(&[]);
+    for codec in ["binary", "object"] {
+        for io in [None, Some("--nonblocking")] {
+            for reconnect in [None, Some("--reconnect")] {
+                let mut a = vec!["--count", "20", "--codec", codec, "--nodelay"];
+                a.extend(io);
+                a.extend(reconnect);
+                let v = latency(server.port, &a);
+                assert_eq!(v["count"], 20);
+                assert_eq!(v["codec"], codec);
+                assert_eq!(v["framing"], "single");
+                assert_eq!(v["reconnect"], reconnect.is_some());
+                assert_eq!(
+                    v["io"],
+                    if io.is_some() {
+                        "nonblocking"
+                    } else {
+                        "blocking"
+                    }
+                );
+                let r = &v["rtt_us"];
+                let order =
+                    ["min", "p50", "p90", "p99", "p999", "max"].map(|k| r[k].as_f64().unwrap());
+                assert!(order.windows(2).all(|w| w[0] <= w[1]), "{r}");
+                assert!(order[0] > 0.0);
+            }
+        }
+    }
+    assert!(server.wait_for(|o, _| o.contains("answered 25 clock queries (codec object")));
+}
+
+/// Issue 5: on one machine the clock offset is within its error bound (plus a small margin).
+#[test]
+fn offset_is_sane_on_one_machine() {
+    let server = Server::start(&[]);
+    let v = latency(server.port, &["--count", "200", "--nodelay"]);
+    let (offset, err) = (
+        v["offset_us"].as_f64().unwrap(),
+        v["offset_err_us"].as_f64().unwrap(),
+    );
+    assert!(
+        err > 0.0 && err <= v["rtt_us"]["min"].as_f64().unwrap() / 2.0 + 1.0,
+        "{v}"
+    );
+    assert!(
+        offset.abs() <= err + 500.0,
+        "offset {offset} µs, bound {err} µs"
+    );
+}
+
+/// Issue 5: the human report has the statistics, the ladder, the offset and the hint.
+#[test]
+fn human_report() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "--latency",
+        "--count",
+        "2",
+        "--warmup",
+        "1",
+        "--framing",
+        "split",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("latency: 2 clock queries to 127.0.0.1:"),
+        "{text}"
+    );
+    assert!(text.contains("(1 warm-up not counted)"), "{text}");
+    for k in ["min ", "mean ", "p50 ", "p90 ", "p99 ", "p99.9 ", "max "] {
+        assert!(text.contains(k), "{k} missing: {text}");
+    }
+    assert!(
+        text.lines().filter(|l| l.contains(" |#")).count() == 6,
+        "{text}"
+    );
+    assert!(text.contains("server clock = client clock "), "{text}");
+    assert!(
+        text.contains("hint: ") && text.contains("--nodelay"),
+        "{text}"
+    );
+}
+
+/// Issue 5: a garbled or hostile answer is a clear error, not a panic or a hang.
+#[test]
+fn hostile_answers_are_clear_errors() {
+    let answers: [(&[u8], &str); 4] = [
+        (b"\x00\x00\x00\x05hello", "binary body of 5 bytes"),
+        (b"\xff\xff\xff\xff", "bad message length 4294967295"),
+        (
+            b"\x00\x00\x00\x18AAAAAAAABBBBBBBBCCCCCCCC",
+            "the server answered request 4702111234474983745",
+        ),
+        (b"\x00\x00", "closed the connection before answering"),
+    ];
+    for (answer, needle) in answers {
+        let port = fake_server(move |mut s, _| {
+            let mut req = [0u8; 20];
+            s.read_exact(&mut req).unwrap();
+            s.write_all(answer).unwrap();
+        });
+        let out = client(&[
+            "--port",
+            &port.to_string(),
+            "--latency",
+            "--count",
+            "1",
+            "--warmup",
+            "0",
+        ]);
+        assert_fails(&out, 1, needle);
+    }
+}
+
+/// Issue 5: a client that sends a bad request is cut off; the server goes on serving.
+#[test]
+fn bad_request_does_not_stop_the_server() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut hello = Vec::new();
+        tsperf::protocol::encode_hello(
+            &tsperf::protocol::Hello {
+                mode: tsperf::protocol::Mode::Latency,
+                nodelay: false,
+                codec: 1,
+                framing: 1,
+                length: 1,
+                chunk: 1,
+                name: String::new(),
+            },
+            &mut hello,
+        );
+        s.write_all(&hello).unwrap();
+        let mut accept = [0u8; 9];
+        s.read_exact(&mut accept).unwrap();
+        s.write_all(b"\x00\x00\x00\x03abc").unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{rest:?}");
+        assert!(
+            server.wait_for(|_, e| e.contains("bad request: bad message: binary body of 3 bytes")),
+            "{}",
+            server.stderr()
+        );
+        latency(server.port, &["--count", "5"]);
+    }
+}
