@@ -61,14 +61,13 @@ pub fn server(args: &[&str], stdout: Stdio) -> (Kill, String) {
 pub fn port_from_file(path: &Path) -> String {
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Some(p) = text
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("tsserver: listening on "))
-            {
-                return p.rsplit(':').next().unwrap().to_owned();
-            }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some(p) = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("tsserver: listening on "))
+        {
+            return p.rsplit(':').next().unwrap().to_owned();
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -121,7 +121,7 @@ mod tests {
         };
         assert!(o.flush(&mut w).unwrap());
         let sizes: Vec<usize> = w.writes.iter().map(Vec::len).collect();
-        assert_eq!(sizes, [3, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3]);
+        assert_eq!(sizes, [3, 1, 3, 3, 3, 3, 3, 3, 3, 3]);
         let all: Vec<u8> = w.writes.concat();
         let mut expect = Vec::new();
         encode_response(&resp(), Codec::Binary, &mut expect);
