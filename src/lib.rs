@@ -7,12 +7,15 @@
 pub mod cli;
 pub mod client;
 pub mod latency;
+pub mod machine;
+pub mod matrix;
 pub mod net;
 pub mod output;
 pub mod progress;
 pub mod protocol;
 pub mod readlog;
 pub mod receiver;
+pub mod report;
 pub mod server;
 pub mod source;
 pub mod testdata;

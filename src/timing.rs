@@ -25,6 +25,32 @@ pub fn unix_us(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now_rfc3339() -> String {
+    rfc3339(unix_us_now() / 1_000_000)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
+pub fn rfc3339(secs: u64) -> String {
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// A wall-clock instant printed as the seed printed it: `begin sec[1433750824], microsec[847467]`.
 pub struct Stamp<'a> {
     pub label: &'a str,
@@ -104,6 +130,15 @@ mod tests {
             unix_us: 1_433_750_824_047_467,
         };
         assert_eq!(s.to_string(), "begin sec[1433750824], microsec[47467]");
+    }
+
+    /// Dates render in UTC, across leap years and the epoch.
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_433_750_824), "2015-06-08T08:07:04Z");
+        assert_eq!(rfc3339(1_795_977_675), "2026-11-29T18:41:15Z");
     }
 
     /// CPU time only moves forward, and `since` never underflows.

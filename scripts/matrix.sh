@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The whole seed comparison: build, generate the test file, start servers, run the grid, and
+# leave tables, charts and raw JSON in results/ (or --out DIR).
+#
+#   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST]
+#                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
+#
+#   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
+#   --out DIR       where results go (default results/)
+#   --reps R        repetitions of every stream cell (default 3)
+#   --file PATH     the file to stream (default testdata/tsl.txt, 36 MiB, generated if missing)
+#   --chunks LIST   chunk sizes, comma-separated (default 102,1024,10240)
+#   --host HOST     run the client grid against a tsserver already running on HOST (the real LAN
+#                   case: start `tsserver` there, with the --log you want to measure)
+#   --port PORT     that server's port (default 7433)
+#   --lan           run across an emulated gigabit LAN: two network namespaces (needs root)
+#   --rate RATE     the emulated LAN's rate (default 1gbit)
+#   --stdout-to     where the --log stdout server's stdout goes: pty (default; read by tmux if
+#                   installed, else by script) or file
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
+
+out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty
+while (($#)); do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
+    --host) host=${2:?--host needs a host}; shift 2 ;;
+    --port) port=${2:?--port needs a number}; shift 2 ;;
+    --lan) lan=1; shift ;;
+    --rate) rate=${2:?--rate needs a rate}; shift 2 ;;
+    --stdout-to) stdout_to=${2:?--stdout-to needs pty or file}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) bad "unknown option '$1'" ;;
+  esac
+done
+[[ -z $reps || $reps =~ ^[1-9][0-9]*$ ]] || bad "invalid --reps '$reps': expected a positive whole number"
+[[ $port =~ ^[0-9]+$ ]] || bad "invalid --port '$port': expected a number"
+[[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
+[[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
+
+cargo build --release --quiet --bins
+bin=target/release
+
+if ((quick)); then
+  reps=${reps:-1} latency_count=100 stall_count=3
+  if [[ -z $file ]]; then file=testdata/tsl-quick.txt; [[ -f $file ]] || "$bin/tsgen" --size 4MiB "$file"; fi
+else
+  reps=${reps:-3} latency_count=1000 stall_count=20
+  if [[ -z $file ]]; then file=testdata/tsl.txt; [[ -f $file ]] || "$bin/tsgen" "$file"; fi
+fi
+[[ -f $file ]] || { echo "matrix.sh: file '$file' not found: expected a regular file to stream" >&2; exit 1; }
+
+work=$(mktemp -d -t tsperf-matrix.XXXXXX)
+session=tsperf-matrix-$$
+ns=tsm$$
+cleanup() {
+  # Every process the grid starts carries $work in its command line.
+  pkill -TERM -f -- "$work" 2>/dev/null || true
+  tmux kill-session -t "$session" 2>/dev/null || true
+  ((lan)) && scripts/lan.sh down --name "$ns" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+args=(--out "$out" --file "$file" --reps "$reps" --latency-count "$latency_count" --stall-count "$stall_count"
+      --stdout-to "$stdout_to" --tmux-session "$session" --work "$work")
+IFS=, read -r -a chunk_list <<<"$chunks"
+for c in "${chunk_list[@]}"; do args+=(--chunks "$c"); done
+if [[ -n $host ]]; then
+  args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
+elif ((lan)); then
+  scripts/lan.sh up --name "$ns" --rate "$rate"
+  args+=(--bind 198.18.0.1 --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
+         --network "an emulated LAN (veth between two namespaces, tbf $rate)")
+fi
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[[ -z $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || commit+="+dirty"
+args+=(--commit "$commit")
+
+mkdir -p "$out"
+"$bin/tsmatrix" "${args[@]}"
+echo
+echo "matrix.sh: results in $out/: matrix.md, matrix.csv, throughput.svg, latency.svg, runs.jsonl, setup.json"

@@ -1,0 +1,40 @@
+//! tsreport: render a grid's tables and charts again from its raw runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use tsperf::report::{self, Setup};
+use tsperf::{cli, report::markdown};
+
+/// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
+/// into DIR again; print the tables.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    /// A results directory written by scripts/matrix.sh.
+    dir: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let run = || -> anyhow::Result<String> {
+        let runs = report::read_runs(&args.dir.join("runs.jsonl"))?;
+        let setup_path = args.dir.join("setup.json");
+        let text = std::fs::read_to_string(&setup_path)
+            .with_context(|| format!("cannot read '{}'", setup_path.display()))?;
+        let setup: Setup = serde_json::from_str(&text)
+            .with_context(|| format!("'{}' is not a grid setup", setup_path.display()))?;
+        let m = report::aggregate(setup, &runs);
+        report::export_all(&m, &args.dir)?;
+        Ok(markdown::render(&m))
+    };
+    match run() {
+        Ok(tables) => match cli::print(&tables) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => cli::fail("tsreport", &e.into()),
+        },
+        Err(e) => cli::fail("tsreport", &e),
+    }
+}

@@ -1,0 +1,465 @@
+//! The comparison grid behind `scripts/matrix.sh`: the seed's experiments, every cell, repeated.
+//!
+//! Stream cells are chunk × client io × server log; latency cells are codec × framing × nodelay,
+//! plus reconnect. The grid starts its own servers (one per log sink; `stdout` on a pseudo-
+//! terminal), or uses a server already running elsewhere (`--host`). Every repetition's client
+//! JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are written
+//! again after every cell, so a failure late in a grid loses nothing already measured.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::report::{self, Cell, Run, Setup};
+
+/// Where the `--log stdout` server's stdout goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StdoutTo {
+    /// A pseudo-terminal read by a terminal emulator (tmux) if installed, else by `script`.
+    Pty,
+    /// A file.
+    File,
+}
+
+/// Validated grid settings.
+#[derive(Debug, Clone)]
+pub struct GridConfig {
+    pub out: PathBuf,
+    pub file: PathBuf,
+    pub reps: u32,
+    pub chunks: Vec<u32>,
+    /// Requests per latency cell, and per cell that stalls on Nagle.
+    pub latency_count: u64,
+    pub stall_count: u64,
+    /// A server already running elsewhere: only the client side of the grid runs.
+    pub host: Option<(String, u16)>,
+    /// Address our own servers bind and clients connect to.
+    pub bind: String,
+    /// Command prefixes (e.g. `ip netns exec NS`) for our servers and for the clients.
+    pub server_wrap: Vec<String>,
+    pub client_wrap: Vec<String>,
+    pub stdout_to: StdoutTo,
+    /// The tmux session name for the pty server (the caller kills it on exit).
+    pub tmux_session: String,
+    pub network: String,
+    pub commit: String,
+    pub bin_dir: PathBuf,
+    /// Scratch space (server logs and ports); a fresh temporary directory when `None`.
+    pub work: Option<PathBuf>,
+}
+
+/// A server this grid started; killed when dropped.
+struct OwnServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wrapped(wrap: &[String], program: &Path) -> Command {
+    match wrap.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Waits up to 10 s for `tsserver: listening on ADDR:PORT` in `err` and returns the port.
+fn port_from(err: &Path, child: Option<&mut Child>) -> Result<u16> {
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut child = child;
+    while Instant::now() < end {
+        let text = fs::read_to_string(err).unwrap_or_default();
+        if let Some(addr) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("tsserver: listening on "))
+        {
+            return addr
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.trim().parse().ok())
+                .context("bad listening line");
+        }
+        if let Some(status) = child
+            .as_deref_mut()
+            .map(Child::try_wait)
+            .transpose()?
+            .flatten()
+        {
+            bail!(
+                "tsserver exited ({status}) before listening: {}",
+                text.trim()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!(
+        "tsserver did not start within 10 s: {}",
+        fs::read_to_string(err).unwrap_or_default().trim()
+    )
+}
+
+impl GridConfig {
+    fn tsserver(&self) -> PathBuf {
+        self.bin_dir.join("tsserver")
+    }
+
+    /// Starts a server with `--log log`; stdout goes per `stdout_to` for the stdout sink.
+    fn start_server(&self, log: &str, tmp: &Path) -> Result<(OwnServer, String)> {
+        let err = tmp.join(format!("server-{log}.err"));
+        let logfile = tmp.join(format!("server-{log}.log"));
+        let args = [
+            "--bind".to_owned(),
+            self.bind.clone(),
+            "--port".into(),
+            "0".into(),
+            "--log".into(),
+            log.into(),
+            "--log-file".into(),
+            logfile.display().to_string(),
+        ];
+        if log == "stdout" && self.stdout_to == StdoutTo::Pty {
+            let mut words: Vec<String> = self.server_wrap.iter().map(|w| shell_quote(w)).collect();
+            words.push(shell_quote(&self.tsserver().display().to_string()));
+            words.extend(args.iter().map(|a| shell_quote(a)));
+            let cmd = format!(
+                "exec {} 2>{}",
+                words.join(" "),
+                shell_quote(&err.display().to_string())
+            );
+            let tmux = Command::new("tmux")
+                .args([
+                    "new-session",
+                    "-d",
+                    "-s",
+                    &self.tmux_session,
+                    "-x",
+                    "200",
+                    "-y",
+                    "50",
+                    &cmd,
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            if tmux.is_ok_and(|s| s.success()) {
+                let port = port_from(&err, None)?;
+                return Ok((
+                    OwnServer { child: None, port },
+                    "a pseudo-terminal read by tmux (a terminal emulator)".into(),
+                ));
+            }
+            let mut child = Command::new("script")
+                .args(["-qfc", &cmd, "/dev/null"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("neither tmux nor script could start the pty server")?;
+            let port = port_from(&err, Some(&mut child))?;
+            return Ok((
+                OwnServer {
+                    child: Some(child),
+                    port,
+                },
+                "a pseudo-terminal read by script (to /dev/null)".into(),
+            ));
+        }
+        let stdout: Stdio = if log == "stdout" {
+            File::create(tmp.join("server-stdout.txt"))?.into()
+        } else {
+            Stdio::null()
+        };
+        let mut child = wrapped(&self.server_wrap, &self.tsserver())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(File::create(&err)?)
+            .spawn()
+            .context("cannot start tsserver")?;
+        let port = port_from(&err, Some(&mut child))?;
+        Ok((
+            OwnServer {
+                child: Some(child),
+                port,
+            },
+            "a file".into(),
+        ))
+    }
+
+    /// Runs one client and returns its JSON.
+    fn client(&self, host: &str, port: u16, args: &[String]) -> Result<serde_json::Value> {
+        let out = wrapped(&self.client_wrap, &self.bin_dir.join("tsclient"))
+            .args([
+                "--host",
+                host,
+                "--port",
+                &port.to_string(),
+                "--json",
+                "--no-progress",
+            ])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .context("cannot run tsclient")?;
+        if !out.status.success() {
+            bail!(
+                "tsclient {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        serde_json::from_slice(&out.stdout).context("tsclient printed no JSON")
+    }
+}
+
+/// Runs the whole grid and writes the results; returns the rendered Markdown tables.
+pub fn run(cfg: &GridConfig) -> Result<String> {
+    fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("cannot create '{}'", cfg.out.display()))?;
+    let meta = fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?;
+    let own_tmp = tempfile::Builder::new()
+        .prefix("tsperf-matrix-")
+        .tempdir()?;
+    let tmp = match &cfg.work {
+        Some(dir) => {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create '{}'", dir.display()))?;
+            dir.clone()
+        }
+        None => own_tmp.path().to_owned(),
+    };
+    let runs_path = cfg.out.join("runs.jsonl");
+    let mut runs_file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&runs_path)?;
+
+    // Servers: ours, one per log sink, or the one given.
+    let logs: Vec<&str> = if cfg.host.is_some() {
+        vec!["remote"]
+    } else {
+        vec!["none", "file", "stdout"]
+    };
+    let mut servers = Vec::new();
+    let mut stdout_to = "not measured (the server is remote)".to_owned();
+    let host = match &cfg.host {
+        Some((h, _)) => h.clone(),
+        None => cfg.bind.clone(),
+    };
+    for log in &logs {
+        match &cfg.host {
+            Some((_, port)) => servers.push((*log, None, *port)),
+            None => {
+                let (server, target) = cfg.start_server(log, &tmp)?;
+                if *log == "stdout" {
+                    stdout_to = target;
+                }
+                let port = server.port;
+                servers.push((*log, Some(server), port));
+            }
+        }
+    }
+
+    let mut latency_cells = Vec::new();
+    for codec in ["binary", "object"] {
+        for framing in ["single", "split"] {
+            for nodelay in [false, true] {
+                latency_cells.push((codec, framing, nodelay, false));
+            }
+        }
+    }
+    latency_cells.push(("binary", "single", false, true));
+    latency_cells.push(("binary", "split", false, true));
+
+    let total = cfg.chunks.len() * 2 * logs.len() * cfg.reps as usize + latency_cells.len();
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr_with_hz(10))
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("[{pos}/{len}] {elapsed} {msg}").expect("valid template"),
+    );
+
+    let setup = Setup {
+        machine: crate::machine::Machine::probe(&cfg.commit),
+        file: cfg
+            .file
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+        bytes: meta.len(),
+        digest: String::new(),
+        reps: cfg.reps,
+        network: cfg.network.clone(),
+        stdout_to,
+        date: crate::timing::utc_now_rfc3339(),
+    };
+    let mut all: Vec<Run> = Vec::new();
+    let mut record = |run: Run, all: &mut Vec<Run>| -> Result<()> {
+        writeln!(runs_file, "{}", serde_json::to_string(&run)?)?;
+        runs_file.flush()?;
+        all.push(run);
+        Ok(())
+    };
+    let mut digest = String::new();
+    let file = cfg.file.display().to_string();
+
+    for &chunk in &cfg.chunks {
+        for io in ["blocking", "nonblocking"] {
+            // Alternate the log sinks within each repetition, so drift hits every sink alike.
+            let cells: Vec<Cell> = servers
+                .iter()
+                .map(|(log, _, _)| Cell::Stream {
+                    chunk,
+                    io: io.into(),
+                    log: (*log).into(),
+                })
+                .collect();
+            for rep in 1..=cfg.reps {
+                for (cell, (log, _, port)) in cells.iter().zip(&servers) {
+                    bar.set_message(format!(
+                        "stream chunk {chunk} {io} log {log} rep {rep}/{}",
+                        cfg.reps
+                    ));
+                    let mut args = vec!["--chunk".to_owned(), chunk.to_string(), file.clone()];
+                    if io == "nonblocking" {
+                        args.push("--nonblocking".into());
+                    }
+                    let v = cfg.client(&host, *port, &args)?;
+                    digest = v["digest"].as_str().unwrap_or_default().to_owned();
+                    let mut cell = cell.clone();
+                    // Against a remote server, the cell's log is what that server reports.
+                    if let (Cell::Stream { log, .. }, Some(remote)) =
+                        (&mut cell, v["server"]["log"].as_str())
+                        && log == "remote"
+                    {
+                        *log = remote.to_owned();
+                    }
+                    record(
+                        Run {
+                            cell,
+                            rep,
+                            result: v,
+                        },
+                        &mut all,
+                    )?;
+                    bar.inc(1);
+                }
+            }
+            let m = report::aggregate(
+                Setup {
+                    digest: digest.clone(),
+                    ..setup.clone()
+                },
+                &all,
+            );
+            for row in m.stream.iter().filter(|r| r.chunk == chunk && r.io == io) {
+                bar.suspend(|| {
+                    println!(
+                        "stream  chunk {:>5}  {:<11}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
+                        row.chunk,
+                        row.io,
+                        row.log,
+                        row.median_mib_s,
+                        row.min_mib_s,
+                        row.max_mib_s,
+                        if row.verified { "verified" } else { "NOT VERIFIED" }
+                    )
+                });
+            }
+            report::export_all(&m, &cfg.out)?;
+        }
+    }
+
+    let (_, _, latency_port) = servers[0];
+    for (codec, framing, nodelay, reconnect) in latency_cells {
+        let stalls = framing == "split" && !nodelay;
+        let count = if stalls {
+            cfg.stall_count
+        } else {
+            cfg.latency_count
+        };
+        bar.set_message(format!(
+            "latency {codec} {framing} nodelay {nodelay} reconnect {reconnect}"
+        ));
+        let mut args: Vec<String> = [
+            "--latency",
+            "--codec",
+            codec,
+            "--framing",
+            framing,
+            "--count",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.push(count.to_string());
+        if nodelay {
+            args.push("--nodelay".into());
+        }
+        if reconnect {
+            args.push("--reconnect".into());
+        }
+        let v = cfg.client(&host, latency_port, &args)?;
+        let cell = Cell::Latency {
+            codec: codec.into(),
+            framing: framing.into(),
+            nodelay,
+            reconnect,
+            count,
+        };
+        record(
+            Run {
+                cell,
+                rep: 1,
+                result: v.clone(),
+            },
+            &mut all,
+        )?;
+        bar.inc(1);
+        bar.suspend(|| {
+            println!(
+                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs",
+                if nodelay { "on" } else { "off" },
+                if reconnect { "yes" } else { "no" },
+                v["rtt_us"]["p50"].as_f64().unwrap_or(0.0),
+                v["rtt_us"]["p99"].as_f64().unwrap_or(0.0),
+            )
+        });
+        let m = report::aggregate(
+            Setup {
+                digest: digest.clone(),
+                ..setup.clone()
+            },
+            &all,
+        );
+        report::export_all(&m, &cfg.out)?;
+    }
+    bar.finish_and_clear();
+    drop(servers);
+    let m = report::aggregate(Setup { digest, ..setup }, &all);
+    report::export_all(&m, &cfg.out)?;
+    Ok(report::markdown::render(&m))
+}

@@ -1,0 +1,93 @@
+//! `matrix.csv`: every row, stream and latency, in one table with a `kind` column.
+
+use anyhow::Result;
+
+use super::{Exporter, Matrix};
+
+pub struct Csv;
+
+const HEADER: [&str; 17] = [
+    "kind",
+    "chunk",
+    "io",
+    "log",
+    "codec",
+    "framing",
+    "nodelay",
+    "reconnect",
+    "count",
+    "reps",
+    "median_mib_s",
+    "min_mib_s",
+    "max_mib_s",
+    "client_cpu_s",
+    "p50_us",
+    "p99_us",
+    "verified",
+];
+
+impl Exporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "matrix.csv"
+    }
+
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER)?;
+        for r in &m.stream {
+            w.write_record([
+                "stream",
+                &r.chunk.to_string(),
+                &r.io,
+                &r.log,
+                "",
+                "",
+                "",
+                "",
+                "",
+                &r.reps.to_string(),
+                &format!("{:.3}", r.median_mib_s),
+                &format!("{:.3}", r.min_mib_s),
+                &format!("{:.3}", r.max_mib_s),
+                &format!("{:.6}", r.client_cpu_s),
+                "",
+                "",
+                &r.verified.to_string(),
+            ])?;
+        }
+        for r in &m.latency {
+            w.write_record([
+                "latency",
+                "",
+                "",
+                "",
+                &r.codec,
+                &r.framing,
+                &r.nodelay.to_string(),
+                &r.reconnect.to_string(),
+                &r.count.to_string(),
+                &r.reps.to_string(),
+                "",
+                "",
+                "",
+                "",
+                &format!("{:.3}", r.p50_us),
+                &format!("{:.3}", r.p99_us),
+                "",
+            ])?;
+        }
+        Ok(w.into_inner()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CSV for a fixed matrix.
+    #[test]
+    fn snapshot() {
+        let bytes = Csv.serialize(&super::super::fixture::matrix()).unwrap();
+        insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+}

@@ -1,0 +1,146 @@
+//! `matrix.md`: the tables, with the machine and settings they came from.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{Exporter, Matrix};
+use crate::units;
+
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "matrix.md"
+    }
+
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        Ok(render(m).into_bytes())
+    }
+}
+
+/// The Markdown text, also printed by the grid at the end of a run.
+pub fn render(m: &Matrix) -> String {
+    let s = &m.setup;
+    let mc = &s.machine;
+    let mut o = String::new();
+    let _ = writeln!(o, "# tsperf matrix\n");
+    let _ = writeln!(
+        o,
+        "Run {} on {} ({} cores), kernel {}, {}; tsperf {} (commit {}).\n",
+        s.date, mc.cpu, mc.cores, mc.kernel, mc.os, mc.tsperf, mc.commit
+    );
+    let _ = writeln!(
+        o,
+        "- Network: {}. File: `{}`, {}, xxh3 `{}`. Repetitions per stream cell: {}.",
+        s.network,
+        s.file,
+        units::size(s.bytes),
+        s.digest,
+        s.reps
+    );
+    let _ = writeln!(
+        o,
+        "- TCP: `tcp_rmem` {}, `tcp_wmem` {}, `rmem_max` {}, `wmem_max` {}, congestion control {}.",
+        mc.tcp_rmem, mc.tcp_wmem, mc.rmem_max, mc.wmem_max, mc.congestion_control
+    );
+    let bufs = |f: fn(&super::StreamRow) -> u64| {
+        let mut v: Vec<u64> = m.stream.iter().map(f).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.iter()
+            .map(|b| units::size(*b))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        o,
+        "- Socket buffers the runs got: client `SO_SNDBUF` {}; server `SO_RCVBUF` {}.",
+        bufs(|r| r.sndbuf),
+        bufs(|r| r.rcvbuf)
+    );
+
+    if !m.stream.is_empty() {
+        let slowest = m.slowest_stream();
+        let _ = writeln!(o, "\n## Stream: throughput\n");
+        let _ = writeln!(
+            o,
+            "Server `--log stdout` cells: stdout went to {}.\n",
+            s.stdout_to
+        );
+        let _ = writeln!(
+            o,
+            "| chunk | client io | server log | median MiB/s | min | max | Gbit/s | client CPU | vs slowest | verified |"
+        );
+        let _ = writeln!(o, "|---:|---|---|---:|---:|---:|---:|---:|---:|---|");
+        for r in &m.stream {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {} | {:.1}× | {} |",
+                r.chunk,
+                r.io,
+                r.log,
+                r.median_mib_s,
+                r.min_mib_s,
+                r.max_mib_s,
+                r.median_gbit_s,
+                units::duration(Duration::from_secs_f64(r.client_cpu_s)),
+                if slowest > 0.0 {
+                    r.median_mib_s / slowest
+                } else {
+                    0.0
+                },
+                if r.verified { "yes" } else { "**NO**" }
+            );
+        }
+    }
+
+    if !m.latency.is_empty() {
+        let slowest = m.slowest_latency();
+        let most = m.latency.iter().map(|r| r.count).max().unwrap_or(0);
+        let _ = writeln!(o, "\n## Latency: clock query round trip\n");
+        let _ = writeln!(
+            o,
+            "| codec | framing | nodelay | reconnect | requests | p50 | p99 | vs slowest | note |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---:|---:|---:|---:|---|");
+        for r in &m.latency {
+            let mut note = Vec::new();
+            if r.count < most {
+                note.push("fewer requests: each stalls");
+            }
+            if r.hint {
+                note.push("Nagle + delayed ACK");
+            }
+            let on = |b: bool| if b { "on" } else { "off" };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} | {:.0}× | {} |",
+                r.codec,
+                r.framing,
+                on(r.nodelay),
+                if r.reconnect { "yes" } else { "no" },
+                r.count,
+                units::duration(Duration::from_secs_f64(r.p50_us / 1e6)),
+                units::duration(Duration::from_secs_f64(r.p99_us / 1e6)),
+                if r.p50_us > 0.0 {
+                    slowest / r.p50_us
+                } else {
+                    0.0
+                },
+                note.join("; ")
+            );
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    /// The Markdown for a fixed matrix.
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(super::render(&super::super::fixture::matrix()));
+    }
+}

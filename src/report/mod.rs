@@ -1,0 +1,377 @@
+//! Turning raw grid runs into tables and charts.
+//!
+//! The grid writes every repetition's full client JSON as one line of `runs.jsonl` (a [`Run`]),
+//! with the cell it belongs to. [`aggregate`] groups runs into rows (medians, min, max), and one
+//! [`Exporter`] per format renders the [`Matrix`]: Markdown, CSV, and SVG charts. Rendering is
+//! pure: the same runs give the same bytes.
+
+pub mod csv;
+pub mod markdown;
+pub mod svg;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::machine::Machine;
+
+/// One cell of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Cell {
+    Stream {
+        chunk: u32,
+        io: String,
+        log: String,
+    },
+    Latency {
+        codec: String,
+        framing: String,
+        nodelay: bool,
+        reconnect: bool,
+        count: u64,
+    },
+}
+
+/// One repetition of one cell: the client's whole JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub cell: Cell,
+    pub rep: u32,
+    pub result: serde_json::Value,
+}
+
+/// How the grid was run: what every row shares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    pub machine: Machine,
+    /// The file sent, its size and digest.
+    pub file: String,
+    pub bytes: u64,
+    pub digest: String,
+    pub reps: u32,
+    /// Where the server ran: `loopback`, `emulated LAN (...)`, or a host.
+    pub network: String,
+    /// Where `--log stdout` cells sent stdout (a file, or a pty and its reader).
+    pub stdout_to: String,
+    /// When the run started, UTC.
+    pub date: String,
+}
+
+/// A stream row: one cell's repetitions summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamRow {
+    pub chunk: u32,
+    pub io: String,
+    pub log: String,
+    pub median_mib_s: f64,
+    pub min_mib_s: f64,
+    pub max_mib_s: f64,
+    pub median_gbit_s: f64,
+    pub client_cpu_s: f64,
+    pub reps: usize,
+    pub verified: bool,
+    pub sndbuf: u64,
+    pub rcvbuf: u64,
+}
+
+/// A latency row: one cell's repetitions summarised (medians of each statistic).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyRow {
+    pub codec: String,
+    pub framing: String,
+    pub nodelay: bool,
+    pub reconnect: bool,
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub reps: usize,
+    pub hint: bool,
+}
+
+/// Everything the exporters render.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Matrix {
+    pub setup: Setup,
+    pub stream: Vec<StreamRow>,
+    pub latency: Vec<LatencyRow>,
+}
+
+impl Matrix {
+    /// The slowest stream median (for speed-ups); 0 if there are no stream rows.
+    pub fn slowest_stream(&self) -> f64 {
+        self.stream
+            .iter()
+            .map(|r| r.median_mib_s)
+            .reduce(f64::min)
+            .unwrap_or(0.0)
+    }
+
+    /// The slowest latency p50 (for speed-ups).
+    pub fn slowest_latency(&self) -> f64 {
+        self.latency.iter().map(|r| r.p50_us).fold(0.0, f64::max)
+    }
+}
+
+/// A rendering of the matrix in one format.
+pub trait Exporter {
+    /// The file name it writes under the output directory.
+    fn file_name(&self) -> &'static str;
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>>;
+}
+
+/// Every exporter, in the order the files are written.
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(markdown::Markdown),
+        Box::new(csv::Csv),
+        Box::new(svg::ThroughputSvg),
+        Box::new(svg::LatencySvg),
+    ]
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn num(v: &serde_json::Value, path: &[&str]) -> f64 {
+    path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(0.0)
+}
+
+/// Groups runs by cell, in the order cells first appear, and summarises each.
+pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
+    let mut cells: Vec<&Cell> = Vec::new();
+    for r in runs {
+        if !cells.contains(&&r.cell) {
+            cells.push(&r.cell);
+        }
+    }
+    let mut stream = Vec::new();
+    let mut latency = Vec::new();
+    for cell in cells {
+        let reps: Vec<&serde_json::Value> = runs
+            .iter()
+            .filter(|r| &r.cell == cell)
+            .map(|r| &r.result)
+            .collect();
+        let of = |path: &[&str]| -> Vec<f64> { reps.iter().map(|v| num(v, path)).collect() };
+        match cell {
+            Cell::Stream { chunk, io, log } => {
+                let mut mib = of(&["mib_per_s"]);
+                let (min, max) = mib
+                    .iter()
+                    .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+                stream.push(StreamRow {
+                    chunk: *chunk,
+                    io: io.clone(),
+                    log: log.clone(),
+                    median_mib_s: median(&mut mib),
+                    min_mib_s: min,
+                    max_mib_s: max,
+                    median_gbit_s: median(&mut of(&["gbit_per_s"])),
+                    client_cpu_s: median(
+                        &mut reps
+                            .iter()
+                            .map(|v| num(v, &["cpu", "user_s"]) + num(v, &["cpu", "sys_s"]))
+                            .collect::<Vec<_>>(),
+                    ),
+                    reps: reps.len(),
+                    verified: reps.iter().all(|v| v["verified"] == true),
+                    sndbuf: median(&mut of(&["client", "sndbuf"])) as u64,
+                    rcvbuf: median(&mut of(&["server", "rcvbuf"])) as u64,
+                });
+            }
+            Cell::Latency {
+                codec,
+                framing,
+                nodelay,
+                reconnect,
+                count,
+            } => latency.push(LatencyRow {
+                codec: codec.clone(),
+                framing: framing.clone(),
+                nodelay: *nodelay,
+                reconnect: *reconnect,
+                count: *count,
+                p50_us: median(&mut of(&["rtt_us", "p50"])),
+                p99_us: median(&mut of(&["rtt_us", "p99"])),
+                reps: reps.len(),
+                hint: reps.iter().any(|v| !v["hint"].is_null()),
+            }),
+        }
+    }
+    Matrix {
+        setup,
+        stream,
+        latency,
+    }
+}
+
+/// Reads `runs.jsonl`, one [`Run`] per line.
+pub fn read_runs(path: &Path) -> Result<Vec<Run>> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read '{}'", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("'{}' line {}: not a grid run", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Writes every exporter's file into `dir`, each atomically (temporary name, then rename).
+pub fn export_all(m: &Matrix, dir: &Path) -> Result<()> {
+    for e in exporters() {
+        let bytes = e
+            .serialize(m)
+            .with_context(|| format!("cannot render {}", e.file_name()))?;
+        write_atomic(&dir.join(e.file_name()), &bytes)?;
+    }
+    write_atomic(
+        &dir.join("setup.json"),
+        serde_json::to_string_pretty(&m.setup)?.as_bytes(),
+    )
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
+/// sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in '{}'", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    //! A fixed matrix input for the exporters' snapshot tests.
+    use super::*;
+    use serde_json::json;
+
+    pub fn runs() -> Vec<Run> {
+        let mut runs = Vec::new();
+        for (chunk, base) in [(102u32, 80.0), (10240, 900.0)] {
+            for (io, f) in [("blocking", 1.0), ("nonblocking", 0.95)] {
+                for (log, g) in [("none", 1.0), ("stdout", 0.1)] {
+                    for rep in 1..=3 {
+                        let mib = base * f * g + rep as f64;
+                        runs.push(Run {
+                            cell: Cell::Stream { chunk, io: io.into(), log: log.into() },
+                            rep,
+                            result: json!({"mib_per_s": mib, "gbit_per_s": mib * 0.008388608, "verified": true,
+                                "cpu": {"user_s": 0.01, "sys_s": 0.1}, "client": {"sndbuf": 2626560}, "server": {"rcvbuf": 131072}}),
+                        });
+                    }
+                }
+            }
+        }
+        for (framing, nodelay, p50) in [("single", true, 110.0), ("split", false, 88000.0)] {
+            runs.push(Run {
+                cell: Cell::Latency { codec: "binary".into(), framing: framing.into(), nodelay, reconnect: false, count: 20 },
+                rep: 1,
+                result: json!({"rtt_us": {"p50": p50, "p99": p50 * 1.5}, "hint": if nodelay { json!(null) } else { json!("Nagle") }}),
+            });
+        }
+        runs
+    }
+
+    pub fn matrix() -> Matrix {
+        let setup = Setup {
+            machine: Machine {
+                cpu: "Test CPU".into(),
+                cores: 2,
+                kernel: "6.1.0".into(),
+                os: "Debian GNU/Linux 12 (bookworm)".into(),
+                tsperf: "0.1.0".into(),
+                commit: "0123abc".into(),
+                tcp_rmem: "4096 131072 6291456".into(),
+                tcp_wmem: "4096 16384 4194304".into(),
+                rmem_max: "212992".into(),
+                wmem_max: "212992".into(),
+                congestion_control: "cubic".into(),
+            },
+            file: "tsl.txt".into(),
+            bytes: 37748736,
+            digest: "ec40a45bcc9c239d".into(),
+            reps: 3,
+            network: "loopback".into(),
+            stdout_to: "a pty read by tmux".into(),
+            date: "2026-11-29T00:00:00Z".into(),
+        };
+        aggregate(setup, &runs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows come out in grid order with medians, extremes and verification summarised.
+    #[test]
+    fn aggregation() {
+        let m = fixture::matrix();
+        assert_eq!(m.stream.len(), 8);
+        let r = &m.stream[0];
+        assert_eq!(
+            (r.chunk, r.io.as_str(), r.log.as_str()),
+            (102, "blocking", "none")
+        );
+        assert_eq!(
+            (r.min_mib_s, r.median_mib_s, r.max_mib_s),
+            (81.0, 82.0, 83.0)
+        );
+        assert!(r.verified && r.reps == 3);
+        assert_eq!(m.latency.len(), 2);
+        assert!(m.latency[1].hint && !m.latency[0].hint);
+        assert_eq!(m.slowest_latency(), 88000.0);
+    }
+
+    /// One unverified repetition marks the whole cell unverified.
+    #[test]
+    fn one_bad_rep_taints_the_cell() {
+        let mut runs = fixture::runs();
+        runs[1].result["verified"] = serde_json::Value::Bool(false);
+        let m = aggregate(Setup::default(), &runs);
+        assert!(!m.stream[0].verified);
+        assert!(m.stream[1].verified);
+    }
+
+    /// Runs round-trip through their JSON-lines form.
+    #[test]
+    fn runs_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let text: String = fixture::runs()
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let back = read_runs(&path).unwrap();
+        assert_eq!(back.len(), fixture::runs().len());
+        assert_eq!(back[0].cell, fixture::runs()[0].cell);
+        std::fs::write(&path, "{not json\n").unwrap();
+        let e = format!("{:#}", read_runs(&path).unwrap_err());
+        assert!(e.contains("line 1: not a grid run"), "{e}");
+    }
+}
