@@ -17,13 +17,14 @@
 #   --rate RATE     the emulated LAN's rate (default 1gbit)
 #   --stdout-to     where the --log stdout server's stdout goes: pty (default; read by tmux if
 #                   installed, else by script) or file
+#   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty
+out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin=""
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -36,6 +37,7 @@ while (($#)); do
     --lan) lan=1; shift ;;
     --rate) rate=${2:?--rate needs a rate}; shift 2 ;;
     --stdout-to) stdout_to=${2:?--stdout-to needs pty or file}; shift 2 ;;
+    --bin-dir) bin=${2:?--bin-dir needs a directory}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac
@@ -45,8 +47,13 @@ done
 [[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
 
-cargo build --release --quiet --bins
-bin=target/release
+if [[ -z $bin ]]; then
+  cargo build --release --quiet --bins
+  bin=target/release
+fi
+for b in tsserver tsclient tsgen tsmatrix; do
+  [[ -x $bin/$b ]] || { echo "matrix.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
+done
 
 if ((quick)); then
   reps=${reps:-1} latency_count=100 stall_count=3

@@ -1,0 +1,284 @@
+//! The comparison grid (issue 6): scripts/matrix.sh end to end, its results, its clean-up, and
+//! the emulated LAN.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Grid runs take this lock, so one run's clean-up check never sees another run's servers.
+static GRID: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn grid_lock() -> std::sync::MutexGuard<'static, ()> {
+    GRID.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> String {
+    bin("tsserver").parent().unwrap().display().to_string()
+}
+
+fn script(name: &str, args: &[&str]) -> std::process::Output {
+    run(root().join("scripts").join(name), args)
+}
+
+/// Processes and tmux sessions a grid could leave behind.
+fn leftovers() -> String {
+    let ps = Command::new("pgrep")
+        .args(["-fa", "tsperf-matrix"])
+        .output()
+        .unwrap();
+    let tmux = Command::new("tmux")
+        .arg("ls")
+        .output()
+        .map(|o| stdout(&o))
+        .unwrap_or_default();
+    let mut found: Vec<String> = stdout(&ps).lines().map(String::from).collect();
+    found.extend(
+        tmux.lines()
+            .filter(|l| l.starts_with("tsperf-matrix-"))
+            .map(String::from),
+    );
+    found.join("\n")
+}
+
+fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
+    let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    let stream_rows = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.ends_with(" | yes |"))
+        .count();
+    assert_eq!(stream_rows, stream_cells, "{md}");
+    assert!(!md.contains("**NO**"), "{md}");
+    for codec in ["binary", "object"] {
+        for framing in ["single", "split"] {
+            for nodelay in ["off", "on"] {
+                let row = format!("| {codec} | {framing} | {nodelay} | no |");
+                assert!(md.contains(&row), "{row} missing:\n{md}");
+            }
+        }
+    }
+    assert!(
+        md.contains("| binary | single | off | yes |")
+            && md.contains("| binary | split | off | yes |")
+    );
+    assert!(
+        md.contains("fewer requests: each stalls; Nagle + delayed ACK"),
+        "{md}"
+    );
+    assert!(md.contains("stdout went to "), "{md}");
+    assert!(
+        md.contains("`tcp_rmem`") && md.contains("congestion control"),
+        "{md}"
+    );
+
+    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    assert_eq!(runs.len(), stream_cells + latency_cells);
+    assert!(
+        runs.iter()
+            .all(|r| r.result["mode"] == "latency" || r.result["verified"] == true)
+    );
+    let csv = std::fs::read_to_string(out.join("matrix.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + stream_cells + latency_cells,
+        "{csv}"
+    );
+    for svg in ["throughput.svg", "latency.svg"] {
+        let text = std::fs::read_to_string(out.join(svg)).unwrap();
+        roxmltree::Document::parse(&text)
+            .unwrap_or_else(|e| panic!("{svg} is not well-formed: {e}"));
+    }
+    let setup: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("setup.json")).unwrap()).unwrap();
+    assert!(setup["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(!setup["machine"]["kernel"].as_str().unwrap().is_empty());
+}
+
+/// Issue 6: `matrix.sh --quick` runs all 18 stream cells and the latency cells, writes every
+/// result file, and leaves nothing running.
+#[test]
+fn quick_grid_on_loopback() {
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = script(
+        "matrix.sh",
+        &[
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("stream  chunk   102  blocking"),
+        "no per-cell lines: {text}"
+    );
+    assert!(
+        text.contains("## Stream: throughput"),
+        "no final tables: {text}"
+    );
+    check_results(&out, 18, 10);
+    assert_eq!(leftovers(), "", "left behind");
+}
+
+/// Issue 6: tsreport renders the same tables again from the raw runs.
+#[test]
+fn tsreport_rerenders() {
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = script(
+        "matrix.sh",
+        &[
+            "--quick",
+            "--chunks",
+            "1024",
+            "--out",
+            out.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let before = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    std::fs::remove_file(out.join("matrix.md")).unwrap();
+    let tsreport = bin("tsserver").with_file_name("tsreport");
+    let r = run(tsreport.clone(), &[out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(
+        std::fs::read_to_string(out.join("matrix.md")).unwrap(),
+        before
+    );
+    assert_eq!(stdout(&r), before);
+    let missing = run(tsreport, &[dir.path().join("nope").to_str().unwrap()]);
+    assert_fails(&missing, 1, "cannot read");
+}
+
+/// Issue 6: bad options are usage errors that name the option.
+#[test]
+fn matrix_usage_errors() {
+    for (args, needle) in [
+        (&["--reps", "0"][..], "invalid --reps '0'"),
+        (&["--stdout-to", "tty"][..], "invalid --stdout-to 'tty'"),
+        (&["--frobnicate"][..], "unknown option '--frobnicate'"),
+        (&["--host", "198.18.0.9", "--lan"][..], "cannot be combined"),
+    ] {
+        let o = script("matrix.sh", args);
+        assert_fails(&o, 2, needle);
+    }
+    let o = script(
+        "matrix.sh",
+        &[
+            "--bin-dir",
+            &bin_dir(),
+            "--file",
+            "/nonexistent/file",
+            "--quick",
+        ],
+    );
+    assert_fails(&o, 1, "file '/nonexistent/file' not found");
+}
+
+fn can_make_namespaces() -> bool {
+    let name = format!("tsprobe{}", std::process::id() % 100_000);
+    let ok = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+    }
+    ok
+}
+
+/// Issue 6: the emulated LAN comes up, carries one verified transfer from one namespace to the
+/// other, and goes away. Skips (with a message) where namespaces cannot be made.
+#[test]
+fn emulated_lan_transfer() {
+    if !can_make_namespaces() {
+        eprintln!("skipped: cannot create network namespaces here (needs root and iproute2)");
+        return;
+    }
+    let name = format!("tsl{}", std::process::id() % 100_000);
+    let up = script("lan.sh", &["up", "--name", &name]);
+    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+    let (srv, cli) = (format!("{name}-srv"), format!("{name}-cli"));
+    let mut server = std::process::Command::new("ip")
+        .args(["netns", "exec", &srv])
+        .arg(bin("tsserver"))
+        .args(["--bind", "198.18.0.1", "--port", "7433", "--once"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert_eq!(line.trim(), "tsserver: listening on 198.18.0.1:7433");
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "lan.txt", 8 << 20);
+    let mut client = std::process::Command::new("ip");
+    client
+        .args(["netns", "exec", &cli])
+        .arg(bin("tsclient"))
+        .args(["--host", "198.18.0.1", "--json"])
+        .arg(&file);
+    let out = assert_cmd::Command::from_std(client)
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let down = script("lan.sh", &["down", "--name", &name]);
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !stdout(&list).contains(&name),
+        "namespaces left: {}",
+        stdout(&list)
+    );
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["peer"], "198.18.0.1:7433");
+    // tbf at 1 Gbit/s: a verified transfer cannot beat the wire.
+    assert!(v["gbit_per_s"].as_f64().unwrap() < 1.05, "{v}");
+}
+
+/// Issue 6: lan.sh refuses bad input before touching the network.
+#[test]
+fn lan_usage_errors() {
+    assert_fails(
+        &script("lan.sh", &["sideways"]),
+        2,
+        "unknown command 'sideways'",
+    );
+    assert_fails(
+        &script("lan.sh", &["up", "--name", "Bad_Name"]),
+        2,
+        "invalid name 'Bad_Name'",
+    );
+    assert_fails(
+        &script("lan.sh", &["up", "--rate", "fast"]),
+        2,
+        "invalid rate 'fast'",
+    );
+}
