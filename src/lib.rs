@@ -11,6 +11,7 @@ pub mod machine;
 pub mod matrix;
 pub mod net;
 pub mod output;
+pub mod peers;
 pub mod progress;
 pub mod protocol;
 pub mod readlog;

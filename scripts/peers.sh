@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tsperf against iperf3: the same file and chunk sizes, alternating, median of 3; writes peers.md.
+#
+#   scripts/peers.sh [--out DIR] [--file PATH] [--chunks LIST] [--reps R]
+#
+# iperf3 is installed with apt-get when missing and running as root; otherwise the script skips
+# with a message (exit 0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+
+out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=3
+while (($#)); do
+  case $1 in
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
+    --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "peers.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v iperf3 >/dev/null; then
+  if [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "peers.sh: installing iperf3" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null 2>&1; } || true
+  fi
+  command -v iperf3 >/dev/null || { echo "peers.sh: skipped: iperf3 is not installed and could not be installed (run as root, or apt-get install iperf3)"; exit 0; }
+fi
+
+cargo build --release --quiet --bins
+bin=target/release
+[[ -f $file ]] || "$bin/tsgen" "$file"
+mkdir -p "$out"
+
+work=$(mktemp -d -t tsperf-peers.XXXXXX)
+cleanup() { pkill -TERM -f -- "$work" 2>/dev/null || true; kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
+pids=()
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$bin/tsserver" --bind 127.0.0.1 --port 0 --log none --log-file "$work/unused.log" >/dev/null 2>"$work/ts.err" &
+pids+=($!)
+iport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 15201)
+iperf3 -s -B 127.0.0.1 -p "$iport" --logfile "$work/iperf3.log" &
+pids+=($!)
+for _ in $(seq 200); do
+  tport=$(sed -n 's/^tsserver: listening on .*:\([0-9]*\)$/\1/p' "$work/ts.err")
+  [[ -n $tport ]] && break
+  sleep 0.05
+done
+[[ -n ${tport:-} ]] || { echo "peers.sh: tsserver did not start: $(cat "$work/ts.err")" >&2; exit 1; }
+sleep 0.3
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+"$bin/tspeers" --file "$file" --chunks "$chunks" --reps "$reps" --tsperf-port "$tport" --iperf3-port "$iport" \
+  --out "$out/peers.md" --commit "$commit"

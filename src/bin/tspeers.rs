@@ -1,0 +1,74 @@
+//! tspeers: tsperf against iperf3 on the same file and chunk sizes (run by scripts/peers.sh).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tsperf::peers::{self, PeersConfig};
+use tsperf::{cli, machine::Machine, units};
+
+/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md. A tsserver and an
+/// iperf3 server must already listen on the given ports.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    #[arg(long, default_value = "testdata/tsl.txt")]
+    file: PathBuf,
+    #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
+    chunks: Vec<u32>,
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    reps: u32,
+    #[arg(long)]
+    tsperf_port: u16,
+    #[arg(long)]
+    iperf3_port: u16,
+    /// Where peers.md goes.
+    #[arg(long, default_value = "results/peers.md")]
+    out: PathBuf,
+    #[arg(long, default_value = "unknown")]
+    commit: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_default();
+    let run = || -> anyhow::Result<String> {
+        let len = std::fs::metadata(&args.file)?.len();
+        let cfg = PeersConfig {
+            file: args.file.clone(),
+            chunks: args.chunks.clone(),
+            reps: args.reps,
+            tsperf_port: args.tsperf_port,
+            iperf3_port: args.iperf3_port,
+            bin_dir,
+        };
+        let rows = peers::run(&cfg, |r| {
+            println!(
+                "chunk {:>5}: tsperf {:>8.1} MiB/s, iperf3 {:>8.1} MiB/s, ratio {:.2}",
+                r.chunk,
+                r.tsperf_mib_s,
+                r.iperf3_mib_s,
+                r.tsperf_mib_s / r.iperf3_mib_s.max(f64::MIN_POSITIVE)
+            )
+        })?;
+        let md = peers::markdown(
+            &rows,
+            &args.file,
+            len,
+            args.reps,
+            &Machine::probe(&args.commit),
+        );
+        tsperf::report::write_atomic(&args.out, md.as_bytes())?;
+        Ok(md)
+    };
+    match run() {
+        Ok(md) => match cli::print(&format!("\n{md}")) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => cli::fail("tspeers", &e.into()),
+        },
+        Err(e) => cli::fail("tspeers", &e),
+    }
+}
