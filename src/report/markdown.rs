@@ -45,14 +45,15 @@ pub fn render(m: &Matrix) -> String {
         "- TCP: `tcp_rmem` {}, `tcp_wmem` {}, `rmem_max` {}, `wmem_max` {}, congestion control {}.",
         mc.tcp_rmem, mc.tcp_wmem, mc.rmem_max, mc.wmem_max, mc.congestion_control
     );
+    // Autotuned buffers differ from run to run: show the range.
     let bufs = |f: fn(&super::StreamRow) -> u64| {
-        let mut v: Vec<u64> = m.stream.iter().map(f).collect();
-        v.sort_unstable();
-        v.dedup();
-        v.iter()
-            .map(|b| units::size(*b))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let lo = m.stream.iter().map(f).min().unwrap_or(0);
+        let hi = m.stream.iter().map(f).max().unwrap_or(0);
+        if lo == hi {
+            units::size(lo)
+        } else {
+            format!("{} to {}", units::size(lo), units::size(hi))
+        }
     };
     let _ = writeln!(
         o,
