@@ -85,7 +85,10 @@ if [[ -n $host ]]; then
   args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
 elif ((lan)); then
   scripts/lan.sh up --name "$ns" --rate "$rate"
-  args+=(--bind 198.18.0.1 --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
+  # The rate in Gbit/s, for the tables' "fraction of the line" column.
+  line=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
+    f = (u == "gbit") ? 1 : (u == "mbit") ? 1e-3 : (u == "kbit") ? 1e-6 : 1e-9; print n * f }')
+  args+=(--line-gbit "$line" --bind 198.18.0.1 --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
          --network "an emulated LAN (veth between two namespaces, tbf $rate)")
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -51,6 +51,8 @@ pub struct GridConfig {
     pub bin_dir: PathBuf,
     /// Scratch space (server logs and ports); a fresh temporary directory when `None`.
     pub work: Option<PathBuf>,
+    /// The link's rate, when known (the emulated LAN's), in Gbit/s.
+    pub line_gbit: Option<f64>,
 }
 
 /// A server this grid started; killed when dropped.
@@ -316,6 +318,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         network: cfg.network.clone(),
         stdout_to,
         date: crate::timing::utc_now_rfc3339(),
+        line_gbit: cfg.line_gbit,
     };
     let mut all: Vec<Run> = Vec::new();
     let mut record = |run: Run, all: &mut Vec<Run>| -> Result<()> {

@@ -282,3 +282,96 @@ fn lan_usage_errors() {
         "invalid rate 'fast'",
     );
 }
+
+/// Issue 6: Ctrl-C (SIGINT to the script) stops the grid with exit 130 and leaves no server or
+/// tmux session behind.
+#[test]
+fn interrupted_grid_cleans_up() {
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let mut child = Command::new(root().join("scripts/matrix.sh"))
+        .args([
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the grid has started measuring, then interrupt it.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !out.join("runs.jsonl").exists() {
+        assert!(std::time::Instant::now() < end, "the grid never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let end = std::time::Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "matrix.sh did not stop after SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    // Give killed servers a moment to be reaped, then check.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !leftovers().is_empty() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(leftovers(), "", "left behind after SIGINT");
+}
+
+/// Issue 6: `matrix.sh --quick --lan` runs across the emulated LAN, reports the fraction of the
+/// line, and removes its namespaces. Skips where namespaces cannot be made.
+#[test]
+fn quick_grid_on_emulated_lan() {
+    if !can_make_namespaces() {
+        eprintln!("skipped: cannot create network namespaces here (needs root and iproute2)");
+        return;
+    }
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lan");
+    let o = script(
+        "matrix.sh",
+        &[
+            "--quick",
+            "--lan",
+            "--chunks",
+            "10240",
+            "--out",
+            out.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    check_results(&out, 6, 10);
+    let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    assert!(
+        md.contains("an emulated LAN") && md.contains("of 1 Gbit/s line"),
+        "{md}"
+    );
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !stdout(&list).contains("tsm"),
+        "namespaces left: {}",
+        stdout(&list)
+    );
+    assert_eq!(leftovers(), "", "left behind");
+}

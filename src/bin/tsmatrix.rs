@@ -59,6 +59,9 @@ struct Args {
     /// Scratch directory for server logs (default: a new temporary directory).
     #[arg(long)]
     work: Option<PathBuf>,
+    /// The link's rate in Gbit/s, when known: tables then show each cell's fraction of it.
+    #[arg(long)]
+    line_gbit: Option<f64>,
 }
 
 fn parse_chunks(s: &str) -> Result<u32, String> {
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         commit: args.commit,
         bin_dir,
         work: args.work,
+        line_gbit: args.line_gbit,
     };
     match matrix::run(&cfg) {
         Ok(tables) => match cli::print(&format!("\n{tables}")) {

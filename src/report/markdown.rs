@@ -70,15 +70,25 @@ pub fn render(m: &Matrix) -> String {
             "Server `--log stdout` cells: stdout went to {}.\n",
             s.stdout_to
         );
+        let (line_head, line_rule) = match s.line_gbit {
+            Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
+            None => (String::new(), ""),
+        };
         let _ = writeln!(
             o,
-            "| chunk | client io | server log | median MiB/s | min | max | Gbit/s | client CPU | vs slowest | verified |"
+            "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | verified |"
         );
-        let _ = writeln!(o, "|---:|---|---|---:|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(
+            o,
+            "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|"
+        );
         for r in &m.stream {
+            let line = s.line_gbit.map_or(String::new(), |g| {
+                format!(" {:.0}% |", 100.0 * r.median_gbit_s / g)
+            });
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {} | {:.1}× | {} |",
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} |",
                 r.chunk,
                 r.io,
                 r.log,
@@ -143,5 +153,21 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(super::render(&super::super::fixture::matrix()));
+    }
+
+    /// With a known line rate, every stream row gives its fraction of it.
+    #[test]
+    fn line_rate_column() {
+        let mut m = super::super::fixture::matrix();
+        m.setup.line_gbit = Some(1.0);
+        let md = super::render(&m);
+        assert!(
+            md.contains("| Gbit/s | of 1 Gbit/s line | client CPU |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 102 | blocking | none | 82.0 | 81.0 | 83.0 | 0.69 | 69% |"),
+            "{md}"
+        );
     }
 }

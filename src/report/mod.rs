@@ -59,6 +59,10 @@ pub struct Setup {
     pub stdout_to: String,
     /// When the run started, UTC.
     pub date: String,
+    /// The link's rate in Gbit/s when it is known (the emulated LAN's); tables then give each
+    /// cell's fraction of it.
+    #[serde(default)]
+    pub line_gbit: Option<f64>,
 }
 
 /// A stream row: one cell's repetitions summarised.
@@ -318,6 +322,7 @@ pub(crate) mod fixture {
             network: "loopback".into(),
             stdout_to: "a pty read by tmux".into(),
             date: "2026-11-29T00:00:00Z".into(),
+            line_gbit: None,
         };
         aggregate(setup, &runs())
     }
