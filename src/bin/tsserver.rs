@@ -39,6 +39,33 @@ struct Args {
     /// The log file for --log file; lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
+    /// Largest transfer a client may announce; larger ones are refused before any data flows.
+    /// Suffixes k/m/g (binary).
+    #[arg(long, default_value = "64GiB", value_parser = parse_bytes, value_name = "BYTES")]
+    max_bytes: u64,
+    /// Connections served at once; more are refused with a reason.
+    #[arg(long, default_value_t = server::MAX_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_clients: u64,
+    /// Seconds a new connection may take to send its hello before it is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_secs, value_name = "SECS")]
+    hello_timeout: f64,
+    /// Seconds a transfer may go without data before it is closed and logged as incomplete.
+    #[arg(long, default_value_t = 60.0, value_parser = parse_secs, value_name = "SECS")]
+    idle_timeout: f64,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+        .ok_or_else(|| format!("invalid size '{s}': expected bytes such as 1048576 or 64GiB"))
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
+        )),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -74,6 +101,10 @@ fn main() -> ExitCode {
         rcvbuf: args.rcvbuf,
         blocking: args.blocking,
         log,
+        max_bytes: args.max_bytes,
+        max_clients: args.max_clients as usize,
+        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
+        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
     };
     let listener = match server::bind(&cfg) {
         Ok(l) => l,

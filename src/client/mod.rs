@@ -244,6 +244,15 @@ fn write_chunk<T: Transport>(
     }
 }
 
+/// Bytes written to the socket that the peer has not acknowledged yet (Linux `TIOCOUTQ`).
+fn unacknowledged<T: Transport>(conn: &T) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one int into `n`, which we own.
+    let rc = unsafe { libc::ioctl(conn.socket().as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    (rc == 0 && n >= 0).then_some(n as u64)
+}
+
 /// Explains a failed write. The server may have said why it stopped (an abort frame); if so,
 /// that reason is the error. Otherwise the error says how far the transfer got.
 fn lost<T: Transport>(
@@ -265,7 +274,13 @@ fn lost<T: Transport>(
             "the server aborted the transfer after {sent} of {total} bytes: {reason}"
         );
     }
+    let acked = unacknowledged(conn).map_or(String::new(), |q| {
+        format!(
+            " (the server's TCP acknowledged {})",
+            sent.saturating_sub(q)
+        )
+    });
     anyhow::Error::new(e).context(format!(
-        "connection lost after sending {sent} of {total} bytes"
+        "connection lost after sending {sent} of {total} bytes{acked}"
     ))
 }

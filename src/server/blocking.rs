@@ -3,14 +3,17 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use anyhow::Result;
 use tracing::{debug, warn};
 
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_latency, finish_transfer,
-    incomplete, print_failed, start_transfer,
+    Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
+    start_transfer,
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello, encode_frame};
@@ -19,26 +22,48 @@ use crate::receiver::{Block, ReadEnd};
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
 pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+    let active = Arc::new(AtomicUsize::new(0));
     loop {
-        let (stream, peer) = match listener.accept() {
+        let (mut stream, peer) = match listener.accept() {
             Ok(c) => c,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                // Out of descriptors and the like: log it and keep accepting.
+                // Out of descriptors and the like: log it, pause so as not to spin, go on.
                 warn!("accept failed: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
                 continue;
             }
         };
         if cfg.once {
             return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
         }
+        if active.load(Ordering::Acquire) >= cfg.max_clients {
+            let _ = stream.set_write_timeout(Some(std::time::Duration::from_secs(1)));
+            let outcome = refuse(&mut stream, busy(cfg));
+            print_failed(peer, &outcome);
+            continue;
+        }
+        active.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot(active.clone());
         let cfg = cfg.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn {peer}"))
-            .spawn(move || handle(stream, peer, &cfg));
+            .spawn(move || {
+                let _slot = slot;
+                handle(stream, peer, &cfg)
+            });
         if let Err(e) = spawned {
             warn!("cannot start a thread for {peer}: {e}");
         }
+    }
+}
+
+/// One of the `--max-clients` places, given back when the connection's thread ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -51,7 +76,7 @@ fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcom
 }
 
 fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
-    let hello = match read_hello(stream) {
+    let hello = match read_hello(stream, cfg) {
         Ok(h) => h,
         Err(reason) => return refuse(stream, reason),
     };
@@ -71,9 +96,9 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
     }
     if hello.mode == Mode::Latency {
-        return serve_latency(stream, peer, &hello);
+        return serve_latency(stream, peer, &hello, cfg);
     }
-    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+    let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
 
     let mut rx = start_transfer(&hello, read_size, peer, cfg);
     let mut block = Block::new(rx.read_size(), hello.length);
@@ -81,9 +106,9 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         ReadEnd::Complete => None,
         ReadEnd::Eof => Some("the client closed the connection".to_owned()),
         // A blocking socket says WouldBlock only when its read timeout expires.
-        ReadEnd::WouldBlock => Some(format!("no data for {} s", IDLE_TIMEOUT.as_secs())),
+        ReadEnd::WouldBlock => Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64())),
         ReadEnd::Error(e) if net::is_timeout(&e) => {
-            Some(format!("no data for {} s", IDLE_TIMEOUT.as_secs()))
+            Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
         }
         ReadEnd::Error(e) => Some(e.to_string()),
     };
@@ -99,8 +124,13 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
 }
 
 /// Answers clock queries until the client closes.
-fn serve_latency(stream: &mut TcpStream, peer: SocketAddr, hello: &Hello) -> Outcome {
-    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+fn serve_latency(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    hello: &Hello,
+    cfg: &ServerConfig,
+) -> Outcome {
+    let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
     let mut session = LatencySession::new(hello);
     let mut out = Outbox::default();
     let why = loop {
@@ -117,7 +147,10 @@ fn serve_latency(stream: &mut TcpStream, peer: SocketAddr, hello: &Hello) -> Out
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if net::is_timeout(&e) => {
-                break Some(format!("no request for {} s", IDLE_TIMEOUT.as_secs()));
+                break Some(format!(
+                    "no request for {} s",
+                    cfg.idle_timeout.as_secs_f64()
+                ));
             }
             Err(e) => break Some(e.to_string()),
         }
@@ -126,8 +159,8 @@ fn serve_latency(stream: &mut TcpStream, peer: SocketAddr, hello: &Hello) -> Out
 }
 
 /// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad.
-fn read_hello(stream: &mut TcpStream) -> Result<Hello, String> {
-    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+fn read_hello(stream: &mut TcpStream, cfg: &ServerConfig) -> Result<Hello, String> {
+    let _ = stream.set_read_timeout(Some(cfg.hello_timeout));
     let mut buf = [0u8; MAX_HELLO + 1];
     let mut have = 0;
     loop {
@@ -145,7 +178,7 @@ fn read_hello(stream: &mut TcpStream) -> Result<Hello, String> {
             Err(e) if net::is_timeout(&e) => {
                 return Err(format!(
                     "no complete hello within {} s",
-                    HELLO_TIMEOUT.as_secs()
+                    cfg.hello_timeout.as_secs_f64()
                 ));
             }
             Err(e) => return Err(format!("error reading the hello: {e}")),

@@ -23,8 +23,8 @@ use tracing::{debug, warn};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    HELLO_TIMEOUT, IDLE_TIMEOUT, Outcome, ServerConfig, admit, finish_latency, finish_transfer,
-    incomplete, print_failed, start_transfer,
+    Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
+    start_transfer,
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello};
@@ -54,6 +54,8 @@ struct Conn {
     state: State,
     out: Outbox,
     deadline: Instant,
+    idle: Duration,
+    hello_timeout: Duration,
     wakeups: u64,
 }
 
@@ -81,7 +83,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         }
         for event in events.iter() {
             if event.token() == LISTENER {
-                accept_all(&listener, &poll, &mut conns);
+                accept_all(&listener, &poll, &mut conns, cfg);
                 continue;
             }
             let key = event.token().0;
@@ -108,6 +110,11 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
             for key in expired {
                 let mut conn = conns.remove(key);
                 let outcome = conn.timed_out();
+                // Say why, where the protocol allows: a hello that never came is refused.
+                if let Outcome::Refused(reason) = &outcome {
+                    conn.queue(&Frame::Refuse(reason.clone()));
+                    let _ = conn.flush();
+                }
                 let done = close(&poll, conn, outcome);
                 if cfg.once {
                     return Ok(done);
@@ -117,10 +124,19 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
     }
 }
 
-fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>) {
+fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: &ServerConfig) {
     loop {
         match listener.accept() {
             Ok((mut stream, peer)) => {
+                if conns.len() >= cfg.max_clients {
+                    // Best effort: a small frame fits any fresh socket's buffer.
+                    let mut out = Outbox::default();
+                    let reason = busy(cfg);
+                    out.frame(&Frame::Refuse(reason.clone()));
+                    let _ = out.flush(&mut stream);
+                    print_failed(peer, &Outcome::Refused(reason));
+                    continue;
+                }
                 let entry = conns.vacant_entry();
                 let token = Token(entry.key());
                 let interest = Interest::READABLE | Interest::WRITABLE;
@@ -137,7 +153,9 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>) {
                         have: 0,
                     },
                     out: Outbox::default(),
-                    deadline: Instant::now() + HELLO_TIMEOUT,
+                    deadline: Instant::now() + cfg.hello_timeout,
+                    idle: cfg.idle_timeout,
+                    hello_timeout: cfg.hello_timeout,
                     wakeups: 0,
                 });
             }
@@ -225,7 +243,7 @@ impl Conn {
                     server_io: ServerIo::EventLoop,
                     log: cfg.log,
                 });
-                self.deadline = Instant::now() + IDLE_TIMEOUT;
+                self.deadline = Instant::now() + self.idle;
                 if hello.mode == Mode::Latency {
                     if hello.nodelay {
                         let _ = self.stream.set_nodelay(true);
@@ -250,7 +268,7 @@ impl Conn {
         let before = rx.bytes();
         let end = block.read_from(&mut self.stream, rx);
         if rx.bytes() > before {
-            self.deadline = Instant::now() + IDLE_TIMEOUT;
+            self.deadline = Instant::now() + self.idle;
         }
         let why = match end {
             ReadEnd::WouldBlock => return,
@@ -274,14 +292,14 @@ impl Conn {
         match &mut self.state {
             State::Hello { .. } => Outcome::Refused(format!(
                 "no complete hello within {} s",
-                HELLO_TIMEOUT.as_secs()
+                self.hello_timeout.as_secs_f64()
             )),
             State::Data { hello, rx, .. } => {
-                let why = format!("no data for {} s", IDLE_TIMEOUT.as_secs());
+                let why = format!("no data for {} s", self.idle.as_secs_f64());
                 incomplete(hello, rx, &why)
             }
             State::Latency(session) => {
-                let why = format!("no request for {} s", IDLE_TIMEOUT.as_secs());
+                let why = format!("no request for {} s", self.idle.as_secs_f64());
                 finish_latency(session, self.peer, Some(why))
             }
             State::Closing(_) => Outcome::Incomplete("the client did not take its reply".into()),
@@ -306,7 +324,7 @@ impl Conn {
             match self.stream.read(session.space()) {
                 Ok(0) => break None,
                 Ok(n) => {
-                    self.deadline = Instant::now() + IDLE_TIMEOUT;
+                    self.deadline = Instant::now() + self.idle;
                     if let Err(e) = session.filled(n, &mut self.out) {
                         break Some(format!("bad request: {e}"));
                     }

@@ -29,10 +29,14 @@ use crate::timing::{Stamp, unix_us_now};
 use crate::units;
 use latency::LatencySession;
 
-/// How long a new connection may take to send its hello.
+/// Default: how long a new connection may take to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a transfer may go without a byte before the server gives up on it.
+/// Default: how long a transfer may go without a byte before the server gives up on it.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default: the largest transfer a client may announce (64 GiB).
+pub const MAX_BYTES: u64 = 64 << 30;
+/// Default: connections served at once; more are refused with a reason.
+pub const MAX_CLIENTS: usize = 1024;
 
 /// Validated server settings.
 #[derive(Debug, Clone)]
@@ -49,6 +53,12 @@ pub struct ServerConfig {
     pub blocking: bool,
     /// Where per-read log lines go.
     pub log: LogMode,
+    /// Largest announced transfer accepted, in bytes.
+    pub max_bytes: u64,
+    /// Connections served at once.
+    pub max_clients: usize,
+    pub hello_timeout: Duration,
+    pub idle_timeout: Duration,
 }
 
 /// Binds the listening socket. A requested receive buffer is set on the listener, before any
@@ -89,6 +99,10 @@ pub enum Outcome {
 /// reads whole messages), or the refusal reason.
 pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
     match hello.mode {
+        Mode::Stream if hello.length > cfg.max_bytes => Err(format!(
+            "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
+            hello.name, hello.length, cfg.max_bytes
+        )),
         Mode::Stream => Ok(cfg.read_size.unwrap_or(hello.chunk)),
         Mode::Latency => Ok(0),
     }
@@ -200,4 +214,12 @@ pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
         rx.bytes(),
         rx.expected()
     ))
+}
+
+/// The refusal for a connection past `--max-clients`.
+pub fn busy(cfg: &ServerConfig) -> String {
+    format!(
+        "server busy: it serves at most {} connections at once (--max-clients)",
+        cfg.max_clients
+    )
 }

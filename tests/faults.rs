@@ -1,0 +1,316 @@
+//! Hostile input, limits and faults (issue 7): the server keeps serving through all of them, and
+//! says why it refuses where the protocol allows.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use tsperf::protocol::{Frame, Hello, Mode, decode_frame, encode_hello};
+
+const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
+
+fn hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    encode_hello(
+        &Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length,
+            chunk,
+            name: name.into(),
+        },
+        &mut b,
+    );
+    b
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// Sends `bytes` (in pieces of `step`), closes the write side, and returns what the server said.
+fn exchange(port: u16, bytes: &[u8], step: usize) -> Vec<u8> {
+    let mut s = connect(port);
+    for piece in bytes.chunks(step.max(1)) {
+        if s.write_all(piece).is_err() {
+            break;
+        }
+    }
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    reply
+}
+
+fn refusal(reply: &[u8]) -> String {
+    match decode_frame(reply) {
+        Ok(Some((Frame::Refuse(reason), _))) => reason,
+        other => panic!("expected a refusal, got {other:?} from {reply:?}"),
+    }
+}
+
+fn normal_client_verified(port: u16, dir: &std::path::Path) {
+    let path = test_file(dir, "normal.txt", 300_000);
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+}
+
+/// Issue 7: hostile bytes of every kind against both server models. Each gets a refusal with a
+/// reason where the protocol allows, and a normal client is verified right after.
+#[test]
+fn hostile_bytes_both_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    let mut random = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u8
+            })
+            .collect()
+    };
+    let small_random = random(17);
+    let large_random = random(1 << 20);
+    for model in MODELS {
+        let server = Server::start(model);
+        let port = server.port;
+        // Empty connections.
+        for _ in 0..5 {
+            drop(connect(port));
+        }
+        assert!(exchange(port, b"", 1).len() <= 64);
+        // Random bytes, small and large (a random first byte is almost never 'T').
+        let mut small = small_random.clone();
+        small[0] = b'x';
+        assert!(refusal(&exchange(port, &small, 1 << 20)).contains("bad magic"));
+        let mut large = large_random.clone();
+        large[0] = b'x';
+        let _ = exchange(port, &large, 1 << 16);
+        // An HTTP request.
+        assert!(
+            refusal(&exchange(
+                port,
+                b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                1 << 10
+            ))
+            .contains("bad magic")
+        );
+        // Wrong version, mode, chunk and name length: at and beyond every limit.
+        let mut bad = hello(10, 1024, "a");
+        bad[5] = 9;
+        assert!(refusal(&exchange(port, &bad, 64)).contains("unsupported protocol version 9"));
+        let mut bad = hello(10, 1024, "a");
+        bad[6] = 7;
+        assert!(refusal(&exchange(port, &bad, 64)).contains("bad mode 7"));
+        for chunk in [0u32, 16 * 1024 * 1024 + 1] {
+            assert!(
+                refusal(&exchange(port, &hello(10, chunk, "a"), 64)).contains("bad chunk size")
+            );
+        }
+        let mut long = hello(10, 1024, "a");
+        long[10..12].copy_from_slice(&256u16.to_be_bytes());
+        assert!(refusal(&exchange(port, &long, 64)).contains("too long"));
+        // The limits themselves are accepted: a 255-byte name and a 16 MiB chunk.
+        let name = "n".repeat(255);
+        let mut s = connect(port);
+        s.write_all(&hello(1, 16 * 1024 * 1024, &name)).unwrap();
+        let mut accept = [0u8; 9];
+        s.read_exact(&mut accept).unwrap();
+        assert!(matches!(
+            decode_frame(&accept),
+            Ok(Some((Frame::Accept { .. }, 9)))
+        ));
+        drop(s);
+        // A hello one byte at a time is served normally.
+        let mut s = connect(port);
+        for b in hello(3, 1, "slow.txt") {
+            s.write_all(&[b]).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut accept = [0u8; 9];
+        s.read_exact(&mut accept).unwrap();
+        assert!(matches!(
+            decode_frame(&accept),
+            Ok(Some((Frame::Accept { .. }, 9)))
+        ));
+        s.write_all(b"abc").unwrap();
+        let mut report = Vec::new();
+        let _ = s.read_to_end(&mut report);
+        assert!(matches!(decode_frame(&report), Ok(Some((Frame::Report(r), _))) if r.bytes == 3));
+        // A hello followed by a disconnect.
+        let mut s = connect(port);
+        s.write_all(&hello(1000, 10, "gone.txt")).unwrap();
+        drop(s);
+        assert!(
+            server.wait_for(|_, e| e.contains("'gone.txt': 0 of 1000 bytes")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+        normal_client_verified(port, dir.path());
+    }
+}
+
+/// Issue 7: a transfer larger than --max-bytes is refused before any data flows.
+#[test]
+fn max_bytes_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = test_file(dir.path(), "big.txt", 2000);
+    for model in MODELS {
+        let mut args = vec!["--max-bytes", "1000"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let out = client(&["--port", &server.port.to_string(), big.to_str().unwrap()]);
+        assert_fails(
+            &out,
+            1,
+            "'big.txt' is 2000 bytes: this server accepts at most 1000 (--max-bytes)",
+        );
+        let ok = test_file(dir.path(), "ok.txt", 1000);
+        let (out, v) = client_json(server.port, &[ok.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true);
+    }
+}
+
+/// Issue 7: connections beyond --max-clients are refused with a reason, not left hanging; when a
+/// place frees up, clients get through again.
+#[test]
+fn max_clients_refuses_with_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.txt", 10_000);
+    for model in MODELS {
+        let mut args = vec!["--max-clients", "2"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let held: Vec<TcpStream> = (0..2).map(|_| connect(server.port)).collect();
+        // Let the server account for them.
+        std::thread::sleep(Duration::from_millis(200));
+        let out = client(&["--port", &server.port.to_string(), file.to_str().unwrap()]);
+        assert_fails(
+            &out,
+            1,
+            "server busy: it serves at most 2 connections at once (--max-clients)",
+        );
+        drop(held);
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (out, v) = client_json(server.port, &[file.to_str().unwrap()]);
+            if out.status.code() == Some(0) {
+                assert_eq!(v["verified"], true);
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "{model:?}: places never freed: {}",
+                stderr(&out)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Issue 7: a socket that sends no hello is closed at the hello timeout with a reason; one that
+/// stops sending data is closed at the idle timeout and logged as incomplete.
+#[test]
+fn hello_and_idle_timeouts() {
+    for model in MODELS {
+        let mut args = vec!["--hello-timeout", "0.5", "--idle-timeout", "0.5"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let mut silent = connect(server.port);
+        let mut reply = Vec::new();
+        let _ = silent.read_to_end(&mut reply);
+        assert!(
+            refusal(&reply).contains("no complete hello within 0.5 s"),
+            "{model:?}"
+        );
+
+        let mut stalled = connect(server.port);
+        stalled.write_all(&hello(1000, 100, "idle.txt")).unwrap();
+        let mut accept = [0u8; 9];
+        stalled.read_exact(&mut accept).unwrap();
+        stalled.write_all(&[b'i'; 300]).unwrap();
+        let mut rest = Vec::new();
+        let _ = stalled.read_to_end(&mut rest);
+        assert!(
+            server.wait_for(
+                |_, e| e.contains("'idle.txt': 300 of 1000 bytes, then no data for 0.5 s")
+            ),
+            "{model:?}: {}",
+            server.stderr()
+        );
+    }
+}
+
+/// Issue 7: 500 idle sockets held open: a real client still gets through, and the idle ones are
+/// closed at the hello timeout.
+#[test]
+fn five_hundred_idle_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    for model in MODELS {
+        let mut args = vec!["--hello-timeout", "2"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let idle: Vec<TcpStream> = (0..500).map(|_| connect(server.port)).collect();
+        normal_client_verified(server.port, dir.path());
+        for mut s in idle {
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            assert!(refusal(&buf).contains("no complete hello"), "{model:?}");
+        }
+        normal_client_verified(server.port, dir.path());
+    }
+}
+
+/// Issue 7: a server killed mid-transfer makes the client exit 1 at once, saying how far it got.
+#[test]
+fn server_killed_mid_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.bin");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
+    let mut child = std::process::Command::new(bin("tsclient"))
+        .args([
+            "--port",
+            &server.port.to_string(),
+            "--timeout",
+            "10",
+            "--sndbuf",
+            "65536",
+        ])
+        .arg(&big)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal(libc::SIGKILL);
+    let end = Instant::now() + DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < end,
+            "the client hung after the server died"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_fails(&out, 1, "connection lost after sending ");
+    assert!(
+        stderr(&out).contains("the server's TCP acknowledged "),
+        "{}",
+        stderr(&out)
+    );
+}
