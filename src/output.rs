@@ -168,7 +168,11 @@ pub fn stream_human(r: &StreamResult) -> String {
         units::duration(Duration::from_micros(s.cpu_sys_us)),
         s.server_io.map_or("?".to_owned(), |v| v.to_string()),
         s.log.map_or("?".to_owned(), |v| v.to_string()),
-    )
+    ) + &if s.saved_to.is_empty() {
+        String::new()
+    } else {
+        format!("  saved on the server as {}\n", s.saved_to)
+    }
 }
 
 /// Why a finished transfer does not verify, for stderr.

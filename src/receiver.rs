@@ -38,6 +38,8 @@ pub struct Receiver {
     conn: u64,
     log: bool,
     log_lines: u32,
+    /// Where received bytes are saved, with `--save`.
+    pub sink: Option<crate::server::save::Partial>,
 }
 
 impl Receiver {
@@ -58,6 +60,7 @@ impl Receiver {
             conn,
             log,
             log_lines: 0,
+            sink: None,
         }
     }
 
@@ -108,10 +111,19 @@ impl Receiver {
         }
     }
 
-    /// Checksums the next received bytes, in the order they arrived.
-    pub fn hash(&mut self, data: &[u8]) {
+    /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
+    pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
         self.hasher.update(data);
         self.hashed += data.len() as u64;
+        match &mut self.sink {
+            Some(sink) => sink.write(data),
+            None => Ok(()),
+        }
+    }
+
+    /// The xxh3-64 of the bytes checksummed so far.
+    pub fn digest(&self) -> u64 {
+        self.hasher.digest()
     }
 
     /// True once every announced byte has arrived.
@@ -165,6 +177,8 @@ pub enum ReadEnd {
     WouldBlock,
     /// Any other error, including a blocking socket's timeout.
     Error(io::Error),
+    /// Saving the received bytes failed (disk full, I/O error).
+    Sink(io::Error),
 }
 
 /// A buffer that reads land in until it is checksummed in one go.
@@ -194,7 +208,9 @@ impl Block {
                 break ReadEnd::Complete;
             }
             if self.buf.len() - self.pos < want {
-                self.flush(rx);
+                if let Err(e) = self.flush(rx) {
+                    return ReadEnd::Sink(e);
+                }
                 if self.buf.len() < want {
                     self.buf.resize(want, 0);
                 }
@@ -210,13 +226,15 @@ impl Block {
                 Err(e) => break ReadEnd::Error(e),
             }
         };
-        self.flush(rx);
-        end
+        match self.flush(rx) {
+            Ok(()) => end,
+            Err(e) => ReadEnd::Sink(e),
+        }
     }
 
-    fn flush(&mut self, rx: &mut Receiver) {
-        rx.hash(&self.buf[..self.pos]);
-        self.pos = 0;
+    fn flush(&mut self, rx: &mut Receiver) -> io::Result<()> {
+        let pos = std::mem::take(&mut self.pos);
+        rx.hash(&self.buf[..pos])
     }
 }
 

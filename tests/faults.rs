@@ -144,6 +144,8 @@ fn hostile_bytes_both_models() {
             Ok(Some((Frame::Accept { .. }, 9)))
         ));
         s.write_all(b"abc").unwrap();
+        s.write_all(&xxhash_rust::xxh3::xxh3_64(b"abc").to_be_bytes())
+            .unwrap();
         let mut report = Vec::new();
         let _ = s.read_to_end(&mut report);
         assert!(matches!(decode_frame(&report), Ok(Some((Frame::Report(r), _))) if r.bytes == 3));

@@ -49,6 +49,13 @@ struct Args {
     /// Seconds a new connection may take to send its hello before it is closed.
     #[arg(long, default_value_t = 10.0, value_parser = parse_secs, value_name = "SECS")]
     hello_timeout: f64,
+    /// Save each received file into DIR under its announced name: written to a hidden temporary,
+    /// renamed into place only when every byte arrived and the digests match.
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+    /// With --save, replace a file of the same name (refused by default).
+    #[arg(long, requires = "save")]
+    overwrite: bool,
     /// Seconds a transfer may go without data before it is closed and logged as incomplete.
     #[arg(long, default_value_t = 60.0, value_parser = parse_secs, value_name = "SECS")]
     idle_timeout: f64,
@@ -93,6 +100,22 @@ fn main() -> ExitCode {
     if let Err(e) = cli::on_signal(stop) {
         return cli::fail("tsserver", &e.into());
     }
+    let save = match &args.save {
+        Some(dir) => match tsperf::server::save::SaveDir::open(dir, args.overwrite) {
+            Ok(d) => Some(std::sync::Arc::new(d)),
+            Err(e) => return cli::fail("tsserver", &e),
+        },
+        None => None,
+    };
+    if save.is_some() && !args.bind.is_loopback() {
+        eprintln!(
+            "tsserver: warning: --save on {} lets anyone who can reach this port write files into {}",
+            args.bind,
+            args.save
+                .as_ref()
+                .map_or(String::new(), |d| d.display().to_string())
+        );
+    }
     let cfg = ServerConfig {
         bind: args.bind,
         port: args.port,
@@ -105,6 +128,7 @@ fn main() -> ExitCode {
         max_clients: args.max_clients as usize,
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+        save,
     };
     let listener = match server::bind(&cfg) {
         Ok(l) => l,

@@ -188,6 +188,9 @@ fn transfer<T: Transport>(
         }
         progress.update(sent);
     }
+    if let Err(e) = conn.write_all(&source.digest().to_be_bytes()) {
+        return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout));
+    }
     // Nagle stays on while sending, as in the seed; once the last chunk is written, push the
     // tail out now instead of letting it wait for a delayed ACK (up to 40 ms on Linux).
     let _ = conn.socket().set_tcp_nodelay(true);

@@ -16,10 +16,13 @@
 //! 2. The server answers with one frame: [`Frame::Accept`] or [`Frame::Refuse`]. After a refusal
 //!    the server closes the connection. The client sends no data before it has read `Accept`; a
 //!    server that finds bytes after the hello before it has answered refuses the connection.
-//! 3. Stream mode: the client sends exactly `length` bytes of file data, with no framing.
-//! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes,
-//!    or [`Frame::Abort`] with a reason if it cannot go on (then it closes). The client's clock
-//!    stops when the report arrives, not when its last write returned.
+//! 3. Stream mode: the client sends exactly `length` bytes of file data, with no framing, then
+//!    a trailer: its xxh3-64 of those bytes, 8 bytes big-endian ([`TRAILER`]). A server that
+//!    saves files renames one into place only when the trailer equals its own digest.
+//! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
+//!    the trailer, or [`Frame::Abort`] with a reason if it cannot go on (disk full, say; then it
+//!    closes). The client's clock stops when the report arrives, not when its last write
+//!    returned.
 //! 5. The client closes. The server closes after the report.
 //!
 //! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
@@ -118,6 +121,8 @@ pub const MAX_REASON: usize = 1024;
 pub const HELLO_FIXED: usize = 24;
 /// Size of a frame header (tag and body length).
 pub const FRAME_HEADER: usize = 3;
+/// The client's digest trailer after the data: xxh3-64, big-endian.
+pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 

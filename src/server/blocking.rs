@@ -13,10 +13,12 @@ use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
     Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
-    start_transfer,
+    save_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello, encode_frame};
+use crate::protocol::{
+    Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello, encode_frame,
+};
 use crate::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
@@ -92,15 +94,20 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     if hello.mode == Mode::Latency && hello.nodelay {
         let _ = stream.set_nodelay(true);
     }
+    let rx = match hello.mode {
+        Mode::Stream => match start_transfer(&hello, read_size, peer, cfg) {
+            Ok(rx) => Some(rx),
+            Err(reason) => return refuse(stream, reason),
+        },
+        Mode::Latency => None,
+    };
     if let Err(e) = send(stream, &accept) {
         return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
     }
-    if hello.mode == Mode::Latency {
+    let Some(mut rx) = rx else {
         return serve_latency(stream, peer, &hello, cfg);
-    }
+    };
     let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
-
-    let mut rx = start_transfer(&hello, read_size, peer, cfg);
     let mut block = Block::new(rx.read_size(), hello.length);
     let why = match block.read_from(stream, &mut rx) {
         ReadEnd::Complete => None,
@@ -111,16 +118,39 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
             Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
         }
         ReadEnd::Error(e) => Some(e.to_string()),
+        ReadEnd::Sink(e) => {
+            let reason = save_failed(&hello, &e);
+            let _ = send(stream, &Frame::Abort(reason.clone()));
+            Some(reason)
+        }
     };
     if let Some(why) = why {
         return incomplete(&hello, &mut rx, &why);
     }
+    let mut trailer = [0u8; TRAILER];
+    if let Err(e) = stream.read_exact(&mut trailer) {
+        return incomplete(&hello, &mut rx, &format!("no digest after the data ({e})"));
+    }
     let rcvbuf = net::recv_buffer(stream);
-    let report = finish_transfer(&mut rx, &hello, peer, ServerIo::Blocking, cfg, rcvbuf);
-    if let Err(e) = send(stream, &Frame::Report(report)) {
+    let digest = u64::from_be_bytes(trailer);
+    let frame = finish_transfer(
+        &mut rx,
+        &hello,
+        peer,
+        ServerIo::Blocking,
+        cfg,
+        rcvbuf,
+        digest,
+    );
+    let saved = matches!(frame, Frame::Report(_));
+    if let Err(e) = send(stream, &frame) {
         warn!(%peer, "could not send the report: {e}");
     }
-    Outcome::Complete
+    if saved {
+        Outcome::Complete
+    } else {
+        Outcome::Incomplete(format!("'{}' could not be saved", hello.name))
+    }
 }
 
 /// Answers clock queries until the client closes.

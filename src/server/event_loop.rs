@@ -24,10 +24,10 @@ use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
     Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
-    start_transfer,
+    save_failed, start_transfer,
 };
 use crate::net;
-use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, decode_hello};
+use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
 use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -42,6 +42,13 @@ enum State {
     Data {
         hello: Hello,
         rx: Box<Receiver>,
+    },
+    /// Every data byte is in; waiting for the client's digest.
+    Trailer {
+        hello: Hello,
+        rx: Box<Receiver>,
+        buf: [u8; TRAILER],
+        have: usize,
     },
     Latency(Box<LatencySession>),
     /// Flushing the last frame; the outcome is final.
@@ -184,7 +191,10 @@ impl Conn {
             self.read_hello(cfg);
         }
         if let State::Data { .. } = self.state {
-            self.read_data(block, cfg);
+            self.read_data(block);
+        }
+        if let State::Trailer { .. } = self.state {
+            self.read_trailer(cfg);
         }
         if let State::Latency(_) = self.state {
             self.read_latency();
@@ -235,23 +245,31 @@ impl Conn {
                 Err(e) => break Err(format!("error reading the hello: {e}")),
             }
         };
-        let admitted = verdict.and_then(|hello| admit(&hello, cfg).map(|rs| (hello, rs)));
+        let peer = self.peer;
+        let admitted = verdict.and_then(|hello| {
+            let read_size = admit(&hello, cfg)?;
+            let rx = match hello.mode {
+                Mode::Stream => Some(Box::new(start_transfer(&hello, read_size, peer, cfg)?)),
+                Mode::Latency => None,
+            };
+            Ok((hello, read_size, rx))
+        });
         match admitted {
-            Ok((hello, read_size)) => {
+            Ok((hello, read_size, rx)) => {
                 self.queue(&Frame::Accept {
                     read_size,
                     server_io: ServerIo::EventLoop,
                     log: cfg.log,
                 });
                 self.deadline = Instant::now() + self.idle;
-                if hello.mode == Mode::Latency {
-                    if hello.nodelay {
-                        let _ = self.stream.set_nodelay(true);
+                match rx {
+                    Some(rx) => self.state = State::Data { hello, rx },
+                    None => {
+                        if hello.nodelay {
+                            let _ = self.stream.set_nodelay(true);
+                        }
+                        self.state = State::Latency(Box::new(LatencySession::new(&hello)));
                     }
-                    self.state = State::Latency(Box::new(LatencySession::new(&hello)));
-                } else {
-                    let rx = Box::new(start_transfer(&hello, read_size, self.peer, cfg));
-                    self.state = State::Data { hello, rx };
                 }
             }
             Err(reason) => {
@@ -261,7 +279,7 @@ impl Conn {
         }
     }
 
-    fn read_data(&mut self, block: &mut Block, cfg: &ServerConfig) {
+    fn read_data(&mut self, block: &mut Block) {
         let State::Data { hello, rx } = &mut self.state else {
             return;
         };
@@ -275,16 +293,74 @@ impl Conn {
             ReadEnd::Complete => None,
             ReadEnd::Eof => Some("the client closed the connection".to_owned()),
             ReadEnd::Error(e) => Some(e.to_string()),
+            ReadEnd::Sink(e) => {
+                let reason = save_failed(hello, &e);
+                self.out.frame(&Frame::Abort(reason.clone()));
+                Some(reason)
+            }
         };
         if let Some(why) = why {
             self.state = State::Closing(incomplete(hello, rx, &why));
             return;
         }
+        let State::Data { hello, rx } =
+            std::mem::replace(&mut self.state, State::Closing(Outcome::Complete))
+        else {
+            unreachable!("matched above");
+        };
+        self.state = State::Trailer {
+            hello,
+            rx,
+            buf: [0; TRAILER],
+            have: 0,
+        };
+    }
+
+    /// Reads the client's digest, then finishes the transfer.
+    fn read_trailer(&mut self, cfg: &ServerConfig) {
+        let State::Trailer {
+            hello,
+            rx,
+            buf,
+            have,
+        } = &mut self.state
+        else {
+            return;
+        };
+        while *have < TRAILER {
+            match self.stream.read(&mut buf[*have..]) {
+                Ok(0) => {
+                    let why = "the client closed before sending its digest";
+                    self.state = State::Closing(incomplete(hello, rx, why));
+                    return;
+                }
+                Ok(n) => *have += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.state = State::Closing(incomplete(hello, rx, &e.to_string()));
+                    return;
+                }
+            }
+        }
         rx.wakeups = self.wakeups;
         let rcvbuf = net::recv_buffer(&self.stream);
-        let report = finish_transfer(rx, hello, self.peer, ServerIo::EventLoop, cfg, rcvbuf);
-        self.queue(&Frame::Report(report));
-        self.state = State::Closing(Outcome::Complete);
+        let digest = u64::from_be_bytes(*buf);
+        let frame = finish_transfer(
+            rx,
+            hello,
+            self.peer,
+            ServerIo::EventLoop,
+            cfg,
+            rcvbuf,
+            digest,
+        );
+        let outcome = match &frame {
+            Frame::Report(_) => Outcome::Complete,
+            _ => Outcome::Incomplete(format!("'{}' could not be saved", hello.name)),
+        };
+        self.out.frame(&frame);
+        self.state = State::Closing(outcome);
     }
 
     /// What a connection past its deadline ends as.
@@ -296,6 +372,10 @@ impl Conn {
             )),
             State::Data { hello, rx, .. } => {
                 let why = format!("no data for {} s", self.idle.as_secs_f64());
+                incomplete(hello, rx, &why)
+            }
+            State::Trailer { hello, rx, .. } => {
+                let why = format!("no digest after the data for {} s", self.idle.as_secs_f64());
                 incomplete(hello, rx, &why)
             }
             State::Latency(session) => {

@@ -12,6 +12,7 @@ pub mod blocking;
 pub mod event_loop;
 pub mod latency;
 pub mod outbox;
+pub mod save;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -22,12 +23,14 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 use tracing::warn;
 
-use crate::protocol::{Hello, LogMode, Mode, Report, ServerIo};
+use crate::protocol::{Frame, Hello, LogMode, Mode, Report, ServerIo};
 use crate::readlog;
 use crate::receiver::Receiver;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
 use latency::LatencySession;
+use save::SaveDir;
+use std::sync::Arc;
 
 /// Default: how long a new connection may take to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,6 +62,8 @@ pub struct ServerConfig {
     pub max_clients: usize,
     pub hello_timeout: Duration,
     pub idle_timeout: Duration,
+    /// Save received files here (`--save`), whole or not at all.
+    pub save: Option<Arc<SaveDir>>,
 }
 
 /// Binds the listening socket. A requested receive buffer is set on the listener, before any
@@ -103,7 +108,12 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
             "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
             hello.name, hello.length, cfg.max_bytes
         )),
-        Mode::Stream => Ok(cfg.read_size.unwrap_or(hello.chunk)),
+        Mode::Stream => {
+            if let Some(dir) = &cfg.save {
+                dir.admit(&hello.name)?;
+            }
+            Ok(cfg.read_size.unwrap_or(hello.chunk))
+        }
         Mode::Latency => Ok(0),
     }
 }
@@ -169,21 +179,35 @@ pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
 /// Numbers connections in the per-read log.
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 
-/// Starts the accounting of an accepted transfer and logs its start.
+/// Starts the accounting of an admitted transfer (with `--save`, its temporary file) and logs
+/// its start. An error is the refusal to send.
 pub fn start_transfer(
     hello: &Hello,
     read_size: u32,
     peer: SocketAddr,
     cfg: &ServerConfig,
-) -> Receiver {
+) -> Result<Receiver, String> {
     let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let mut rx = Receiver::new(hello, read_size, conn, cfg.log != LogMode::None);
+    if let Some(dir) = &cfg.save {
+        let partial = dir
+            .create(&hello.name)
+            .map_err(|e| save_failed(hello, &e))?;
+        rx.sink = Some(partial);
+    }
     rx.log_start(peer, hello);
-    rx
+    Ok(rx)
 }
 
-/// Ends a complete transfer: logs its end, flushes the log so the file holds every line before
-/// the client hears back, prints the summary, and returns the report to send.
+/// The reason sent when saving failed.
+pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
+    format!("cannot save '{}': {e}", hello.name)
+}
+
+/// Ends a transfer whose bytes and the client's digest (the trailer) have all arrived: with
+/// `--save` and matching digests, syncs and renames the file into place; logs the end, flushes
+/// the log so the file holds every line before the client hears back, prints the summary, and
+/// returns the frame to send (the report, or an abort if the file could not be saved).
 pub fn finish_transfer(
     rx: &mut Receiver,
     hello: &Hello,
@@ -191,14 +215,41 @@ pub fn finish_transfer(
     server_io: ServerIo,
     cfg: &ServerConfig,
     rcvbuf: u32,
-) -> Report {
-    rx.log_end("complete");
+    client_digest: u64,
+) -> Frame {
+    let saved = match rx.sink.take() {
+        None => Ok(String::new()),
+        Some(_) if rx.digest() != client_digest => {
+            warn!(%peer, "'{}' not saved: the digests differ", hello.name);
+            Ok(String::new())
+        }
+        Some(partial) => match partial.commit() {
+            Ok(path) => Ok(path.display().to_string()),
+            Err(e) => Err(save_failed(hello, &e)),
+        },
+    };
+    rx.log_end(if saved.is_ok() {
+        "complete"
+    } else {
+        "not saved"
+    });
     if let Err(e) = readlog::flush() {
         warn!("cannot write the log file: {e}");
     }
-    let report = rx.report(server_io, cfg.log, rcvbuf);
-    print_complete(&hello.name, peer, rx.read_size() as u32, &report);
-    report
+    match saved {
+        Ok(saved_to) => {
+            let report = Report {
+                saved_to,
+                ..rx.report(server_io, cfg.log, rcvbuf)
+            };
+            print_complete(&hello.name, peer, rx.read_size() as u32, &report);
+            Frame::Report(report)
+        }
+        Err(reason) => {
+            print_failed(peer, &Outcome::Incomplete(reason.clone()));
+            Frame::Abort(reason)
+        }
+    }
 }
 
 /// The outcome of a transfer that stopped short: how far it got, and why it stopped. Logs the
