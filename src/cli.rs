@@ -70,3 +70,11 @@ pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
         })?;
     Ok(())
 }
+
+/// Loads a key file for `--auth-key`; the warning, if any, is for the caller to print.
+pub fn load_key(
+    path: &std::path::Path,
+) -> anyhow::Result<(std::sync::Arc<crate::auth::Key>, Option<String>)> {
+    let (key, warning) = crate::auth::Key::load(path)?;
+    Ok((std::sync::Arc::new(key), warning))
+}

@@ -19,7 +19,7 @@ use crate::net;
 use crate::protocol::clock::{
     Codec, Framing, MAX_MESSAGE, PREFIX, TimeRequest, decode_response, encode_request,
 };
-use crate::protocol::{Frame, Hello, Mode, encode_hello};
+use crate::protocol::{Hello, Mode};
 use crate::timing::unix_ns_now;
 
 /// Requests sent first and left out of the statistics (connection set-up, cold caches).
@@ -41,6 +41,8 @@ pub struct LatencyConfig {
     pub reconnect: bool,
     pub nonblocking: bool,
     pub timeout: Duration,
+    /// The pre-shared key, for a server that asks for one.
+    pub auth: Option<std::sync::Arc<crate::auth::Key>>,
 }
 
 /// The measurements.
@@ -170,16 +172,9 @@ fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
         chunk: 1,
         name: String::new(),
     };
-    let mut msg = Vec::new();
-    encode_hello(&hello, &mut msg);
-    c.write_all(&msg).context("cannot send the hello")?;
-    match net::read_frame(&mut c, "answer to the hello")? {
-        Frame::Accept { .. } => Ok(c),
-        Frame::Refuse(reason) | Frame::Abort(reason) => {
-            bail!("the server refused latency mode: {reason}")
-        }
-        Frame::Report(_) => bail!("the server sent a report where an accept was expected"),
-    }
+    crate::client::handshake(&mut c, &hello, cfg.auth.as_deref())
+        .context("the server did not accept latency mode")?;
+    Ok(c)
 }
 
 /// Reads one whole response, checking its sequence number.

@@ -4,6 +4,7 @@
 //! when the server has counted and checksummed every byte and said so. All logic lives here, one
 //! module per concern; the binaries in `src/bin` parse arguments and call in.
 
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod latency;

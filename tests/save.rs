@@ -338,13 +338,18 @@ fn save_warnings_and_errors() {
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
+    let (mut first, mut second) = (String::new(), String::new());
     std::io::BufRead::read_line(&mut err, &mut first).unwrap();
+    std::io::BufRead::read_line(&mut err, &mut second).unwrap();
     let _ = child.kill();
     let _ = child.wait();
     assert!(
-        first.contains("warning: --save on 0.0.0.0 lets anyone"),
+        first.starts_with("tsserver: listening on 0.0.0.0:"),
         "{first}"
+    );
+    assert!(
+        second.contains("tsserver: warning: --save on 0.0.0.0 lets anyone"),
+        "{second}"
     );
     let out = run(
         bin("tsserver"),

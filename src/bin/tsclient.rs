@@ -39,6 +39,9 @@ struct Args {
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
     sndbuf: Option<u32>,
+    /// The key shared with a server started with --auth-key.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     /// Latency mode: clock queries, request and response, instead of a file.
     #[arg(long)]
     latency: bool,
@@ -78,8 +81,18 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 fn main() -> ExitCode {
     let args = Args::parse();
     cli::init_diagnostics();
+    let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
+        Ok(Some((key, warning))) => {
+            if let Some(w) = warning {
+                eprintln!("tsclient: {w}");
+            }
+            Some(key)
+        }
+        Ok(None) => None,
+        Err(e) => return cli::fail("tsclient", &e),
+    };
     if args.latency {
-        return latency_main(&args);
+        return latency_main(&args, auth);
     }
     let cfg = client::StreamConfig {
         host: args.host,
@@ -89,6 +102,7 @@ fn main() -> ExitCode {
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
+        auth,
     };
     let mut progress = Progress::new(!args.no_progress);
     if let Err(e) = cli::exit_on_interrupt("tsclient", progress.clone()) {
@@ -112,7 +126,7 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn latency_main(args: &Args) -> ExitCode {
+fn latency_main(args: &Args, auth: Option<std::sync::Arc<tsperf::auth::Key>>) -> ExitCode {
     let cfg = latency::LatencyConfig {
         host: args.host.clone(),
         port: args.port,
@@ -124,6 +138,7 @@ fn latency_main(args: &Args) -> ExitCode {
         reconnect: args.reconnect,
         nonblocking: args.nonblocking,
         timeout: Duration::from_secs_f64(args.timeout),
+        auth,
     };
     let result = match latency::run_latency(&cfg) {
         Ok(r) => r,

@@ -53,6 +53,10 @@ struct Args {
     /// renamed into place only when every byte arrived and the digests match.
     #[arg(long, value_name = "DIR")]
     save: Option<PathBuf>,
+    /// Require clients to prove they hold the key in FILE (HMAC-SHA256 challenge and response;
+    /// the key never crosses the network).
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
     /// With --save, replace a file of the same name (refused by default).
     #[arg(long, requires = "save")]
     overwrite: bool,
@@ -107,14 +111,25 @@ fn main() -> ExitCode {
         },
         None => None,
     };
-    if save.is_some() && !args.bind.is_loopback() {
-        eprintln!(
-            "tsserver: warning: --save on {} lets anyone who can reach this port write files into {}",
-            args.bind,
-            args.save
-                .as_ref()
-                .map_or(String::new(), |d| d.display().to_string())
-        );
+    // Warnings wait until after the listening line, which is always stderr's first.
+    let mut warnings = Vec::new();
+    let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
+        Ok(Some((key, warning))) => {
+            warnings.extend(warning);
+            Some(key)
+        }
+        Ok(None) => None,
+        Err(e) => return cli::fail("tsserver", &e),
+    };
+    if save.is_some() && auth.is_none() && !args.bind.is_loopback() {
+        let dir = args
+            .save
+            .as_ref()
+            .map_or(String::new(), |d| d.display().to_string());
+        warnings.push(format!(
+            "warning: --save on {} lets anyone who can reach this port write files into {dir} (use --auth-key)",
+            args.bind
+        ));
     }
     let cfg = ServerConfig {
         bind: args.bind,
@@ -129,13 +144,19 @@ fn main() -> ExitCode {
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         save,
+        auth,
     };
     let listener = match server::bind(&cfg) {
         Ok(l) => l,
         Err(e) => return cli::fail("tsserver", &e),
     };
     match listener.local_addr() {
-        Ok(addr) => eprintln!("tsserver: listening on {addr}"),
+        Ok(addr) => {
+            eprintln!("tsserver: listening on {addr}");
+            for w in &warnings {
+                eprintln!("tsserver: {w}");
+            }
+        }
         Err(e) => return cli::fail("tsserver", &e.into()),
     }
     match server::serve(listener, &cfg) {

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::auth::Key;
 use crate::net;
 use crate::progress::Progress;
 use crate::protocol::{Frame, Hello, Mode, Report, encode_hello};
@@ -38,6 +39,8 @@ pub struct StreamConfig {
     pub nonblocking: bool,
     /// Ask the kernel for this send buffer size (SO_SNDBUF).
     pub sndbuf: Option<u32>,
+    /// The pre-shared key, for a server that asks for one.
+    pub auth: Option<std::sync::Arc<Key>>,
 }
 
 /// Counts of what the client's writes did.
@@ -156,17 +159,8 @@ fn transfer<T: Transport>(
         chunk: cfg.chunk,
         name: source.name().to_owned(),
     };
-    let mut msg = Vec::with_capacity(crate::protocol::MAX_HELLO);
-    encode_hello(&hello, &mut msg);
-    conn.write_all(&msg)
-        .with_context(|| format!("cannot send the hello to {peer}"))?;
-    let read_size = match net::read_frame(&mut conn, "answer to the hello")? {
-        Frame::Accept { read_size, .. } => read_size,
-        Frame::Refuse(reason) | Frame::Abort(reason) => {
-            bail!("the server at {peer} refused the transfer: {reason}")
-        }
-        Frame::Report(_) => bail!("the server at {peer} sent a report before any data"),
-    };
+    let read_size = handshake(&mut conn, &hello, cfg.auth.as_deref())
+        .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
 
     progress.start(source.len());
     let cpu_start = CpuTime::process();
@@ -220,6 +214,30 @@ fn transfer<T: Transport>(
         read_size,
         server,
     })
+}
+
+/// Sends the hello, answers the server's challenge if it sends one (with `key`), and returns the
+/// read size of the server's accept; a refusal is an error carrying the server's reason.
+pub fn handshake<T: Transport>(conn: &mut T, hello: &Hello, key: Option<&Key>) -> Result<u32> {
+    let mut msg = Vec::with_capacity(crate::protocol::MAX_HELLO);
+    encode_hello(hello, &mut msg);
+    conn.write_all(&msg).context("cannot send the hello")?;
+    let mut answer = net::read_frame(conn, "answer to the hello")?;
+    if let Frame::Challenge(challenge) = answer {
+        let Some(key) = key else {
+            bail!("the server requires authentication: pass --auth-key FILE with its key");
+        };
+        conn.write_all(&key.answer(&challenge))
+            .context("cannot send the authentication answer")?;
+        answer = net::read_frame(conn, "answer to the authentication")?;
+    }
+    match answer {
+        Frame::Accept { read_size, .. } => Ok(read_size),
+        Frame::Refuse(reason) | Frame::Abort(reason) => bail!("refused: {reason}"),
+        Frame::Report(_) | Frame::Challenge(_) => {
+            bail!("the server broke the protocol: {answer:?} instead of an accept")
+        }
+    }
 }
 
 /// Writes one chunk, finishing it from where a short write stopped.

@@ -59,6 +59,7 @@
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
 //! | 3   | Report | 82 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
+//! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //!
 //! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: 0 = none,
 //! 1 = stdout, 2 = file. Other values are refused (`BadEnum`).
@@ -134,6 +135,7 @@ const TAG_ACCEPT: u8 = 1;
 const TAG_REFUSE: u8 = 2;
 const TAG_REPORT: u8 = 3;
 const TAG_ABORT: u8 = 4;
+const TAG_CHALLENGE: u8 = 5;
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -251,6 +253,7 @@ pub enum Frame {
     Refuse(String),
     Report(Report),
     Abort(String),
+    Challenge([u8; 32]),
 }
 
 impl fmt::Display for Mode {
@@ -391,6 +394,10 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             put_string(out, reason);
             TAG_ABORT
         }
+        Frame::Challenge(c) => {
+            out.extend_from_slice(c);
+            TAG_CHALLENGE
+        }
         Frame::Report(r) => {
             for v in [
                 r.bytes,
@@ -423,7 +430,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
-    if !(TAG_ACCEPT..=TAG_ABORT).contains(&tag) {
+    if !(TAG_ACCEPT..=TAG_CHALLENGE).contains(&tag) {
         return Err(ProtocolError::BadTag(tag));
     }
     if buf.len() < FRAME_HEADER {
@@ -456,6 +463,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
         }
         TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
         TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
+        TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
         _ => {
             if len < REPORT_FIXED + 2 {
                 return Err(bad_len(REPORT_FIXED + 2));
@@ -714,6 +722,7 @@ mod tests {
             Frame::Abort(String::new()),
             Frame::Report(report()),
             Frame::Report(Report::default()),
+            Frame::Challenge([9; 32]),
         ] {
             let mut b = Vec::new();
             encode_frame(&f, &mut b);
@@ -749,6 +758,10 @@ mod tests {
     fn frame_refusals() {
         assert_eq!(decode_frame(&[0]), Err(ProtocolError::BadTag(0)));
         assert_eq!(decode_frame(&[9, 0, 0]), Err(ProtocolError::BadTag(9)));
+        assert!(matches!(
+            decode_frame(&[5, 0, 2, 1, 2]),
+            Err(ProtocolError::BadBodyLength { tag: 5, .. })
+        ));
         assert_eq!(
             decode_frame(&[2, 0x10, 0x01]),
             Err(ProtocolError::FrameTooLong(4097))

@@ -12,8 +12,8 @@ use tracing::{debug, warn};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
-    save_failed, start_transfer,
+    AUTH_FAILED, Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete,
+    print_failed, save_failed, start_transfer,
 };
 use crate::net;
 use crate::protocol::{
@@ -82,6 +82,19 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         Ok(h) => h,
         Err(reason) => return refuse(stream, reason),
     };
+    if let Some(key) = &cfg.auth {
+        let challenge = crate::auth::challenge();
+        if let Err(e) = send(stream, &Frame::Challenge(challenge)) {
+            return Outcome::Incomplete(format!("cannot send the challenge: {e}"));
+        }
+        let mut answer = [0u8; crate::auth::LEN];
+        if let Err(e) = stream.read_exact(&mut answer) {
+            return refuse(stream, format!("no authentication answer ({e})"));
+        }
+        if !key.verify(&challenge, &answer) {
+            return refuse(stream, AUTH_FAILED.to_owned());
+        }
+    }
     let read_size = match admit(&hello, cfg) {
         Ok(n) => n,
         Err(reason) => return refuse(stream, reason),

@@ -23,8 +23,8 @@ use tracing::{debug, warn};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete, print_failed,
-    save_failed, start_transfer,
+    AUTH_FAILED, Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete,
+    print_failed, save_failed, start_transfer,
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
@@ -42,6 +42,13 @@ enum State {
     Data {
         hello: Hello,
         rx: Box<Receiver>,
+    },
+    /// Waiting for the answer to the authentication challenge.
+    Auth {
+        hello: Hello,
+        challenge: [u8; crate::auth::LEN],
+        buf: [u8; crate::auth::LEN],
+        have: usize,
     },
     /// Every data byte is in; waiting for the client's digest.
     Trailer {
@@ -190,6 +197,9 @@ impl Conn {
         if let State::Hello { .. } = self.state {
             self.read_hello(cfg);
         }
+        if let State::Auth { .. } = self.state {
+            self.read_auth(cfg);
+        }
         if let State::Data { .. } = self.state {
             self.read_data(block);
         }
@@ -245,6 +255,62 @@ impl Conn {
                 Err(e) => break Err(format!("error reading the hello: {e}")),
             }
         };
+        let hello = match verdict {
+            Ok(hello) if cfg.auth.is_some() => {
+                let challenge = crate::auth::challenge();
+                self.queue(&Frame::Challenge(challenge));
+                self.state = State::Auth {
+                    hello,
+                    challenge,
+                    buf: [0; crate::auth::LEN],
+                    have: 0,
+                };
+                return;
+            }
+            other => other,
+        };
+        self.admit(hello, cfg);
+    }
+
+    /// Reads the answer to the challenge and admits the hello if it is right.
+    fn read_auth(&mut self, cfg: &ServerConfig) {
+        let State::Auth {
+            challenge,
+            buf,
+            have,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        while *have < buf.len() {
+            match self.stream.read(&mut buf[*have..]) {
+                Ok(0) => break,
+                Ok(n) => *have += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let right =
+            *have == buf.len() && cfg.auth.as_ref().is_some_and(|k| k.verify(challenge, buf));
+        let State::Auth { hello, .. } =
+            std::mem::replace(&mut self.state, State::Closing(Outcome::Complete))
+        else {
+            unreachable!("matched above");
+        };
+        self.admit(
+            if right {
+                Ok(hello)
+            } else {
+                Err(AUTH_FAILED.to_owned())
+            },
+            cfg,
+        );
+    }
+
+    /// Accepts an (authenticated) hello the server will serve, or refuses it with the reason.
+    fn admit(&mut self, verdict: Result<Hello, String>, cfg: &ServerConfig) {
         let peer = self.peer;
         let admitted = verdict.and_then(|hello| {
             let read_size = admit(&hello, cfg)?;
@@ -366,6 +432,7 @@ impl Conn {
     /// What a connection past its deadline ends as.
     fn timed_out(&mut self) -> Outcome {
         match &mut self.state {
+            State::Auth { .. } => Outcome::Refused("no authentication answer in time".into()),
             State::Hello { .. } => Outcome::Refused(format!(
                 "no complete hello within {} s",
                 self.hello_timeout.as_secs_f64()

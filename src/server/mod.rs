@@ -64,7 +64,12 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Save received files here (`--save`), whole or not at all.
     pub save: Option<Arc<SaveDir>>,
+    /// Require clients to prove they hold this key (`--auth-key`).
+    pub auth: Option<Arc<crate::auth::Key>>,
 }
+
+/// The refusal for a wrong authentication answer.
+pub const AUTH_FAILED: &str = "authentication failed: the client does not hold this server's key";
 
 /// Binds the listening socket. A requested receive buffer is set on the listener, before any
 /// connection arrives, so accepted sockets inherit it and the window scale matches it.
