@@ -57,7 +57,7 @@ pub fn exit_on_interrupt(
     })
 }
 
-/// Runs `action` on a helper thread when SIGINT or SIGTERM arrives. `action` ends the process.
+/// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
 pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;

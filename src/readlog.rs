@@ -108,14 +108,3 @@ pub fn flush() -> io::Result<()> {
         None => Ok(()),
     }
 }
-
-/// Flushes the file sink and keeps it locked for the rest of the process, so that no line is
-/// half-written when the process exits right after.
-pub fn flush_and_hold() {
-    if let Some(sink) = FILE_SINK.get() {
-        let mut held = sink.make_writer();
-        let _ = held.flush();
-        std::mem::forget(held);
-    }
-    let _ = io::stdout().flush();
-}

@@ -60,6 +60,10 @@ struct Args {
     /// With --save, replace a file of the same name (refused by default).
     #[arg(long, requires = "save")]
     overwrite: bool,
+    /// Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then
+    /// aborted with a reason (and any partial file removed).
+    #[arg(long, default_value_t = 5.0, value_parser = parse_secs, value_name = "SECS")]
+    grace: f64,
     /// Seconds a transfer may go without data before it is closed and logged as incomplete.
     #[arg(long, default_value_t = 60.0, value_parser = parse_secs, value_name = "SECS")]
     idle_timeout: f64,
@@ -96,12 +100,9 @@ fn main() -> ExitCode {
     if let Err(e) = tsperf::readlog::init(log, &args.log_file) {
         return cli::fail("tsserver", &e);
     }
-    // On SIGINT or SIGTERM: flush the log file and exit 0.
-    let stop = || {
-        tsperf::readlog::flush_and_hold();
-        std::process::exit(0);
-    };
-    if let Err(e) = cli::on_signal(stop) {
+    // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
+    // serve() returns and the log is flushed.
+    if let Err(e) = cli::on_signal(server::request_stop) {
         return cli::fail("tsserver", &e.into());
     }
     let save = match &args.save {
@@ -145,6 +146,7 @@ fn main() -> ExitCode {
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         save,
         auth,
+        grace: std::time::Duration::from_secs_f64(args.grace),
     };
     let listener = match server::bind(&cfg) {
         Ok(l) => l,
@@ -159,7 +161,11 @@ fn main() -> ExitCode {
         }
         Err(e) => return cli::fail("tsserver", &e.into()),
     }
-    match server::serve(listener, &cfg) {
+    let served = server::serve(listener, &cfg);
+    if let Err(e) = tsperf::readlog::flush() {
+        eprintln!("tsserver: cannot write the log file: {e}");
+    }
+    match served {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(cli::FAILURE),
         Err(e) => cli::fail("tsserver", &e),

@@ -1,7 +1,10 @@
 //! The thread-per-connection server: each connection gets a thread and blocking reads.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,8 +15,8 @@ use tracing::{debug, warn};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    AUTH_FAILED, Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete,
-    print_failed, save_failed, start_transfer,
+    AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
+    finish_transfer, incomplete, print_failed, save_failed, start_transfer,
 };
 use crate::net;
 use crate::protocol::{
@@ -25,6 +28,22 @@ use crate::receiver::{Block, ReadEnd};
 /// says whether that transfer completed.
 pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     let active = Arc::new(AtomicUsize::new(0));
+    let open: Open = Arc::new(Mutex::new(HashMap::new()));
+    // A stop request wakes the blocking accept with a connection to ourselves.
+    if let Ok(addr) = listener.local_addr() {
+        let ip = match addr.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        super::on_stop(move || {
+            let _ = TcpStream::connect_timeout(
+                &SocketAddr::new(ip, addr.port()),
+                Duration::from_secs(1),
+            );
+        });
+    }
+    let mut next_id = 0u64;
     loop {
         let (mut stream, peer) = match listener.accept() {
             Ok(c) => c,
@@ -32,21 +51,35 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
             Err(e) => {
                 // Out of descriptors and the like: log it, pause so as not to spin, go on.
                 warn!("accept failed: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
         };
+        if super::stopping() {
+            drop(stream);
+            break;
+        }
         if cfg.once {
             return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
         }
         if active.load(Ordering::Acquire) >= cfg.max_clients {
-            let _ = stream.set_write_timeout(Some(std::time::Duration::from_secs(1)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let outcome = refuse(&mut stream, busy(cfg));
             print_failed(peer, &outcome);
             continue;
         }
+        next_id += 1;
+        if let Ok(clone) = stream.try_clone() {
+            open.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(next_id, clone);
+        }
         active.fetch_add(1, Ordering::AcqRel);
-        let slot = Slot(active.clone());
+        let slot = Slot {
+            active: active.clone(),
+            open: open.clone(),
+            id: next_id,
+        };
         let cfg = cfg.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn {peer}"))
@@ -58,14 +91,40 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
             warn!("cannot start a thread for {peer}: {e}");
         }
     }
+    // Stopping: let transfers in flight finish within the grace period, then cut off the rest
+    // with a reason; their threads see the closed socket, log the end and remove any partial file.
+    let wait_until = |until: Instant| {
+        while active.load(Ordering::Acquire) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_until(Instant::now() + cfg.grace);
+    for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+        let _ = send(&mut stream, &Frame::Abort(SHUTTING_DOWN.to_owned()));
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+    wait_until(Instant::now() + Duration::from_secs(2));
+    Ok(true)
 }
 
+/// Clones of the open connections' sockets, so a shutdown can cut them off.
+type Open = Arc<Mutex<HashMap<u64, TcpStream>>>;
+
 /// One of the `--max-clients` places, given back when the connection's thread ends.
-struct Slot(Arc<AtomicUsize>);
+struct Slot {
+    active: Arc<AtomicUsize>,
+    open: Open,
+    id: u64,
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        self.active.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -124,6 +183,7 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     let mut block = Block::new(rx.read_size(), hello.length);
     let why = match block.read_from(stream, &mut rx) {
         ReadEnd::Complete => None,
+        ReadEnd::Eof if super::stopping() => Some(SHUTTING_DOWN.to_owned()),
         ReadEnd::Eof => Some("the client closed the connection".to_owned()),
         // A blocking socket says WouldBlock only when its read timeout expires.
         ReadEnd::WouldBlock => Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64())),

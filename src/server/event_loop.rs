@@ -23,14 +23,15 @@ use tracing::{debug, warn};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
-    AUTH_FAILED, Outcome, ServerConfig, admit, busy, finish_latency, finish_transfer, incomplete,
-    print_failed, save_failed, start_transfer,
+    AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
+    finish_transfer, incomplete, print_failed, save_failed, start_transfer,
 };
 use crate::net;
 use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
 use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
 
 const LISTENER: Token = Token(usize::MAX);
+const WAKE: Token = Token(usize::MAX - 1);
 /// How often deadlines are checked when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
@@ -79,25 +80,42 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
     listener
         .set_nonblocking(true)
         .context("cannot make the listener non-blocking")?;
-    let mut listener = TcpListener::from_std(listener);
+    let mut listener = Some(TcpListener::from_std(listener));
     let mut poll = Poll::new().context("cannot create the event loop")?;
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)
-        .context("cannot register the listener")?;
+    if let Some(l) = &mut listener {
+        poll.registry()
+            .register(l, LISTENER, Interest::READABLE)
+            .context("cannot register the listener")?;
+    }
+    let waker = std::sync::Arc::new(
+        mio::Waker::new(poll.registry(), WAKE).context("cannot create a waker")?,
+    );
+    super::on_stop(move || {
+        let _ = waker.wake();
+    });
+    let mut stop_by: Option<Instant> = None;
     let mut conns: Slab<Conn> = Slab::new();
     let mut events = Events::with_capacity(1024);
     let mut block = Block::new(HASH_BLOCK, u64::MAX);
     let mut next_sweep = Instant::now() + TICK;
 
     loop {
-        match poll.poll(&mut events, Some(TICK)) {
+        let wait = stop_by.map_or(TICK, |t| {
+            t.saturating_duration_since(Instant::now()).min(TICK)
+        });
+        match poll.poll(&mut events, Some(wait)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).context("event loop poll failed"),
         }
         for event in events.iter() {
+            if event.token() == WAKE {
+                continue;
+            }
             if event.token() == LISTENER {
-                accept_all(&listener, &poll, &mut conns, cfg);
+                if let Some(l) = &listener {
+                    accept_all(l, &poll, &mut conns, cfg);
+                }
                 continue;
             }
             let key = event.token().0;
@@ -111,6 +129,36 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
                 if cfg.once {
                     return Ok(done);
                 }
+            }
+        }
+        if super::stopping() {
+            if stop_by.is_none() {
+                // Stop accepting; connections that have not started a transfer are refused now.
+                if let Some(mut l) = listener.take() {
+                    let _ = poll.registry().deregister(&mut l);
+                }
+                stop_by = Some(Instant::now() + cfg.grace);
+                let waiting: Vec<usize> = conns
+                    .iter()
+                    .filter(|(_, c)| c.not_started())
+                    .map(|(k, _)| k)
+                    .collect();
+                for key in waiting {
+                    let mut conn = conns.remove(key);
+                    let outcome = conn.abort(SHUTTING_DOWN);
+                    close(&poll, conn, outcome);
+                }
+            }
+            if stop_by.is_some_and(|t| Instant::now() >= t) {
+                let keys: Vec<usize> = conns.iter().map(|(k, _)| k).collect();
+                for key in keys {
+                    let mut conn = conns.remove(key);
+                    let outcome = conn.abort(SHUTTING_DOWN);
+                    close(&poll, conn, outcome);
+                }
+            }
+            if conns.is_empty() {
+                return Ok(true);
             }
         }
         let now = Instant::now();
@@ -427,6 +475,31 @@ impl Conn {
         };
         self.out.frame(&frame);
         self.state = State::Closing(outcome);
+    }
+
+    /// True while the connection has not begun a transfer or a latency session.
+    fn not_started(&self) -> bool {
+        matches!(self.state, State::Hello { .. } | State::Auth { .. })
+    }
+
+    /// Ends the connection now, telling the client why where the protocol allows, and removing
+    /// any partly saved file.
+    fn abort(&mut self, why: &str) -> Outcome {
+        let outcome = match &mut self.state {
+            State::Hello { .. } | State::Auth { .. } => {
+                self.out.frame(&Frame::Refuse(why.to_owned()));
+                Outcome::Refused(why.to_owned())
+            }
+            State::Data { hello, rx } | State::Trailer { hello, rx, .. } => {
+                self.out.frame(&Frame::Abort(why.to_owned()));
+                incomplete(hello, rx, why)
+            }
+            State::Latency(session) => finish_latency(session, self.peer, Some(why.to_owned())),
+            State::Closing(_) => return self.take_outcome(),
+        };
+        let _ = self.flush();
+        self.state = State::Closing(Outcome::Complete);
+        outcome
     }
 
     /// What a connection past its deadline ends as.

@@ -17,7 +17,8 @@ pub mod save;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use std::time::Duration;
@@ -66,6 +67,42 @@ pub struct ServerConfig {
     pub save: Option<Arc<SaveDir>>,
     /// Require clients to prove they hold this key (`--auth-key`).
     pub auth: Option<Arc<crate::auth::Key>>,
+    /// How long transfers in flight may take to finish after a stop is requested.
+    pub grace: Duration,
+}
+
+/// Set once the server has been asked to stop (SIGINT or SIGTERM).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// What to call to wake a server waiting for work, so it sees [`stopping`].
+static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
+
+/// The reason given to transfers cut off by a shutdown.
+pub const SHUTTING_DOWN: &str = "the server is shutting down";
+
+/// True once the server has been asked to stop.
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::Acquire)
+}
+
+/// Asks the server to stop: it accepts no more connections, lets transfers in flight finish
+/// within the grace period, aborts the rest, and returns from `serve`.
+pub fn request_stop() {
+    STOPPING.store(true, Ordering::Release);
+    for wake in WAKERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        wake();
+    }
+}
+
+/// Registers how to wake the running server when a stop is requested.
+fn on_stop(wake: impl Fn() + Send + 'static) {
+    WAKERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(Box::new(wake));
 }
 
 /// The refusal for a wrong authentication answer.

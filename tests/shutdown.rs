@@ -1,0 +1,116 @@
+//! Shutdown on SIGINT/SIGTERM (issue 7): stop accepting, let transfers in flight finish within
+//! the grace period, abort the rest cleanly (no partial file), flush the log, exit 0.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
+
+fn wait_child(child: std::process::Child) -> std::process::Output {
+    let mut child = child;
+    let end = Instant::now() + DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the client hung");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 7: a transfer in flight when SIGTERM arrives finishes within the grace period, no new
+/// connection is accepted, and the server exits 0 with its log flushed.
+#[test]
+fn in_flight_transfer_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.txt", 4 << 20);
+    for model in MODELS {
+        let log = dir.path().join(format!("s{}.log", model.len()));
+        let mut args = vec![
+            "--read-size",
+            "64",
+            "--rcvbuf",
+            "65536",
+            "--grace",
+            "30",
+            "--log",
+            "file",
+        ];
+        args.extend(["--log-file", log.to_str().unwrap()]);
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let child = Command::new(bin("tsclient"))
+            .args([
+                "--port",
+                &server.port.to_string(),
+                "--json",
+                "--sndbuf",
+                "65536",
+            ])
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(server.wait_for(|_, _| std::fs::metadata(&log).is_ok_and(|m| m.len() > 0)));
+        std::thread::sleep(Duration::from_millis(100));
+        server.signal(libc::SIGTERM);
+        let out = wait_child(child);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["verified"], true);
+        assert_eq!(server.wait_exit(), Some(0));
+        let lines = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+        assert_eq!(lines, v["server"]["log_lines"].as_u64().unwrap());
+        let late = std::net::TcpStream::connect(("127.0.0.1", server.port));
+        assert!(late.is_err(), "{model:?}: still accepting after shutdown");
+    }
+}
+
+/// Issue 7: a transfer that cannot finish within the grace period is aborted with a reason the
+/// client prints; with --save no partial file is left; the server exits 0.
+#[test]
+fn late_transfer_is_aborted_cleanly() {
+    let src = tempfile::tempdir().unwrap();
+    let big = src.path().join("big.bin");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    for model in MODELS {
+        let save = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--read-size",
+            "16",
+            "--rcvbuf",
+            "65536",
+            "--grace",
+            "0.3",
+            "--save",
+            save.path().to_str().unwrap(),
+        ];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let child = Command::new(bin("tsclient"))
+            .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
+            .arg(&big)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        server.signal(libc::SIGINT);
+        let out = wait_child(child);
+        assert_fails(&out, 1, "the server is shutting down");
+        assert_eq!(server.wait_exit(), Some(0));
+        let left: Vec<_> = std::fs::read_dir(save.path()).unwrap().collect();
+        assert!(left.is_empty(), "{model:?}: left {left:?}");
+        assert!(
+            server.stderr().contains("the server is shutting down"),
+            "{}",
+            server.stderr()
+        );
+    }
+}
