@@ -21,6 +21,28 @@ pub fn parse_chunk(text: &str) -> Result<u32, String> {
     }
 }
 
+/// Parses a socket buffer size for `--sndbuf`/`--rcvbuf`: 1 byte to 1 GiB, with suffixes.
+pub fn parse_buffer(text: &str) -> Result<u32, String> {
+    parse_bounded(text, "buffer size", 1 << 30, "1 GiB")
+}
+
+/// Parses a server read size for `--read-size`: 1 byte to 16 MiB, with suffixes.
+pub fn parse_read_size(text: &str) -> Result<u32, String> {
+    parse_bounded(text, "read size", MAX_CHUNK, "16 MiB")
+}
+
+fn parse_bounded(text: &str, what: &str, max: u32, shown: &str) -> Result<u32, String> {
+    let bytes = parse_size(text).ok_or_else(|| {
+        format!("invalid {what} '{text}': expected a number of bytes such as 65536 or 64k")
+    })?;
+    match u32::try_from(bytes) {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "invalid {what} '{text}': expected 1 to {max} bytes ({shown})"
+        )),
+    }
+}
+
 /// Parses a byte count with an optional binary suffix. `None` if it is not one.
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
@@ -102,6 +124,25 @@ mod tests {
         assert_eq!(
             parse_chunk("0").unwrap_err(),
             "invalid chunk size '0': expected 1 to 16777216 bytes (16 MiB)"
+        );
+    }
+
+    /// Buffer and read sizes name themselves in errors and have their own limits.
+    #[test]
+    fn buffer_and_read_sizes() {
+        assert_eq!(parse_buffer("64k"), Ok(65536));
+        assert_eq!(parse_buffer("1GiB"), Ok(1 << 30));
+        assert!(
+            parse_buffer("0")
+                .unwrap_err()
+                .starts_with("invalid buffer size '0'")
+        );
+        assert!(parse_buffer("2g").unwrap_err().contains("(1 GiB)"));
+        assert_eq!(parse_read_size("16m"), Ok(MAX_CHUNK));
+        assert!(
+            parse_read_size("x")
+                .unwrap_err()
+                .starts_with("invalid read size 'x'")
         );
     }
 

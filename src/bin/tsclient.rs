@@ -37,7 +37,7 @@ struct Args {
     #[arg(long)]
     nonblocking: bool,
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
-    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     sndbuf: Option<u32>,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]

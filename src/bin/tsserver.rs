@@ -23,14 +23,14 @@ struct Args {
     #[arg(long)]
     once: bool,
     /// Bytes per read; by default the client's chunk size, as the seed's server read.
-    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
     read_size: Option<u32>,
     /// Serve each connection on its own thread with blocking reads, instead of the default
     /// single-threaded mio event loop.
     #[arg(long)]
     blocking: bool,
     /// Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel's own.
-    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     rcvbuf: Option<u32>,
     /// Where to write one line per read: stdout (one write per line, like printf to a screen),
     /// file (buffered, see --log-file), or none.
