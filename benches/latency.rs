@@ -110,17 +110,7 @@ fn main() {
     println!("The seed's variants on loopback (one run each; round trip)\n");
     println!("| codec | framing | nodelay | reconnect | count | p50 | p99 | hint |");
     println!("|---|---|---|---|---:|---:|---:|---|");
-    let mut cells = Vec::new();
-    for codec in ["binary", "object"] {
-        for framing in ["single", "split"] {
-            for nodelay in [false, true] {
-                cells.push((codec, framing, nodelay, false));
-            }
-        }
-    }
-    cells.push(("binary", "single", false, true));
-    cells.push(("binary", "split", false, true));
-    for (codec, framing, nodelay, reconnect) in cells {
+    for (codec, framing, nodelay, reconnect) in tsperf::matrix::latency_cells() {
         let stalls = framing == "split" && !nodelay;
         let count = if stalls { "20" } else { "2000" };
         let mut args = vec![

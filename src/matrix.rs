@@ -235,6 +235,22 @@ impl GridConfig {
     }
 }
 
+/// The latency grid, as (codec, framing, nodelay, reconnect): codec × framing × nodelay, then
+/// reconnect with single and split framing (Nagle on).
+pub fn latency_cells() -> Vec<(&'static str, &'static str, bool, bool)> {
+    let mut cells = Vec::new();
+    for codec in ["binary", "object"] {
+        for framing in ["single", "split"] {
+            for nodelay in [false, true] {
+                cells.push((codec, framing, nodelay, false));
+            }
+        }
+    }
+    cells.push(("binary", "single", false, true));
+    cells.push(("binary", "split", false, true));
+    cells
+}
+
 /// Runs the whole grid and writes the results; returns the rendered Markdown tables.
 pub fn run(cfg: &GridConfig) -> Result<String> {
     fs::create_dir_all(&cfg.out)
@@ -285,16 +301,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         }
     }
 
-    let mut latency_cells = Vec::new();
-    for codec in ["binary", "object"] {
-        for framing in ["single", "split"] {
-            for nodelay in [false, true] {
-                latency_cells.push((codec, framing, nodelay, false));
-            }
-        }
-    }
-    latency_cells.push(("binary", "single", false, true));
-    latency_cells.push(("binary", "split", false, true));
+    let latency_cells = latency_cells();
 
     let total = cfg.chunks.len() * 2 * logs.len() * cfg.reps as usize + latency_cells.len();
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

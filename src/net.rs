@@ -9,12 +9,17 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::protocol::{Frame, decode_frame};
 
-/// Resolves `host:port` and connects to the first address that answers within `timeout`.
-pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = (host, port)
+/// The addresses `host:port` resolves to; an error names the host.
+pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
+    Ok((host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve host '{host}'"))?
-        .collect();
+        .collect())
+}
+
+/// Resolves `host:port` and connects to the first address that answers within `timeout`.
+pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
+    let addrs = resolve(host, port)?;
     let mut last = None;
     for addr in &addrs {
         match TcpStream::connect_timeout(addr, timeout) {

@@ -10,15 +10,7 @@ use crate::protocol::MAX_CHUNK;
 /// Parses a chunk size: a plain number of bytes, or one with a binary suffix (`k`, `KiB`, `m`,
 /// `MiB`; k = 1024, as iperf3's `-l` reads it). Accepts 1 to 16 MiB.
 pub fn parse_chunk(text: &str) -> Result<u32, String> {
-    let bytes = parse_size(text).ok_or_else(|| {
-        format!("invalid chunk size '{text}': expected a number of bytes such as 10240 or 10k")
-    })?;
-    match u32::try_from(bytes) {
-        Ok(n) if (1..=MAX_CHUNK).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "invalid chunk size '{text}': expected 1 to {MAX_CHUNK} bytes (16 MiB)"
-        )),
-    }
+    parse_bounded(text, "chunk size", MAX_CHUNK, "16 MiB")
 }
 
 /// Parses a socket buffer size for `--sndbuf`/`--rcvbuf`: 1 byte to 1 GiB, with suffixes.
@@ -33,7 +25,7 @@ pub fn parse_read_size(text: &str) -> Result<u32, String> {
 
 fn parse_bounded(text: &str, what: &str, max: u32, shown: &str) -> Result<u32, String> {
     let bytes = parse_size(text).ok_or_else(|| {
-        format!("invalid {what} '{text}': expected a number of bytes such as 65536 or 64k")
+        format!("invalid {what} '{text}': expected a number of bytes such as 10240 or 10k")
     })?;
     match u32::try_from(bytes) {
         Ok(n) if (1..=max).contains(&n) => Ok(n),

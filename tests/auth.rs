@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use tsperf::auth::Key;
-use tsperf::protocol::{Frame, Hello, Mode, decode_frame, encode_hello};
+use tsperf::protocol::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
@@ -98,18 +98,7 @@ fn replayed_answer_fails() {
         args.extend_from_slice(model);
         let server = Server::start(&args);
         let mut hello = Vec::new();
-        encode_hello(
-            &Hello {
-                mode: Mode::Stream,
-                nodelay: false,
-                codec: 0,
-                framing: 0,
-                length: 1,
-                chunk: 1,
-                name: "r.txt".into(),
-            },
-            &mut hello,
-        );
+        hello.extend(stream_hello(1, 1, "r.txt"));
         let open = || {
             let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -8,26 +8,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::{Frame, Hello, Mode, decode_frame, encode_hello};
+use tsperf::protocol::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
-
-fn hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
-    let mut b = Vec::new();
-    encode_hello(
-        &Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length,
-            chunk,
-            name: name.into(),
-        },
-        &mut b,
-    );
-    b
-}
 
 fn connect(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -106,24 +89,26 @@ fn hostile_bytes_both_models() {
             .contains("bad magic")
         );
         // Wrong version, mode, chunk and name length: at and beyond every limit.
-        let mut bad = hello(10, 1024, "a");
+        let mut bad = stream_hello(10, 1024, "a");
         bad[5] = 9;
         assert!(refusal(&exchange(port, &bad, 64)).contains("unsupported protocol version 9"));
-        let mut bad = hello(10, 1024, "a");
+        let mut bad = stream_hello(10, 1024, "a");
         bad[6] = 7;
         assert!(refusal(&exchange(port, &bad, 64)).contains("bad mode 7"));
         for chunk in [0u32, 16 * 1024 * 1024 + 1] {
             assert!(
-                refusal(&exchange(port, &hello(10, chunk, "a"), 64)).contains("bad chunk size")
+                refusal(&exchange(port, &stream_hello(10, chunk, "a"), 64))
+                    .contains("bad chunk size")
             );
         }
-        let mut long = hello(10, 1024, "a");
+        let mut long = stream_hello(10, 1024, "a");
         long[10..12].copy_from_slice(&256u16.to_be_bytes());
         assert!(refusal(&exchange(port, &long, 64)).contains("too long"));
         // The limits themselves are accepted: a 255-byte name and a 16 MiB chunk.
         let name = "n".repeat(255);
         let mut s = connect(port);
-        s.write_all(&hello(1, 16 * 1024 * 1024, &name)).unwrap();
+        s.write_all(&stream_hello(1, 16 * 1024 * 1024, &name))
+            .unwrap();
         let mut accept = [0u8; 9];
         s.read_exact(&mut accept).unwrap();
         assert!(matches!(
@@ -133,7 +118,7 @@ fn hostile_bytes_both_models() {
         drop(s);
         // A hello one byte at a time is served normally.
         let mut s = connect(port);
-        for b in hello(3, 1, "slow.txt") {
+        for b in stream_hello(3, 1, "slow.txt") {
             s.write_all(&[b]).unwrap();
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -151,7 +136,7 @@ fn hostile_bytes_both_models() {
         assert!(matches!(decode_frame(&report), Ok(Some((Frame::Report(r), _))) if r.bytes == 3));
         // A hello followed by a disconnect.
         let mut s = connect(port);
-        s.write_all(&hello(1000, 10, "gone.txt")).unwrap();
+        s.write_all(&stream_hello(1000, 10, "gone.txt")).unwrap();
         drop(s);
         assert!(
             server.wait_for(|_, e| e.contains("'gone.txt': 0 of 1000 bytes")),
@@ -238,7 +223,9 @@ fn hello_and_idle_timeouts() {
         );
 
         let mut stalled = connect(server.port);
-        stalled.write_all(&hello(1000, 100, "idle.txt")).unwrap();
+        stalled
+            .write_all(&stream_hello(1000, 100, "idle.txt"))
+            .unwrap();
         let mut accept = [0u8; 9];
         stalled.read_exact(&mut accept).unwrap();
         stalled.write_all(&[b'i'; 300]).unwrap();

@@ -134,7 +134,7 @@ fn concurrent_clients_file_log_not_torn() {
             .collect();
         let mut total = 0;
         for child in children {
-            let out = wait_bounded(child);
+            let out = wait_child(child);
             assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(v["verified"], true);
@@ -153,18 +153,6 @@ fn concurrent_clients_file_log_not_torn() {
             16
         );
     }
-}
-
-fn wait_bounded(mut child: std::process::Child) -> std::process::Output {
-    let end = std::time::Instant::now() + DEADLINE;
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < end,
-            "child did not finish in time"
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
 }
 
 /// Issue 4: without a terminal there is no progress bar: stderr stays empty and stdout is one
@@ -247,7 +235,7 @@ fn interrupt_exits_130() {
     thread::sleep(Duration::from_millis(300));
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = wait_bounded(child);
+    let out = wait_child(child);
     assert_fails(&out, 130, "tsclient: interrupted after sending ");
     assert!(
         stderr(&out).contains(&format!("of {} bytes", 256u64 << 20)),

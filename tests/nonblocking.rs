@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::{Frame, Hello, Mode, decode_frame, encode_hello};
+use tsperf::protocol::{Frame, decode_frame};
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
 
@@ -141,18 +141,7 @@ fn stalled_client(port: u16, len: u64, sent: usize) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut hello = Vec::new();
-    encode_hello(
-        &Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length: len,
-            chunk: 1024,
-            name: "stalled.txt".into(),
-        },
-        &mut hello,
-    );
+    hello.extend(stream_hello(len, 1024, "stalled.txt"));
     s.write_all(&hello).unwrap();
     let mut accept = [0u8; 9];
     s.read_exact(&mut accept).unwrap();

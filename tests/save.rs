@@ -121,18 +121,7 @@ fn dangerous_names_refused() {
         }
     }
     let mut long = Vec::new();
-    encode_hello(
-        &Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length: 1,
-            chunk: 1,
-            name: "x".into(),
-        },
-        &mut long,
-    );
+    long.extend(stream_hello(1, 1, "x"));
     long[10..12].copy_from_slice(&256u16.to_be_bytes());
     long.extend(std::iter::repeat_n(b'n', 255));
     let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
@@ -227,18 +216,7 @@ fn failed_transfers_leave_nothing() {
         let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut h = Vec::new();
-        encode_hello(
-            &Hello {
-                mode: Mode::Stream,
-                nodelay: false,
-                codec: 0,
-                framing: 0,
-                length: 3,
-                chunk: 3,
-                name: "bad.txt".into(),
-            },
-            &mut h,
-        );
+        h.extend(stream_hello(3, 3, "bad.txt"));
         s.write_all(&h).unwrap();
         let mut accept = [0u8; 9];
         s.read_exact(&mut accept).unwrap();

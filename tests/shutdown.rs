@@ -4,21 +4,11 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
-
-fn wait_child(child: std::process::Child) -> std::process::Output {
-    let mut child = child;
-    let end = Instant::now() + DEADLINE;
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the client hung");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// Issue 7: a transfer in flight when SIGTERM arrives finishes within the grace period, no new
 /// connection is accepted, and the server exits 0 with its log flushed.

@@ -281,18 +281,7 @@ fn early_disconnect_is_incomplete() {
     let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut hello = Vec::new();
-    encode_hello(
-        &Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length: 10_000,
-            chunk: 1000,
-            name: "half.txt".into(),
-        },
-        &mut hello,
-    );
+    hello.extend(stream_hello(10_000, 1000, "half.txt"));
     s.write_all(&hello).unwrap();
     let mut accept = [0u8; 9];
     s.read_exact(&mut accept).unwrap();

@@ -7,7 +7,7 @@
 //! blocking transport, and it counts every `WouldBlock` and every wake-up.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -31,10 +31,7 @@ pub struct MioConn {
 impl MioConn {
     /// Connects to `host:port`, trying each address until one answers within `timeout`.
     pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<MioConn> {
-        let addrs: Vec<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .with_context(|| format!("cannot resolve host '{host}'"))?
-            .collect();
+        let addrs = crate::net::resolve(host, port)?;
         let mut last = None;
         for addr in addrs {
             match MioConn::connect_one(addr, timeout) {

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tsperf::protocol::{Frame, decode_hello, encode_frame};
+use tsperf::protocol::{Frame, Hello, Mode, decode_hello, encode_frame, encode_hello};
 
 /// The longest any single step of a test may take.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -295,4 +295,30 @@ pub fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: 
     } else {
         assert!(s["first_byte_unix_us"].is_null());
     }
+}
+
+/// The bytes of a stream-mode hello.
+pub fn stream_hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    let hello = Hello {
+        mode: Mode::Stream,
+        nodelay: false,
+        codec: 0,
+        framing: 0,
+        length,
+        chunk,
+        name: name.into(),
+    };
+    encode_hello(&hello, &mut b);
+    b
+}
+
+/// Waits (bounded by [`DEADLINE`]) for a spawned child and collects its output.
+pub fn wait_child(mut child: Child) -> Output {
+    let end = Instant::now() + DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "child did not finish in time");
+        thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
 }
