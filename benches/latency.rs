@@ -110,24 +110,16 @@ fn main() {
     println!("The seed's variants on loopback (one run each; round trip)\n");
     println!("| codec | framing | nodelay | reconnect | count | p50 | p99 | hint |");
     println!("|---|---|---|---|---:|---:|---:|---|");
-    for (codec, framing, nodelay, reconnect) in tsperf::matrix::latency_cells() {
-        let stalls = framing == "split" && !nodelay;
-        let count = if stalls { "20" } else { "2000" };
-        let mut args = vec![
-            "--latency",
-            "--codec",
+    for cell in tsperf::matrix::latency_cells() {
+        let count = if cell.stalls() { 20 } else { 2000 };
+        let args = cell.args(count);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let tsperf::matrix::LatencyCell {
             codec,
-            "--framing",
             framing,
-            "--count",
-            count,
-        ];
-        if nodelay {
-            args.push("--nodelay");
-        }
-        if reconnect {
-            args.push("--reconnect");
-        }
+            nodelay,
+            reconnect,
+        } = cell;
         let v = client(&port, &args);
         let ms = |k: &str| v["rtt_us"][k].as_f64().unwrap() / 1000.0;
         println!(

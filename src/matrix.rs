@@ -235,19 +235,69 @@ impl GridConfig {
     }
 }
 
-/// The latency grid, as (codec, framing, nodelay, reconnect): codec × framing × nodelay, then
-/// reconnect with single and split framing (Nagle on).
-pub fn latency_cells() -> Vec<(&'static str, &'static str, bool, bool)> {
+/// One latency cell of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyCell {
+    pub codec: &'static str,
+    pub framing: &'static str,
+    pub nodelay: bool,
+    pub reconnect: bool,
+}
+
+impl LatencyCell {
+    /// True for the cells that wait on Nagle and delayed ACK (about 88 ms a request), which get
+    /// a smaller count.
+    pub fn stalls(&self) -> bool {
+        self.framing == "split" && !self.nodelay
+    }
+
+    /// The tsclient arguments that measure this cell with `count` requests.
+    pub fn args(&self, count: u64) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "--latency",
+            "--codec",
+            self.codec,
+            "--framing",
+            self.framing,
+            "--count",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.push(count.to_string());
+        if self.nodelay {
+            a.push("--nodelay".into());
+        }
+        if self.reconnect {
+            a.push("--reconnect".into());
+        }
+        a
+    }
+}
+
+/// The latency grid: codec × framing × nodelay, then reconnect with single and split framing
+/// (Nagle on).
+pub fn latency_cells() -> Vec<LatencyCell> {
     let mut cells = Vec::new();
     for codec in ["binary", "object"] {
         for framing in ["single", "split"] {
             for nodelay in [false, true] {
-                cells.push((codec, framing, nodelay, false));
+                cells.push(LatencyCell {
+                    codec,
+                    framing,
+                    nodelay,
+                    reconnect: false,
+                });
             }
         }
     }
-    cells.push(("binary", "single", false, true));
-    cells.push(("binary", "split", false, true));
+    for framing in ["single", "split"] {
+        cells.push(LatencyCell {
+            codec: "binary",
+            framing,
+            nodelay: false,
+            reconnect: true,
+        });
+    }
     cells
 }
 
@@ -405,9 +455,14 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     }
 
     let (_, _, latency_port) = servers[0];
-    for (codec, framing, nodelay, reconnect) in latency_cells {
-        let stalls = framing == "split" && !nodelay;
-        let count = if stalls {
+    for lc in latency_cells {
+        let LatencyCell {
+            codec,
+            framing,
+            nodelay,
+            reconnect,
+        } = lc;
+        let count = if lc.stalls() {
             cfg.stall_count
         } else {
             cfg.latency_count
@@ -415,23 +470,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         bar.set_message(format!(
             "latency {codec} {framing} nodelay {nodelay} reconnect {reconnect}"
         ));
-        let mut args: Vec<String> = [
-            "--latency",
-            "--codec",
-            codec,
-            "--framing",
-            framing,
-            "--count",
-        ]
-        .map(String::from)
-        .to_vec();
-        args.push(count.to_string());
-        if nodelay {
-            args.push("--nodelay".into());
-        }
-        if reconnect {
-            args.push("--reconnect".into());
-        }
+        let args = lc.args(count);
         let v = cfg.client(&host, latency_port, &args)?;
         let cell = Cell::Latency {
             codec: codec.into(),

@@ -265,11 +265,7 @@ fn five_hundred_idle_sockets() {
 #[test]
 fn server_killed_mid_transfer() {
     let dir = tempfile::tempdir().unwrap();
-    let big = dir.path().join("big.bin");
-    std::fs::File::create(&big)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
     let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
     let mut child = std::process::Command::new(bin("tsclient"))
         .args([

@@ -220,11 +220,7 @@ fn progress_bar_renders_on_a_terminal() {
 fn interrupt_exits_130() {
     let server = slow_server();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.bin");
-    std::fs::File::create(&path)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    let path = sparse_file(dir.path(), "big.bin", 256 << 20);
     let child = Command::new(bin("tsclient"))
         .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
         .arg(&path)

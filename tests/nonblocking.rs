@@ -186,12 +186,8 @@ fn stalled_client_does_not_delay_others() {
 #[test]
 fn killed_client_leaves_server_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let big = dir.path().join("big.bin");
-    // Sparse: 256 MiB that costs no disk. With 16-byte server reads it takes many seconds.
-    std::fs::File::create(&big)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    // 256 MiB: with 16-byte server reads it takes many seconds.
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
     let small = test_file(dir.path(), "after.txt", 100_000);
     for (args, model) in MODELS {
         let mut a = vec!["--read-size", "16", "--rcvbuf", "65536"];

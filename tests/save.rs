@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use tsperf::protocol::{Frame, Hello, Mode, decode_frame, encode_hello};
+use tsperf::protocol::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
@@ -33,17 +33,7 @@ fn save_server(dir: &Path, extra: &[&str], model: &[&str]) -> Server {
 fn hello_reply(port: u16, name: &str, length: u64) -> Frame {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut h = Vec::new();
-    let hello = Hello {
-        mode: Mode::Stream,
-        nodelay: false,
-        codec: 0,
-        framing: 0,
-        length,
-        chunk: 1024,
-        name: name.into(),
-    };
-    encode_hello(&hello, &mut h);
+    let h = stream_hello(length, 1024, name);
     s.write_all(&h).unwrap();
     let mut reply = Vec::new();
     let _ = s.read_to_end(&mut reply);
@@ -177,11 +167,7 @@ fn planted_symlink_is_contained() {
 #[test]
 fn failed_transfers_leave_nothing() {
     let src = tempfile::tempdir().unwrap();
-    let big = src.path().join("big.bin");
-    std::fs::File::create(&big)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    let big = sparse_file(src.path(), "big.bin", 256 << 20);
     for model in MODELS {
         let dir = tempfile::tempdir().unwrap();
         let mut extra = vec!["--read-size", "16", "--rcvbuf", "65536"];

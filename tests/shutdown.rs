@@ -64,11 +64,7 @@ fn in_flight_transfer_finishes() {
 #[test]
 fn late_transfer_is_aborted_cleanly() {
     let src = tempfile::tempdir().unwrap();
-    let big = src.path().join("big.bin");
-    std::fs::File::create(&big)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    let big = sparse_file(src.path(), "big.bin", 256 << 20);
     for model in MODELS {
         let save = tempfile::tempdir().unwrap();
         let mut args = vec![

@@ -41,13 +41,13 @@ struct Args {
     log_file: PathBuf,
     /// Largest transfer a client may announce; larger ones are refused before any data flows.
     /// Suffixes k/m/g (binary).
-    #[arg(long, default_value = "64GiB", value_parser = parse_bytes, value_name = "BYTES")]
+    #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
     max_bytes: u64,
     /// Connections served at once; more are refused with a reason.
     #[arg(long, default_value_t = server::MAX_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_clients: u64,
     /// Seconds a new connection may take to send its hello before it is closed.
-    #[arg(long, default_value_t = 10.0, value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::HELLO_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     hello_timeout: f64,
     /// Save each received file into DIR under its announced name: written to a hidden temporary,
     /// renamed into place only when every byte arrived and the digests match.
@@ -62,10 +62,10 @@ struct Args {
     overwrite: bool,
     /// Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then
     /// aborted with a reason (and any partial file removed).
-    #[arg(long, default_value_t = 5.0, value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::GRACE.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     grace: f64,
     /// Seconds a transfer may go without data before it is closed and logged as incomplete.
-    #[arg(long, default_value_t = 60.0, value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     idle_timeout: f64,
 }
 

@@ -37,8 +37,10 @@ use std::sync::Arc;
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default: how long a transfer may go without a byte before the server gives up on it.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default: the largest transfer a client may announce (64 GiB).
-pub const MAX_BYTES: u64 = 64 << 30;
+/// Default: the largest transfer a client may announce, as `--max-bytes` reads it.
+pub const MAX_BYTES: &str = "64GiB";
+/// Default: how long transfers in flight get to finish after SIGINT or SIGTERM.
+pub const GRACE: Duration = Duration::from_secs(5);
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 

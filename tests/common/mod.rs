@@ -322,3 +322,11 @@ pub fn wait_child(mut child: Child) -> Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// A sparse file of `len` bytes (zeros that cost no disk): a transfer big enough to still be
+/// running when a test interrupts it.
+pub fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+    p
+}
