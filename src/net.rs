@@ -1,5 +1,5 @@
 //! Socket plumbing shared by both ends: connecting with a deadline, reading one protocol frame
-//! from a blocking socket, and asking the kernel what buffer sizes a socket got.
+//! from a blocking socket, asking the kernel what buffer sizes a socket got, and `sendfile`.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -82,4 +82,26 @@ pub fn recv_buffer<S: std::os::fd::AsFd>(stream: &S) -> u32 {
     socket2::SockRef::from(stream)
         .recv_buffer_size()
         .map_or(0, |n| n as u32)
+}
+
+/// One `sendfile(2)`: up to `len` bytes of `file` from `offset` straight to the socket `sock`,
+/// without copying them through this process. Returns the bytes sent; 0 means the file ended
+/// at `offset`.
+pub fn sendfile<S: std::os::fd::AsFd>(
+    sock: &S,
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let mut off = libc::off_t::try_from(offset)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset too large"))?;
+    // SAFETY: both descriptors are open for the duration of the call (borrowed), and `off` is
+    // a live local the kernel updates.
+    let n = unsafe { libc::sendfile(sock.as_fd().as_raw_fd(), file.as_raw_fd(), &mut off, len) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }

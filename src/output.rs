@@ -64,6 +64,9 @@ struct StreamJson<'a> {
     bytes: u64,
     chunk: u32,
     io: &'static str,
+    strategy: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch: Option<u32>,
     peer: String,
     elapsed_s: f64,
     begin_unix_us: u64,
@@ -88,6 +91,8 @@ pub fn stream_json(r: &StreamResult) -> String {
         bytes: r.bytes,
         chunk: r.chunk,
         io: r.io,
+        strategy: r.strategy.as_str(),
+        batch: r.batch,
         peer: r.peer.to_string(),
         elapsed_s: r.elapsed.as_secs_f64(),
         begin_unix_us: r.begin_unix_us,
@@ -139,8 +144,8 @@ pub fn stream_human(r: &StreamResult) -> String {
     let server_elapsed = Duration::from_nanos(s.elapsed_ns);
     format!(
         "{}\nfile[{}] read over .\n{}\n\
-         sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {}, {verdict}\n\
-         \x20 client: {} writes ({} short), cpu {} user + {} sys\n\
+         sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
+         \x20 client: {} {} calls ({} short), cpu {} user + {} sys\n\
          \x20 server: {} reads of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}\n",
         Stamp {
             label: "begin",
@@ -157,7 +162,12 @@ pub fn stream_human(r: &StreamResult) -> String {
         units::gbit_per_s(r.bytes, r.elapsed),
         r.chunk,
         r.io,
+        match r.batch {
+            Some(k) => format!("writev of {k}"),
+            None => r.strategy.to_string(),
+        },
         r.writes.writes,
+        r.strategy,
         r.writes.partial_writes,
         units::duration(r.cpu.user),
         units::duration(r.cpu.sys),

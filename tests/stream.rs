@@ -81,7 +81,7 @@ fn human_output_has_seed_lines() {
     stamp(lines[2], "end");
     assert!(lines[3].starts_with("sent 97.66 KiB in "), "{}", lines[3]);
     assert!(
-        lines[3].contains("chunk 1024 B, io blocking, verified (xxh3 "),
+        lines[3].contains("chunk 1024 B, io blocking write, verified (xxh3 "),
         "{}",
         lines[3]
     );
@@ -289,7 +289,7 @@ fn early_disconnect_is_incomplete() {
         decode_frame(&accept),
         Ok(Some((
             Frame::Accept {
-                read_size: 1000,
+                read_size: 262144,
                 ..
             },
             9
@@ -331,6 +331,26 @@ fn read_size_override() {
     let (out, v) = client_json(server.port, &["--chunk", "102", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(v["server"]["read_size"], 65536);
+    assert_eq!(v["verified"], true);
+}
+
+/// Issue 8: with --log none the server reads in 256 KiB (fewer reads than chunks); with a log
+/// sink it reads one chunk at a time, as the seed's server did.
+#[test]
+fn default_read_size_follows_log_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "a.txt", 1 << 20);
+    let quiet = Server::start(&[]);
+    let (out, v) = client_json(quiet.port, &["--chunk", "1024", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["server"]["read_size"], 262144);
+    assert_eq!(v["verified"], true);
+    let log = dir.path().join("reads.log");
+    let logging = Server::start(&["--log", "file", "--log-file", log.to_str().unwrap()]);
+    let (out, v) = client_json(logging.port, &["--chunk", "1024", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["server"]["read_size"], 1024);
+    assert!(v["server"]["reads"].as_u64().unwrap() >= 1024);
     assert_eq!(v["verified"], true);
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tsperf::progress::Progress;
 use tsperf::protocol::clock::{Codec, Framing};
 use tsperf::{DEFAULT_PORT, cli, client, latency, output, units};
@@ -13,7 +13,7 @@ use tsperf::{DEFAULT_PORT, cli, client, latency, output, units};
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
 /// the round trips.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tsclient", version, about)]
 struct Args {
     /// Server host name or address.
     #[arg(long, default_value = "127.0.0.1")]
@@ -36,6 +36,13 @@ struct Args {
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
     #[arg(long)]
     nonblocking: bool,
+    /// How chunks reach the kernel: one write per chunk (the seed's way), --batch chunks per
+    /// writev, or sendfile of one chunk per call from the page cache (zero-copy).
+    #[arg(long = "io", value_enum, default_value_t = client::Strategy::Write, value_name = "STRATEGY")]
+    strategy: client::Strategy,
+    /// Chunks per writev call with --io writev (1 to 1024).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=client::MAX_BATCH as i64), value_name = "K")]
+    batch: Option<u32>,
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     sndbuf: Option<u32>,
@@ -80,6 +87,25 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.batch.is_some() && args.strategy != client::Strategy::Writev {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--batch applies to --io writev only (this run uses --io {})",
+                    args.strategy
+                ),
+            )
+            .exit();
+    }
+    if args.latency && args.strategy != client::Strategy::Write {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--io applies to stream transfers, not to --latency",
+            )
+            .exit();
+    }
     cli::init_diagnostics();
     let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
         Ok(Some((key, warning))) => {
@@ -103,6 +129,8 @@ fn main() -> ExitCode {
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
         auth,
+        strategy: args.strategy,
+        batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
     };
     let mut progress = Progress::new(!args.no_progress);
     if let Err(e) = cli::exit_on_interrupt("tsclient", progress.clone()) {

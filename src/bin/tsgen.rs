@@ -8,7 +8,7 @@ use tsperf::{cli, testdata, units};
 
 /// Write SIZE bytes of deterministic text to PATH: the same size always gives the same bytes.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tsgen", version, about)]
 struct Args {
     /// Bytes to write; suffixes k/KiB/m/MiB/g/GiB (k = 1024).
     #[arg(long, default_value = "36MiB", value_parser = parse_len, value_name = "SIZE")]

@@ -9,7 +9,7 @@ use tsperf::{cli, units};
 
 /// Run the stream and latency grid and write tables, charts and raw JSON to --out.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tsmatrix", version, about)]
 struct Args {
     /// Where results go.
     #[arg(long, default_value = "results")]

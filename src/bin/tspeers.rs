@@ -10,7 +10,7 @@ use tsperf::{cli, machine::Machine, units};
 /// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md. A tsserver and an
 /// iperf3 server must already listen on the given ports.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tspeers", version, about)]
 struct Args {
     #[arg(long, default_value = "testdata/tsl.txt")]
     file: PathBuf,

@@ -11,7 +11,7 @@ use tsperf::{cli, report::markdown};
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
 /// into DIR again; print the tables.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tsreport", version, about)]
 struct Args {
     /// A results directory written by scripts/matrix.sh.
     dir: PathBuf,

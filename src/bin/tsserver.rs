@@ -11,7 +11,7 @@ use tsperf::{DEFAULT_PORT, cli, units};
 
 /// Receive files from tsclient, count and checksum every byte, and send back a report.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "tsserver", version, about)]
 struct Args {
     /// Address to listen on (all interfaces by default: this is a LAN server).
     #[arg(long, default_value = "0.0.0.0")]
@@ -22,7 +22,9 @@ struct Args {
     /// Exit after one transfer: 0 if it completed, 1 if not.
     #[arg(long)]
     once: bool,
-    /// Bytes per read; by default the client's chunk size, as the seed's server read.
+    /// Bytes per read. By default the client's chunk size when a log sink is on (one read and
+    /// one line per chunk, as the seed's server), and 256 KiB (or the chunk, if larger) with
+    /// --log none.
     #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
     read_size: Option<u32>,
     /// Serve each connection on its own thread with blocking reads, instead of the default

@@ -7,11 +7,14 @@
 //! that as a failure.
 //!
 //! The same transfer code runs over a blocking `TcpStream` or a mio non-blocking socket
-//! ([`nonblocking`]); the two differ only in how they wait.
+//! ([`nonblocking`]); the two differ only in how they wait. Three [`Strategy`]s hand the chunks
+//! to the kernel: one `write` per chunk (the seed's way, and the default), `writev` of `--batch`
+//! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
 pub mod nonblocking;
 
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,6 +28,40 @@ use crate::protocol::{Frame, Hello, Mode, Report, encode_hello};
 use crate::source::Source;
 use crate::timing::{CpuTime, unix_us_now};
 use nonblocking::MioConn;
+
+/// How the client hands chunks to the kernel (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strategy {
+    /// One write() per chunk, as the seed did.
+    Write,
+    /// --batch chunks per writev(), each chunk its own buffer of --chunk bytes.
+    Writev,
+    /// sendfile() of --chunk bytes per call, from the page cache to the socket (zero-copy);
+    /// the checksum is computed on a thread of its own.
+    Sendfile,
+}
+
+impl Strategy {
+    /// The JSON's `strategy` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Write => "write",
+            Strategy::Writev => "writev",
+            Strategy::Sendfile => "sendfile",
+        }
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Chunks per `writev` unless `--batch` says otherwise.
+pub const DEFAULT_BATCH: u32 = 64;
+/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
+pub const MAX_BATCH: u32 = 1024;
 
 /// What to send, where, and how.
 #[derive(Debug, Clone)]
@@ -41,14 +78,18 @@ pub struct StreamConfig {
     pub sndbuf: Option<u32>,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<Key>>,
+    /// How chunks reach the kernel.
+    pub strategy: Strategy,
+    /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`MAX_BATCH`]).
+    pub batch: u32,
 }
 
 /// Counts of what the client's writes did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteStats {
-    /// Write calls that moved at least one byte.
+    /// Calls (write, writev or sendfile) that moved at least one byte.
     pub writes: u64,
-    /// Writes that took fewer bytes than offered.
+    /// Calls that took fewer bytes than offered.
     pub partial_writes: u64,
     /// Writes that found the socket full (non-blocking only).
     pub would_block: u64,
@@ -63,6 +104,9 @@ pub struct StreamResult {
     pub bytes: u64,
     pub chunk: u32,
     pub io: &'static str,
+    pub strategy: Strategy,
+    /// Chunks per call with `writev`; `None` for the other strategies.
+    pub batch: Option<u32>,
     pub peer: SocketAddr,
     pub begin_unix_us: u64,
     pub end_unix_us: u64,
@@ -95,6 +139,8 @@ pub trait Transport: Read + Write + Sized {
     fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()>;
     /// Writes that found the socket full, and wake-ups from poll.
     fn waits(&self) -> (u64, u64);
+    /// Sends up to `len` bytes of `file` from `offset` with `sendfile`, waiting like `write`.
+    fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize>;
 }
 
 impl Transport for TcpStream {
@@ -120,11 +166,24 @@ impl Transport for TcpStream {
     fn waits(&self) -> (u64, u64) {
         (0, 0)
     }
+
+    fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
+        loop {
+            match net::sendfile(self, file, offset, len) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
 }
 
 /// Runs one stream transfer over the transport the configuration asks for, showing `progress`.
 pub fn run_stream(cfg: &StreamConfig, progress: &mut Progress) -> Result<StreamResult> {
-    let source = Source::open(&cfg.file, cfg.chunk)?;
+    let batch = match cfg.strategy {
+        Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
+        Strategy::Write | Strategy::Sendfile => 1,
+    };
+    let source = Source::open(&cfg.file, cfg.chunk, batch)?;
     let result = if cfg.nonblocking {
         let conn = MioConn::connect(&cfg.host, cfg.port, cfg.timeout)?;
         transfer(conn, source, cfg, progress)
@@ -167,22 +226,20 @@ fn transfer<T: Transport>(
     let begin = Instant::now();
     let begin_unix_us = unix_us_now();
     let mut writes = WriteStats::default();
-    let chunk = cfg.chunk as usize;
     let mut sent = 0u64;
-    loop {
-        let block = source.next_block()?;
-        if block.is_empty() {
-            break;
-        }
-        for piece in block.chunks(chunk) {
-            if let Err(e) = write_chunk(&mut conn, piece, &mut writes) {
-                return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout));
-            }
-            sent += piece.len() as u64;
-        }
-        progress.update(sent);
-    }
-    if let Err(e) = conn.write_all(&source.digest().to_be_bytes()) {
+    let digest = match send_data(
+        &mut conn,
+        &mut source,
+        cfg,
+        progress,
+        &mut writes,
+        &mut sent,
+    ) {
+        Ok(digest) => digest,
+        Err(Stop::File(e)) => return Err(e),
+        Err(Stop::Net(e)) => return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout)),
+    };
+    if let Err(e) = conn.write_all(&digest.to_be_bytes()) {
         return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout));
     }
     // Nagle stays on while sending, as in the seed; once the last chunk is written, push the
@@ -203,11 +260,13 @@ fn transfer<T: Transport>(
         bytes: source.len(),
         chunk: cfg.chunk,
         io: T::IO,
+        strategy: cfg.strategy,
+        batch: (cfg.strategy == Strategy::Writev).then_some(cfg.batch),
         peer,
         begin_unix_us,
         end_unix_us,
         elapsed,
-        digest: source.digest(),
+        digest,
         writes,
         cpu,
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
@@ -238,6 +297,133 @@ pub fn handshake<T: Transport>(conn: &mut T, hello: &Hello, key: Option<&Key>) -
             bail!("the server broke the protocol: {answer:?} instead of an accept")
         }
     }
+}
+
+/// Why sending stopped early: the file, or the connection.
+enum Stop {
+    File(anyhow::Error),
+    Net(io::Error),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Stop {
+        Stop::Net(e)
+    }
+}
+
+/// Sends every byte of `source` the way `cfg.strategy` says, counting calls into `writes` and
+/// bytes into `sent` as they go. Returns the xxh3-64 of what was sent.
+fn send_data<T: Transport>(
+    conn: &mut T,
+    source: &mut Source,
+    cfg: &StreamConfig,
+    progress: &mut Progress,
+    writes: &mut WriteStats,
+    sent: &mut u64,
+) -> Result<u64, Stop> {
+    let chunk = cfg.chunk as usize;
+    if cfg.strategy == Strategy::Sendfile {
+        let checksum = source.digest_in_background().map_err(Stop::File)?;
+        send_file(conn, source, chunk, progress, writes, sent)?;
+        return checksum
+            .join()
+            .map_err(|_| Stop::File(anyhow::anyhow!("the checksum thread panicked")))?
+            .map_err(Stop::File);
+    }
+    let batch = cfg.batch.clamp(1, MAX_BATCH) as usize;
+    loop {
+        let block = source.next_block().map_err(Stop::File)?;
+        if block.is_empty() {
+            break;
+        }
+        if cfg.strategy == Strategy::Writev {
+            // The iovecs live on the stack, filled afresh for each batch of the block.
+            let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
+            for group in block.chunks(chunk * batch) {
+                write_batch(conn, group, chunk, &mut slots, writes)?;
+                *sent += group.len() as u64;
+            }
+        } else {
+            for piece in block.chunks(chunk) {
+                write_chunk(conn, piece, writes)?;
+                *sent += piece.len() as u64;
+            }
+        }
+        progress.update(*sent);
+    }
+    Ok(source.digest())
+}
+
+/// Sends the file with one `sendfile` of up to `chunk` bytes per call, continuing a short call
+/// from where it stopped.
+fn send_file<T: Transport>(
+    conn: &mut T,
+    source: &Source,
+    chunk: usize,
+    progress: &mut Progress,
+    writes: &mut WriteStats,
+    sent: &mut u64,
+) -> Result<(), Stop> {
+    let len = source.len();
+    let mut shown = 0u64;
+    while *sent < len {
+        let want = (len - *sent).min(chunk as u64) as usize;
+        let mut done = 0;
+        while done < want {
+            match conn.sendfile(source.file(), *sent + done as u64, want - done)? {
+                0 => return Err(Stop::File(source.shrank(*sent + done as u64))),
+                n => {
+                    writes.writes += 1;
+                    if n < want - done {
+                        writes.partial_writes += 1;
+                    }
+                    done += n;
+                }
+            }
+        }
+        *sent += want as u64;
+        if *sent - shown >= crate::source::BLOCK_TARGET as u64 {
+            shown = *sent;
+            progress.update(shown);
+        }
+    }
+    progress.update(*sent);
+    Ok(())
+}
+
+/// Writes `group` (whole chunks of `chunk` bytes, the last maybe shorter) with `writev`, each
+/// chunk its own iovec, continuing a short call from where it stopped.
+#[inline]
+fn write_batch<'a, T: Transport>(
+    conn: &mut T,
+    group: &'a [u8],
+    chunk: usize,
+    slots: &mut [IoSlice<'a>],
+    stats: &mut WriteStats,
+) -> io::Result<()> {
+    let mut used = 0;
+    for (slot, piece) in slots.iter_mut().zip(group.chunks(chunk)) {
+        *slot = IoSlice::new(piece);
+        used += 1;
+    }
+    let mut bufs = &mut slots[..used];
+    let mut left = group.len();
+    while left > 0 {
+        match conn.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                stats.writes += 1;
+                if n < left {
+                    stats.partial_writes += 1;
+                }
+                left -= n;
+                IoSlice::advance_slices(&mut bufs, n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Writes one chunk, finishing it from where a short write stopped.

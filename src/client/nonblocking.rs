@@ -141,6 +141,21 @@ impl Write for MioConn {
         }
     }
 
+    /// `writev` with the same waiting as `write`.
+    #[inline]
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        loop {
+            match self.stream.write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.would_block += 1;
+                    self.wait()?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -168,5 +183,18 @@ impl Transport for MioConn {
 
     fn waits(&self) -> (u64, u64) {
         (self.would_block, self.polls)
+    }
+
+    fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
+        loop {
+            match crate::net::sendfile(&self.stream, file, offset, len) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.would_block += 1;
+                    self.wait()?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
     }
 }

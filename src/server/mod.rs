@@ -41,6 +41,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_BYTES: &str = "64GiB";
 /// Default: how long transfers in flight get to finish after SIGINT or SIGTERM.
 pub const GRACE: Duration = Duration::from_secs(5);
+/// Bytes per read with `--log none` and no `--read-size` (see [`default_read_size`]).
+pub const BULK_READ: u32 = crate::receiver::HASH_BLOCK as u32;
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 
@@ -144,6 +146,17 @@ pub enum Outcome {
     Incomplete(String),
 }
 
+/// The server's read size when `--read-size` is not given. With a log sink, the client's chunk
+/// size: one read (and one log line) per chunk, as the seed's server did. With `--log none`
+/// nothing watches individual reads, so the server reads up to [`BULK_READ`] at once (or one
+/// chunk, if larger): the cheapest receiver, so the server is never the bottleneck it measures.
+pub fn default_read_size(chunk: u32, log: LogMode) -> u32 {
+    match log {
+        LogMode::None => chunk.max(BULK_READ),
+        _ => chunk,
+    }
+}
+
 /// Decides whether to serve a hello. Returns the read size to use (0 in latency mode, which
 /// reads whole messages), or the refusal reason.
 pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
@@ -156,7 +169,9 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
             if let Some(dir) = &cfg.save {
                 dir.admit(&hello.name)?;
             }
-            Ok(cfg.read_size.unwrap_or(hello.chunk))
+            Ok(cfg
+                .read_size
+                .unwrap_or_else(|| default_read_size(hello.chunk, cfg.log)))
         }
         Mode::Latency => Ok(0),
     }

@@ -252,8 +252,22 @@ pub fn dead_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// Checks one verified transfer's JSON against the file it sent.
+/// Checks one verified transfer's JSON against the file it sent (default `--io write`).
 pub fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: &str) {
+    assert_verified_io(v, path, chunk, io, server_io, "write", 1);
+}
+
+/// Checks one verified transfer's JSON against the file it sent with `--io strategy`, `batch`
+/// chunks per call.
+pub fn assert_verified_io(
+    v: &Value,
+    path: &Path,
+    chunk: u64,
+    io: &str,
+    server_io: &str,
+    strategy: &str,
+    batch: u64,
+) {
     let len = std::fs::metadata(path).unwrap().len();
     let digest = xxh3_of(path);
     assert_eq!(v["mode"], "stream");
@@ -269,9 +283,10 @@ pub fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: 
     assert_eq!(s["log"], "none");
     assert_eq!(s["log_lines"], 0);
     assert_eq!(s["io"], server_io);
-    assert_eq!(s["read_size"], chunk);
-    // One write per chunk, the last one shorter; each read returned data.
-    let writes = len.div_ceil(chunk);
+    assert_eq!(s["read_size"], chunk.max(256 * 1024));
+    assert_eq!(v["strategy"], strategy);
+    // One call per `batch` chunks, the last one shorter; each read returned data.
+    let writes = len.div_ceil(chunk * batch);
     assert_eq!(
         v["client"]["writes"].as_u64().unwrap() - v["client"]["partial_writes"].as_u64().unwrap(),
         writes

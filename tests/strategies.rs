@@ -1,0 +1,163 @@
+//! I/O strategies (issue 8): `--io write|writev|sendfile` and `--batch`, every transfer verified
+//! whichever transport and server model, short calls continued from where they stopped, and
+//! bad combinations refused with a usage error.
+
+mod common;
+
+use common::*;
+
+const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
+const TRANSPORTS: [(Option<&str>, &str); 2] =
+    [(None, "blocking"), (Some("--nonblocking"), "nonblocking")];
+
+/// Edge file sizes with writev (batches of 1, 3 and the default 64) and sendfile, over both
+/// transports, against both server models; the JSON counts one call per batch or chunk.
+#[test]
+fn edge_sizes_every_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Option<u64>); 4] = [
+        ("writev", Some(1)),
+        ("writev", Some(3)),
+        ("writev", None),
+        ("sendfile", None),
+    ];
+    for (args, model) in MODELS {
+        let server = Server::start(args);
+        for chunk in [102u64, 10240] {
+            for len in [0, 1, chunk - 1, chunk + 1, 64 * chunk, 200 * chunk + 7] {
+                let path = test_file(dir.path(), &format!("f{chunk}_{len}.txt"), len);
+                let c = chunk.to_string();
+                for (strategy, batch) in cases {
+                    for (flag, io) in TRANSPORTS {
+                        let k = batch.map(|k| k.to_string());
+                        let mut a = vec!["--chunk", &c, "--io", strategy];
+                        if let Some(k) = &k {
+                            a.extend(["--batch", k]);
+                        }
+                        a.extend(flag);
+                        a.push(path.to_str().unwrap());
+                        let (out, v) = client_json(server.port, &a);
+                        let what = format!("{model} {io} {strategy} {batch:?} {chunk} {len}");
+                        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+                        let per_call = match strategy {
+                            "writev" => batch.unwrap_or(64),
+                            _ => 1,
+                        };
+                        assert_verified_io(&v, &path, chunk, io, model, strategy, per_call);
+                        if strategy == "writev" {
+                            assert_eq!(v["batch"], per_call, "{what}");
+                        } else {
+                            assert!(v["batch"].is_null(), "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// With tiny socket buffers, non-blocking writev and sendfile meet WouldBlock and short calls,
+/// keep their place, and the digest still matches.
+#[test]
+fn short_calls_keep_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "f.txt", 4 << 20);
+    for (args, model) in MODELS {
+        let mut a = vec!["--rcvbuf", "4096"];
+        a.extend_from_slice(args);
+        let server = Server::start(&a);
+        for strategy in ["writev", "sendfile"] {
+            for (flag, io) in TRANSPORTS {
+                let mut a = vec!["--io", strategy, "--sndbuf", "4096", "--chunk", "10240"];
+                a.extend(flag);
+                a.push(path.to_str().unwrap());
+                let (out, v) = client_json(server.port, &a);
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                let per_call = if strategy == "writev" { 64 } else { 1 };
+                assert_verified_io(&v, &path, 10240, io, model, strategy, per_call);
+                // A blocking socket waits inside the call until all is taken; a non-blocking
+                // one returns short and the client continues from there.
+                let c = &v["client"];
+                if io == "nonblocking" {
+                    assert!(
+                        c["partial_writes"].as_u64().unwrap() > 0,
+                        "{model} {strategy}: no short call: {c}"
+                    );
+                    assert!(c["would_block"].as_u64().unwrap() > 0, "{strategy}: {c}");
+                }
+            }
+        }
+    }
+}
+
+/// The human report names the strategy and the batch.
+#[test]
+fn human_report_names_strategy() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "h.txt", 100_000);
+    let port = server.port.to_string();
+    let p = path.to_str().unwrap();
+    let out = client(&["--port", &port, "--io", "writev", "--batch", "8", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("io blocking writev of 8, verified"),
+        "{}",
+        stdout(&out)
+    );
+    let out = client(&["--port", &port, "--io", "sendfile", "--nonblocking", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("io nonblocking sendfile, verified"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains(" sendfile calls ("),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Bad combinations get a usage error naming the option, exit 2, and send nothing.
+#[test]
+fn bad_strategy_arguments_refused() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "b.txt", 1000);
+    let port = server.port.to_string();
+    let p = path.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--batch", "8", p], "--batch applies to --io writev only"),
+        (
+            &["--io", "sendfile", "--batch", "8", p],
+            "--batch applies to --io writev only",
+        ),
+        (&["--io", "writev", "--batch", "0", p], "'--batch <K>'"),
+        (
+            &["--io", "writev", "--batch", "1025", p],
+            "1025 is not in 1..=1024",
+        ),
+        (
+            &["--io", "mmap", p],
+            "invalid value 'mmap' for '--io <STRATEGY>'",
+        ),
+        (
+            &["--io", "writev", "--latency"],
+            "--io applies to stream transfers",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut a = vec!["--port", &port];
+        a.extend_from_slice(args);
+        let out = client(&a);
+        assert_fails(&out, 2, needle);
+        assert!(out.stderr.starts_with(b"error:"), "{}", stderr(&out));
+    }
+    // K x chunk beyond what one block may hold: a clear error naming both options, exit 1.
+    let out = client(&[
+        "--port", &port, "--io", "writev", "--batch", "1024", "--chunk", "16m", p,
+    ]);
+    assert_fails(&out, 1, "lower --batch or --chunk");
+    assert!(!server.stderr().contains("b.txt"), "{}", server.stderr());
+}
