@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod readlog;
 pub mod receiver;
 pub mod report;
+pub mod scale;
 pub mod server;
 pub mod source;
 pub mod testdata;

@@ -113,10 +113,17 @@ fn on_stop(wake: impl Fn() + Send + 'static) {
 pub const AUTH_FAILED: &str = "authentication failed: the client does not hold this server's key";
 
 /// Binds the listening socket. A requested receive buffer is set on the listener, before any
-/// connection arrives, so accepted sockets inherit it and the window scale matches it.
+/// connection arrives, so accepted sockets inherit it and the window scale matches it. The
+/// accept backlog is raised from std's 128 to `--max-clients` (the kernel caps it at
+/// `net.core.somaxconn`), so a burst of clients connecting at once is not made to retry a SYN a
+/// second later.
 pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
     let addr = SocketAddr::new(cfg.bind, cfg.port);
     let listener = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+    let backlog = cfg.max_clients.clamp(128, 65535) as i32;
+    socket2::SockRef::from(&listener)
+        .listen(backlog)
+        .with_context(|| format!("cannot listen on {addr} with a backlog of {backlog}"))?;
     if let Some(n) = cfg.rcvbuf {
         socket2::SockRef::from(&listener)
             .set_recv_buffer_size(n as usize)

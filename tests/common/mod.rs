@@ -23,6 +23,7 @@ pub fn bin(name: &str) -> PathBuf {
         "tsserver" => PathBuf::from(env!("CARGO_BIN_EXE_tsserver")),
         "tsclient" => PathBuf::from(env!("CARGO_BIN_EXE_tsclient")),
         "tsgen" => PathBuf::from(env!("CARGO_BIN_EXE_tsgen")),
+        "tsscale" => PathBuf::from(env!("CARGO_BIN_EXE_tsscale")),
         other => panic!("unknown binary {other}"),
     }
 }

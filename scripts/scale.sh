@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Many clients at once: 1, 2, 4 ... 256 concurrent clients, each sending a 4 MiB file at 10240-byte
+# chunks (all verified), against the event-loop and the thread-per-connection server.
+#
+#   scripts/scale.sh [--out DIR] [--counts LIST] [--reps R] [--file PATH] [--chunk BYTES]
+#
+# Writes DIR/scale.md, DIR/scale.json and DIR/scale.svg (default DIR: results).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+
+out=results counts=1,2,4,8,16,32,64,128,256 reps=3 file=testdata/tsl-quick.txt chunk=10240
+while (($#)); do
+  case $1 in
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --counts) counts=${2:?--counts needs a list}; shift 2 ;;
+    --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --chunk) chunk=${2:?--chunk needs a size}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "scale.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+cargo build --release --quiet --bins
+bin=target/release
+[[ -f $file ]] || "$bin/tsgen" --size 4MiB "$file"
+# Each client holds a socket and the server one more per client.
+ulimit -n 4096 2>/dev/null || true
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[[ -z $(git status --porcelain 2>/dev/null) ]] || commit="$commit-dirty"
+exec "$bin/tsscale" --file "$file" --chunk "$chunk" --counts "$counts" --reps "$reps" --out "$out" --commit "$commit"

@@ -1,0 +1,86 @@
+//! tsscale: many concurrent clients against each server model (run by scripts/scale.sh).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use tsperf::scale::{self, ScaleConfig};
+use tsperf::{cli, machine::Machine, units};
+
+/// Start a fresh tsserver per measurement, send FILE from N client threads at once (N from
+/// --counts), and write scale.md, scale.json and scale.svg into --out.
+#[derive(Parser)]
+#[command(name = "tsscale", version, about)]
+struct Args {
+    /// The file every client sends.
+    #[arg(long, default_value = "testdata/tsl-quick.txt")]
+    file: PathBuf,
+    /// Bytes per write.
+    #[arg(long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
+    chunk: u32,
+    /// Concurrent client counts, comma-separated (1 to 1024 each).
+    #[arg(long, default_value = "1,2,4,8,16,32,64,128,256", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    counts: Vec<u32>,
+    /// Server models, comma-separated.
+    #[arg(long, default_value = "event-loop,blocking", value_delimiter = ',',
+          value_parser = ["event-loop", "blocking"])]
+    models: Vec<String>,
+    /// Repetitions per cell (the median is reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    reps: u32,
+    /// Directory for scale.md, scale.json and scale.svg.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// The tsperf commit to name in the report.
+    #[arg(long, default_value = "unknown")]
+    commit: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_default();
+    let run = || -> anyhow::Result<String> {
+        let len = std::fs::metadata(&args.file)
+            .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
+            .len();
+        let cfg = ScaleConfig {
+            file: args.file.clone(),
+            chunk: args.chunk,
+            counts: args.counts.clone(),
+            models: args.models.clone(),
+            reps: args.reps,
+            bin_dir,
+            timeout: Duration::from_secs(60),
+        };
+        let rows = scale::run(&cfg, |r| {
+            eprintln!(
+                "tsscale: {:>10} {:>4} clients: {:>8.1} MiB/s, server cpu {:.2} s, peak rss {:.1} MiB ({:.1} KiB/conn)",
+                r.server,
+                r.clients,
+                r.mib_per_s,
+                r.server_cpu_s,
+                r.peak_rss_kib as f64 / 1024.0,
+                r.growth_per_conn_kib()
+            )
+        })?;
+        std::fs::create_dir_all(&args.out)?;
+        let md = scale::markdown(&rows, &cfg, len, &Machine::probe(&args.commit));
+        tsperf::report::write_atomic(&args.out.join("scale.md"), md.as_bytes())?;
+        let json = serde_json::to_string_pretty(&rows)? + "\n";
+        tsperf::report::write_atomic(&args.out.join("scale.json"), json.as_bytes())?;
+        tsperf::report::write_atomic(&args.out.join("scale.svg"), &scale::svg(&rows)?)?;
+        Ok(md)
+    };
+    match run() {
+        Ok(md) => match cli::print(&md) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => cli::fail("tsscale", &e.into()),
+        },
+        Err(e) => cli::fail("tsscale", &e),
+    }
+}

@@ -1,0 +1,108 @@
+//! Many clients at once (issue 8): tsscale and scripts/scale.sh end to end, every transfer
+//! verified, tables, raw JSON and chart written; bad input refused.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Both server models at 1 and 8 clients: a row each, every byte of every client counted, the
+/// server's RSS and CPU read, the chart well-formed.
+#[test]
+fn tsscale_writes_table_json_and_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "s.txt", 300_000);
+    let out_dir = dir.path().join("out");
+    let out = run(
+        bin("tsscale"),
+        &[
+            "--file",
+            file.to_str().unwrap(),
+            "--counts",
+            "1,8",
+            "--reps",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("scale.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in rows {
+        let clients = r["clients"].as_u64().unwrap();
+        assert_eq!(r["bytes"], clients * 300_000, "{r}");
+        assert!(r["mib_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        let (base, peak) = (
+            r["base_rss_kib"].as_u64().unwrap(),
+            r["peak_rss_kib"].as_u64().unwrap(),
+        );
+        assert!(base > 0 && peak >= base, "{r}");
+    }
+    let md = std::fs::read_to_string(out_dir.join("scale.md")).unwrap();
+    assert!(
+        md.contains("| event-loop | 8 |") && md.contains("| blocking | 1 |"),
+        "{md}"
+    );
+    assert!(md.contains("- event-loop: at 8 clients"), "{md}");
+    let svg = std::fs::read_to_string(out_dir.join("scale.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    assert!(
+        doc.descendants()
+            .any(|n| n.text().map(str::trim) == Some("event-loop"))
+    );
+}
+
+/// The script builds, runs and writes its results where --out says.
+#[test]
+fn scale_script_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        root().join("scripts/scale.sh"),
+        &[
+            "--counts",
+            "2",
+            "--reps",
+            "1",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for f in ["scale.md", "scale.json", "scale.svg"] {
+        assert!(dir.path().join(f).exists(), "{f} missing");
+    }
+    let out = run(root().join("scripts/scale.sh"), &["--bogus"]);
+    assert_fails(&out, 2, "unknown option '--bogus'");
+}
+
+/// Bad counts, models and files are refused with a message naming them.
+#[test]
+fn bad_input_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "s.txt", 1000);
+    let f = file.to_str().unwrap();
+    let out_dir = dir.path().join("out");
+    let o = out_dir.to_str().unwrap();
+    let out = run(bin("tsscale"), &["--file", f, "--counts", "0", "--out", o]);
+    assert_fails(&out, 2, "'--counts <COUNTS>'");
+    let out = run(
+        bin("tsscale"),
+        &["--file", f, "--models", "threads", "--out", o],
+    );
+    assert_fails(&out, 2, "'threads'");
+    let missing = dir.path().join("nope.txt");
+    let out = run(
+        bin("tsscale"),
+        &["--file", missing.to_str().unwrap(), "--out", o],
+    );
+    assert_fails(&out, 1, "nope.txt");
+    assert!(!out_dir.exists());
+}
