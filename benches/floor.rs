@@ -2,51 +2,30 @@
 //! side with tsperf (issue 8).
 //!
 //! `cargo bench --bench floor` runs, for chunks 102, 1024 and 10240, alternately REPS times
-//! (env `TSPERF_REPS`, default 5): a writer thread that `write()`s exactly CHUNK bytes at a time
-//! from memory and a reader thread that `read()`s with a CHUNK-byte buffer until EOF (std only,
-//! no tsperf code on the path), and tsclient to a `--log none` tsserver with the 36 MiB file. It
-//! prints the medians and tsperf's fraction of the floor.
+//! (env `TSPERF_REPS`, default 5): the bare loop of `tsperf::floor` (a writer thread that
+//! `write()`s exactly CHUNK bytes at a time from memory, a reader thread that `read()`s 256 KiB
+//! at a time until EOF; std only, no other tsperf code on the path), and tsclient to a
+//! `--log none` tsserver with the 36 MiB file. It prints receiver-side medians and tsperf's
+//! fraction of the floor.
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::process::Stdio;
-use std::time::Instant;
 
 use common::{client, median, reps, seed_file, server};
 
-/// Moves `total` bytes through loopback in `chunk`-byte writes and reads; returns MiB/s.
+/// The bare loop (`tsperf::floor`, std only), receiver-side MiB/s, reading 256 KiB at a time
+/// as tsserver does with `--log none`.
 fn floor(total: usize, chunk: usize) -> f64 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let reader = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        let mut buf = vec![0u8; chunk];
-        let mut got = 0usize;
-        loop {
-            match s.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-        (got, Instant::now())
-    });
-    let data = vec![b'x'; chunk];
-    let mut s = TcpStream::connect(addr).unwrap();
-    let start = Instant::now();
-    let mut sent = 0;
-    while sent < total {
-        let n = chunk.min(total - sent);
-        s.write_all(&data[..n]).unwrap();
-        sent += n;
-    }
-    drop(s);
-    let (got, end) = reader.join().unwrap();
-    assert_eq!(got, total);
-    got as f64 / (1024.0 * 1024.0) / end.duration_since(start).as_secs_f64()
+    let f = tsperf::floor::run(total as u64, chunk, 256 * 1024).expect("floor loop");
+    f.bytes as f64 / (1024.0 * 1024.0) / f.receiver.as_secs_f64()
+}
+
+/// tsperf's receiver-side MiB/s from a tsclient JSON.
+fn receiver(v: &serde_json::Value) -> f64 {
+    v["server"]["bytes"].as_f64().unwrap()
+        / (1024.0 * 1024.0)
+        / v["server"]["elapsed_s"].as_f64().unwrap()
 }
 
 fn main() {
@@ -64,19 +43,14 @@ fn main() {
         let c = chunk.to_string();
         for _ in 0..reps {
             f.push(floor(total, chunk));
-            b.push(
-                client(&port, &["--chunk", &c, file.to_str().unwrap()])["mib_per_s"]
-                    .as_f64()
-                    .unwrap(),
-            );
-            n.push(
-                client(
-                    &port,
-                    &["--chunk", &c, "--nonblocking", file.to_str().unwrap()],
-                )["mib_per_s"]
-                    .as_f64()
-                    .unwrap(),
-            );
+            b.push(receiver(&client(
+                &port,
+                &["--chunk", &c, file.to_str().unwrap()],
+            )));
+            n.push(receiver(&client(
+                &port,
+                &["--chunk", &c, "--nonblocking", file.to_str().unwrap()],
+            )));
         }
         let (f, b, n) = (median(&mut f), median(&mut b), median(&mut n));
         println!(

@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod floor;
 pub mod latency;
 pub mod machine;
 pub mod matrix;

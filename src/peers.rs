@@ -12,15 +12,44 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-/// One chunk size's medians.
-#[derive(Debug, Clone, PartialEq)]
+/// One chunk size's medians. Rates are receiver-side unless named otherwise: tsperf's server
+/// from its first byte to its last, iperf3's `sum_received`, the floor's reader likewise.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct PeerRow {
     pub chunk: u32,
+    /// The bare write/read loop ([`crate::floor`]).
+    pub floor_mib_s: f64,
+    /// tsclient (blocking, `--io write`) to the server.
     pub tsperf_mib_s: f64,
+    /// The same runs, end to end at the client (first write to the server's report).
+    pub tsperf_e2e_mib_s: f64,
+    /// tsclient `--nonblocking`.
+    pub nonblocking_mib_s: f64,
+    /// The client's CPU seconds, blocking and non-blocking.
+    pub blocking_cpu_s: f64,
+    pub nonblocking_cpu_s: f64,
+    /// tsclient `--io writev --batch 64`.
+    pub writev_mib_s: f64,
     pub iperf3_mib_s: f64,
     /// The fewest bytes iperf3's receiver counted in any repetition.
     pub iperf3_min_bytes: u64,
+    /// Every tsperf run verified.
     pub tsperf_verified: bool,
+}
+
+impl PeerRow {
+    pub fn vs_iperf3(&self) -> f64 {
+        self.tsperf_mib_s / self.iperf3_mib_s.max(f64::MIN_POSITIVE)
+    }
+    pub fn vs_floor(&self) -> f64 {
+        self.tsperf_mib_s / self.floor_mib_s.max(f64::MIN_POSITIVE)
+    }
+    pub fn nonblocking_vs_blocking(&self) -> f64 {
+        self.nonblocking_mib_s / self.tsperf_mib_s.max(f64::MIN_POSITIVE)
+    }
+    pub fn cpu_ratio(&self) -> f64 {
+        self.nonblocking_cpu_s / self.blocking_cpu_s.max(f64::MIN_POSITIVE)
+    }
 }
 
 pub struct PeersConfig {
@@ -66,7 +95,15 @@ fn iperf3(cfg: &PeersConfig, chunk: u32) -> Result<(f64, u64)> {
     ))
 }
 
-fn tsclient(cfg: &PeersConfig, chunk: u32) -> Result<(f64, bool)> {
+/// One tsclient run's numbers.
+struct TsRun {
+    receiver_mib_s: f64,
+    e2e_mib_s: f64,
+    cpu_s: f64,
+    verified: bool,
+}
+
+fn tsclient(cfg: &PeersConfig, chunk: u32, extra: &[&str]) -> Result<TsRun> {
     let out = Command::new(cfg.bin_dir.join("tsclient"))
         .args([
             "--port",
@@ -75,36 +112,71 @@ fn tsclient(cfg: &PeersConfig, chunk: u32) -> Result<(f64, bool)> {
             "--chunk",
             &chunk.to_string(),
         ])
+        .args(extra)
         .arg(&cfg.file)
         .stdin(Stdio::null())
         .output()
         .context("cannot run tsclient")?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("tsclient printed no JSON")?;
-    Ok((
-        v["mib_per_s"].as_f64().unwrap_or(0.0),
-        v["verified"] == true,
-    ))
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "tsclient printed no JSON: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })?;
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    let server_s = f(&v["server"]["elapsed_s"]);
+    let bytes = v["server"]["bytes"].as_u64().unwrap_or(0);
+    Ok(TsRun {
+        receiver_mib_s: bytes as f64 / (1024.0 * 1024.0) / server_s.max(1e-9),
+        e2e_mib_s: f(&v["mib_per_s"]),
+        cpu_s: f(&v["cpu"]["user_s"]) + f(&v["cpu"]["sys_s"]),
+        verified: v["verified"] == true && out.status.success(),
+    })
 }
 
-/// Runs the comparison; servers must already listen on the configured ports.
+/// Runs the comparison; servers must already listen on the configured ports. Within each
+/// repetition the five runs alternate: floor, tsperf blocking, non-blocking, writev, iperf3.
 pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<PeerRow>> {
+    let len = std::fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?
+        .len();
+    let mib = |bytes: u64, d: std::time::Duration| {
+        bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64().max(1e-9)
+    };
     let mut rows = Vec::new();
     for &chunk in &cfg.chunks {
-        let (mut ts, mut ip, mut min_bytes, mut verified) =
-            (Vec::new(), Vec::new(), u64::MAX, true);
+        let mut v: [Vec<f64>; 8] = Default::default();
+        let (mut min_bytes, mut verified) = (u64::MAX, true);
         for _ in 0..cfg.reps {
-            let (rate, ok) = tsclient(cfg, chunk)?;
-            ts.push(rate);
-            verified &= ok;
+            let read = (crate::server::BULK_READ as usize).max(chunk as usize);
+            let f =
+                crate::floor::run(len, chunk as usize, read).context("the floor loop failed")?;
+            v[0].push(mib(f.bytes, f.receiver));
+            let b = tsclient(cfg, chunk, &[])?;
+            let n = tsclient(cfg, chunk, &["--nonblocking"])?;
+            let w = tsclient(cfg, chunk, &["--io", "writev", "--batch", "64"])?;
+            verified &= b.verified && n.verified && w.verified;
+            v[1].push(b.receiver_mib_s);
+            v[2].push(b.e2e_mib_s);
+            v[3].push(n.receiver_mib_s);
+            v[4].push(b.cpu_s);
+            v[5].push(n.cpu_s);
+            v[6].push(w.receiver_mib_s);
             let (bps, bytes) = iperf3(cfg, chunk)?;
-            ip.push(bps / 8.0 / (1024.0 * 1024.0));
+            v[7].push(bps / 8.0 / (1024.0 * 1024.0));
             min_bytes = min_bytes.min(bytes);
         }
+        let [fl, ts, e2e, nb, bc, nc, wv, ip] = v.map(|mut x| median(&mut x));
         let row = PeerRow {
             chunk,
-            tsperf_mib_s: median(&mut ts),
-            iperf3_mib_s: median(&mut ip),
+            floor_mib_s: fl,
+            tsperf_mib_s: ts,
+            tsperf_e2e_mib_s: e2e,
+            nonblocking_mib_s: nb,
+            blocking_cpu_s: bc,
+            nonblocking_cpu_s: nc,
+            writev_mib_s: wv,
+            iperf3_mib_s: ip,
             iperf3_min_bytes: min_bytes,
             tsperf_verified: verified,
         };
@@ -112,6 +184,12 @@ pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// The issue's bar for tsperf against iperf3 at `chunk`: 1.5× at 1024 bytes and below, 1.1×
+/// above.
+pub fn iperf3_bar(chunk: u32) -> f64 {
+    if chunk <= 1024 { 1.5 } else { 1.1 }
 }
 
 /// `peers.md`.
@@ -126,8 +204,10 @@ pub fn markdown(
     let _ = writeln!(
         o,
         "Loopback on {} ({} cores), kernel {}; tsperf {} (commit {}). File `{}` ({}), median of {reps} \
-         alternating runs. tsperf: client end-to-end rate to a `--log none` event-loop server, verified \
-         by digest. iperf3: `iperf3 -F FILE -l CHUNK -J`, receiver rate (`end.sum_received`).\n",
+         alternating runs, all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
+         (src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
+         server's first to last byte, every run verified by digest (end to end: client's first write \
+         to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`.\n",
         machine.cpu,
         machine.cores,
         machine.kernel,
@@ -138,9 +218,9 @@ pub fn markdown(
     );
     let _ = writeln!(
         o,
-        "| chunk | tsperf MiB/s | iperf3 MiB/s | tsperf / iperf3 | tsperf verified | iperf3 receiver bytes |"
+        "| chunk | floor MiB/s | tsperf MiB/s | tsperf end to end | iperf3 MiB/s | tsperf / iperf3 | tsperf / floor | tsperf verified | iperf3 receiver bytes |"
     );
-    let _ = writeln!(o, "|---:|---:|---:|---:|---|---|");
+    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---:|---:|---|---|");
     for r in rows {
         let counted = if r.iperf3_min_bytes >= file_len {
             "all".to_owned()
@@ -154,13 +234,56 @@ pub fn markdown(
         };
         let _ = writeln!(
             o,
-            "| {} | {:.1} | {:.1} | {:.2}× | {} | {} |",
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× | {:.2} | {} | {} |",
             r.chunk,
+            r.floor_mib_s,
             r.tsperf_mib_s,
+            r.tsperf_e2e_mib_s,
             r.iperf3_mib_s,
-            r.tsperf_mib_s / r.iperf3_mib_s.max(f64::MIN_POSITIVE),
+            r.vs_iperf3(),
+            r.vs_floor(),
             if r.tsperf_verified { "yes" } else { "**NO**" },
             counted
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n## I/O models and strategies (same runs)\n\n\
+         | chunk | blocking MiB/s | nonblocking MiB/s | nonblocking / blocking | client CPU s blocking | nonblocking | CPU ratio | writev ×64 MiB/s | writev / write |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {:.1} | {:.1} | {:.2} | {:.4} | {:.4} | {:.2} | {:.1} | {:.2}× |",
+            r.chunk,
+            r.tsperf_mib_s,
+            r.nonblocking_mib_s,
+            r.nonblocking_vs_blocking(),
+            r.blocking_cpu_s,
+            r.nonblocking_cpu_s,
+            r.cpu_ratio(),
+            r.writev_mib_s,
+            r.writev_mib_s / r.tsperf_mib_s.max(f64::MIN_POSITIVE)
+        );
+    }
+    let _ = writeln!(o, "\n## Bars\n");
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+    for r in rows {
+        let bar = iperf3_bar(r.chunk);
+        let _ = writeln!(
+            o,
+            "- {} B: tsperf / iperf3 {:.2}× (bar {bar}×) {}; tsperf / floor {:.2} (bar 0.85) {}; \
+             nonblocking / blocking {:.2} (bar 0.90) {}; client CPU {:.2}× (bar 1.2×) {}.",
+            r.chunk,
+            r.vs_iperf3(),
+            verdict(r.vs_iperf3() >= bar),
+            r.vs_floor(),
+            verdict(r.vs_floor() >= 0.85),
+            r.nonblocking_vs_blocking(),
+            verdict(r.nonblocking_vs_blocking() >= 0.9),
+            r.cpu_ratio(),
+            verdict(r.cpu_ratio() <= 1.2)
         );
     }
     o
@@ -170,39 +293,50 @@ pub fn markdown(
 mod tests {
     use super::*;
 
-    /// The table flags an iperf3 receiver that counted fewer bytes than the file holds.
+    /// The table flags an iperf3 receiver that counted fewer bytes than the file holds, and
+    /// the bars say which were met.
     #[test]
-    fn shortfall_is_flagged() {
+    fn shortfall_and_bars() {
         let rows = [
             PeerRow {
                 chunk: 102,
+                floor_mib_s: 90.0,
                 tsperf_mib_s: 80.0,
+                tsperf_e2e_mib_s: 75.0,
+                nonblocking_mib_s: 78.0,
+                blocking_cpu_s: 0.4,
+                nonblocking_cpu_s: 0.44,
+                writev_mib_s: 800.0,
                 iperf3_mib_s: 40.0,
                 iperf3_min_bytes: 900,
                 tsperf_verified: true,
             },
             PeerRow {
-                chunk: 1024,
-                tsperf_mib_s: 300.0,
-                iperf3_mib_s: 200.0,
+                chunk: 10240,
+                floor_mib_s: 2000.0,
+                tsperf_mib_s: 1000.0,
+                tsperf_e2e_mib_s: 900.0,
+                nonblocking_mib_s: 800.0,
+                blocking_cpu_s: 0.1,
+                nonblocking_cpu_s: 0.2,
+                writev_mib_s: 1000.0,
+                iperf3_mib_s: 1000.0,
                 iperf3_min_bytes: 1000,
                 tsperf_verified: true,
             },
         ];
-        let md = markdown(
-            &rows,
-            Path::new("f"),
-            1000,
-            3,
-            &crate::machine::Machine::default(),
-        );
+        let md = markdown(&rows, Path::new("f"), 1000, 3, &Default::default());
         assert!(
-            md.contains("| 102 | 80.0 | 40.0 | 2.00× | yes | **900 of 1000** (90.0%) |"),
+            md.contains(
+                "| 102 | 90.0 | 80.0 | 75.0 | 40.0 | 2.00× | 0.89 | yes | **900 of 1000** (90.0%) |"
+            ),
             "{md}"
         );
         assert!(
-            md.contains("| 1024 | 300.0 | 200.0 | 1.50× | yes | all |"),
+            md.contains("| 10240 | 2000.0 | 1000.0 | 900.0 | 1000.0 | 1.00× | 0.50 | yes | all |"),
             "{md}"
         );
+        assert!(md.contains("- 102 B: tsperf / iperf3 2.00× (bar 1.5×) met; tsperf / floor 0.89 (bar 0.85) met; nonblocking / blocking 0.97 (bar 0.90) met; client CPU 1.10× (bar 1.2×) met."), "{md}");
+        assert!(md.contains("tsperf / iperf3 1.00× (bar 1.1×) **missed**; tsperf / floor 0.50 (bar 0.85) **missed**; nonblocking / blocking 0.80 (bar 0.90) **missed**; client CPU 2.00× (bar 1.2×) **missed**."), "{md}");
     }
 }

@@ -1,0 +1,81 @@
+//! The floor: a bare `write()`/`read()` loop over loopback, the reference tsperf is held to.
+//!
+//! Nothing from the rest of tsperf is on its path: std sockets only, a writer thread that
+//! `write()`s exactly `chunk` bytes from memory each call (Nagle on, as tsclient), and a reader
+//! thread that `read()`s into a buffer of `read_size` bytes until EOF and neither checks nor
+//! checksums anything. It is what one write per chunk costs in the kernel and nothing else.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// One run of the loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Floor {
+    pub bytes: u64,
+    /// The reader's first byte to its last.
+    pub receiver: Duration,
+    /// The writer's first write to the reader's last byte.
+    pub wall: Duration,
+}
+
+/// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
+pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let reader = std::thread::spawn(move || -> io::Result<(u64, Instant, Instant)> {
+        let (mut s, _) = listener.accept()?;
+        let mut buf = vec![0u8; read_size.max(1)];
+        let mut got = 0u64;
+        let mut first = None;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    first.get_or_insert_with(Instant::now);
+                    got += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let last = Instant::now();
+        Ok((got, first.unwrap_or(last), last))
+    });
+    let data = vec![b'x'; chunk.max(1)];
+    let mut s = TcpStream::connect(addr)?;
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while sent < total {
+        let n = (chunk as u64).min(total - sent) as usize;
+        s.write_all(&data[..n])?;
+        sent += n as u64;
+    }
+    s.shutdown(Shutdown::Write)?;
+    let (got, first, last) = reader
+        .join()
+        .map_err(|_| io::Error::other("the floor's reader panicked"))??;
+    if got != total {
+        return Err(io::Error::other(format!(
+            "the floor's reader got {got} of {total} bytes"
+        )));
+    }
+    Ok(Floor {
+        bytes: got,
+        receiver: last.duration_since(first),
+        wall: last.duration_since(start),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every byte arrives, at odd chunk and read sizes too.
+    #[test]
+    fn moves_every_byte() {
+        for (chunk, read) in [(102, 262144), (1000, 7), (10240, 10240)] {
+            let f = super::run(1_000_003, chunk, read).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
+            assert!(f.wall >= f.receiver);
+        }
+    }
+}
