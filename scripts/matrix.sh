@@ -2,7 +2,7 @@
 # The whole seed comparison: build, generate the test file, start servers, run the grid, and
 # leave tables, charts and raw JSON in results/ (or --out DIR).
 #
-#   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST]
+#   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST] [--io LIST]
 #                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
 #
 #   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
@@ -10,6 +10,7 @@
 #   --reps R        repetitions of every stream cell (default 3)
 #   --file PATH     the file to stream (default testdata/tsl.txt, 36 MiB, generated if missing)
 #   --chunks LIST   chunk sizes, comma-separated (default 102,1024,10240)
+#   --io LIST       client I/O strategies as a grid dimension: write,writev,sendfile (default write)
 #   --host HOST     run the client grid against a tsserver already running on HOST (the real LAN
 #                   case: start `tsserver` there, with the --log you want to measure)
 #   --port PORT     that server's port (default 7433)
@@ -21,10 +22,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin=""
+out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -32,6 +33,7 @@ while (($#)); do
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
     --file) file=${2:?--file needs a path}; shift 2 ;;
     --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
+    --io) io=${2:?--io needs a list}; shift 2 ;;
     --host) host=${2:?--host needs a host}; shift 2 ;;
     --port) port=${2:?--port needs a number}; shift 2 ;;
     --lan) lan=1; shift ;;
@@ -46,6 +48,7 @@ done
 [[ $port =~ ^[0-9]+$ ]] || bad "invalid --port '$port': expected a number"
 [[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
+[[ $io =~ ^(write|writev|sendfile)(,(write|writev|sendfile))*$ ]] || bad "invalid --io '$io': expected a comma-separated list of write, writev, sendfile"
 
 if [[ -z $bin ]]; then
   cargo build --release --quiet --bins
@@ -81,6 +84,7 @@ args=(--out "$out" --file "$file" --reps "$reps" --latency-count "$latency_count
       --stdout-to "$stdout_to" --tmux-session "$session" --work "$work")
 IFS=, read -r -a chunk_list <<<"$chunks"
 for c in "${chunk_list[@]}"; do args+=(--chunks "$c"); done
+args+=(--io "$io")
 if [[ -n $host ]]; then
   args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
 elif ((lan)); then

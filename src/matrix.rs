@@ -1,6 +1,8 @@
 //! The comparison grid behind `scripts/matrix.sh`: the seed's experiments, every cell, repeated.
 //!
-//! Stream cells are chunk × client io × server log; latency cells are codec × framing × nodelay,
+//! Stream cells are chunk × client io × server log (× client I/O strategy, when asked: a cell
+//! whose strategy is not the default `write` has it in its io label, e.g. `blocking writev`);
+//! latency cells are codec × framing × nodelay,
 //! plus reconnect. The grid starts its own servers (one per log sink; `stdout` on a pseudo-
 //! terminal), or uses a server already running elsewhere (`--host`). Every repetition's client
 //! JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are written
@@ -33,6 +35,8 @@ pub struct GridConfig {
     pub file: PathBuf,
     pub reps: u32,
     pub chunks: Vec<u32>,
+    /// tsclient `--io` strategies (`write` alone by default).
+    pub strategies: Vec<String>,
     /// Requests per latency cell, and per cell that stalls on Nagle.
     pub latency_count: u64,
     pub stall_count: u64,
@@ -353,7 +357,26 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
 
     let latency_cells = latency_cells();
 
-    let total = cfg.chunks.len() * 2 * logs.len() * cfg.reps as usize + latency_cells.len();
+    let total = cfg.chunks.len() * 2 * cfg.strategies.len().max(1) * logs.len() * cfg.reps as usize
+        + latency_cells.len();
+    let strategies: Vec<&str> = if cfg.strategies.is_empty() {
+        vec!["write"]
+    } else {
+        cfg.strategies.iter().map(String::as_str).collect()
+    };
+    let ios: Vec<(String, &str, &str)> = strategies
+        .iter()
+        .flat_map(|s| {
+            ["blocking", "nonblocking"].map(|io| {
+                let label = if *s == "write" {
+                    io.to_owned()
+                } else {
+                    format!("{io} {s}")
+                };
+                (label, io, *s)
+            })
+        })
+        .collect();
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr_with_hz(10))
     } else {
@@ -388,25 +411,29 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     let file = cfg.file.display().to_string();
 
     for &chunk in &cfg.chunks {
-        for io in ["blocking", "nonblocking"] {
+        for (label, io, strategy) in &ios {
+            let (label, io, strategy) = (label.as_str(), *io, *strategy);
             // Alternate the log sinks within each repetition, so drift hits every sink alike.
             let cells: Vec<Cell> = servers
                 .iter()
                 .map(|(log, _, _)| Cell::Stream {
                     chunk,
-                    io: io.into(),
+                    io: label.into(),
                     log: (*log).into(),
                 })
                 .collect();
             for rep in 1..=cfg.reps {
                 for (cell, (log, _, port)) in cells.iter().zip(&servers) {
                     bar.set_message(format!(
-                        "stream chunk {chunk} {io} log {log} rep {rep}/{}",
+                        "stream chunk {chunk} {label} log {log} rep {rep}/{}",
                         cfg.reps
                     ));
                     let mut args = vec!["--chunk".to_owned(), chunk.to_string(), file.clone()];
                     if io == "nonblocking" {
                         args.push("--nonblocking".into());
+                    }
+                    if strategy != "write" {
+                        args.extend(["--io".to_owned(), strategy.to_owned()]);
                     }
                     let v = cfg.client(&host, *port, &args)?;
                     digest = v["digest"].as_str().unwrap_or_default().to_owned();
@@ -436,10 +463,14 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
                 },
                 &all,
             );
-            for row in m.stream.iter().filter(|r| r.chunk == chunk && r.io == io) {
+            for row in m
+                .stream
+                .iter()
+                .filter(|r| r.chunk == chunk && r.io == label)
+            {
                 bar.suspend(|| {
                     println!(
-                        "stream  chunk {:>5}  {:<11}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
+                        "stream  chunk {:>5}  {:<20}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
                         row.chunk,
                         row.io,
                         row.log,

@@ -138,7 +138,8 @@ fn quick_grid_on_loopback() {
     assert_eq!(leftovers(), "", "left behind");
 }
 
-/// Issue 6: tsreport renders the same tables again from the raw runs.
+/// Issue 6: tsreport renders the same tables again from the raw runs. Issue 8: `--io` adds the
+/// client's I/O strategy as a dimension (3 strategies x 2 io x 3 logs at one chunk size).
 #[test]
 fn tsreport_rerenders() {
     let _grid = grid_lock();
@@ -150,6 +151,8 @@ fn tsreport_rerenders() {
             "--quick",
             "--chunks",
             "1024",
+            "--io",
+            "write,writev,sendfile",
             "--out",
             out.to_str().unwrap(),
             "--bin-dir",
@@ -158,6 +161,22 @@ fn tsreport_rerenders() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let before = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    check_results(&out, 18, 10);
+    for label in [
+        "| blocking |",
+        "| nonblocking writev |",
+        "| blocking sendfile |",
+    ] {
+        assert!(before.contains(label), "{label} missing:\n{before}");
+    }
+    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    let strategies: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.result["strategy"].as_str())
+        .collect();
+    for s in ["write", "writev", "sendfile"] {
+        assert_eq!(strategies.iter().filter(|x| **x == s).count(), 6, "{s}");
+    }
     std::fs::remove_file(out.join("matrix.md")).unwrap();
     let tsreport = bin("tsserver").with_file_name("tsreport");
     let r = run(tsreport.clone(), &[out.to_str().unwrap()]);
@@ -177,6 +196,7 @@ fn matrix_usage_errors() {
     for (args, needle) in [
         (&["--reps", "0"][..], "invalid --reps '0'"),
         (&["--stdout-to", "tty"][..], "invalid --stdout-to 'tty'"),
+        (&["--io", "write,mmap"][..], "invalid --io 'write,mmap'"),
         (&["--frobnicate"][..], "unknown option '--frobnicate'"),
         (&["--host", "198.18.0.9", "--lan"][..], "cannot be combined"),
     ] {

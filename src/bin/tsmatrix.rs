@@ -23,6 +23,9 @@ struct Args {
     /// Chunk sizes, comma-separated.
     #[arg(long, default_value = "102,1024,10240", value_parser = parse_chunks)]
     chunks: Vec<u32>,
+    /// tsclient --io strategies to add as a grid dimension, comma-separated.
+    #[arg(long, default_value = "write", value_delimiter = ',', value_parser = ["write", "writev", "sendfile"])]
+    io: Vec<String>,
     /// Requests per latency cell.
     #[arg(long, default_value_t = 1000)]
     latency_count: u64,
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         file: args.file,
         reps: args.reps,
         chunks: args.chunks,
+        strategies: args.io,
         latency_count: args.latency_count,
         stall_count: args.stall_count,
         host: args.host.map(|h| (h, args.port)),
