@@ -28,5 +28,6 @@ bin=target/release
 # Each client holds a socket and the server one more per client.
 ulimit -n 4096 2>/dev/null || true
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-[[ -z $(git status --porcelain 2>/dev/null) ]] || commit="$commit-dirty"
+# Dirty when tracked code differs from the commit; results being rewritten do not count.
+[[ -z $(git status --porcelain --untracked-files=no -- . ":!results" 2>/dev/null) ]] || commit+="+dirty"
 exec "$bin/tsscale" --file "$file" --chunk "$chunk" --counts "$counts" --reps "$reps" --out "$out" --commit "$commit"
