@@ -3,13 +3,14 @@
 # chunks (all verified), against the event-loop and the thread-per-connection server.
 #
 #   scripts/scale.sh [--out DIR] [--counts LIST] [--reps R] [--file PATH] [--chunk BYTES]
+#                    [--bin-dir DIR]   (use the tsperf binaries in DIR instead of building them)
 #
 # Writes DIR/scale.md, DIR/scale.json and DIR/scale.svg (default DIR: results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results counts=1,2,4,8,16,32,64,128,256 reps=3 file=testdata/tsl-quick.txt chunk=10240
+out=results counts=1,2,4,8,16,32,64,128,256 reps=3 file=testdata/tsl-quick.txt chunk=10240 bin=""
 while (($#)); do
   case $1 in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
@@ -17,13 +18,19 @@ while (($#)); do
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
     --file) file=${2:?--file needs a path}; shift 2 ;;
     --chunk) chunk=${2:?--chunk needs a size}; shift 2 ;;
+    --bin-dir) bin=${2:?--bin-dir needs a directory}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "scale.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
 
-cargo build --release --quiet --bins
-bin=target/release
+if [[ -z $bin ]]; then
+  cargo build --release --quiet --bins
+  bin=target/release
+fi
+for b in tsserver tsgen tsscale; do
+  [[ -x $bin/$b ]] || { echo "scale.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
+done
 [[ -f $file ]] || "$bin/tsgen" --size 4MiB "$file"
 # Each client holds a socket and the server one more per client.
 ulimit -n 4096 2>/dev/null || true

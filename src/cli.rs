@@ -78,3 +78,12 @@ pub fn load_key(
     let (key, warning) = crate::auth::Key::load(path)?;
     Ok((std::sync::Arc::new(key), warning))
 }
+
+/// The directory this program's binary is in, where its sibling binaries (tsserver, tsclient)
+/// are; empty (the current directory) when the system will not say.
+pub fn bin_dir() -> std::path::PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(std::path::PathBuf::from))
+        .unwrap_or_default()
+}

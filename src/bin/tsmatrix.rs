@@ -74,10 +74,7 @@ fn parse_chunks(s: &str) -> Result<u32, String> {
 fn main() -> ExitCode {
     let args = Args::parse();
     cli::init_diagnostics();
-    let bin_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_default();
+    let bin_dir = cli::bin_dir();
     let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     let cfg = GridConfig {
         out: args.out,

@@ -31,10 +31,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let bin_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_default();
+    let bin_dir = cli::bin_dir();
     let run = || -> anyhow::Result<String> {
         let len = std::fs::metadata(&args.file)?.len();
         let cfg = PeersConfig {

@@ -40,10 +40,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let bin_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_default();
+    let bin_dir = cli::bin_dir();
     let run = || -> anyhow::Result<String> {
         let len = std::fs::metadata(&args.file)
             .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
@@ -55,7 +52,8 @@ fn main() -> ExitCode {
             models: args.models.clone(),
             reps: args.reps,
             bin_dir,
-            timeout: Duration::from_secs(60),
+            // Well under the tests' 60 s deadline, so a stalled client is reported, not killed.
+            timeout: Duration::from_secs(20),
         };
         let rows = scale::run(&cfg, |r| {
             eprintln!(

@@ -105,6 +105,27 @@ impl MioConn {
     }
 }
 
+impl MioConn {
+    /// Runs one sending call (`write`, `writev`, `sendfile`) until it moves data or fails:
+    /// after `WouldBlock` it counts the wait and waits in poll; after `EINTR` it simply retries.
+    #[inline]
+    fn send_with(
+        &mut self,
+        mut call: impl FnMut(&mut TcpStream) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        loop {
+            match call(&mut self.stream) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.would_block += 1;
+                    self.wait()?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+}
+
 fn ignore_eintr(e: io::Error) -> io::Result<()> {
     if e.kind() == io::ErrorKind::Interrupted {
         Ok(())
@@ -129,31 +150,13 @@ impl Write for MioConn {
     /// Writes as much of `buf` as the socket takes now, waiting in poll only when it takes none.
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            match self.stream.write(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.would_block += 1;
-                    self.wait()?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+        self.send_with(|s| s.write(buf))
     }
 
     /// `writev` with the same waiting as `write`.
     #[inline]
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        loop {
-            match self.stream.write_vectored(bufs) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.would_block += 1;
-                    self.wait()?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+        self.send_with(|s| s.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -186,15 +189,6 @@ impl Transport for MioConn {
     }
 
     fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
-        loop {
-            match crate::net::sendfile(&self.stream, file, offset, len) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.would_block += 1;
-                    self.wait()?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+        self.send_with(|s| crate::net::sendfile(s, file, offset, len))
     }
 }
