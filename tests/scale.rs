@@ -60,7 +60,8 @@ fn tsscale_writes_table_json_and_chart() {
     );
 }
 
-/// The script builds, runs and writes its results where --out says.
+/// The script runs the given binaries (no build inside a test) and writes its results where
+/// --out says.
 #[test]
 fn scale_script_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -73,6 +74,8 @@ fn scale_script_runs() {
             "1",
             "--out",
             dir.path().to_str().unwrap(),
+            "--bin-dir",
+            bin("tsserver").parent().unwrap().to_str().unwrap(),
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
