@@ -55,6 +55,17 @@ impl Machine {
     }
 }
 
+impl std::fmt::Display for Machine {
+    /// The line a report opens with: `AMD EPYC (2 cores), kernel 6.1; tsperf 0.1.0 (commit abc)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({} cores), kernel {}; tsperf {} (commit {})",
+            self.cpu, self.cores, self.kernel, self.tsperf, self.commit
+        )
+    }
+}
+
 /// `key : value` lines, as /proc/cpuinfo has them.
 fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines()

@@ -203,16 +203,11 @@ pub fn markdown(
     let mut o = String::from("# tsperf against iperf3\n\n");
     let _ = writeln!(
         o,
-        "Loopback on {} ({} cores), kernel {}; tsperf {} (commit {}). File `{}` ({}), median of {reps} \
+        "Loopback on {machine}. File `{}` ({}), median of {reps} \
          alternating runs, all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
          (src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
          server's first to last byte, every run verified by digest (end to end: client's first write \
          to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`.\n",
-        machine.cpu,
-        machine.cores,
-        machine.kernel,
-        machine.tsperf,
-        machine.commit,
         file.display(),
         crate::units::size(file_len)
     );

@@ -135,8 +135,10 @@ impl Drop for ServerProc {
     }
 }
 
-/// One measurement: `clients` concurrent verified transfers to a fresh server.
-fn measure(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<ScaleRow> {
+/// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
+/// name and its tsserver flags, from [`MODELS`]).
+fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
+    let (name, flags) = model;
     let server = ServerProc::start(&cfg.bin_dir, flags, clients)?;
     let base = server.status_kib("VmRSS:")?;
     let cpu0 = server.cpu_s()?;
@@ -182,13 +184,12 @@ fn measure(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<ScaleRow> 
     let elapsed = start.elapsed();
     if let Some(first) = failures.first() {
         bail!(
-            "{} of {clients} clients failed against {}; first: {first}",
-            failures.len(),
-            flags.first().unwrap_or(&"the event loop")
+            "{} of {clients} clients failed against the {name} server; first: {first}",
+            failures.len()
         );
     }
     Ok(ScaleRow {
-        server: String::new(),
+        server: name.to_owned(),
         clients,
         bytes,
         mib_per_s: crate::units::mib_per_s(bytes, elapsed),
@@ -223,13 +224,13 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
     for &clients in &cfg.counts {
         let mut samples: Vec<Vec<ScaleRow>> = vec![Vec::new(); models.len()];
         for _ in 0..cfg.reps.max(1) {
-            for (i, (_, flags)) in models.iter().enumerate() {
-                samples[i].push(measure(cfg, flags, clients)?);
+            for (i, model) in models.iter().enumerate() {
+                samples[i].push(measure(cfg, *model, clients)?);
             }
         }
-        for ((name, _), mut s) in models.iter().zip(samples) {
+        for mut s in samples {
             let row = ScaleRow {
-                server: (*name).to_owned(),
+                server: s[0].server.clone(),
                 clients,
                 bytes: s[0].bytes,
                 mib_per_s: median_by(&mut s, |r| r.mib_per_s),
@@ -266,17 +267,12 @@ pub fn markdown(
     let mut o = String::from("# Many clients at once\n\n");
     let _ = writeln!(
         o,
-        "Loopback on {} ({} cores), kernel {}; tsperf {} (commit {}). Each client sends `{}` ({}) in \
+        "Loopback on {m}. Each client sends `{}` ({}) in \
          {}-byte chunks, all at once after a barrier, every transfer verified; a fresh `tsserver \
          --log none` per measurement; median of {} (models alternating). Aggregate = all bytes / \
          (barrier → last report). Server CPU from /proc/PID/stat (10 ms ticks); RSS from \
          /proc/PID/status: the baseline is VmRSS once listening, the peak VmHWM. The server asks \
          for no socket buffers of its own (no --rcvbuf), so its RSS is all it adds.\n",
-        m.cpu,
-        m.cores,
-        m.kernel,
-        m.tsperf,
-        m.commit,
         cfg.file.display(),
         crate::units::size(file_len),
         cfg.chunk,
