@@ -22,6 +22,12 @@ use crate::timing::{CpuTime, unix_us_now};
 /// Bytes gathered before they are checksummed, unless one read is larger.
 pub const HASH_BLOCK: usize = 256 * 1024;
 
+/// One turn of [`Block::read_turn`]: at most this many reads, and no more reads once this many
+/// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
+/// its other connections, its deadlines or a shutdown.
+pub const TURN_READS: u64 = 64;
+pub const TURN_BYTES: usize = 1 << 20;
+
 /// The accounting of one transfer in progress.
 pub struct Receiver {
     expected: u64,
@@ -175,6 +181,8 @@ pub enum ReadEnd {
     Eof,
     /// The socket had no more data for now (non-blocking only).
     WouldBlock,
+    /// This turn's share is used up ([`Block::read_turn`]); more data may be waiting.
+    TurnOver,
     /// Any other error, including a blocking socket's timeout.
     Error(io::Error),
     /// Saving the received bytes failed (disk full, I/O error).
@@ -202,10 +210,31 @@ impl Block {
     /// or the socket says `WouldBlock`/errs. Everything read is counted and checksummed before
     /// this returns, so the block can serve another connection next.
     pub fn read_from<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        self.read_some(src, rx, u64::MAX, usize::MAX)
+    }
+
+    /// Like [`Block::read_from`], but ends with [`ReadEnd::TurnOver`] after [`TURN_READS`]
+    /// reads or [`TURN_BYTES`] bytes, whichever comes first: the event loop's share for one
+    /// connection per wake-up.
+    pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        self.read_some(src, rx, TURN_READS, TURN_BYTES)
+    }
+
+    fn read_some<R: Read>(
+        &mut self,
+        src: &mut R,
+        rx: &mut Receiver,
+        max_reads: u64,
+        max_bytes: usize,
+    ) -> ReadEnd {
+        let (mut reads, mut bytes) = (0u64, 0usize);
         let end = loop {
             let want = rx.want();
             if want == 0 {
                 break ReadEnd::Complete;
+            }
+            if reads >= max_reads || bytes >= max_bytes {
+                break ReadEnd::TurnOver;
             }
             if self.buf.len() - self.pos < want {
                 if let Err(e) = self.flush(rx) {
@@ -220,6 +249,8 @@ impl Block {
                 Ok(n) => {
                     self.pos += n;
                     rx.count(n);
+                    reads += 1;
+                    bytes += n;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break ReadEnd::WouldBlock,
@@ -336,6 +367,41 @@ mod tests {
         let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0).digest;
         assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
         assert_eq!(digest(&rb), xxhash_rust::xxh3::xxh3_64(&b));
+    }
+
+    /// A source that never runs dry (a client always ahead of the server) ends a turn after
+    /// TURN_READS small reads, or TURN_BYTES of large ones; turn after turn completes the transfer
+    /// with the right digest.
+    #[test]
+    fn turns_end_on_a_source_that_never_runs_dry() {
+        for (rs, first_turn) in [(16u32, 16 * TURN_READS), (256 * 1024, TURN_BYTES as u64)] {
+            let len = 3 * TURN_BYTES as u64 + 5;
+            let mut rx = Receiver::new(&hello(len), rs, 0, false);
+            let mut block = Block::new(rs as usize, len);
+            let mut src = io::repeat(b'r');
+            assert!(matches!(
+                block.read_turn(&mut src, &mut rx),
+                ReadEnd::TurnOver
+            ));
+            assert_eq!(rx.bytes(), first_turn, "read size {rs}");
+            if rs == 16 {
+                continue;
+            }
+            let mut turns = 1;
+            loop {
+                match block.read_turn(&mut src, &mut rx) {
+                    ReadEnd::TurnOver => turns += 1,
+                    ReadEnd::Complete => break,
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(turns, 3);
+            let digest = rx.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+            assert_eq!(
+                digest,
+                xxhash_rust::xxh3::xxh3_64(&vec![b'r'; len as usize])
+            );
+        }
     }
 
     /// The receiver never asks for more than the bytes still announced.

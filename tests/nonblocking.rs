@@ -226,3 +226,39 @@ fn killed_client_leaves_server_serving() {
         assert_eq!(v["server"]["io"], model);
     }
 }
+
+/// Issue 8 review: a client that is always ahead of a slow reader (16-byte reads, 4 MiB receive
+/// buffer, a 256 MiB file) does not keep the event loop to itself: another client's transfer
+/// completes while the first is still running. (Before turns, the loop read the first client
+/// until it ran dry, which it never did under load.)
+#[test]
+fn busy_client_does_not_starve_the_event_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
+    let small = test_file(dir.path(), "small.txt", 200_000);
+    let server = Server::start(&["--read-size", "16", "--rcvbuf", "4m"]);
+    let port = server.port.to_string();
+    let mut hog = Command::new(bin("tsclient"))
+        .args(["--port", &port, big.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let the big transfer start and fill the server's receive buffer.
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        hog.try_wait().unwrap().is_none(),
+        "the big transfer ended early"
+    );
+    for flag in ["--nonblocking", "--chunk=1024"] {
+        let (out, v) = client_json(server.port, &[flag, small.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true);
+    }
+    assert!(
+        hog.try_wait().unwrap().is_none(),
+        "the big transfer ended first"
+    );
+    hog.kill().unwrap();
+    hog.wait().unwrap();
+}

@@ -102,6 +102,9 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {
         let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
         let _ = send(&mut stream, &Frame::Abort(SHUTTING_DOWN.to_owned()));
+        // Close with a reset, as the event loop's close does with unread data: a plain FIN can
+        // leave a client that is blocked on a zero window waiting for its own timeout.
+        let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
         let _ = stream.shutdown(Shutdown::Both);
     }
     wait_until(Instant::now() + Duration::from_secs(2));
@@ -181,21 +184,27 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     };
     let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
     let mut block = Block::new(rx.read_size(), hello.length);
-    let why = match block.read_from(stream, &mut rx) {
-        ReadEnd::Complete => None,
-        ReadEnd::Eof if super::stopping() => Some(SHUTTING_DOWN.to_owned()),
-        ReadEnd::Eof => Some("the client closed the connection".to_owned()),
-        // A blocking socket says WouldBlock only when its read timeout expires.
-        ReadEnd::WouldBlock => Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64())),
-        ReadEnd::Error(e) if net::is_timeout(&e) => {
-            Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
-        }
-        ReadEnd::Error(e) => Some(e.to_string()),
-        ReadEnd::Sink(e) => {
-            let reason = save_failed(&hello, &e);
-            let _ = send(stream, &Frame::Abort(reason.clone()));
-            Some(reason)
-        }
+    let why = loop {
+        break match block.read_from(stream, &mut rx) {
+            ReadEnd::Complete => None,
+            // A thread of its own needs no turns; read_from takes none, but go on if it did.
+            ReadEnd::TurnOver => continue,
+            ReadEnd::Eof if super::stopping() => Some(SHUTTING_DOWN.to_owned()),
+            ReadEnd::Eof => Some("the client closed the connection".to_owned()),
+            // A blocking socket says WouldBlock only when its read timeout expires.
+            ReadEnd::WouldBlock => {
+                Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
+            }
+            ReadEnd::Error(e) if net::is_timeout(&e) => {
+                Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
+            }
+            ReadEnd::Error(e) => Some(e.to_string()),
+            ReadEnd::Sink(e) => {
+                let reason = save_failed(&hello, &e);
+                let _ = send(stream, &Frame::Abort(reason.clone()));
+                Some(reason)
+            }
+        };
     };
     if let Some(why) = why {
         return incomplete(&hello, &mut rx, &why);

@@ -72,6 +72,9 @@ struct Conn {
     idle: Duration,
     hello_timeout: Duration,
     wakeups: u64,
+    /// Its last turn ended with data maybe still waiting: it is in the ready list and gets
+    /// another turn without waiting for an event (edge-triggered epoll sends no new one).
+    more: bool,
 }
 
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
@@ -99,10 +102,18 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
     let mut block = Block::new(HASH_BLOCK, u64::MAX);
     let mut next_sweep = Instant::now() + TICK;
 
+    // Connections whose last turn ended with data maybe still waiting, served again after each
+    // poll (which then does not wait), so no connection keeps the loop to itself.
+    let mut ready: Vec<usize> = Vec::new();
+
     loop {
-        let wait = stop_by.map_or(TICK, |t| {
-            t.saturating_duration_since(Instant::now()).min(TICK)
-        });
+        let wait = if ready.is_empty() {
+            stop_by.map_or(TICK, |t| {
+                t.saturating_duration_since(Instant::now()).min(TICK)
+            })
+        } else {
+            Duration::ZERO
+        };
         match poll.poll(&mut events, Some(wait)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -124,11 +135,28 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
                 continue;
             };
             conn.wakeups += 1;
-            if let Some(outcome) = conn.advance(&mut block, cfg) {
-                let done = close(&poll, conns.remove(key), outcome);
-                if cfg.once {
-                    return Ok(done);
-                }
+            let was_ready = conn.more;
+            if let Some(done) = turn(&poll, &mut conns, key, &mut block, cfg)
+                && cfg.once
+            {
+                return Ok(done);
+            }
+            if !was_ready && conns.get(key).is_some_and(|c| c.more) {
+                ready.push(key);
+            }
+        }
+        for key in std::mem::take(&mut ready) {
+            // Served by an event since, closed, or the key reused by a new connection: skip.
+            if !conns.get(key).is_some_and(|c| c.more) {
+                continue;
+            }
+            if let Some(done) = turn(&poll, &mut conns, key, &mut block, cfg)
+                && cfg.once
+            {
+                return Ok(done);
+            }
+            if conns.get(key).is_some_and(|c| c.more) {
+                ready.push(key);
             }
         }
         if super::stopping() {
@@ -186,6 +214,19 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
     }
 }
 
+/// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
+/// closed.
+fn turn(
+    poll: &Poll,
+    conns: &mut Slab<Conn>,
+    key: usize,
+    block: &mut Block,
+    cfg: &ServerConfig,
+) -> Option<bool> {
+    let outcome = conns.get_mut(key)?.advance(block, cfg)?;
+    Some(close(poll, conns.remove(key), outcome))
+}
+
 fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: &ServerConfig) {
     loop {
         match listener.accept() {
@@ -219,6 +260,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: 
                     idle: cfg.idle_timeout,
                     hello_timeout: cfg.hello_timeout,
                     wakeups: 0,
+                    more: false,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -398,12 +440,13 @@ impl Conn {
             return;
         };
         let before = rx.bytes();
-        let end = block.read_from(&mut self.stream, rx);
+        let end = block.read_turn(&mut self.stream, rx);
         if rx.bytes() > before {
             self.deadline = Instant::now() + self.idle;
         }
+        self.more = matches!(end, ReadEnd::TurnOver);
         let why = match end {
-            ReadEnd::WouldBlock => return,
+            ReadEnd::WouldBlock | ReadEnd::TurnOver => return,
             ReadEnd::Complete => None,
             ReadEnd::Eof => Some("the client closed the connection".to_owned()),
             ReadEnd::Error(e) => Some(e.to_string()),
