@@ -34,6 +34,9 @@ pub struct Server {
     pub port: u16,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
+    /// The threads collecting stdout and stderr; joined once the server has exited, so
+    /// everything it printed is in `stdout`/`stderr` by then.
+    readers: Vec<thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -46,12 +49,12 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn tsserver");
-        let stdout = collect(child.stdout.take().unwrap());
+        let (stdout, out_reader) = collect(child.stdout.take().unwrap());
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let (tx, rx) = mpsc::channel();
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
-        thread::spawn(move || {
+        let err_reader = thread::spawn(move || {
             let mut first = String::new();
             let _ = err.read_line(&mut first);
             let _ = tx.send(first.clone());
@@ -76,6 +79,7 @@ impl Server {
             port,
             stdout,
             stderr,
+            readers: vec![out_reader, err_reader],
         }
     }
 
@@ -104,6 +108,10 @@ impl Server {
         let end = Instant::now() + DEADLINE;
         while Instant::now() < end {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its pipes closed with it: the readers end once they have read everything.
+                for r in self.readers.drain(..) {
+                    let _ = r.join();
+                }
                 return status.code();
             }
             thread::sleep(Duration::from_millis(20));
@@ -129,10 +137,10 @@ impl Drop for Server {
     }
 }
 
-fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+fn collect(mut r: impl Read + Send + 'static) -> (Arc<Mutex<String>>, thread::JoinHandle<()>) {
     let out = Arc::new(Mutex::new(String::new()));
     let sink = out.clone();
-    thread::spawn(move || {
+    let reader = thread::spawn(move || {
         let mut buf = [0u8; 8192];
         while let Ok(n) = r.read(&mut buf) {
             if n == 0 {
@@ -143,7 +151,7 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    out
+    (out, reader)
 }
 
 /// Runs tsclient with `args`, killed after [`DEADLINE`].
