@@ -299,3 +299,43 @@ fn server_killed_mid_transfer() {
         stderr(&out)
     );
 }
+
+/// A file truncated while it is being sent is a clean "shrank" error naming it, exit 1, for
+/// every strategy over both transports: not a SIGBUS death (the mapped pages are gone), not a
+/// network error, not a hang.
+#[test]
+fn file_truncated_mid_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let strategies: [&[&str]; 3] = [&[], &["--io", "writev"], &["--io", "sendfile"]];
+    for strategy in strategies {
+        for transport in [&[][..], &["--nonblocking"][..]] {
+            let path = sparse_file(dir.path(), "shrinking.bin", 64 << 20);
+            let cut = path.clone();
+            let port = fake_server(move |mut s, _len| {
+                // Let the client get going, cut the file under it, then drain to the end.
+                let mut first = vec![0u8; 1 << 20];
+                s.read_exact(&mut first).unwrap();
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&cut)
+                    .unwrap()
+                    .set_len(64 << 10)
+                    .unwrap();
+                let mut sink = [0u8; 1 << 16];
+                while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+            });
+            let mut args = vec!["--port".to_string(), port.to_string()];
+            args.extend(strategy.iter().chain(transport).map(|a| a.to_string()));
+            args.push(path.to_str().unwrap().into());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = client(&args);
+            let what = format!("{strategy:?} {transport:?}");
+            assert_fails(&out, 1, "shrank while it was read");
+            assert!(
+                stderr(&out).contains(path.to_str().unwrap()),
+                "{what}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}

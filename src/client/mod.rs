@@ -237,6 +237,7 @@ fn transfer<T: Transport>(
     ) {
         Ok(digest) => digest,
         Err(Stop::File(e)) => return Err(e),
+        Err(Stop::Shrank(at)) => return Err(source.shrank(at)),
         Err(Stop::Net(e)) => return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout)),
     };
     if let Err(e) = conn.write_all(&digest.to_be_bytes()) {
@@ -302,7 +303,20 @@ pub fn handshake<T: Transport>(conn: &mut T, hello: &Hello, key: Option<&Key>) -
 /// Why sending stopped early: the file, or the connection.
 enum Stop {
     File(anyhow::Error),
+    /// A write met pages of the mapped file that are gone: the file shrank to less than this.
+    Shrank(u64),
     Net(io::Error),
+}
+
+impl Stop {
+    /// A failed write of the file's bytes, `at` bytes into it.
+    fn write(e: io::Error, at: u64) -> Stop {
+        if crate::source::is_fault(&e) {
+            Stop::Shrank(at)
+        } else {
+            Stop::Net(e)
+        }
+    }
 }
 
 impl From<io::Error> for Stop {
@@ -340,12 +354,13 @@ fn send_data<T: Transport>(
             // The iovecs live on the stack, filled afresh for each batch of the block.
             let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
             for group in block.chunks(chunk * batch) {
-                write_batch(conn, group, chunk, &mut slots, writes)?;
+                write_batch(conn, group, chunk, &mut slots, writes)
+                    .map_err(|e| Stop::write(e, *sent))?;
                 *sent += group.len() as u64;
             }
         } else {
             for piece in block.chunks(chunk) {
-                write_chunk(conn, piece, writes)?;
+                write_chunk(conn, piece, writes).map_err(|e| Stop::write(e, *sent))?;
                 *sent += piece.len() as u64;
             }
         }
