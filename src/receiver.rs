@@ -117,6 +117,12 @@ impl Receiver {
         }
     }
 
+    /// Gives up saving: the partial file, if any, is removed now (not when the receiver is
+    /// dropped), so whoever hears of the failure next finds nothing left behind.
+    pub fn discard(&mut self) {
+        self.sink = None;
+    }
+
     /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
     pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
         self.hasher.update(data);

@@ -10,12 +10,17 @@
 //! checksummed just before it is written, so it is in cache for the socket copy. A file that
 //! shrinks while mapped would raise SIGBUS; [`guard`] turns that into the same "shrank" error a
 //! read would give, and a write that meets a vanished page fails with `EFAULT`, which the client
-//! reports the same way ([`is_fault`]). The page table of the first [`POPULATE_STEP`] bytes is
-//! filled when the file is opened, before any clock starts, like the buffer iperf3 fills before
-//! its test; further steps are filled during the transfer, half a step ahead of the sender, one
-//! `madvise` each instead of a page fault every few pages (faults cost the client ~15% of its CPU
-//! at 10240-byte chunks). Where mapping is not possible (an empty file, a file
-//! system without mmap, every guard slot taken), blocks are read into a buffer instead.
+//! reports the same way ([`is_fault`]).
+//!
+//! Page faults on the mapping would cost the client ~15% of its CPU at 10240-byte chunks, so the
+//! page table is filled ahead with `madvise(MADV_POPULATE_READ)` instead: the first
+//! [`POPULATE_FIRST`] bytes when the file is opened, before any clock starts (like the buffer
+//! iperf3 fills before its test), but only if they are already in the page cache (`mincore`), so
+//! a file that must come from disk is read inside the measurement as before, not ahead of it;
+//! then [`POPULATE_STEP`] bytes at a time, half a step ahead of the sender.
+//!
+//! Where mapping is not possible (an empty file, a file system without mmap, every guard slot
+//! taken), blocks are read into a buffer instead.
 //!
 //! For `sendfile`, which never copies the data into the process, [`Source::digest_in_background`]
 //! checksums the file from the page cache on a thread of its own, off the socket path.
@@ -37,8 +42,11 @@ use crate::protocol::MAX_NAME;
 /// (`perf stat -e task-clock`, median of 9, alternating).
 pub const BLOCK_TARGET: usize = 128 << 10;
 
-/// The mapped bytes whose page table is filled at once (Linux `MADV_POPULATE_READ`).
-pub const POPULATE_STEP: usize = 64 << 20;
+/// The mapped bytes whose page table is filled when the file is opened, if they are cached.
+pub const POPULATE_FIRST: usize = 64 << 20;
+
+/// The mapped bytes whose page table is filled at once during the transfer.
+pub const POPULATE_STEP: usize = 4 << 20;
 
 /// The largest block: `--chunk` × `--batch` must fit in it.
 pub const MAX_BLOCK: usize = 256 << 20;
@@ -163,7 +171,7 @@ impl Source {
                 let at = self.read as usize;
                 let end = at + left.min(*block_len as u64) as usize;
                 if *populated < map.len() && end + POPULATE_STEP / 2 > *populated {
-                    *populated = populate(map, *populated);
+                    *populated = populate(map, *populated, POPULATE_STEP);
                 }
                 &map[at..end]
             }
@@ -274,7 +282,12 @@ fn map(file: &File, path: &Path, len: u64, block_len: usize) -> Option<Blocks> {
     // write(), which the client reports as the file having shrunk.
     let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
     let _ = map.advise(memmap2::Advice::Sequential);
-    let populated = populate(&map, 0);
+    let first = len.min(POPULATE_FIRST);
+    let populated = if resident(&map[..first]) {
+        populate(&map, 0, first)
+    } else {
+        0
+    };
     let prog = std::env::args_os()
         .next()
         .and_then(|a| {
@@ -296,14 +309,32 @@ fn map(file: &File, path: &Path, len: u64, block_len: usize) -> Option<Blocks> {
     })
 }
 
-/// Fills the page table of the next [`POPULATE_STEP`] bytes of `map` from `from`; returns where
-/// the filled part now ends. Where the kernel cannot (before Linux 5.14), pages fault in as
-/// they are touched, and that is all it costs.
-fn populate(map: &memmap2::Mmap, from: usize) -> usize {
-    let to = map.len().min(from + POPULATE_STEP);
+/// Fills the page table of the next `step` bytes of `map` from `from`; returns where the
+/// filled part now ends. Where the kernel cannot (before Linux 5.14), pages fault in as they are
+/// touched, and that is all it costs.
+fn populate(map: &memmap2::Mmap, from: usize, step: usize) -> usize {
+    let to = map.len().min(from + step);
     #[cfg(target_os = "linux")]
     let _ = map.advise_range(memmap2::Advice::PopulateRead, from, to - from);
     to
+}
+
+/// True if every page of `bytes` (page-aligned at its start, as a mapping is) is in the page
+/// cache, so touching it reads no disk; false if any is not, or the kernel will not say.
+fn resident(bytes: &[u8]) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let mut pages = vec![0u8; bytes.len().div_ceil(page.max(1))];
+    // SAFETY: `bytes` is part of a live mapping starting at a page boundary, and `pages` has
+    // one byte per page of it, as mincore(2) writes.
+    let rc = unsafe {
+        libc::mincore(
+            bytes.as_ptr() as *mut libc::c_void,
+            bytes.len(),
+            pages.as_mut_ptr() as *mut _,
+        )
+    };
+    rc == 0 && pages.iter().all(|p| p & 1 == 1)
 }
 
 /// True for the error a write returns when its buffer, a slice of the mapping, lost its pages
@@ -370,7 +401,7 @@ mod tests {
     #[test]
     fn populates_step_by_step() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        let len = 2 * POPULATE_STEP + 12_345;
+        let len = POPULATE_FIRST + 2 * POPULATE_STEP + 12_345;
         f.as_file().set_len(len as u64).unwrap();
         let mut s = Source::open(f.path(), 10240, 1).unwrap();
         assert_eq!(s.access(), Access::Map);

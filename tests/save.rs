@@ -180,7 +180,12 @@ fn failed_transfers_leave_nothing() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        // The temporary appears once the server accepts (bounded wait: a loaded machine may
+        // take a while to start the client).
+        let end = std::time::Instant::now() + DEADLINE;
+        while names_in(dir.path()).is_empty() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(
             !names_in(dir.path()).is_empty(),
             "no temporary while receiving"

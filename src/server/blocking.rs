@@ -183,6 +183,9 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         return serve_latency(stream, peer, &hello, cfg);
     };
     let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
+    // The hello and its accept made this look like an interactive exchange to the kernel,
+    // which would now hold back ACKs of the stream (see `net::quickack`).
+    let _ = net::quickack(stream);
     let mut block = Block::new(rx.read_size(), hello.length);
     let why = loop {
         break match block.read_from(stream, &mut rx) {
@@ -201,6 +204,7 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
             ReadEnd::Error(e) => Some(e.to_string()),
             ReadEnd::Sink(e) => {
                 let reason = save_failed(&hello, &e);
+                rx.discard();
                 let _ = send(stream, &Frame::Abort(reason.clone()));
                 Some(reason)
             }

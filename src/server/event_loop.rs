@@ -440,6 +440,11 @@ impl Conn {
             return;
         };
         let before = rx.bytes();
+        if before == 0 {
+            // The hello and its accept made this look like an interactive exchange to the
+            // kernel, which would now hold back ACKs of the stream (see `net::quickack`).
+            let _ = net::quickack(&self.stream);
+        }
         let end = block.read_turn(&mut self.stream, rx);
         if rx.bytes() > before {
             self.deadline = Instant::now() + self.idle;
@@ -452,6 +457,7 @@ impl Conn {
             ReadEnd::Error(e) => Some(e.to_string()),
             ReadEnd::Sink(e) => {
                 let reason = save_failed(hello, &e);
+                rx.discard();
                 self.out.frame(&Frame::Abort(reason.clone()));
                 Some(reason)
             }

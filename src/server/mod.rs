@@ -318,9 +318,10 @@ pub fn finish_transfer(
     }
 }
 
-/// The outcome of a transfer that stopped short: how far it got, and why it stopped. Logs the
-/// end and flushes the log.
+/// The outcome of a transfer that stopped short: how far it got, and why it stopped. Removes any
+/// partial file first, then logs the end and flushes the log.
 pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
+    rx.discard();
     rx.log_end(why);
     if let Err(e) = readlog::flush() {
         warn!("cannot write the log file: {e}");
