@@ -135,7 +135,9 @@ fn tsclient(cfg: &PeersConfig, chunk: u32, extra: &[&str]) -> Result<TsRun> {
 }
 
 /// Runs the comparison; servers must already listen on the configured ports. Within each
-/// repetition the five runs alternate: floor, tsperf blocking, non-blocking, writev, iperf3.
+/// repetition the five runs alternate (floor, tsperf blocking, non-blocking, writev, iperf3),
+/// and each repetition starts one further along that list, so no tool always runs first or
+/// always follows the same neighbour.
 pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<PeerRow>> {
     let len = std::fs::metadata(&cfg.file)
         .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?
@@ -147,24 +149,40 @@ pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<
     for &chunk in &cfg.chunks {
         let mut v: [Vec<f64>; 8] = Default::default();
         let (mut min_bytes, mut verified) = (u64::MAX, true);
-        for _ in 0..cfg.reps {
-            let read = (crate::server::BULK_READ as usize).max(chunk as usize);
-            let f =
-                crate::floor::run(len, chunk as usize, read).context("the floor loop failed")?;
-            v[0].push(mib(f.bytes, f.receiver));
-            let b = tsclient(cfg, chunk, &[])?;
-            let n = tsclient(cfg, chunk, &["--nonblocking"])?;
-            let w = tsclient(cfg, chunk, &["--io", "writev", "--batch", "64"])?;
-            verified &= b.verified && n.verified && w.verified;
-            v[1].push(b.receiver_mib_s);
-            v[2].push(b.e2e_mib_s);
-            v[3].push(n.receiver_mib_s);
-            v[4].push(b.cpu_s);
-            v[5].push(n.cpu_s);
-            v[6].push(w.receiver_mib_s);
-            let (bps, bytes) = iperf3(cfg, chunk)?;
-            v[7].push(bps / 8.0 / (1024.0 * 1024.0));
-            min_bytes = min_bytes.min(bytes);
+        for rep in 0..cfg.reps as usize {
+            for turn in 0..5 {
+                match (rep + turn) % 5 {
+                    0 => {
+                        let read = (crate::server::BULK_READ as usize).max(chunk as usize);
+                        let f = crate::floor::run(len, chunk as usize, read)
+                            .context("the floor loop failed")?;
+                        v[0].push(mib(f.bytes, f.receiver));
+                    }
+                    1 => {
+                        let b = tsclient(cfg, chunk, &[])?;
+                        verified &= b.verified;
+                        v[1].push(b.receiver_mib_s);
+                        v[2].push(b.e2e_mib_s);
+                        v[4].push(b.cpu_s);
+                    }
+                    2 => {
+                        let n = tsclient(cfg, chunk, &["--nonblocking"])?;
+                        verified &= n.verified;
+                        v[3].push(n.receiver_mib_s);
+                        v[5].push(n.cpu_s);
+                    }
+                    3 => {
+                        let w = tsclient(cfg, chunk, &["--io", "writev", "--batch", "64"])?;
+                        verified &= w.verified;
+                        v[6].push(w.receiver_mib_s);
+                    }
+                    _ => {
+                        let (bps, bytes) = iperf3(cfg, chunk)?;
+                        v[7].push(bps / 8.0 / (1024.0 * 1024.0));
+                        min_bytes = min_bytes.min(bytes);
+                    }
+                }
+            }
         }
         let [fl, ts, e2e, nb, bc, nc, wv, ip] = v.map(|mut x| median(&mut x));
         let row = PeerRow {
@@ -204,7 +222,7 @@ pub fn markdown(
     let _ = writeln!(
         o,
         "Loopback on {machine}. File `{}` ({}), median of {reps} \
-         alternating runs, all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
+         alternating runs (each repetition starting with the next tool), all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
          (src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
          server's first to last byte, every run verified by digest (end to end: client's first write \
          to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`.\n",

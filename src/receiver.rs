@@ -13,7 +13,9 @@
 use std::io::{self, Read};
 use std::time::Instant;
 
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+
+use twox_hash::XxHash3_64;
 
 use crate::protocol::{Hello, LogMode, Report, ServerIo};
 use crate::readlog::TARGET;
@@ -32,7 +34,7 @@ pub const TURN_BYTES: usize = 1 << 20;
 pub struct Receiver {
     expected: u64,
     read_size: usize,
-    hasher: Xxh3,
+    hasher: XxHash3_64,
     hashed: u64,
     bytes: u64,
     reads: u64,
@@ -55,7 +57,7 @@ impl Receiver {
         Receiver {
             expected: hello.length,
             read_size: read_size.max(1) as usize,
-            hasher: Xxh3::new(),
+            hasher: XxHash3_64::new(),
             hashed: 0,
             bytes: 0,
             reads: 0,
@@ -125,7 +127,7 @@ impl Receiver {
 
     /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
     pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
-        self.hasher.update(data);
+        self.hasher.write(data);
         self.hashed += data.len() as u64;
         match &mut self.sink {
             Some(sink) => sink.write(data),
@@ -135,7 +137,7 @@ impl Receiver {
 
     /// The xxh3-64 of the bytes checksummed so far.
     pub fn digest(&self) -> u64 {
-        self.hasher.digest()
+        self.hasher.finish()
     }
 
     /// True once every announced byte has arrived.
@@ -161,7 +163,7 @@ impl Receiver {
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
             bytes: self.bytes,
-            digest: self.hasher.digest(),
+            digest: self.hasher.finish(),
             first_byte_unix_us: first_us,
             last_byte_unix_us: last_us,
             elapsed_ns: last_i.duration_since(first_i).as_nanos() as u64,

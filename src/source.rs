@@ -32,7 +32,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+
+use twox_hash::XxHash3_64;
 
 use crate::protocol::MAX_NAME;
 
@@ -81,7 +83,7 @@ pub struct Source {
     len: u64,
     read: u64,
     blocks: Blocks,
-    hasher: Xxh3,
+    hasher: XxHash3_64,
 }
 
 impl Source {
@@ -130,7 +132,7 @@ impl Source {
             len: meta.len(),
             read: 0,
             blocks,
-            hasher: Xxh3::new(),
+            hasher: XxHash3_64::new(),
         })
     }
 
@@ -189,13 +191,13 @@ impl Source {
             }
         };
         self.read += block.len() as u64;
-        self.hasher.update(block);
+        self.hasher.write(block);
         Ok(block)
     }
 
     /// The xxh3-64 of every byte read so far.
     pub fn digest(&self) -> u64 {
-        self.hasher.digest()
+        self.hasher.finish()
     }
 
     /// The open file, for `sendfile`.
@@ -220,7 +222,7 @@ impl Source {
         let (path, len) = (self.path.clone(), self.len);
         let work = move || -> Result<u64> {
             let mut buf = vec![0u8; BLOCK_TARGET];
-            let mut hasher = Xxh3::new();
+            let mut hasher = XxHash3_64::new();
             let mut at = 0u64;
             while at < len {
                 let want = (len - at).min(buf.len() as u64) as usize;
@@ -230,7 +232,7 @@ impl Source {
                         path.display()
                     ),
                     Ok(n) => {
-                        hasher.update(&buf[..n]);
+                        hasher.write(&buf[..n]);
                         at += n as u64;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -240,7 +242,7 @@ impl Source {
                     }
                 }
             }
-            Ok(hasher.digest())
+            Ok(hasher.finish())
         };
         std::thread::Builder::new()
             .name("checksum".into())
@@ -406,18 +408,18 @@ mod tests {
         let mut s = Source::open(f.path(), 10240, 1).unwrap();
         assert_eq!(s.access(), Access::Map);
         let mut total = 0;
-        let mut zeros = Xxh3::new();
+        let mut zeros = XxHash3_64::new();
         loop {
             let b = s.next_block().unwrap();
             if b.is_empty() {
                 break;
             }
             assert!(b.iter().all(|&x| x == 0));
-            zeros.update(b);
+            zeros.write(b);
             total += b.len();
         }
         assert_eq!(total, len);
-        assert_eq!(s.digest(), zeros.digest());
+        assert_eq!(s.digest(), zeros.finish());
         let Blocks::Mapped { populated, .. } = s.blocks else {
             panic!("not mapped")
         };
