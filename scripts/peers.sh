@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tsperf against iperf3: the same file and chunk sizes, alternating, median of 5; writes peers.md.
-# (Five, not three: loopback on a small VM swings by ±30% from run to run.)
+# tsperf against iperf3: the same file and chunk sizes, alternating, median of 11; writes peers.md.
+# (Eleven, not three: loopback on a small VM swings by ±30% from run to run.)
 #
 #   scripts/peers.sh [--out DIR] [--file PATH] [--chunks LIST] [--reps R]
 #
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=5
+out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=11
 while (($#)); do
   case $1 in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
