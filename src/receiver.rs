@@ -10,10 +10,9 @@
 //! Each read is offered exactly `min(read_size, bytes still announced)` bytes: never more than
 //! the client announced, so a read never swallows what follows the data.
 
+use std::hash::Hasher as _;
 use std::io::{self, Read};
 use std::time::Instant;
-
-use std::hash::Hasher as _;
 
 use twox_hash::XxHash3_64;
 

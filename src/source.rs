@@ -28,20 +28,19 @@
 mod guard;
 
 use std::fs::File;
+use std::hash::Hasher as _;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use std::hash::Hasher as _;
-
 use twox_hash::XxHash3_64;
 
 use crate::protocol::MAX_NAME;
 
-/// The smallest block read from the file at once. Small enough that a block read, checksummed
-/// and then written to the socket is still in the CPU's L2 cache for the second and third pass:
-/// 1 MiB blocks cost ~4 ms more client CPU per 36 MiB at 10240-byte chunks on the 2-core test VM
-/// (`perf stat -e task-clock`, median of 9, alternating).
+/// The smallest block handed out at once. Small enough that a block, once checksummed, is still
+/// in the CPU's L2 cache when its chunks are copied to the socket: 1 MiB blocks cost ~4 ms more
+/// client CPU per 36 MiB at 10240-byte chunks on the 2-core test VM (`perf stat -e task-clock`,
+/// median of 9, alternating; measured when blocks were read into a buffer).
 pub const BLOCK_TARGET: usize = 128 << 10;
 
 /// The mapped bytes whose page table is filled when the file is opened, if they are cached.
