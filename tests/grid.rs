@@ -216,6 +216,26 @@ fn matrix_usage_errors() {
     assert_fails(&o, 1, "file '/nonexistent/file' not found");
 }
 
+/// tspeers names a file it cannot read.
+#[test]
+fn tspeers_missing_file_named() {
+    let tspeers = bin("tsserver").with_file_name("tspeers");
+    let o = run(
+        tspeers,
+        &[
+            "--file",
+            "/nonexistent/peers-file",
+            "--tsperf-port",
+            "1",
+            "--iperf3-port",
+            "2",
+            "--out",
+            "/nonexistent/peers.md",
+        ],
+    );
+    assert_fails(&o, 1, "cannot read file '/nonexistent/peers-file'");
+}
+
 fn can_make_namespaces() -> bool {
     let name = format!("tsprobe{}", std::process::id() % 100_000);
     let ok = Command::new("ip")

@@ -33,7 +33,9 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let bin_dir = cli::bin_dir();
     let run = || -> anyhow::Result<String> {
-        let len = std::fs::metadata(&args.file)?.len();
+        let len = std::fs::metadata(&args.file)
+            .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
+            .len();
         let cfg = PeersConfig {
             file: args.file.clone(),
             chunks: args.chunks.clone(),
