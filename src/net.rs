@@ -117,27 +117,50 @@ pub fn sendfile<S: std::os::fd::AsFd>(
 /// of 1300 on loopback. The same trap as the seed's 40 ms clock queries, on the other side.
 /// The mode is left until the socket sends data again, so once after the accept is enough.
 /// A no-op elsewhere.
+#[cfg(target_os = "linux")]
 pub fn quickack<S: std::os::fd::AsFd>(sock: &S) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let one: libc::c_int = 1;
-        // SAFETY: `one` is a live c_int and its size is passed; the descriptor is borrowed open.
-        let rc = unsafe {
-            libc::setsockopt(
-                sock.as_fd().as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_QUICKACK,
-                &one as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    set_int(sock, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1)
+}
+
+/// Linux only: elsewhere there is nothing to leave.
+#[cfg(not(target_os = "linux"))]
+pub fn quickack<S: std::os::fd::AsFd>(_sock: &S) -> io::Result<()> {
+    Ok(())
+}
+
+/// Sets the socket's receive low-water mark (`SO_RCVLOWAT`): the kernel wakes a reader, and
+/// poll reports the socket readable, only once `bytes` are waiting (or the connection ended, or
+/// the receive window is nearly full). A read still returns whatever is there. Fewer, fuller
+/// wake-ups: on loopback each wake-up of the reader costs the sender's CPU a few microseconds.
+pub fn recv_lowat<S: std::os::fd::AsFd>(sock: &S, bytes: u32) -> io::Result<()> {
+    set_int(
+        sock,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        bytes.min(i32::MAX as u32) as libc::c_int,
+    )
+}
+
+fn set_int<S: std::os::fd::AsFd>(
+    sock: &S,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `value` is a live c_int and its size is passed; the descriptor is borrowed open.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            level,
+            name,
+            &value as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = sock;
     Ok(())
 }
 
@@ -163,6 +186,38 @@ mod tests {
         };
         assert_eq!(rc, 0);
         v
+    }
+
+    /// Whether `s` polls readable within `ms` milliseconds.
+    fn readable(s: &TcpStream, ms: i32) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd, count 1.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        assert!(n >= 0, "poll failed");
+        n == 1 && p.revents & libc::POLLIN != 0
+    }
+
+    /// Below its low-water mark a socket does not poll readable, yet a read returns what is
+    /// there; at the mark it polls readable.
+    #[test]
+    fn recv_lowat_holds_back_wakeups_not_data() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        super::recv_lowat(&s, 4096).unwrap();
+        c.write_all(&[7u8; 1000]).unwrap();
+        assert!(!readable(&s, 200), "readable below the mark");
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 8192];
+        assert_eq!(s.read(&mut buf).unwrap(), 1000);
+        c.write_all(&[7u8; 4096]).unwrap();
+        assert!(readable(&s, 10_000), "not readable at the mark");
+        assert_eq!(s.read(&mut buf).unwrap(), 4096);
     }
 
     /// A request answered at once puts the answering socket in ping-pong mode (delayed ACKs);

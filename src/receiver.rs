@@ -23,6 +23,16 @@ use crate::timing::{CpuTime, unix_us_now};
 /// Bytes gathered before they are checksummed, unless one read is larger.
 pub const HASH_BLOCK: usize = 256 * 1024;
 
+/// Bytes that must be waiting before the kernel wakes the reader of a bulk transfer in full
+/// flow (see [`Receiver::wake_at`]).
+pub const WAKE_BYTES: u32 = 64 << 10;
+
+/// The end of a transfer read with a wake-up threshold of 1: room for [`WAKE_BYTES`] and a
+/// whole segment (loopback's MSS is 65483 bytes) that the client's Nagle algorithm may hold
+/// back until the server acknowledges what came before. A threshold the client cannot reach
+/// without that segment would wait for the server's delayed-ACK timer.
+const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
+
 /// One turn of [`Block::read_turn`]: at most this many reads, and no more reads once this many
 /// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
 /// its other connections, its deadlines or a shutdown.
@@ -93,6 +103,24 @@ impl Receiver {
     #[inline]
     pub fn want(&self) -> usize {
         (self.read_size as u64).min(self.expected - self.bytes) as usize
+    }
+
+    /// The receive low-water mark (`SO_RCVLOWAT`) the next wait for this transfer should use.
+    ///
+    /// [`WAKE_BYTES`] while the transfer is in full flow, so the reader is woken once per
+    /// 64 KiB instead of once per segment: on loopback, waking the reader is a sixth of what a
+    /// 10240-byte stream costs the sender. Otherwise 1 (the kernel's default): before the first
+    /// byte, so the first byte is timed when it arrives; for the last [`WAKE_TAIL`] bytes and
+    /// the trailer, so no wait needs bytes the client holds back; and when reads are smaller
+    /// than two thresholds (per-read logging reads a chunk at a time, and its reads are the
+    /// point). A read returns whatever is waiting either way: the mark only changes wake-ups.
+    pub fn wake_at(&self) -> u32 {
+        let bulk = self.read_size >= 2 * WAKE_BYTES as usize;
+        if bulk && self.bytes > 0 && self.expected - self.bytes >= WAKE_TAIL {
+            WAKE_BYTES
+        } else {
+            1
+        }
     }
 
     /// The read size this transfer uses.
@@ -188,7 +216,8 @@ pub enum ReadEnd {
     Eof,
     /// The socket had no more data for now (non-blocking only).
     WouldBlock,
-    /// This turn's share is used up ([`Block::read_turn`]); more data may be waiting.
+    /// This turn's share is used up ([`Block::read_turn`]), or the transfer wants a new
+    /// low-water mark ([`Receiver::wake_at`]); more data may be waiting.
     TurnOver,
     /// Any other error, including a blocking socket's timeout.
     Error(io::Error),
@@ -214,8 +243,9 @@ impl Block {
     }
 
     /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
-    /// or the socket says `WouldBlock`/errs. Everything read is counted and checksummed before
-    /// this returns, so the block can serve another connection next.
+    /// the socket says `WouldBlock`/errs, or the transfer wants a new low-water mark
+    /// ([`ReadEnd::TurnOver`]). Everything read is counted and checksummed before this returns,
+    /// so the block can serve another connection next.
     pub fn read_from<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
         self.read_some(src, rx, u64::MAX, usize::MAX)
     }
@@ -235,12 +265,15 @@ impl Block {
         max_bytes: usize,
     ) -> ReadEnd {
         let (mut reads, mut bytes) = (0u64, 0usize);
+        let mark = rx.wake_at();
         let end = loop {
             let want = rx.want();
             if want == 0 {
                 break ReadEnd::Complete;
             }
-            if reads >= max_reads || bytes >= max_bytes {
+            // A new low-water mark ends the turn, so the caller sets it before the next wait:
+            // a blocking read under the old mark could wait for bytes that never come.
+            if reads >= max_reads || bytes >= max_bytes || rx.wake_at() != mark {
                 break ReadEnd::TurnOver;
             }
             if self.buf.len() - self.pos < want {
@@ -315,6 +348,31 @@ mod tests {
         }
     }
 
+    /// The low-water mark: 1 before the first byte, for the last `WAKE_TAIL` bytes and for
+    /// small reads; `WAKE_BYTES` in between.
+    #[test]
+    fn wake_at_follows_the_transfer() {
+        let len = 1 << 20;
+        let mut rx = Receiver::new(&hello(len), 256 << 10, 0, false);
+        assert_eq!(rx.wake_at(), 1, "before the first byte");
+        rx.count(1);
+        assert_eq!(rx.wake_at(), WAKE_BYTES);
+        rx.count((len - WAKE_TAIL - 1) as usize);
+        assert_eq!(rx.wake_at(), WAKE_BYTES, "exactly the tail left");
+        rx.count(1);
+        assert_eq!(rx.wake_at(), 1, "inside the tail");
+        rx.count((WAKE_TAIL - 1) as usize);
+        assert!(rx.is_complete());
+        assert_eq!(rx.wake_at(), 1, "complete: the trailer follows");
+
+        let mut small = Receiver::new(&hello(len), 2 * WAKE_BYTES - 1, 0, false);
+        small.count(1);
+        assert_eq!(small.wake_at(), 1, "reads smaller than two marks");
+        let mut short = Receiver::new(&hello(WAKE_TAIL), 256 << 10, 0, false);
+        short.count(1);
+        assert_eq!(short.wake_at(), 1, "a transfer shorter than the tail");
+    }
+
     /// The digest over many pieces equals a one-shot hash, whatever the read size, and no read
     /// asks for more than the read size or past the announced end.
     #[test]
@@ -332,7 +390,7 @@ mod tests {
             loop {
                 match block.read_from(&mut src, &mut rx) {
                     ReadEnd::Complete => break,
-                    ReadEnd::WouldBlock => {}
+                    ReadEnd::WouldBlock | ReadEnd::TurnOver => {}
                     other => panic!("{other:?}"),
                 }
             }
@@ -377,38 +435,43 @@ mod tests {
     }
 
     /// A source that never runs dry (a client always ahead of the server) ends a turn after
-    /// TURN_READS small reads, or TURN_BYTES of large ones; turn after turn completes the transfer
+    /// TURN_READS small reads, or TURN_BYTES of large ones, or when the low-water mark changes
+    /// (after the first byte, and entering the tail); turn after turn completes the transfer
     /// with the right digest.
     #[test]
     fn turns_end_on_a_source_that_never_runs_dry() {
-        for (rs, first_turn) in [(16u32, 16 * TURN_READS), (256 * 1024, TURN_BYTES as u64)] {
-            let len = 3 * TURN_BYTES as u64 + 5;
-            let mut rx = Receiver::new(&hello(len), rs, 0, false);
-            let mut block = Block::new(rs as usize, len);
-            let mut src = io::repeat(b'r');
-            assert!(matches!(
-                block.read_turn(&mut src, &mut rx),
-                ReadEnd::TurnOver
-            ));
-            assert_eq!(rx.bytes(), first_turn, "read size {rs}");
-            if rs == 16 {
-                continue;
+        let len = 3 * TURN_BYTES as u64 + 5;
+        let mut small = Receiver::new(&hello(len), 16, 0, false);
+        let mut block = Block::new(16, len);
+        let mut src = io::repeat(b'r');
+        assert!(matches!(
+            block.read_turn(&mut src, &mut small),
+            ReadEnd::TurnOver
+        ));
+        assert_eq!(small.bytes(), 16 * TURN_READS);
+
+        let rs = 256 << 10;
+        let mut rx = Receiver::new(&hello(len), rs as u32, 0, false);
+        let mut block = Block::new(rs, len);
+        let mut turns = Vec::new();
+        loop {
+            let before = rx.bytes();
+            let end = block.read_turn(&mut src, &mut rx);
+            turns.push(rx.bytes() - before);
+            match end {
+                ReadEnd::TurnOver => {}
+                ReadEnd::Complete => break,
+                other => panic!("{other:?}"),
             }
-            let mut turns = 1;
-            loop {
-                match block.read_turn(&mut src, &mut rx) {
-                    ReadEnd::TurnOver => turns += 1,
-                    ReadEnd::Complete => break,
-                    other => panic!("{other:?}"),
-                }
-            }
-            assert_eq!(turns, 3);
-            let digest = rx.report(ServerIo::EventLoop, LogMode::None, 0).digest;
-            assert_eq!(
-                digest,
-                xxhash_rust::xxh3::xxh3_64(&vec![b'r'; len as usize])
-            );
         }
+        let (rs, mib) = (rs as u64, TURN_BYTES as u64);
+        // The first read sets the mark; 1 MiB turns; the read that enters the tail; the rest.
+        assert_eq!(turns, [rs, mib, mib, 3 * rs, 5]);
+        let digest = rx.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+        assert_eq!(
+            digest,
+            xxhash_rust::xxh3::xxh3_64(&vec![b'r'; len as usize])
+        );
     }
 
     /// The receiver never asks for more than the bytes still announced.

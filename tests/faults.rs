@@ -241,6 +241,40 @@ fn hello_and_idle_timeouts() {
     }
 }
 
+/// Issue 8: once a bulk transfer flows, the server asks to be woken only per 64 KiB
+/// (SO_RCVLOWAT). A stream slower than that per idle timeout is still not idle: its bytes are
+/// read and counted. One that then stops is idle, with every byte it sent counted.
+#[test]
+fn slow_stream_below_the_low_water_mark() {
+    for model in MODELS {
+        // A locked 1 MiB buffer is large enough for the mark from the first read on.
+        let mut args = vec!["--idle-timeout", "0.5", "--rcvbuf", "1m"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let mut s = connect(server.port);
+        s.set_nodelay(true).unwrap();
+        s.write_all(&stream_hello(4 << 20, 1024, "slow.txt"))
+            .unwrap();
+        let mut accept = [0u8; 9];
+        s.read_exact(&mut accept).unwrap();
+        s.write_all(&[b's'; 256 << 10]).unwrap();
+        // 20 KiB over 2 s: four idle timeouts, a third of the mark.
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            s.write_all(&[b's'; 1024]).unwrap();
+        }
+        let sent = (256 << 10) + 20 * 1024;
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        let want = format!("'slow.txt': {sent} of 4194304 bytes, then no data for 0.5 s");
+        assert!(
+            server.wait_for(|_, e| e.contains(&want)),
+            "{model:?}: want {want:?} in {}",
+            server.stderr()
+        );
+    }
+}
+
 /// Issue 7: 500 idle sockets held open: a real client still gets through, and the idle ones are
 /// closed at the hello timeout.
 #[test]

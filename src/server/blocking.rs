@@ -187,10 +187,13 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     // which would now hold back ACKs of the stream (see `net::quickack`).
     let _ = net::quickack(stream);
     let mut block = Block::new(rx.read_size(), hello.length);
+    let mut lowat = 1;
     let why = loop {
-        break match block.read_from(stream, &mut rx) {
+        let end = block.read_turn(stream, &mut rx);
+        super::follow_wake(stream, &rx, &mut lowat);
+        break match end {
             ReadEnd::Complete => None,
-            // A thread of its own needs no turns; read_from takes none, but go on if it did.
+            // Turns only let the low-water mark follow the transfer.
             ReadEnd::TurnOver => continue,
             ReadEnd::Eof if super::stopping() => Some(SHUTTING_DOWN.to_owned()),
             ReadEnd::Eof => Some("the client closed the connection".to_owned()),

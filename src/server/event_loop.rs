@@ -75,6 +75,8 @@ struct Conn {
     /// Its last turn ended with data maybe still waiting: it is in the ready list and gets
     /// another turn without waiting for an event (edge-triggered epoll sends no new one).
     more: bool,
+    /// The receive low-water mark set on the socket (see [`super::follow_wake`]).
+    lowat: u32,
 }
 
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
@@ -198,6 +200,19 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
                 .map(|(k, _)| k)
                 .collect();
             for key in expired {
+                // Below its low-water mark a slow stream raises no event: read what is waiting
+                // before calling it idle.
+                if conns[key].lowat > 1 {
+                    let closed = turn(&poll, &mut conns, key, &mut block, cfg);
+                    if let Some(done) = closed
+                        && cfg.once
+                    {
+                        return Ok(done);
+                    }
+                    if conns.get(key).is_none_or(|c| now < c.deadline) {
+                        continue;
+                    }
+                }
                 let mut conn = conns.remove(key);
                 let outcome = conn.timed_out();
                 // Say why, where the protocol allows: a hello that never came is refused.
@@ -261,6 +276,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: 
                     hello_timeout: cfg.hello_timeout,
                     wakeups: 0,
                     more: false,
+                    lowat: 1,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -446,6 +462,7 @@ impl Conn {
             let _ = net::quickack(&self.stream);
         }
         let end = block.read_turn(&mut self.stream, rx);
+        super::follow_wake(&self.stream, rx, &mut self.lowat);
         if rx.bytes() > before {
             self.deadline = Instant::now() + self.idle;
         }

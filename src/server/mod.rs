@@ -266,6 +266,23 @@ pub fn start_transfer(
 }
 
 /// The reason sent when saving failed.
+/// Keeps `stream`'s receive low-water mark where `rx` wants it ([`Receiver::wake_at`]);
+/// `current` is the mark set last (1, the kernel's default, before any).
+///
+/// A mark above 1 waits until the receive buffer is at least four times the mark: to fit a
+/// larger mark the kernel grows the buffer and clamps the receive window to the mark, and a
+/// window no larger than the mark stalled transfers until the delayed-ACK timer fired
+/// (36 MiB in 270 ms instead of 16 with a 128 KiB mark set on a fresh 128 KiB buffer).
+pub fn follow_wake<S: std::os::fd::AsFd>(stream: &S, rx: &Receiver, current: &mut u32) {
+    let want = rx.wake_at();
+    if want == *current || (want > 1 && crate::net::recv_buffer(stream) < 4 * want) {
+        return;
+    }
+    if crate::net::recv_lowat(stream, want).is_ok() {
+        *current = want;
+    }
+}
+
 pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
     format!("cannot save '{}': {e}", hello.name)
 }
