@@ -187,10 +187,10 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     // which would now hold back ACKs of the stream (see `net::quickack`).
     let _ = net::quickack(stream);
     let mut block = Block::new(rx.read_size(), hello.length);
-    let mut lowat = 1;
+    let mut mark = super::WakeMark::new(stream);
     let why = loop {
         let end = block.read_turn(stream, &mut rx);
-        super::follow_wake(stream, &rx, &mut lowat);
+        mark.follow(stream, &rx);
         break match end {
             ReadEnd::Complete => None,
             // Turns only let the low-water mark follow the transfer.

@@ -75,8 +75,8 @@ struct Conn {
     /// Its last turn ended with data maybe still waiting: it is in the ready list and gets
     /// another turn without waiting for an event (edge-triggered epoll sends no new one).
     more: bool,
-    /// The receive low-water mark set on the socket (see [`super::follow_wake`]).
-    lowat: u32,
+    /// The socket's receive low-water mark.
+    mark: super::WakeMark,
 }
 
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
@@ -202,7 +202,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
             for key in expired {
                 // Below its low-water mark a slow stream raises no event: read what is waiting
                 // before calling it idle.
-                if conns[key].lowat > 1 {
+                if conns[key].mark.raised() {
                     let closed = turn(&poll, &mut conns, key, &mut block, cfg);
                     if let Some(done) = closed
                         && cfg.once
@@ -263,6 +263,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: 
                     continue;
                 }
                 debug!(%peer, "connection");
+                let mark = super::WakeMark::new(&stream);
                 entry.insert(Conn {
                     stream,
                     peer,
@@ -276,7 +277,7 @@ fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: 
                     hello_timeout: cfg.hello_timeout,
                     wakeups: 0,
                     more: false,
-                    lowat: 1,
+                    mark,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -462,7 +463,7 @@ impl Conn {
             let _ = net::quickack(&self.stream);
         }
         let end = block.read_turn(&mut self.stream, rx);
-        super::follow_wake(&self.stream, rx, &mut self.lowat);
+        self.mark.follow(&self.stream, rx);
         if rx.bytes() > before {
             self.deadline = Instant::now() + self.idle;
         }
