@@ -225,7 +225,10 @@ pub fn markdown(
          alternating runs (each repetition starting with the next tool), all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
          (src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
          server's first to last byte, every run verified by digest (end to end: client's first write \
-         to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`.\n",
+         to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`. \
+         tsperf can beat the floor: on loopback its server asks to be woken once per 64 KiB \
+         (SO_RCVLOWAT), the floor's reader is woken for every segment, and each wake-up costs \
+         the sending core.\n",
         file.display(),
         crate::units::size(file_len)
     );
