@@ -211,6 +211,32 @@ pub fn iperf3_bar(chunk: u32) -> f64 {
 }
 
 /// `peers.md`.
+/// `peers.svg`: the floor, tsperf (blocking, non-blocking, writev) and iperf3 side by side,
+/// receiver-side MiB/s per chunk size.
+pub fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
+    use crate::report::svg::{Series, grouped_bars};
+    let series = |label: &str, f: fn(&PeerRow) -> f64| Series {
+        label: label.to_owned(),
+        values: rows.iter().map(|r| Some(f(r))).collect(),
+    };
+    let groups: Vec<String> = rows
+        .iter()
+        .map(|r| format!("chunk {} B", r.chunk))
+        .collect();
+    grouped_bars(
+        "One stream of the file on loopback, receiver MiB/s (log scale)",
+        "MiB/s",
+        &groups,
+        &[
+            series("floor: bare write/read loop", |r| r.floor_mib_s),
+            series("tsperf", |r| r.tsperf_mib_s),
+            series("tsperf --nonblocking", |r| r.nonblocking_mib_s),
+            series("tsperf --io writev --batch 64", |r| r.writev_mib_s),
+            series("iperf3 -F", |r| r.iperf3_mib_s),
+        ],
+    )
+}
+
 pub fn markdown(
     rows: &[PeerRow],
     file: &Path,
@@ -354,5 +380,21 @@ mod tests {
         );
         assert!(md.contains("- 102 B: tsperf / iperf3 2.00× (bar 1.5×) met; tsperf / floor 0.89 (bar 0.85) met; nonblocking / blocking 0.97 (bar 0.90) met; client CPU 1.10× (bar 1.2×) met."), "{md}");
         assert!(md.contains("tsperf / iperf3 1.00× (bar 1.1×) **missed**; tsperf / floor 0.50 (bar 0.85) **missed**; nonblocking / blocking 0.80 (bar 0.90) **missed**; client CPU 2.00× (bar 1.2×) **missed**."), "{md}");
+
+        let text = String::from_utf8(svg(&rows).unwrap()).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        let labels: Vec<&str> = doc
+            .descendants()
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for want in [
+            "floor: bare write/read loop",
+            "iperf3 -F",
+            "chunk 102 B",
+            "chunk 10240 B",
+        ] {
+            assert!(labels.contains(&want), "{want} not in {labels:?}");
+        }
     }
 }

@@ -7,7 +7,7 @@ use clap::Parser;
 use tsperf::peers::{self, PeersConfig};
 use tsperf::{cli, machine::Machine, units};
 
-/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md. A tsserver and an
+/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md and peers.svg. A tsserver and an
 /// iperf3 server must already listen on the given ports.
 #[derive(Parser)]
 #[command(name = "tspeers", version, about)]
@@ -22,7 +22,7 @@ struct Args {
     tsperf_port: u16,
     #[arg(long)]
     iperf3_port: u16,
-    /// Where peers.md goes.
+    /// Where peers.md goes (and peers.svg beside it).
     #[arg(long, default_value = "results/peers.md")]
     out: PathBuf,
     #[arg(long, default_value = "unknown")]
@@ -65,6 +65,7 @@ fn main() -> ExitCode {
             &Machine::probe(&args.commit),
         );
         tsperf::report::write_atomic(&args.out, md.as_bytes())?;
+        tsperf::report::write_atomic(&args.out.with_extension("svg"), &peers::svg(&rows)?)?;
         Ok(md)
     };
     match run() {

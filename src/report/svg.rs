@@ -30,6 +30,82 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
+/// One series of a [`grouped_bars`] chart: its legend and a value per group (`None`: no bar).
+pub struct Series {
+    pub label: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// A bar chart on a log axis: one group of bars per `groups` label, one bar per series in each
+/// group, side by side in series order.
+pub fn grouped_bars(
+    caption: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[Series],
+) -> Result<Vec<u8>> {
+    let (lo, hi) = bounds(
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied()),
+    );
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 22))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..groups.len().max(1) as f64, (lo..hi).log_scale())
+            .map_err(plot_err)?;
+        let label = |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 1e-9 && i < groups.len() {
+                groups[i].clone()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len() * 2 + 1)
+            .x_label_formatter(&label)
+            .y_desc(y_desc)
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / series.len().max(1) as f64;
+        for (si, s) in series.iter().enumerate() {
+            let color = Palette99::pick(si).to_rgba();
+            let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
+                let x0 = g as f64 + 0.1 + si as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, lo), (x0 + width * 0.9, v.as_ref()?.max(lo))],
+                    color.filled(),
+                ))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(plot_err)?
+                .label(s.label.clone())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg.into_bytes())
+}
+
 impl Exporter for ThroughputSvg {
     fn file_name(&self) -> &'static str {
         "throughput.svg"
@@ -37,83 +113,40 @@ impl Exporter for ThroughputSvg {
 
     fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
         let mut chunks: Vec<u32> = Vec::new();
-        let mut series: Vec<(&str, &str)> = Vec::new();
+        let mut keys: Vec<(&str, &str)> = Vec::new();
         for r in &m.stream {
             if !chunks.contains(&r.chunk) {
                 chunks.push(r.chunk);
             }
-            if !series.contains(&(r.io.as_str(), r.log.as_str())) {
-                series.push((&r.io, &r.log));
+            if !keys.contains(&(r.io.as_str(), r.log.as_str())) {
+                keys.push((&r.io, &r.log));
             }
         }
-        let (lo, hi) = bounds(m.stream.iter().map(|r| r.median_mib_s));
-        let groups = chunks.len().max(1) as f64;
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-            root.fill(&WHITE).map_err(plot_err)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(
-                    format!(
-                        "Stream throughput, median MiB/s (log scale), {}",
-                        m.setup.network
-                    ),
-                    ("sans-serif", 22),
-                )
-                .margin(14)
-                .x_label_area_size(44)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0f64..groups, (lo..hi).log_scale())
-                .map_err(plot_err)?;
-            let label = |x: &f64| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 1e-9 && i < chunks.len() {
-                    format!("chunk {} B", chunks[i])
-                } else {
-                    String::new()
-                }
-            };
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(chunks.len() * 2 + 1)
-                .x_label_formatter(&label)
-                .y_desc("MiB/s")
-                .draw()
-                .map_err(plot_err)?;
-            let width = 0.8 / series.len().max(1) as f64;
-            for (si, (io, log)) in series.iter().enumerate() {
-                let color = Palette99::pick(si).to_rgba();
-                let bars = m
-                    .stream
+        let series: Vec<Series> = keys
+            .iter()
+            .map(|(io, log)| Series {
+                label: format!("{io}, log {log}"),
+                values: chunks
                     .iter()
-                    .filter(|r| r.io == *io && r.log == *log)
-                    .filter_map(|r| {
-                        let g = chunks.iter().position(|c| *c == r.chunk)? as f64;
-                        let x0 = g + 0.1 + si as f64 * width;
-                        Some(Rectangle::new(
-                            [(x0, lo), (x0 + width * 0.9, r.median_mib_s.max(lo))],
-                            color.filled(),
-                        ))
-                    });
-                chart
-                    .draw_series(bars)
-                    .map_err(plot_err)?
-                    .label(format!("{io}, log {log}"))
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(plot_err)?;
-            root.present().map_err(plot_err)?;
-        }
-        Ok(svg.into_bytes())
+                    .map(|c| {
+                        m.stream
+                            .iter()
+                            .find(|r| r.chunk == *c && r.io == *io && r.log == *log)
+                            .map(|r| r.median_mib_s)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let groups: Vec<String> = chunks.iter().map(|c| format!("chunk {c} B")).collect();
+        grouped_bars(
+            &format!(
+                "Stream throughput, median MiB/s (log scale), {}",
+                m.setup.network
+            ),
+            "MiB/s",
+            &groups,
+            &series,
+        )
     }
 }
 
