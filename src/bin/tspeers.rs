@@ -16,7 +16,7 @@ struct Args {
     file: PathBuf,
     #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
     chunks: Vec<u32>,
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=100))]
     reps: u32,
     #[arg(long)]
     tsperf_port: u16,
