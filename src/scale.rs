@@ -404,17 +404,8 @@ mod tests {
         assert!((ratio - 0.9).abs() < 1e-9, "{ratio}");
         assert!((growth - 10.0).abs() < 1e-9, "{growth}");
         assert!(bars(&rows, "nothing").is_none());
-        let svg = svg(&rows).unwrap();
-        let text = String::from_utf8(svg).unwrap();
-        let doc = roxmltree::Document::parse(&text).unwrap();
-        let labels: Vec<&str> = doc
-            .descendants()
-            .filter_map(|n| n.text())
-            .map(str::trim)
-            .collect();
-        assert!(
-            labels.contains(&"event-loop") && labels.contains(&"blocking"),
-            "{labels:?}"
-        );
+        let labels = crate::report::svg::texts(&svg(&rows).unwrap());
+        let has = |t: &str| labels.iter().any(|l| l == t);
+        assert!(has("event-loop") && has("blocking"), "{labels:?}");
     }
 }
