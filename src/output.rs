@@ -187,8 +187,14 @@ pub fn stream_human(r: &StreamResult) -> String {
 
 /// Why a finished transfer does not verify, for stderr.
 pub fn mismatch(r: &StreamResult) -> String {
+    let why = if r.source_changed {
+        "; the file was written to while it was sent, so the bytes read are a mix of its old \
+         and new contents (send a file nothing is writing to)"
+    } else {
+        ""
+    };
     format!(
-        "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}",
+        "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}{why}",
         r.bytes, r.digest, r.server.bytes, r.server.digest
     )
 }

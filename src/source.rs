@@ -83,6 +83,8 @@ pub struct Source {
     read: u64,
     blocks: Blocks,
     hasher: XxHash3_64,
+    /// The modification time when opened, to tell later whether the file changed meanwhile.
+    modified: Option<std::time::SystemTime>,
 }
 
 impl Source {
@@ -132,6 +134,7 @@ impl Source {
             read: 0,
             blocks,
             hasher: XxHash3_64::new(),
+            modified: meta.modified().ok(),
         })
     }
 
@@ -202,6 +205,15 @@ impl Source {
     /// The open file, for `sendfile`.
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// True if the open file's size or modification time is not what it was when opened:
+    /// something wrote to it meanwhile, so what was read may be a mix of old and new bytes.
+    pub fn changed(&self) -> bool {
+        match self.file.metadata() {
+            Ok(m) => m.len() != self.len || m.modified().ok() != self.modified,
+            Err(_) => false,
+        }
     }
 
     /// The error for a file that ended at `at` bytes, before its announced length.

@@ -199,23 +199,44 @@ fn server_abort_reason_is_shown() {
 }
 
 /// Issue 2: a digest that disagrees is a failure: exit 1, MISMATCH on stderr, verified false.
+/// On a file that was written to while it was sent, the message says so; on an untouched file
+/// it does not.
 #[test]
 fn mismatch_is_a_failure() {
-    let port = fake_server(|mut s, len| {
-        let mut buf = vec![0u8; len as usize];
-        s.read_exact(&mut buf).unwrap();
-        let report = Report {
-            bytes: len,
-            digest: xxhash_rust::xxh3::xxh3_64(&buf) ^ 1,
-            ..Report::default()
-        };
-        send(&mut s, &Frame::Report(report));
-    });
     let dir = tempfile::tempdir().unwrap();
-    let path = test_file(dir.path(), "a.txt", 5000);
-    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
-    assert_fails(&out, 1, "MISMATCH");
-    assert_eq!(v["verified"], false);
+    for touch in [true, false] {
+        let path = test_file(dir.path(), &format!("t{touch}.txt"), 5000);
+        let target = path.clone();
+        let port = fake_server(move |mut s, len| {
+            if touch {
+                // A later modification time stands for a write (without racing the client's
+                // reads, and whatever the file system's timestamp granularity).
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&target)
+                    .unwrap();
+                f.set_modified(std::time::SystemTime::now() + Duration::from_secs(10))
+                    .unwrap();
+            }
+            let mut buf = vec![0u8; len as usize];
+            s.read_exact(&mut buf).unwrap();
+            let report = Report {
+                bytes: len,
+                digest: xxhash_rust::xxh3::xxh3_64(&buf) ^ 1,
+                ..Report::default()
+            };
+            send(&mut s, &Frame::Report(report));
+        });
+        let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+        assert_fails(&out, 1, "MISMATCH");
+        assert_eq!(v["verified"], false);
+        assert_eq!(
+            stderr(&out).contains("written to while it was sent"),
+            touch,
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 /// Issue 2: a server that refuses (here: bad hello bytes) gets its reason shown and the server

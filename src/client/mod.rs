@@ -117,6 +117,9 @@ pub struct StreamResult {
     pub sndbuf: u32,
     pub read_size: u32,
     pub server: Report,
+    /// The file's size or modification time changed while it was sent (checked only when the
+    /// digests disagree, to say why).
+    pub source_changed: bool,
 }
 
 impl StreamResult {
@@ -255,6 +258,7 @@ fn transfer<T: Transport>(
     let end_unix_us = unix_us_now();
     let cpu = CpuTime::process().since(cpu_start);
     (writes.would_block, writes.polls) = conn.waits();
+    let source_changed = server.digest != digest && source.changed();
 
     Ok(StreamResult {
         name: source.name().to_owned(),
@@ -273,6 +277,7 @@ fn transfer<T: Transport>(
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
         read_size,
         server,
+        source_changed,
     })
 }
 
