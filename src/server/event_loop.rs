@@ -203,11 +203,15 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
                 // Below its low-water mark a slow stream raises no event: read what is waiting
                 // before calling it idle.
                 if conns[key].mark.raised() {
+                    let was_ready = conns[key].more;
                     let closed = turn(&poll, &mut conns, key, &mut block, cfg);
                     if let Some(done) = closed
                         && cfg.once
                     {
                         return Ok(done);
+                    }
+                    if !was_ready && conns.get(key).is_some_and(|c| c.more) {
+                        ready.push(key);
                     }
                     if conns.get(key).is_none_or(|c| now < c.deadline) {
                         continue;
