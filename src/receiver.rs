@@ -31,7 +31,7 @@ pub const WAKE_BYTES: u32 = 64 << 10;
 /// whole segment (loopback's MSS is 65483 bytes) that the client's Nagle algorithm may hold
 /// back until the server acknowledges what came before. A threshold the client cannot reach
 /// without that segment would wait for the server's delayed-ACK timer.
-const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
+pub const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
 
 /// One turn of [`Block::read_turn`]: at most this many reads, and no more reads once this many
 /// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
@@ -207,7 +207,7 @@ impl Receiver {
     }
 }
 
-/// What one call of [`Block::read_from`] ended with.
+/// What one call of [`Block::read_turn`] ended with.
 #[derive(Debug)]
 pub enum ReadEnd {
     /// Every announced byte has arrived.
@@ -243,16 +243,11 @@ impl Block {
     }
 
     /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
-    /// the socket says `WouldBlock`/errs, or the transfer wants a new low-water mark
-    /// ([`ReadEnd::TurnOver`]). Everything read is counted and checksummed before this returns,
-    /// so the block can serve another connection next.
-    pub fn read_from<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
-        self.read_some(src, rx, u64::MAX, usize::MAX)
-    }
-
-    /// Like [`Block::read_from`], but ends with [`ReadEnd::TurnOver`] after [`TURN_READS`]
-    /// reads or [`TURN_BYTES`] bytes, whichever comes first: the event loop's share for one
-    /// connection per wake-up.
+    /// the socket says `WouldBlock`/errs, or the turn is over ([`ReadEnd::TurnOver`]: after
+    /// [`TURN_READS`] reads or [`TURN_BYTES`] bytes, whichever comes first, so one connection
+    /// cannot keep the event loop to itself; or when the transfer wants a new low-water mark).
+    /// Everything read is counted and checksummed before this returns, so the block can serve
+    /// another connection next.
     pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
         self.read_some(src, rx, TURN_READS, TURN_BYTES)
     }
@@ -312,6 +307,12 @@ impl Block {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads without turn limits: until complete, closed, `WouldBlock`, an error, or a new
+    /// low-water mark.
+    fn read_all<R: Read>(block: &mut Block, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        block.read_some(src, rx, u64::MAX, usize::MAX)
+    }
     use crate::protocol::Mode;
 
     fn hello(length: u64) -> Hello {
@@ -388,7 +389,7 @@ mod tests {
                 block_next: false,
             };
             loop {
-                match block.read_from(&mut src, &mut rx) {
+                match read_all(&mut block, &mut src, &mut rx) {
                     ReadEnd::Complete => break,
                     ReadEnd::WouldBlock | ReadEnd::TurnOver => {}
                     other => panic!("{other:?}"),
@@ -426,8 +427,8 @@ mod tests {
         };
         let mut block = Block::new(1024, u64::MAX);
         while !(ra.is_complete() && rb.is_complete()) {
-            block.read_from(&mut sa, &mut ra);
-            block.read_from(&mut sb, &mut rb);
+            read_all(&mut block, &mut sa, &mut ra);
+            read_all(&mut block, &mut sb, &mut rb);
         }
         let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0).digest;
         assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
@@ -502,7 +503,10 @@ mod tests {
         let mut rx = Receiver::new(&hello(1000), 64, 0, false);
         let mut block = Block::new(64, 1000);
         let mut src: &[u8] = b"0123456789";
-        assert!(matches!(block.read_from(&mut src, &mut rx), ReadEnd::Eof));
+        assert!(matches!(
+            read_all(&mut block, &mut src, &mut rx),
+            ReadEnd::Eof
+        ));
         let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
         assert_eq!(rep.bytes, 10);
         assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));

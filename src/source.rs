@@ -8,7 +8,7 @@
 //! cache to the socket with one copy, the kernel's, where reading into a buffer first would add a
 //! second (28% of the client's CPU at 10240-byte chunks, `perf record`). Each block is
 //! checksummed just before it is written, so it is in cache for the socket copy. A file that
-//! shrinks while mapped would raise SIGBUS; [`guard`] turns that into the same "shrank" error a
+//! shrinks while mapped would raise SIGBUS; `guard` turns that into the same "shrank" error a
 //! read would give, and a write that meets a vanished page fails with `EFAULT`, which the client
 //! reports the same way ([`is_fault`]).
 //!

@@ -1,4 +1,4 @@
-//! Clocks. Intervals are measured with [`Instant`]; wall-clock time from [`SystemTime`] is used
+//! Clocks. Intervals are measured with [`Instant`](std::time::Instant); wall-clock time from [`SystemTime`] is used
 //! only for the timestamps people compare across hosts (the seed's `begin sec[..]` lines and the
 //! report's first/last byte). CPU time comes from `getrusage`.
 
