@@ -43,7 +43,7 @@ pids=()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$bin/tsserver" --bind 127.0.0.1 --port 0 --log none --log-file "$work/unused.log" >/dev/null 2>"$work/ts.err" &
+"$bin/tsserver" --bind 127.0.0.1 --port 0 --log none >/dev/null 2>"$work/ts.err" &
 pids+=($!)
 iport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 15201)
 iperf3 -s -B 127.0.0.1 -p "$iport" --logfile "$work/iperf3.log" &

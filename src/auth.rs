@@ -46,9 +46,22 @@ impl Key {
                 bytes.len()
             );
         }
-        let warning = (meta.permissions().mode() & 0o004 != 0).then(|| {
-            format!("warning: key file '{shown}' is readable by every user; chmod 600 it")
-        });
+        if bytes.iter().all(|b| b.is_ascii_whitespace() || *b == 0) {
+            bail!(
+                "key file '{shown}' holds only whitespace or NUL bytes: expected a secret of at \
+                 least {MIN_KEY} bytes"
+            );
+        }
+        let mode = meta.permissions().mode();
+        let readers = if mode & 0o004 != 0 {
+            Some("every user")
+        } else if mode & 0o040 != 0 {
+            Some("its group")
+        } else {
+            None
+        };
+        let warning = readers
+            .map(|who| format!("warning: key file '{shown}' is readable by {who}; chmod 600 it"));
         Ok((Key(bytes), warning))
     }
 

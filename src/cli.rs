@@ -57,6 +57,28 @@ pub fn exit_on_interrupt(
     })
 }
 
+/// How long a run asked to stop by a signal has to stop by itself before the process exits.
+pub const STOP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// On SIGINT or SIGTERM: clears the progress bar and sets the returned flag, so the run can stop
+/// and report what it measured; if it has not ended within [`STOP_PATIENCE`] (stuck in a wait),
+/// says so and exits 130.
+pub fn stop_on_interrupt(
+    prog: &'static str,
+    progress: crate::progress::Progress,
+) -> io::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    on_signal(move || {
+        progress.clear();
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(STOP_PATIENCE);
+        eprintln!("{prog}: interrupted");
+        std::process::exit(INTERRUPTED);
+    })?;
+    Ok(stop)
+}
+
 /// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
 pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -69,6 +91,18 @@ pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// True if the argument `id` was given on the command line (not taken from its default).
+pub fn given(m: &clap::ArgMatches, id: &str) -> bool {
+    m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+}
+
+/// Exits with clap's usage-error format and code 2: `msg` names the flag and what it needs.
+pub fn usage_error<A: clap::CommandFactory>(msg: impl std::fmt::Display) -> ! {
+    A::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, msg)
+        .exit()
 }
 
 /// Loads a key file for `--auth-key`; the warning, if any, is for the caller to print.

@@ -5,17 +5,22 @@
 //! an NTP-style clock offset: from the request's send time t1, the server's receive and send
 //! times t2 and t3, and the answer's arrival t4, the offset is ((t2 − t1) + (t3 − t4)) / 2,
 //! good to ± half the round trip. The fastest round trip gives the tightest bound.
+//!
+//! Each answer is due within `--timeout` of its request (a deadline, however the bytes trickle
+//! in). A run that stops early, interrupted or failed, still returns what it measured.
 
 use std::io::Read;
-use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 
 use crate::client::Transport;
+use crate::client::blocking::Blocking;
 use crate::client::nonblocking::MioConn;
 use crate::net;
+use crate::progress::Progress;
 use crate::protocol::clock::{
     Codec, Framing, MAX_MESSAGE, PREFIX, TimeRequest, decode_response, encode_request,
 };
@@ -55,6 +60,17 @@ pub struct LatencyResult {
     pub offset_ns: i64,
     /// Its error bound (half that round trip), in ns.
     pub offset_err_ns: u64,
+    /// Why the run ended before `count` queries, if it did.
+    pub stopped: Option<Stopped>,
+}
+
+/// Why a latency run ended early.
+#[derive(Debug)]
+pub enum Stopped {
+    /// Ctrl-C (SIGINT) or SIGTERM.
+    Interrupted,
+    /// The connection or the server failed.
+    Failed(anyhow::Error),
 }
 
 impl LatencyResult {
@@ -71,33 +87,70 @@ impl LatencyResult {
     }
 }
 
-/// Runs the latency test over the configured transport.
-pub fn run_latency(cfg: &LatencyConfig) -> Result<LatencyResult> {
-    if cfg.nonblocking {
-        run::<MioConn>(cfg)
+/// Runs the latency test over the configured transport, showing `progress`, until `count`
+/// queries are answered, `stop` is set, or something fails; what was measured is returned in
+/// every case.
+pub fn run_latency(
+    cfg: &LatencyConfig,
+    progress: &mut Progress,
+    stop: &AtomicBool,
+) -> LatencyResult {
+    progress.start(cfg.count);
+    let result = if cfg.nonblocking {
+        run::<MioConn>(cfg, progress, stop)
     } else {
-        run::<TcpStream>(cfg)
+        run::<Blocking>(cfg, progress, stop)
+    };
+    progress.clear();
+    result
+}
+
+/// The best (fastest) round trip so far: its time, the offset and the offset's error.
+type Best = Option<(u64, i64, u64)>;
+
+fn run<T: Transport>(
+    cfg: &LatencyConfig,
+    progress: &mut Progress,
+    stop: &AtomicBool,
+) -> LatencyResult {
+    let mut rtt =
+        Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+    let mut best: Best = None;
+    let stopped = measure::<T>(cfg, progress, stop, &mut rtt, &mut best).err();
+    let (_, offset_ns, offset_err_ns) = best.unwrap_or((0, 0, 0));
+    LatencyResult {
+        cfg: cfg.clone(),
+        io: T::IO,
+        rtt,
+        offset_ns,
+        offset_err_ns,
+        stopped,
     }
 }
 
-fn run<T: Transport>(cfg: &LatencyConfig) -> Result<LatencyResult> {
-    let mut rtt =
-        Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
-    let mut best: Option<(u64, i64, u64)> = None;
+/// Makes the queries, recording each counted round trip in `rtt` and the fastest in `best`.
+fn measure<T: Transport>(
+    cfg: &LatencyConfig,
+    progress: &mut Progress,
+    stop: &AtomicBool,
+    rtt: &mut Histogram<u64>,
+    best: &mut Best,
+) -> Result<(), Stopped> {
     let mut conn = None;
     let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
     let mut inbuf = vec![0u8; PREFIX + MAX_MESSAGE];
     for seq in 0..cfg.warmup + cfg.count {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Stopped::Interrupted);
+        }
         let start = Instant::now();
         if cfg.reconnect || conn.is_none() {
-            conn = Some(open::<T>(
-                cfg,
-                if cfg.reconnect {
-                    1
-                } else {
-                    cfg.warmup + cfg.count
-                },
-            )?);
+            let count = if cfg.reconnect {
+                1
+            } else {
+                cfg.warmup + cfg.count
+            };
+            conn = Some(open::<T>(cfg, count).map_err(Stopped::Failed)?);
         }
         let c = conn.as_mut().expect("connected above");
         let t1 = unix_ns_now();
@@ -116,8 +169,11 @@ fn run<T: Transport>(cfg: &LatencyConfig) -> Result<LatencyResult> {
                 .write_all(&out[..PREFIX])
                 .and_then(|()| c.write_all(&out[PREFIX..])),
         };
-        sent.with_context(|| format!("cannot send request {seq}"))?;
-        let resp = read_response(c, &mut inbuf, cfg.codec, seq)?;
+        sent.with_context(|| format!("cannot send request {seq}"))
+            .map_err(Stopped::Failed)?;
+        c.read_by(Some(Instant::now() + cfg.timeout));
+        let resp =
+            read_response(c, &mut inbuf, cfg.codec, seq, cfg.timeout).map_err(Stopped::Failed)?;
         let elapsed = start.elapsed();
         let t4 = unix_ns_now();
         if cfg.reconnect {
@@ -128,6 +184,7 @@ fn run<T: Transport>(cfg: &LatencyConfig) -> Result<LatencyResult> {
         }
         let ns = (elapsed.as_nanos() as u64).max(1);
         rtt.saturating_record(ns);
+        progress.update(rtt.len());
         let (t1, t2, t3, t4) = (
             i128::from(t1),
             i128::from(resp.server_recv_unix_ns),
@@ -137,27 +194,20 @@ fn run<T: Transport>(cfg: &LatencyConfig) -> Result<LatencyResult> {
         let offset = ((t2 - t1) + (t3 - t4)) / 2;
         let err = (((t4 - t1) - (t3 - t2)).max(0) / 2) as u64;
         if best.is_none_or(|(b, _, _)| ns < b) {
-            best = Some((
+            *best = Some((
                 ns,
                 offset.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
                 err,
             ));
         }
     }
-    let (_, offset_ns, offset_err_ns) = best.unwrap_or((0, 0, 0));
-    Ok(LatencyResult {
-        cfg: cfg.clone(),
-        io: T::IO,
-        rtt,
-        offset_ns,
-        offset_err_ns,
-    })
+    Ok(())
 }
 
 /// Connects and has a latency session accepted for `count` requests.
 fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
     let mut c = T::connect(&cfg.host, cfg.port, cfg.timeout)?;
-    c.set_idle_timeout(cfg.timeout)?;
+    c.set_timeout(cfg.timeout)?;
     if cfg.nodelay {
         c.socket()
             .set_tcp_nodelay(true)
@@ -172,7 +222,7 @@ fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
         chunk: 1,
         name: String::new(),
     };
-    crate::client::handshake(&mut c, &hello, cfg.auth.as_deref())
+    crate::client::handshake(&mut c, &hello, cfg.auth.as_deref(), cfg.timeout)
         .context("the server did not accept latency mode")?;
     Ok(c)
 }
@@ -183,6 +233,7 @@ fn read_response<R: Read>(
     buf: &mut [u8],
     codec: Codec,
     seq: u64,
+    timeout: Duration,
 ) -> Result<crate::protocol::clock::TimeResponse> {
     let mut have = 0;
     loop {
@@ -207,7 +258,10 @@ fn read_response<R: Read>(
             Ok(0) => bail!("the server closed the connection before answering request {seq}"),
             Ok(n) => have += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) => bail!("no answer to request {seq} within the timeout"),
+            Err(e) if net::is_timeout(&e) => bail!(
+                "no answer to request {seq} within {} s",
+                timeout.as_secs_f64()
+            ),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("lost the connection waiting for answer {seq}"));

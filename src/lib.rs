@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod console;
 pub mod floor;
 pub mod latency;
 pub mod machine;
@@ -23,6 +24,7 @@ pub mod scale;
 pub mod server;
 pub mod source;
 pub mod testdata;
+pub mod text;
 pub mod timing;
 pub mod units;
 

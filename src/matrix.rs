@@ -133,16 +133,17 @@ impl GridConfig {
     fn start_server(&self, log: &str, tmp: &Path) -> Result<(OwnServer, String)> {
         let err = tmp.join(format!("server-{log}.err"));
         let logfile = tmp.join(format!("server-{log}.log"));
-        let args = [
+        let mut args = vec![
             "--bind".to_owned(),
             self.bind.clone(),
             "--port".into(),
             "0".into(),
             "--log".into(),
             log.into(),
-            "--log-file".into(),
-            logfile.display().to_string(),
         ];
+        if log == "file" {
+            args.extend(["--log-file".into(), logfile.display().to_string()]);
+        }
         if log == "stdout" && self.stdout_to == StdoutTo::Pty {
             let mut words: Vec<String> = self.server_wrap.iter().map(|w| shell_quote(w)).collect();
             words.push(shell_quote(&self.tsserver().display().to_string()));

@@ -17,12 +17,70 @@ pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
         .collect())
 }
 
-/// Resolves `host:port` and connects to the first address that answers within `timeout`.
+/// Splits what a user typed for `--host` into a host and, if it named one, a port: `name`,
+/// `192.0.2.1`, `::1`, `[::1]`, and each of those but the bare IPv6 form with `:PORT`.
+pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
+    let bad = || {
+        format!(
+            "invalid host '{text}': expected a name or an address, optionally with :PORT (IPv6 in brackets: [::1]:7433)"
+        )
+    };
+    let port = |p: &str| p.parse::<u16>().map_err(|_| bad());
+    if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(bad)?;
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(bad());
+        }
+        return match after {
+            "" => Ok((host.to_owned(), None)),
+            p => Ok((
+                host.to_owned(),
+                Some(port(p.strip_prefix(':').ok_or_else(bad)?)?),
+            )),
+        };
+    }
+    match text.split_once(':') {
+        _ if text.is_empty() => Err(bad()),
+        Some(("", p)) if !p.contains(':') => Err(bad()),
+        // One colon: HOST:PORT. More: a bare IPv6 address.
+        Some((host, p)) if !p.contains(':') && !host.is_empty() => {
+            Ok((host.to_owned(), Some(port(p)?)))
+        }
+        _ => Ok((text.to_owned(), None)),
+    }
+}
+
+/// Parses `--bind`: an address (IPv6 with or without brackets) or a host name, which is
+/// resolved to its first address.
+pub fn parse_bind(text: &str) -> Result<std::net::IpAddr, String> {
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    if let Ok(ip) = bare.parse() {
+        return Ok(ip);
+    }
+    match (bare, 0).to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(addr.ip()),
+        _ => Err(format!(
+            "invalid address '{text}': expected an IP address or a host name that resolves"
+        )),
+    }
+}
+
+/// Resolves `host:port` and connects to the first address that answers, all within `timeout`
+/// (a deadline for the whole attempt, however many addresses the name has).
 pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
     let addrs = resolve(host, port)?;
+    let by = std::time::Instant::now() + timeout;
     let mut last = None;
     for addr in &addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
+        let left = by.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            last = Some((addr, io::ErrorKind::TimedOut.into()));
+            break;
+        }
+        match TcpStream::connect_timeout(addr, left) {
             Ok(s) => return Ok(s),
             Err(e) => last = Some((addr, e)),
         }
@@ -37,8 +95,13 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
     }
 }
 
-/// Reads exactly one frame from a socket with blocking meaning, keeping nothing past it. `what` names the
-/// frame the caller waits for, for the error message.
+/// A read of a frame that timed out (the socket's timeout, or the caller's deadline).
+#[derive(Debug, thiserror::Error)]
+#[error("timed out waiting for the server's {0}")]
+pub struct TimedOut(pub String);
+
+/// Reads exactly one frame from a socket with blocking meaning, keeping nothing past it. `what`
+/// names the frame the caller waits for, for the error message; a timeout is [`TimedOut`].
 pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
     let mut buf = [0u8; crate::protocol::FRAME_HEADER + crate::protocol::MAX_FRAME_BODY];
     let mut have = 0;
@@ -59,7 +122,7 @@ pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
             Ok(0) => bail!("the server closed the connection before its {what}"),
             Ok(n) => have += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if is_timeout(&e) => bail!("timed out waiting for the server's {what}"),
+            Err(e) if is_timeout(&e) => return Err(TimedOut(what.to_owned()).into()),
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!("lost the connection waiting for the server's {what}")
@@ -192,6 +255,45 @@ fn set_int<S: std::os::fd::AsFd>(
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    /// Every form a user types for --host, and the malformed ones refused with the input named.
+    #[test]
+    fn host_forms() {
+        let ok =
+            |t: &str, h: &str, p: Option<u16>| assert_eq!(split_host(t), Ok((h.into(), p)), "{t}");
+        ok("localhost", "localhost", None);
+        ok("192.0.2.1", "192.0.2.1", None);
+        ok("::1", "::1", None);
+        ok("[::1]", "::1", None);
+        ok("[::1]:7433", "::1", Some(7433));
+        ok("host:80", "host", Some(80));
+        ok("192.0.2.1:5201", "192.0.2.1", Some(5201));
+        for bad in [
+            "",
+            "[::1",
+            "[::1]x",
+            "[nothost]:1",
+            "host:",
+            "host:99999",
+            ":80",
+        ] {
+            let e = split_host(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
+        }
+        assert_eq!(parse_bind("[::]"), Ok("::".parse().unwrap()));
+        assert_eq!(parse_bind("127.0.0.1"), Ok("127.0.0.1".parse().unwrap()));
+        assert!(parse_bind("localhost").is_ok_and(|ip| ip.is_loopback()));
+        assert!(
+            parse_bind("no such host.invalid")
+                .unwrap_err()
+                .contains("'no such host.invalid'")
+        );
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

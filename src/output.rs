@@ -1,15 +1,18 @@
 //! What tsclient prints: the seed's begin/end lines with a summary for people, or one JSON
 //! object for scripts. Field names carry their unit (`elapsed_s`, `begin_unix_us`); names once
-//! published are never renamed.
+//! published are never renamed. A failed run still prints one JSON object, with `error` and what
+//! was measured before it failed, so a script can always parse stdout (as iperf3 `-J` does).
+//! Text from the server is escaped for the terminal ([`crate::text`]).
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::client::StreamResult;
-use crate::latency::LatencyResult;
+use crate::latency::{LatencyResult, Stopped};
 use crate::protocol::clock::{Codec, Framing};
 use crate::protocol::{LogMode, ServerIo};
+use crate::text::{Peer, json_inert};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
 
@@ -78,9 +81,12 @@ struct StreamJson<'a> {
     cpu: Cpu,
     client: ClientSide,
     server: ServerSide<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
-/// The one JSON object `tsclient --json` prints for a stream transfer.
+/// The one JSON object `tsclient --json` prints for a stream transfer (with `error` when the
+/// digests disagree).
 pub fn stream_json(r: &StreamResult) -> String {
     let s = &r.server;
     let nonzero = |v: u64| (v != 0).then_some(v);
@@ -129,8 +135,39 @@ pub fn stream_json(r: &StreamResult) -> String {
             .into(),
             saved_to: &s.saved_to,
         },
+        error: (!r.verified()).then(|| mismatch(r)),
     };
-    serde_json::to_string_pretty(&j).expect("plain data always serializes")
+    to_json(&j)
+}
+
+/// Serializes one output object, with active characters escaped.
+fn to_json(v: &impl Serialize) -> String {
+    json_inert(serde_json::to_string_pretty(v).expect("plain data always serializes"))
+}
+
+#[derive(Serialize)]
+struct StreamFailure<'a> {
+    tsperf: &'static str,
+    mode: &'static str,
+    file: &'a str,
+    bytes: Option<u64>,
+    sent: u64,
+    verified: bool,
+    error: String,
+}
+
+/// The JSON object for a stream transfer that failed: the file, its size if known, the bytes
+/// handed to the socket before the failure, and the error with its causes.
+pub fn stream_failure_json(file: &str, bytes: Option<u64>, sent: u64, e: &anyhow::Error) -> String {
+    to_json(&StreamFailure {
+        tsperf: env!("CARGO_PKG_VERSION"),
+        mode: "stream",
+        file,
+        bytes,
+        sent,
+        verified: false,
+        error: format!("{e:#}"),
+    })
 }
 
 /// The human report: the seed's three lines, then what both ends saw.
@@ -181,7 +218,7 @@ pub fn stream_human(r: &StreamResult) -> String {
     ) + &if s.saved_to.is_empty() {
         String::new()
     } else {
-        format!("  saved on the server as {}\n", s.saved_to)
+        format!("  saved on the server as {}\n", Peer(&s.saved_to))
     }
 }
 
@@ -242,15 +279,20 @@ struct LatencyJson<'a> {
     nodelay: bool,
     reconnect: bool,
     io: &'static str,
-    rtt_us: Rtt,
-    offset_us: f64,
-    offset_err_us: f64,
+    rtt_us: Option<Rtt>,
+    offset_us: Option<f64>,
+    offset_err_us: Option<f64>,
     hint: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 /// The one JSON object `tsclient --latency --json` prints.
 pub fn latency_json(r: &LatencyResult) -> String {
     let c = &r.cfg;
+    let measured = !r.rtt.is_empty();
     let j = LatencyJson {
         tsperf: env!("CARGO_PKG_VERSION"),
         mode: "latency",
@@ -262,12 +304,17 @@ pub fn latency_json(r: &LatencyResult) -> String {
         nodelay: c.nodelay,
         reconnect: c.reconnect,
         io: r.io,
-        rtt_us: Rtt::of(&r.rtt),
-        offset_us: r.offset_ns as f64 / 1e3,
-        offset_err_us: r.offset_err_ns as f64 / 1e3,
+        rtt_us: measured.then(|| Rtt::of(&r.rtt)),
+        offset_us: measured.then_some(r.offset_ns as f64 / 1e3),
+        offset_err_us: measured.then_some(r.offset_err_ns as f64 / 1e3),
         hint: r.hint(),
+        interrupted: matches!(r.stopped, Some(Stopped::Interrupted)),
+        error: match &r.stopped {
+            Some(Stopped::Failed(e)) => Some(format!("{e:#}")),
+            _ => None,
+        },
     };
-    serde_json::to_string_pretty(&j).expect("plain data always serializes")
+    to_json(&j)
 }
 
 /// The human report: the statistics, a percentile ladder, the clock offset, and any hint.
@@ -291,6 +338,9 @@ pub fn latency_human(r: &LatencyResult) -> String {
         r.io
     )
     .to_lowercase();
+    if h.is_empty() {
+        return s;
+    }
     let _ = writeln!(
         s,
         "  round trip: min {}, mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",

@@ -26,27 +26,42 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar on stderr when `wanted` and stderr is a terminal; otherwise a hidden one.
+    /// A bar of bytes sent on stderr when `wanted` and stderr is a terminal; otherwise a
+    /// hidden one.
     pub fn new(wanted: bool) -> Progress {
+        Progress::with_template(
+            wanted,
+            "{spinner} {sent}/{total} [{wide_bar}] {rate}, ETA {eta}",
+        )
+    }
+
+    /// A bar of clock queries answered, for latency mode, shown as [`Progress::new`] is.
+    pub fn queries(wanted: bool) -> Progress {
+        Progress::with_template(
+            wanted,
+            "{spinner} {pos}/{len} clock queries [{wide_bar}] ETA {eta}",
+        )
+    }
+
+    fn with_template(wanted: bool, template: &str) -> Progress {
         let target = if wanted && std::io::stderr().is_terminal() {
             ProgressDrawTarget::stderr_with_hz(20)
         } else {
             ProgressDrawTarget::hidden()
         };
         let bar = ProgressBar::with_draw_target(None, target);
-        let style =
-            ProgressStyle::with_template("{spinner} {sent}/{total} [{wide_bar}] {rate}, ETA {eta}")
-                .expect("the template is valid")
-                .progress_chars("=> ")
-                .with_key("sent", |s: &ProgressState, w: &mut dyn fmt::Write| {
-                    let _ = w.write_str(&units::size(s.pos()));
-                })
-                .with_key("total", |s: &ProgressState, w: &mut dyn fmt::Write| {
-                    let _ = w.write_str(&units::size(s.len().unwrap_or(0)));
-                })
-                .with_key("rate", |s: &ProgressState, w: &mut dyn fmt::Write| {
-                    let _ = write!(w, "{:.1} MiB/s", s.per_sec() / (1024.0 * 1024.0));
-                });
+        let style = ProgressStyle::with_template(template)
+            .expect("the template is valid")
+            .progress_chars("=> ")
+            .with_key("sent", |s: &ProgressState, w: &mut dyn fmt::Write| {
+                let _ = w.write_str(&units::size(s.pos()));
+            })
+            .with_key("total", |s: &ProgressState, w: &mut dyn fmt::Write| {
+                let _ = w.write_str(&units::size(s.len().unwrap_or(0)));
+            })
+            .with_key("rate", |s: &ProgressState, w: &mut dyn fmt::Write| {
+                let _ = write!(w, "{:.1} MiB/s", s.per_sec() / (1024.0 * 1024.0));
+            });
         bar.set_style(style);
         Progress {
             bar,
@@ -58,6 +73,11 @@ impl Progress {
     /// Sets the total once the file's size is known.
     pub fn start(&mut self, total: u64) {
         self.bar.set_length(total);
+        self.bar.reset();
+    }
+
+    /// Starts the bar's clock again (the total stays): the rate and ETA count from here.
+    pub fn restart(&mut self) {
         self.bar.reset();
     }
 

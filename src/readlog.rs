@@ -4,14 +4,17 @@
 //! timestamp. Each transfer also gets a `start` line and an `end` line. Lines go through tracing
 //! on their own target ([`TARGET`]) to one sink:
 //!
-//! - `stdout`: one `write()` per line as it happens, as a terminal program's `printf` does
-//!   (Rust's stdout is line-buffered). Nothing batches lines; that cost is what is measured.
+//! - `stdout`: one `write()` per line, as a terminal program's `printf` does, made by the
+//!   console's writer thread ([`crate::console`]): a reader that stops reading holds back the
+//!   transfers it logs (back-pressure, as in the seed), never the rest of the server, and no
+//!   line is dropped. Nothing batches lines into fewer writes; that cost is what is measured.
 //! - `file`: a buffered file, flushed when each transfer ends and when the server stops on
 //!   SIGINT or SIGTERM. A line is formatted whole and written under the file's lock, so lines
 //!   from concurrent connections never interleave mid-line, and none is lost.
 //! - `none`: no layer at all; the hot path pays one branch on a bool.
 //!
-//! Diagnostics (`RUST_LOG`, to stderr) are a separate layer that never sees the per-read lines.
+//! Diagnostics (`RUST_LOG`, to stderr) are a separate layer that never sees the per-read lines;
+//! they go through the console too, as messages that are dropped (and counted) rather than wait.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -66,7 +69,7 @@ impl<'a> MakeWriter<'a> for FileSink {
 /// (`file` appends to `path`, creating it).
 pub fn init(mode: LogMode, path: &Path) -> Result<()> {
     let diagnostics = tracing_subscriber::fmt::layer()
-        .with_writer(io::stderr)
+        .with_writer(crate::console::Messages(crate::console::Stream::Err))
         .with_filter(crate::cli::env_filter())
         .with_filter(filter_fn(|m| m.target() != TARGET));
     let lines = || {
@@ -80,7 +83,11 @@ pub fn init(mode: LogMode, path: &Path) -> Result<()> {
     let result = match mode {
         LogMode::None => registry.try_init(),
         LogMode::Stdout => registry
-            .with(lines().with_writer(io::stdout).with_filter(only_lines()))
+            .with(
+                lines()
+                    .with_writer(crate::console::Lines)
+                    .with_filter(only_lines()),
+            )
             .try_init(),
         LogMode::File => {
             let file = OpenOptions::new()

@@ -84,7 +84,7 @@ impl Receiver {
     /// Logs the start of the transfer (when logging).
     pub fn log_start(&mut self, peer: std::net::SocketAddr, hello: &Hello) {
         if self.log {
-            tracing::info!(target: TARGET, conn = self.conn, event = "start", %peer, file = %hello.name,
+            tracing::info!(target: TARGET, conn = self.conn, event = "start", %peer, file = %crate::text::Peer(&hello.name),
                 length = hello.length, chunk = hello.chunk, read_size = self.read_size);
             self.log_lines += 1;
         }
@@ -250,6 +250,12 @@ impl Block {
     /// another connection next.
     pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
         self.read_some(src, rx, TURN_READS, TURN_BYTES)
+    }
+
+    /// One read only (then [`ReadEnd::TurnOver`] if it got data and more is due): the blocking
+    /// server reads the first byte of a transfer under a different timeout than the rest.
+    pub fn read_once<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        self.read_some(src, rx, 1, TURN_BYTES)
     }
 
     fn read_some<R: Read>(

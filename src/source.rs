@@ -19,8 +19,8 @@
 //! a file that must come from disk is read inside the measurement as before, not ahead of it;
 //! then [`POPULATE_STEP`] bytes at a time, half a step ahead of the sender.
 //!
-//! Where mapping is not possible (an empty file, a file system without mmap, every guard slot
-//! taken), blocks are read into a buffer instead.
+//! Where mapping is not possible (a file system without mmap, every guard slot taken), blocks
+//! are read into a buffer instead. An empty file is refused: there is nothing to measure.
 //!
 //! For `sendfile`, which never copies the data into the process, [`Source::digest_in_background`]
 //! checksums the file from the page cache on a thread of its own, off the socket path.
@@ -51,6 +51,19 @@ pub const POPULATE_STEP: usize = 4 << 20;
 
 /// The largest block: `--chunk` × `--batch` must fit in it.
 pub const MAX_BLOCK: usize = 256 << 20;
+
+/// Takes `O_NONBLOCK` off a file opened with it (for a regular file it changes nothing, but the
+/// descriptor is then what a plain open gives).
+fn clear_nonblocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// How blocks are taken from the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +110,15 @@ impl Source {
 
     /// [`Source::open`] with the access chosen.
     pub fn open_with(path: &Path, chunk: u32, batch: u32, access: Access) -> Result<Source> {
+        use std::os::unix::fs::OpenOptionsExt;
         let shown = path.display();
-        let file = File::open(path).with_context(|| format!("cannot open file '{shown}'"))?;
+        // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; what is not a
+        // regular file is refused below, before anything reads from it.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .with_context(|| format!("cannot open file '{shown}'"))?;
         let meta = file
             .metadata()
             .with_context(|| format!("cannot stat file '{shown}'"))?;
@@ -108,6 +128,10 @@ impl Source {
         if !meta.is_file() {
             bail!("'{shown}' is not a regular file: expected a file of known length");
         }
+        if meta.len() == 0 {
+            bail!("'{shown}' is empty: there is nothing to measure (expected at least 1 byte)");
+        }
+        clear_nonblocking(&file).with_context(|| format!("cannot read file '{shown}'"))?;
         let name = basename(path)?;
         let chunk = chunk as usize;
         // A whole number of batches, so every writev but the file's last takes `batch` chunks.
@@ -437,14 +461,13 @@ mod tests {
         assert_eq!(populated, len);
     }
 
-    /// An empty file is read (there is nothing to map); a file that shrinks before it is read
-    /// is the "shrank" error, naming the file.
+    /// An empty file is refused (issue 14: there is nothing to measure); a file that shrinks
+    /// before it is read is the "shrank" error, naming the file.
     #[test]
     fn empty_and_shrunk_files() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        let mut s = Source::open(f.path(), 1024, 1).unwrap();
-        assert_eq!(s.access(), Access::Read);
-        assert!(s.next_block().unwrap().is_empty());
+        let e = Source::open(f.path(), 1024, 1).err().unwrap().to_string();
+        assert!(e.contains("is empty: there is nothing to measure"), "{e}");
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&[7u8; 300_000]).unwrap();
         let mut s = Source::open_with(f.path(), 1024, 1, Access::Read).unwrap();

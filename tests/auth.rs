@@ -173,3 +173,38 @@ fn key_file_checks() {
         "cannot read key file '/nonexistent/key'",
     );
 }
+
+/// Issue 14 (10): a key file of only whitespace or NUL bytes is no secret and is refused; a
+/// group-readable key file gets a warning, as a world-readable one does.
+#[test]
+fn blank_and_group_readable_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.txt", 10);
+    for (name, bytes) in [
+        ("spaces", &b"                        \n"[..]),
+        ("nuls", &[0u8; 32][..]),
+        ("mixed", &b" \t\r\n\0 \t\r\n\0 \t\r\n\0 \t\r\n\0"[..]),
+    ] {
+        let key = key_file(dir.path(), name, bytes, 0o600);
+        for prog in ["tsclient", "tsserver"] {
+            let out = run(
+                bin(prog),
+                &[
+                    "--port",
+                    "0",
+                    "--auth-key",
+                    key.to_str().unwrap(),
+                    file.to_str().unwrap(),
+                ][..if prog == "tsserver" { 4 } else { 5 }],
+            );
+            assert_fails(&out, 1, "holds only whitespace or NUL bytes");
+        }
+    }
+    let group = key_file(dir.path(), "group", b"0123456789abcdef", 0o640);
+    let server = Server::start(&["--auth-key", group.to_str().unwrap()]);
+    assert!(
+        server.wait_for(|_, e| e.contains("is readable by its group")),
+        "{}",
+        server.stderr()
+    );
+}

@@ -373,3 +373,25 @@ fn file_truncated_mid_send() {
         }
     }
 }
+
+/// Issue 14 (10): a latency hello must carry no name and a chunk of 1, as the specification
+/// says; anything else is refused with a reason, by both models.
+#[test]
+fn latency_hello_with_name_or_chunk_is_refused() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let mut named = latency_hello(5, 1, 1);
+        // Give it a one-byte name: name_len 1, then the name.
+        named[10..12].copy_from_slice(&1u16.to_be_bytes());
+        named.push(b'n');
+        let mut chunked = latency_hello(5, 1, 1);
+        chunked[20..24].copy_from_slice(&2u32.to_be_bytes());
+        for (bytes, why) in [
+            (named, "latency hello with a name"),
+            (chunked, "bad chunk size 2 for latency mode"),
+        ] {
+            let reason = refusal(&exchange(server.port, &bytes, 64));
+            assert!(reason.contains(why), "{model:?}: {reason}");
+        }
+    }
+}

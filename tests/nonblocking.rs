@@ -22,7 +22,7 @@ fn edge_sizes_nonblocking_both_models() {
     for (args, model) in MODELS {
         let server = Server::start(args);
         for chunk in [102u64, 1024, 10240] {
-            for len in [0, 1, chunk - 1, chunk, chunk + 1, 100 * chunk + 3] {
+            for len in [1, chunk - 1, chunk, chunk + 1, 100 * chunk + 3] {
                 let path = test_file(dir.path(), &format!("f{chunk}_{len}.txt"), len);
                 let c = chunk.to_string();
                 for (flag, io) in [(Some("--nonblocking"), "nonblocking"), (None, "blocking")] {

@@ -328,3 +328,36 @@ fn save_warnings_and_errors() {
     let out = run(bin("tsserver"), &["--port", "0", "--overwrite"]);
     assert_fails(&out, 2, "--save");
 }
+
+/// Issue 14 (9): every Unicode format (Cf) character, bidi control, invisible filler and slash
+/// look-alike is refused as a save name, including those the first filter missed.
+#[test]
+fn format_characters_and_lookalikes_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = save_server(dir.path(), &[], &[]);
+    for c in [
+        '\u{00AD}',
+        '\u{061C}',
+        '\u{180E}',
+        '\u{3164}',
+        '\u{2216}',
+        '\u{2571}',
+        '\u{27CB}',
+        '\u{FE68}',
+        '\u{200E}',
+        '\u{2066}',
+        '\u{E0041}',
+        '\u{FFF9}',
+    ] {
+        let name = format!("a{c}b.txt");
+        match hello_reply(server.port, &name, 10) {
+            Frame::Refuse(reason) => assert!(
+                reason.contains("look-alike") || reason.contains("invisible"),
+                "U+{:04X}: {reason}",
+                c as u32
+            ),
+            other => panic!("U+{:04X} was not refused: {other:?}", c as u32),
+        }
+    }
+    assert!(names_in(dir.path()).is_empty());
+}

@@ -100,3 +100,49 @@ fn late_transfer_is_aborted_cleanly() {
         );
     }
 }
+
+/// Issue 14 (10): a second SIGINT or SIGTERM during the grace period ends the server at once:
+/// the transfer still in flight is aborted with a reason and leaves no partial file.
+#[test]
+fn second_signal_ends_the_grace_at_once() {
+    let src = tempfile::tempdir().unwrap();
+    let big = sparse_file(src.path(), "big.bin", 256 << 20);
+    for (model, sig) in [
+        (&[][..], libc::SIGTERM),
+        (&["--blocking"][..], libc::SIGINT),
+    ] {
+        let save = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--read-size",
+            "16",
+            "--rcvbuf",
+            "65536",
+            "--grace",
+            "3600",
+            "--save",
+            save.path().to_str().unwrap(),
+        ];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let child = Command::new(bin("tsclient"))
+            .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
+            .arg(&big)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        server.signal(sig);
+        assert!(
+            server.wait_for(|_, e| e.contains("press Ctrl-C again")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+        server.signal(sig);
+        let out = wait_child(child);
+        assert_fails(&out, 1, "the server is shutting down");
+        assert!(server.wait_exit().is_some(), "{model:?}: still running");
+        let left: Vec<_> = std::fs::read_dir(save.path()).unwrap().collect();
+        assert!(left.is_empty(), "{model:?}: left {left:?}");
+    }
+}

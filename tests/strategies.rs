@@ -24,7 +24,7 @@ fn edge_sizes_every_strategy() {
     for (args, model) in MODELS {
         let server = Server::start(args);
         for chunk in [102u64, 10240] {
-            for len in [0, 1, chunk - 1, chunk + 1, 64 * chunk, 200 * chunk + 7] {
+            for len in [1, chunk - 1, chunk + 1, 64 * chunk, 200 * chunk + 7] {
                 let path = test_file(dir.path(), &format!("f{chunk}_{len}.txt"), len);
                 let c = chunk.to_string();
                 for (strategy, batch) in cases {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use tsperf::progress::Progress;
 use tsperf::protocol::clock::{Codec, Framing};
 use tsperf::{DEFAULT_PORT, cli, client, latency, output, units};
@@ -15,7 +15,7 @@ use tsperf::{DEFAULT_PORT, cli, client, latency, output, units};
 #[derive(Parser)]
 #[command(name = "tsclient", version, about)]
 struct Args {
-    /// Server host name or address.
+    /// Server host name or address (IPv6 with or without brackets), optionally with :PORT.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Server port.
@@ -30,7 +30,9 @@ struct Args {
     /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).
     #[arg(long)]
     no_progress: bool,
-    /// Seconds to wait for the connection, and for the server to take data or answer.
+    /// Seconds for each phase, as a deadline: connecting, the server's answer to the hello, and
+    /// its report after the last byte (in latency mode: each answer). Also the longest the
+    /// server may take no data before the transfer fails.
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, value_name = "SECS")]
     timeout: f64,
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
@@ -85,27 +87,55 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+/// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
+const STREAM_ONLY: [&str; 4] = ["chunk", "sndbuf", "strategy", "batch"];
+const LATENCY_ONLY: [&str; 6] = [
+    "count",
+    "warmup",
+    "codec",
+    "framing",
+    "nodelay",
+    "reconnect",
+];
+
+/// Refuses (exit 2) a flag given for the mode it does not apply to, and a --host:PORT that
+/// disagrees with --port; returns the host and port to use.
+fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
+    let flag = |id: &str| format!("--{}", if id == "strategy" { "io" } else { id });
+    let (own, other, mode) = if args.latency {
+        (&STREAM_ONLY[..], "stream transfers", "--latency")
+    } else {
+        (&LATENCY_ONLY[..], "--latency", "a stream transfer")
+    };
+    if let Some(id) = own.iter().find(|id| cli::given(m, id)) {
+        cli::usage_error::<Args>(format!(
+            "{} applies to {other} only, not to {mode}",
+            flag(id)
+        ));
+    }
     if args.batch.is_some() && args.strategy != client::Strategy::Writev {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!(
-                    "--batch applies to --io writev only (this run uses --io {})",
-                    args.strategy
-                ),
-            )
-            .exit();
+        cli::usage_error::<Args>(format!(
+            "--batch applies to --io writev only (this run uses --io {})",
+            args.strategy
+        ));
     }
-    if args.latency && args.strategy != client::Strategy::Write {
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                "--io applies to stream transfers, not to --latency",
-            )
-            .exit();
+    let (host, port) = tsperf::net::split_host(&args.host).unwrap_or_else(|e| {
+        cli::usage_error::<Args>(e);
+    });
+    match port {
+        Some(p) if cli::given(m, "port") && p != args.port => cli::usage_error::<Args>(format!(
+            "--host {} names port {p} but --port says {}: give the port once",
+            args.host, args.port
+        )),
+        Some(p) => (host, p),
+        None => (host, args.port),
     }
+}
+
+fn main() -> ExitCode {
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let (host, port) = check(&matches, &args);
     cli::init_diagnostics();
     let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
         Ok(Some((key, warning))) => {
@@ -118,13 +148,14 @@ fn main() -> ExitCode {
         Err(e) => return cli::fail("tsclient", &e),
     };
     if args.latency {
-        return latency_main(&args, auth);
+        return latency_main(&args, host, port, auth);
     }
+    let file = args.file.clone().unwrap_or_default();
     let cfg = client::StreamConfig {
-        host: args.host,
-        port: args.port,
+        host,
+        port,
         chunk: args.chunk,
-        file: args.file.clone().unwrap_or_default(),
+        file: file.clone(),
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
@@ -138,7 +169,18 @@ fn main() -> ExitCode {
     }
     let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
-        Err(e) => return cli::fail("tsclient", &e),
+        Err(e) => {
+            if args.json {
+                let name = file
+                    .file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into());
+                let size = std::fs::metadata(&file).ok().map(|m| m.len());
+                let _ = cli::print(
+                    &(output::stream_failure_json(&name, size, progress.sent(), &e) + "\n"),
+                );
+            }
+            return cli::fail("tsclient", &e);
+        }
     };
     let text = if args.json {
         output::stream_json(&result) + "\n"
@@ -154,10 +196,15 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn latency_main(args: &Args, auth: Option<std::sync::Arc<tsperf::auth::Key>>) -> ExitCode {
+fn latency_main(
+    args: &Args,
+    host: String,
+    port: u16,
+    auth: Option<std::sync::Arc<tsperf::auth::Key>>,
+) -> ExitCode {
     let cfg = latency::LatencyConfig {
-        host: args.host.clone(),
-        port: args.port,
+        host,
+        port,
         count: args.count,
         warmup: args.warmup,
         codec: args.codec,
@@ -168,17 +215,30 @@ fn latency_main(args: &Args, auth: Option<std::sync::Arc<tsperf::auth::Key>>) ->
         timeout: Duration::from_secs_f64(args.timeout),
         auth,
     };
-    let result = match latency::run_latency(&cfg) {
-        Ok(r) => r,
-        Err(e) => return cli::fail("tsclient", &e),
+    let mut progress = Progress::queries(!args.no_progress);
+    let stop = match cli::stop_on_interrupt("tsclient", progress.clone()) {
+        Ok(stop) => stop,
+        Err(e) => return cli::fail("tsclient", &e.into()),
     };
+    let result = latency::run_latency(&cfg, &mut progress, &stop);
     let text = if args.json {
         output::latency_json(&result) + "\n"
     } else {
         output::latency_human(&result)
     };
-    match cli::print(&text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => cli::fail("tsclient", &e.into()),
+    if let Err(e) = cli::print(&text) {
+        return cli::fail("tsclient", &e.into());
+    }
+    match &result.stopped {
+        None => ExitCode::SUCCESS,
+        Some(latency::Stopped::Interrupted) => {
+            eprintln!(
+                "tsclient: interrupted after {} of {} clock queries",
+                result.rtt.len(),
+                cfg.count
+            );
+            ExitCode::from(cli::INTERRUPTED as u8)
+        }
+        Some(latency::Stopped::Failed(e)) => cli::fail("tsclient", e),
     }
 }

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use tsperf::protocol::LogMode;
 use tsperf::server::{self, ServerConfig};
 use tsperf::{DEFAULT_PORT, cli, units};
@@ -13,9 +13,10 @@ use tsperf::{DEFAULT_PORT, cli, units};
 #[derive(Parser)]
 #[command(name = "tsserver", version, about)]
 struct Args {
-    /// Address to listen on (all interfaces by default: this is a LAN server).
-    #[arg(long, default_value = "0.0.0.0")]
-    bind: IpAddr,
+    /// Address or host name to listen on; IPv6 addresses with or without brackets. By default
+    /// every interface, IPv6 and IPv4 at once: this is a LAN server.
+    #[arg(long, value_parser = tsperf::net::parse_bind, value_name = "ADDR")]
+    bind: Option<IpAddr>,
     /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -41,6 +42,10 @@ struct Args {
     /// The log file for --log file; lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
+    /// With --log stdout or file, the smallest read: a client announcing smaller chunks gets one
+    /// log line per this many bytes, not one per byte.
+    #[arg(long, default_value_t = server::LOG_MIN_READ, value_parser = units::parse_read_size, value_name = "BYTES")]
+    log_min_read: u32,
     /// Largest transfer a client may announce; larger ones are refused before any data flows.
     /// Suffixes k/m/g (binary).
     #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
@@ -93,18 +98,31 @@ enum Log {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let log = match args.log {
         Log::Stdout => LogMode::Stdout,
         Log::File => LogMode::File,
         Log::None => LogMode::None,
     };
+    let given = |id| cli::given(&matches, id);
+    if given("log_file") && log != LogMode::File {
+        cli::usage_error::<Args>(format!(
+            "--log-file applies to --log file only (this server logs to {log})"
+        ));
+    }
+    if given("log_min_read") && log == LogMode::None {
+        cli::usage_error::<Args>(
+            "--log-min-read applies to --log stdout or --log file (this server logs nothing)",
+        );
+    }
     if let Err(e) = tsperf::readlog::init(log, &args.log_file) {
         return cli::fail("tsserver", &e);
     }
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
-    // serve() returns and the log is flushed.
-    if let Err(e) = cli::on_signal(server::request_stop) {
+    // serve() returns and the log is flushed. A second signal cuts the grace short.
+    let grace = std::time::Duration::from_secs_f64(args.grace);
+    if let Err(e) = server::stop_on_signals(grace) {
         return cli::fail("tsserver", &e.into());
     }
     let save = match &args.save {
@@ -124,17 +142,17 @@ fn main() -> ExitCode {
         Ok(None) => None,
         Err(e) => return cli::fail("tsserver", &e),
     };
-    if save.is_some() && auth.is_none() && !args.bind.is_loopback() {
+    if save.is_some() && auth.is_none() && !args.bind.is_some_and(|ip| ip.is_loopback()) {
         let dir = args
             .save
             .as_ref()
             .map_or(String::new(), |d| d.display().to_string());
         warnings.push(format!(
             "warning: --save on {} lets anyone who can reach this port write files into {dir} (use --auth-key)",
-            args.bind
+            args.bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
-    let cfg = ServerConfig {
+    let mut cfg = ServerConfig {
         bind: args.bind,
         port: args.port,
         once: args.once,
@@ -142,14 +160,19 @@ fn main() -> ExitCode {
         rcvbuf: args.rcvbuf,
         blocking: args.blocking,
         log,
+        log_min_read: args.log_min_read,
         max_bytes: args.max_bytes,
         max_clients: args.max_clients as usize,
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         save,
         auth,
-        grace: std::time::Duration::from_secs_f64(args.grace),
+        grace,
     };
+    match server::fit_descriptors(&mut cfg) {
+        Ok(warning) => warnings.extend(warning),
+        Err(e) => return cli::fail("tsserver", &e),
+    }
     let listener = match server::bind(&cfg) {
         Ok(l) => l,
         Err(e) => return cli::fail("tsserver", &e),
@@ -165,8 +188,13 @@ fn main() -> ExitCode {
     }
     let served = server::serve(listener, &cfg);
     if let Err(e) = tsperf::readlog::flush() {
-        eprintln!("tsserver: cannot write the log file: {e}");
+        tsperf::console::message(
+            tsperf::console::Stream::Err,
+            &format!("tsserver: cannot write the log file: {e}\n"),
+        );
     }
+    // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
+    tsperf::console::finish();
     match served {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(cli::FAILURE),

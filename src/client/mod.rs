@@ -11,11 +11,12 @@
 //! to the kernel: one `write` per chunk (the seed's way, and the default), `writev` of `--batch`
 //! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
+pub mod blocking;
 pub mod nonblocking;
 
 use std::fs::File;
 use std::io::{self, IoSlice, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,9 @@ use crate::net;
 use crate::progress::Progress;
 use crate::protocol::{Frame, Hello, Mode, Report, encode_hello};
 use crate::source::Source;
+use crate::text::Peer;
 use crate::timing::{CpuTime, unix_us_now};
+use blocking::Blocking;
 use nonblocking::MioConn;
 
 /// How the client hands chunks to the kernel (`--io`).
@@ -70,7 +73,8 @@ pub struct StreamConfig {
     pub port: u16,
     pub chunk: u32,
     pub file: PathBuf,
-    /// Longest wait for the connection, and for the server to take data or answer.
+    /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
+    /// and the longest the server may take no data.
     pub timeout: Duration,
     /// Use a mio non-blocking socket instead of a blocking one.
     pub nonblocking: bool,
@@ -130,53 +134,40 @@ impl StreamResult {
 }
 
 /// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
-/// non-blocking transport waits in poll inside them and counts what it waited for.
+/// non-blocking transport waits in poll inside them and counts what it waited for. Both give up
+/// on a write once the peer has taken nothing for the timeout, and on a read at the deadline
+/// set with [`Transport::read_by`] (or after the timeout without one).
 pub trait Transport: Read + Write + Sized {
     /// The JSON's `io` value.
     const IO: &'static str;
-    /// Connects to `host:port` within `timeout`.
+    /// Connects to `host:port` within `timeout` (all its addresses together).
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self>;
     fn peer(&self) -> io::Result<SocketAddr>;
     fn socket(&self) -> socket2::SockRef<'_>;
-    /// Longest wait for the peer to take data or answer.
-    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// The longest the peer may take no data, or send nothing, before a call fails.
+    fn set_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// Makes reads fail with `TimedOut` at `deadline` (`None`: after the timeout, as before).
+    fn read_by(&mut self, deadline: Option<Instant>);
     /// Writes that found the socket full, and wake-ups from poll.
     fn waits(&self) -> (u64, u64);
     /// Sends up to `len` bytes of `file` from `offset` with `sendfile`, waiting like `write`.
     fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize>;
 }
 
-impl Transport for TcpStream {
-    const IO: &'static str = "blocking";
-
-    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
-        net::connect(host, port, timeout)
-    }
-
-    fn peer(&self) -> io::Result<SocketAddr> {
-        self.peer_addr()
-    }
-
-    fn socket(&self) -> socket2::SockRef<'_> {
-        socket2::SockRef::from(self)
-    }
-
-    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()> {
-        self.set_read_timeout(Some(timeout))?;
-        self.set_write_timeout(Some(timeout))
-    }
-
-    fn waits(&self) -> (u64, u64) {
-        (0, 0)
-    }
-
-    fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
-        loop {
-            match net::sendfile(self, file, offset, len) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+/// Reads one frame from `conn`, all of it by `within` from now. `what` names it for errors;
+/// `late` is the error when the deadline passes.
+pub fn read_frame_within<T: Transport>(
+    conn: &mut T,
+    what: &str,
+    within: Duration,
+    late: impl FnOnce() -> String,
+) -> Result<Frame> {
+    conn.read_by(Some(Instant::now() + within));
+    let frame = net::read_frame(conn, what);
+    conn.read_by(None);
+    match frame {
+        Err(e) if e.downcast_ref::<net::TimedOut>().is_some() => Err(anyhow::anyhow!(late())),
+        other => other,
     }
 }
 
@@ -187,11 +178,13 @@ pub fn run_stream(cfg: &StreamConfig, progress: &mut Progress) -> Result<StreamR
         Strategy::Write | Strategy::Sendfile => 1,
     };
     let source = Source::open(&cfg.file, cfg.chunk, batch)?;
+    // The size is known before anything can fail on the network: a failure's report has it.
+    progress.start(source.len());
     let result = if cfg.nonblocking {
         let conn = MioConn::connect(&cfg.host, cfg.port, cfg.timeout)?;
         transfer(conn, source, cfg, progress)
     } else {
-        let conn = <TcpStream as Transport>::connect(&cfg.host, cfg.port, cfg.timeout)?;
+        let conn = Blocking::connect(&cfg.host, cfg.port, cfg.timeout)?;
         transfer(conn, source, cfg, progress)
     };
     progress.clear();
@@ -205,7 +198,7 @@ fn transfer<T: Transport>(
     progress: &mut Progress,
 ) -> Result<StreamResult> {
     let peer = conn.peer().context("cannot read the server's address")?;
-    conn.set_idle_timeout(cfg.timeout)?;
+    conn.set_timeout(cfg.timeout)?;
     if let Some(n) = cfg.sndbuf {
         conn.socket()
             .set_send_buffer_size(n as usize)
@@ -221,10 +214,10 @@ fn transfer<T: Transport>(
         chunk: cfg.chunk,
         name: source.name().to_owned(),
     };
-    let read_size = handshake(&mut conn, &hello, cfg.auth.as_deref())
+    let read_size = handshake(&mut conn, &hello, cfg.auth.as_deref(), cfg.timeout)
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
 
-    progress.start(source.len());
+    progress.restart();
     let cpu_start = CpuTime::process();
     let begin = Instant::now();
     let begin_unix_us = unix_us_now();
@@ -239,19 +232,32 @@ fn transfer<T: Transport>(
         &mut sent,
     ) {
         Ok(digest) => digest,
-        Err(Stop::File(e)) => return Err(e),
-        Err(Stop::Shrank(at)) => return Err(source.shrank(at)),
-        Err(Stop::Net(e)) => return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout)),
+        Err(stop) => {
+            // What a failure's report says was sent.
+            progress.update(sent);
+            return Err(match stop {
+                Stop::File(e) => e,
+                Stop::Shrank(at) => source.shrank(at),
+                Stop::Net(e) => lost(&mut conn, e, sent, source.len(), cfg.timeout),
+            });
+        }
     };
+    progress.update(sent);
     if let Err(e) = conn.write_all(&digest.to_be_bytes()) {
         return Err(lost(&mut conn, e, sent, source.len(), cfg.timeout));
     }
     // Nagle stays on while sending, as in the seed; once the last chunk is written, push the
     // tail out now instead of letting it wait for a delayed ACK (up to 40 ms on Linux).
     let _ = conn.socket().set_tcp_nodelay(true);
-    let server = match net::read_frame(&mut conn, "report")? {
+    let late = || {
+        format!(
+            "the server sent no report within {} s of the last byte",
+            cfg.timeout.as_secs_f64()
+        )
+    };
+    let server = match read_frame_within(&mut conn, "report", cfg.timeout, late)? {
         Frame::Report(r) => r,
-        Frame::Abort(reason) => bail!("the server aborted the transfer: {reason}"),
+        Frame::Abort(reason) => bail!("the server aborted the transfer: {}", Peer(&reason)),
         other => bail!("the server sent {other:?} where its report was expected"),
     };
     let elapsed = begin.elapsed();
@@ -282,23 +288,32 @@ fn transfer<T: Transport>(
 }
 
 /// Sends the hello, answers the server's challenge if it sends one (with `key`), and returns the
-/// read size of the server's accept; a refusal is an error carrying the server's reason.
-pub fn handshake<T: Transport>(conn: &mut T, hello: &Hello, key: Option<&Key>) -> Result<u32> {
+/// read size of the server's accept; a refusal is an error carrying the server's reason. Each
+/// answer is due within `timeout`.
+pub fn handshake<T: Transport>(
+    conn: &mut T,
+    hello: &Hello,
+    key: Option<&Key>,
+    timeout: Duration,
+) -> Result<u32> {
     let mut msg = Vec::with_capacity(crate::protocol::MAX_HELLO);
     encode_hello(hello, &mut msg);
     conn.write_all(&msg).context("cannot send the hello")?;
-    let mut answer = net::read_frame(conn, "answer to the hello")?;
+    let secs = timeout.as_secs_f64();
+    let late = || format!("no answer to the hello within {secs} s");
+    let mut answer = read_frame_within(conn, "answer to the hello", timeout, late)?;
     if let Frame::Challenge(challenge) = answer {
         let Some(key) = key else {
             bail!("the server requires authentication: pass --auth-key FILE with its key");
         };
         conn.write_all(&key.answer(&challenge))
             .context("cannot send the authentication answer")?;
-        answer = net::read_frame(conn, "answer to the authentication")?;
+        let late = || format!("no answer to the authentication within {secs} s");
+        answer = read_frame_within(conn, "answer to the authentication", timeout, late)?;
     }
     match answer {
         Frame::Accept { read_size, .. } => Ok(read_size),
-        Frame::Refuse(reason) | Frame::Abort(reason) => bail!("refused: {reason}"),
+        Frame::Refuse(reason) | Frame::Abort(reason) => bail!("refused: {}", Peer(&reason)),
         Frame::Report(_) | Frame::Challenge(_) => {
             bail!("the server broke the protocol: {answer:?} instead of an accept")
         }
@@ -495,10 +510,11 @@ fn lost<T: Transport>(
             timeout.as_secs_f64()
         );
     }
-    let _ = conn.set_idle_timeout(Duration::from_millis(500));
-    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = net::read_frame(conn, "reason") {
+    let reason = read_frame_within(conn, "reason", Duration::from_millis(500), String::new);
+    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = reason {
         return anyhow::anyhow!(
-            "the server aborted the transfer after {sent} of {total} bytes: {reason}"
+            "the server aborted the transfer after {sent} of {total} bytes: {}",
+            Peer(&reason)
         );
     }
     let acked = unacknowledged(conn).map_or(String::new(), |q| {

@@ -24,17 +24,20 @@ pub struct MioConn {
     poll: Poll,
     events: Events,
     timeout: Duration,
+    /// Reads fail at this instant.
+    deadline: Option<Instant>,
     would_block: u64,
     polls: u64,
 }
 
 impl MioConn {
-    /// Connects to `host:port`, trying each address until one answers within `timeout`.
+    /// Connects to `host:port`, trying each address until one answers, all within `timeout`.
     pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<MioConn> {
         let addrs = crate::net::resolve(host, port)?;
+        let by = Instant::now() + timeout;
         let mut last = None;
         for addr in addrs {
-            match MioConn::connect_one(addr, timeout) {
+            match MioConn::connect_one(addr, by, timeout) {
                 Ok(c) => return Ok(c),
                 Err(e) => last = Some(e),
             }
@@ -42,7 +45,7 @@ impl MioConn {
         Err(last.unwrap_or_else(|| anyhow!("host '{host}' resolved to no address")))
     }
 
-    fn connect_one(addr: SocketAddr, timeout: Duration) -> Result<MioConn> {
+    fn connect_one(addr: SocketAddr, deadline: Instant, timeout: Duration) -> Result<MioConn> {
         let fail = || format!("could not connect to {addr}");
         let mut stream = TcpStream::connect(addr).with_context(fail)?;
         let poll = Poll::new().context("cannot create a poll")?;
@@ -54,10 +57,10 @@ impl MioConn {
             poll,
             events: Events::with_capacity(8),
             timeout,
+            deadline: None,
             would_block: 0,
             polls: 0,
         };
-        let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -87,10 +90,18 @@ impl MioConn {
         Ok(conn)
     }
 
-    /// Waits for the socket's next event, or fails with `TimedOut` after the idle timeout.
-    fn wait(&mut self) -> io::Result<()> {
+    /// Waits for the socket's next event, or fails with `TimedOut` after the timeout (or at
+    /// the deadline, for reads).
+    fn wait(&mut self, reading: bool) -> io::Result<()> {
+        let mut wait = self.timeout;
+        if let Some(by) = self.deadline.filter(|_| reading) {
+            wait = wait.min(by.saturating_duration_since(Instant::now()));
+            if wait.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+        }
         loop {
-            match self.poll.poll(&mut self.events, Some(self.timeout)) {
+            match self.poll.poll(&mut self.events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -117,7 +128,7 @@ impl MioConn {
             match call(&mut self.stream) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.would_block += 1;
-                    self.wait()?;
+                    self.wait(false)?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
@@ -138,7 +149,7 @@ impl Read for MioConn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.stream.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait()?,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(true)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
             }
@@ -179,9 +190,13 @@ impl Transport for MioConn {
         socket2::SockRef::from(&self.stream)
     }
 
-    fn set_idle_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+    fn set_timeout(&mut self, timeout: Duration) -> io::Result<()> {
         self.timeout = timeout;
         Ok(())
+    }
+
+    fn read_by(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     fn waits(&self) -> (u64, u64) {

@@ -40,8 +40,8 @@
 //! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split; else `BadFraming`        |
 //! | 10     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
 //! | 12     | 8    | length   | bytes the client will send (stream), request count (latency)      |
-//! | 20     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1 |
-//! | 24     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty           |
+//! | 20     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1, else `LatencyChunk` |
+//! | 24     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
 //!
 //! The name is a basename: the decoder refuses a `/`, a NUL byte or any other control character
 //! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
@@ -160,6 +160,10 @@ pub enum ProtocolError {
     BadName(String),
     #[error("bad chunk size {0}: expected 1 to {MAX_CHUNK} bytes")]
     BadChunk(u32),
+    #[error("bad chunk size {0} for latency mode: expected 1")]
+    LatencyChunk(u32),
+    #[error("latency hello with a name ({0} bytes): expected none")]
+    LatencyName(usize),
     #[error("frame body of {0} bytes is too long: at most {MAX_FRAME_BODY}")]
     FrameTooLong(usize),
     #[error("unknown frame tag {0}")]
@@ -350,6 +354,12 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     let chunk = be32(&buf[20..24]);
     if chunk == 0 || chunk > MAX_CHUNK {
         return Err(ProtocolError::BadChunk(chunk));
+    }
+    if mode == Mode::Latency && chunk != 1 {
+        return Err(ProtocolError::LatencyChunk(chunk));
+    }
+    if mode == Mode::Latency && name_len != 0 {
+        return Err(ProtocolError::LatencyName(name_len));
     }
     let Some(name_bytes) = buf.get(HELLO_FIXED..HELLO_FIXED + name_len) else {
         return Ok(None);
@@ -693,6 +703,25 @@ mod tests {
             refused(|b| b[25] = b'\n'),
             ProtocolError::BadName(_)
         ));
+        // Latency mode carries no name and a chunk of 1.
+        let latency = |edit: &dyn Fn(&mut Vec<u8>)| {
+            refused(|b| {
+                b[6] = 2;
+                b[8] = 1;
+                b[9] = 1;
+                b[20..24].copy_from_slice(&1u32.to_be_bytes());
+                edit(b);
+            })
+        };
+        assert_eq!(latency(&|_| {}), ProtocolError::LatencyName(7));
+        assert_eq!(
+            latency(&|b| {
+                b.truncate(HELLO_FIXED);
+                b[10..12].copy_from_slice(&0u16.to_be_bytes());
+                b[20..24].copy_from_slice(&2u32.to_be_bytes());
+            }),
+            ProtocolError::LatencyChunk(2)
+        );
     }
 
     /// Limits are inclusive: a 255-byte name and a 16 MiB chunk are accepted.
@@ -701,6 +730,10 @@ mod tests {
         let mut h = hello();
         h.name = "n".repeat(MAX_NAME);
         h.chunk = MAX_CHUNK;
+        let b = encoded(&h);
+        assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
+        h.name.clear();
+        h.chunk = 1;
         h.mode = Mode::Latency;
         h.nodelay = true;
         h.codec = 2;

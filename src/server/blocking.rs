@@ -1,4 +1,13 @@
 //! The thread-per-connection server: each connection gets a thread and blocking reads.
+//!
+//! What one connection can hold (README, "Security and limits"): its thread's stack (the pages
+//! it touches), one read block of at most [`super::BULK_READ`] bytes (or `--read-size`, the
+//! operator's choice; never the client's chunk), and one read's worth of latency answers, since
+//! it writes them before it reads again. Reads and writes time out after `--idle-timeout`, so a
+//! client that stops reading its answers is cut off like one that stops sending. The hello and
+//! the authentication answer must arrive within `--hello-timeout` of the accept (a deadline,
+//! not a wait that restarts on every byte), and so must the first byte or request after the
+//! server's accept.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -12,15 +21,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Result;
 use tracing::{debug, warn};
 
+use super::fds::{self, Backoff, Spare};
 use super::latency::LatencySession;
 use super::outbox::Outbox;
 use super::{
     AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
     finish_transfer, incomplete, print_failed, save_failed, start_transfer,
 };
+use crate::console;
 use crate::net;
 use crate::protocol::{
-    Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello, encode_frame,
+    Frame, Hello, LogMode, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello, encode_frame,
 };
 use crate::receiver::{Block, ReadEnd};
 
@@ -43,15 +54,29 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
             );
         });
     }
+    console::set_line_wait(cfg.idle_timeout);
     let mut next_id = 0u64;
+    let (mut spare, mut backoff) = (Spare::new(), Backoff::default());
     loop {
         let (mut stream, peer) = match listener.accept() {
-            Ok(c) => c,
+            Ok((stream, peer)) => {
+                backoff.ok();
+                (stream, super::canonical(peer))
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                // Out of descriptors and the like: log it, pause so as not to spin, go on.
-                warn!("accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(10));
+                // Out of descriptors: tell the waiting connection why with the spare one.
+                if fds::exhausted(&e)
+                    && spare.lend(|| refuse_next(&listener)) == Some(true)
+                    && !super::stopping()
+                {
+                    continue;
+                }
+                // Otherwise pause, longer each time, so as not to spin or flood the log.
+                std::thread::sleep(backoff.failed(&e));
+                if super::stopping() {
+                    break;
+                }
                 continue;
             }
         };
@@ -93,12 +118,18 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     }
     // Stopping: let transfers in flight finish within the grace period, then cut off the rest
     // with a reason; their threads see the closed socket, log the end and remove any partial file.
-    let wait_until = |until: Instant| {
-        while active.load(Ordering::Acquire) > 0 && Instant::now() < until {
+    let wait_until = |until: Instant, cut_short: bool| {
+        while active.load(Ordering::Acquire) > 0
+            && Instant::now() < until
+            && !(cut_short && super::stopping_now())
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
     };
-    wait_until(Instant::now() + cfg.grace);
+    // The grace period, which a second signal ends.
+    wait_until(Instant::now() + cfg.grace, true);
+    // Threads waiting for room on a stuck stdout must get to their socket and clean up.
+    crate::console::release();
     for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {
         let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
         let _ = send(&mut stream, &Frame::Abort(SHUTTING_DOWN.to_owned()));
@@ -107,8 +138,21 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
         let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
         let _ = stream.shutdown(Shutdown::Both);
     }
-    wait_until(Instant::now() + Duration::from_secs(2));
+    wait_until(Instant::now() + Duration::from_secs(2), false);
     Ok(true)
+}
+
+/// Accepts one waiting connection and refuses it for want of descriptors. True if it did.
+fn refuse_next(listener: &TcpListener) -> bool {
+    match listener.accept() {
+        Ok((mut stream, peer)) => {
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let outcome = refuse(&mut stream, fds::OUT_OF_DESCRIPTORS.to_owned());
+            print_failed(super::canonical(peer), &outcome);
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// Clones of the open connections' sockets, so a shutdown can cut them off.
@@ -140,7 +184,10 @@ fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcom
 }
 
 fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
-    let hello = match read_hello(stream, cfg) {
+    // Every write, the answers of a latency session included, gives up after the idle timeout.
+    let _ = stream.set_write_timeout(Some(cfg.idle_timeout));
+    let by = Instant::now() + cfg.hello_timeout;
+    let hello = match read_hello(stream, by, cfg) {
         Ok(h) => h,
         Err(reason) => return refuse(stream, reason),
     };
@@ -150,8 +197,16 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
             return Outcome::Incomplete(format!("cannot send the challenge: {e}"));
         }
         let mut answer = [0u8; crate::auth::LEN];
-        if let Err(e) = stream.read_exact(&mut answer) {
-            return refuse(stream, format!("no authentication answer ({e})"));
+        if let Err(e) = read_exact_by(stream, &mut answer, by) {
+            let why = if net::is_timeout(&e) {
+                format!(
+                    "no authentication answer within {} s of the connection",
+                    cfg.hello_timeout.as_secs_f64()
+                )
+            } else {
+                format!("no authentication answer ({e})")
+            };
+            return refuse(stream, why);
         }
         if !key.verify(&challenge, &answer) {
             return refuse(stream, AUTH_FAILED.to_owned());
@@ -177,48 +232,90 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         Mode::Latency => None,
     };
     if let Err(e) = send(stream, &accept) {
-        return Outcome::Incomplete(format!("cannot accept '{}': {e}", hello.name));
+        return Outcome::Incomplete(format!(
+            "cannot accept '{}': {e}",
+            crate::text::Peer(&hello.name)
+        ));
     }
+    // The first byte (or request) is due within the hello timeout of the accept.
+    let _ = stream.set_read_timeout(Some(cfg.hello_timeout));
     let Some(mut rx) = rx else {
         return serve_latency(stream, peer, &hello, cfg);
     };
-    let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
     // The hello and its accept made this look like an interactive exchange to the kernel,
     // which would now hold back ACKs of the stream (see `net::quickack`).
     let _ = net::quickack(stream);
     let mut block = Block::new(rx.read_size(), hello.length);
     let mut mark = super::WakeMark::new(stream);
+    let idle = cfg.idle_timeout.as_secs_f64();
     let why = loop {
-        let end = block.read_turn(stream, &mut rx);
+        let first = rx.bytes() == 0;
+        // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
+        // up if stdout takes nothing for the idle timeout.
+        if cfg.log == LogMode::Stdout
+            && !console::wait_room(console::TURN_RESERVE, Instant::now() + cfg.idle_timeout)
+        {
+            break Some(format!(
+                "its log output (stdout) was not taken for {idle} s"
+            ));
+        }
+        // The first read alone, so the idle timeout replaces the first byte's as soon as it
+        // arrives.
+        let end = if first {
+            block.read_once(stream, &mut rx)
+        } else {
+            block.read_turn(stream, &mut rx)
+        };
+        if first && rx.bytes() > 0 {
+            let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
+        }
         mark.follow(stream, &rx);
+        let timed_out = || {
+            if rx.bytes() == 0 {
+                format!(
+                    "no data within {} s of the accept",
+                    cfg.hello_timeout.as_secs_f64()
+                )
+            } else {
+                format!("no data for {idle} s")
+            }
+        };
         break match end {
             ReadEnd::Complete => None,
             // Turns only let the low-water mark follow the transfer.
             ReadEnd::TurnOver => continue,
-            ReadEnd::Eof if super::stopping() => Some(SHUTTING_DOWN.to_owned()),
-            ReadEnd::Eof => Some("the client closed the connection".to_owned()),
+            // Nobody left to tell.
+            ReadEnd::Eof => {
+                let why = if super::stopping() {
+                    SHUTTING_DOWN
+                } else {
+                    "the client closed the connection"
+                };
+                return incomplete(&hello, &mut rx, why);
+            }
             // A blocking socket says WouldBlock only when its read timeout expires.
-            ReadEnd::WouldBlock => {
-                Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
-            }
-            ReadEnd::Error(e) if net::is_timeout(&e) => {
-                Some(format!("no data for {} s", cfg.idle_timeout.as_secs_f64()))
-            }
+            ReadEnd::WouldBlock => Some(timed_out()),
+            ReadEnd::Error(e) if net::is_timeout(&e) => Some(timed_out()),
             ReadEnd::Error(e) => Some(e.to_string()),
             ReadEnd::Sink(e) => {
-                let reason = save_failed(&hello, &e);
                 rx.discard();
-                let _ = send(stream, &Frame::Abort(reason.clone()));
-                Some(reason)
+                Some(save_failed(&hello, &e))
             }
         };
     };
     if let Some(why) = why {
+        let _ = send(stream, &Frame::Abort(why.clone()));
         return incomplete(&hello, &mut rx, &why);
     }
     let mut trailer = [0u8; TRAILER];
     if let Err(e) = stream.read_exact(&mut trailer) {
-        return incomplete(&hello, &mut rx, &format!("no digest after the data ({e})"));
+        let why = if net::is_timeout(&e) {
+            format!("no digest after the data for {idle} s")
+        } else {
+            "the client closed before sending its digest".to_owned()
+        };
+        let _ = send(stream, &Frame::Abort(why.clone()));
+        return incomplete(&hello, &mut rx, &why);
     }
     let rcvbuf = net::recv_buffer(stream);
     let digest = u64::from_be_bytes(trailer);
@@ -238,50 +335,90 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     if saved {
         Outcome::Complete
     } else {
-        Outcome::Incomplete(format!("'{}' could not be saved", hello.name))
+        Outcome::Incomplete(format!(
+            "'{}' could not be saved",
+            crate::text::Peer(&hello.name)
+        ))
     }
 }
 
-/// Answers clock queries until the client closes.
+/// `read_exact` that gives up at `by` (a deadline, however the bytes trickle in).
+fn read_exact_by(stream: &mut TcpStream, mut buf: &mut [u8], by: Instant) -> io::Result<()> {
+    while !buf.is_empty() {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Answers clock queries until the client closes. The first request is due within the hello
+/// timeout (the read timeout the caller set); then each within the idle timeout, and each
+/// answer must be taken within it too.
 fn serve_latency(
     stream: &mut TcpStream,
     peer: SocketAddr,
     hello: &Hello,
     cfg: &ServerConfig,
 ) -> Outcome {
-    let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
     let mut session = LatencySession::new(hello);
     let mut out = Outbox::default();
+    let idle = cfg.idle_timeout.as_secs_f64();
+    let mut first = true;
     let why = loop {
         match stream.read(session.space()) {
             Ok(0) => break None,
             Ok(n) => {
+                if std::mem::take(&mut first) {
+                    let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
+                }
                 if let Err(e) = session.filled(n, &mut out) {
                     let _ = out.flush(stream);
                     break Some(format!("bad request: {e}"));
                 }
-                if let Err(e) = out.flush(stream) {
-                    break Some(format!("cannot answer: {e}"));
+                // A blocking socket says WouldBlock only when its write timeout expires.
+                match out.flush(stream) {
+                    Ok(true) => {}
+                    Ok(false) => break Some(format!("the client took no answer for {idle} s")),
+                    Err(e) if net::is_timeout(&e) => {
+                        break Some(format!("the client took no answer for {idle} s"));
+                    }
+                    Err(e) => break Some(format!("cannot answer: {e}")),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) => {
+            Err(e) if net::is_timeout(&e) && first => {
                 break Some(format!(
-                    "no request for {} s",
-                    cfg.idle_timeout.as_secs_f64()
+                    "no request within {} s of the accept",
+                    cfg.hello_timeout.as_secs_f64()
                 ));
             }
+            Err(e) if net::is_timeout(&e) => break Some(format!("no request for {idle} s")),
             Err(e) => break Some(e.to_string()),
         }
     };
     finish_latency(&session, peer, why)
 }
 
-/// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad.
-fn read_hello(stream: &mut TcpStream, cfg: &ServerConfig) -> Result<Hello, String> {
-    let _ = stream.set_read_timeout(Some(cfg.hello_timeout));
+/// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad, or once
+/// `by` has passed.
+fn read_hello(stream: &mut TcpStream, by: Instant, cfg: &ServerConfig) -> Result<Hello, String> {
     let mut buf = [0u8; MAX_HELLO + 1];
     let mut have = 0;
+    let late = || {
+        format!(
+            "no complete hello within {} s",
+            cfg.hello_timeout.as_secs_f64()
+        )
+    };
     loop {
         match decode_hello(&buf[..have]) {
             Ok(Some((hello, used))) if used == have => return Ok(hello),
@@ -289,17 +426,16 @@ fn read_hello(stream: &mut TcpStream, cfg: &ServerConfig) -> Result<Hello, Strin
             Ok(None) => {}
             Err(e) => return Err(e.to_string()),
         }
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return Err(late());
+        }
         match stream.read(&mut buf[have..]) {
             Ok(0) if have == 0 => return Err("connection closed without a hello".into()),
             Ok(0) => return Err(format!("connection closed after {have} bytes of a hello")),
             Ok(n) => have += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) => {
-                return Err(format!(
-                    "no complete hello within {} s",
-                    cfg.hello_timeout.as_secs_f64()
-                ));
-            }
+            Err(e) if net::is_timeout(&e) => return Err(late()),
             Err(e) => return Err(format!("error reading the hello: {e}")),
         }
     }

@@ -9,6 +9,18 @@
 //! All connections share one read [`Block`]: a connection's reads land in it and are checksummed
 //! before the loop turns to the next connection, so a connection costs its socket, its hasher and
 //! a few counters, not a buffer.
+//!
+//! What one connection can hold, whatever its client does (README, "Security and limits"):
+//! a hello buffer (280 bytes), a latency session's request buffer (4 KiB) and at most
+//! [`LATENCY_CAP`] of unsent answers plus one read's worth (the loop stops reading a connection
+//! whose client does not take its answers), or a transfer's accounting. Every turn is bounded
+//! ([`TURN_READS`] reads), for streams and latency sessions alike. Deadlines count from a start:
+//! the hello and the authentication answer from the accept, the first byte (or request) from
+//! the server's accept, and then each wait for data from the last byte.
+//!
+//! With `--log stdout`, a transfer is read only while stdout has room for a turn's log lines
+//! ([`console::room`]); otherwise it waits, unread, until the console's writer wakes the loop.
+//! Nothing else waits for stdout.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -20,15 +32,17 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use tracing::{debug, warn};
 
+use super::fds::{self, Spare};
 use super::latency::LatencySession;
-use super::outbox::Outbox;
+use super::outbox::{LATENCY_CAP, Outbox};
 use super::{
     AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
     finish_transfer, incomplete, print_failed, save_failed, start_transfer,
 };
+use crate::console;
 use crate::net;
-use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
-use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver};
+use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
+use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver, TURN_READS};
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKE: Token = Token(usize::MAX - 1);
@@ -71,6 +85,8 @@ struct Conn {
     deadline: Instant,
     idle: Duration,
     hello_timeout: Duration,
+    /// A logged transfer left unread until stdout has room for its lines.
+    log_wait: bool,
     wakeups: u64,
     /// Its last turn ended with data maybe still waiting: it is in the ready list and gets
     /// another turn without waiting for an event (edge-triggered epoll sends no new one).
@@ -79,220 +95,326 @@ struct Conn {
     mark: super::WakeMark,
 }
 
+/// The loop's state beside its connections.
+struct Loop<'a> {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    conns: Slab<Conn>,
+    block: Block,
+    cfg: &'a ServerConfig,
+    /// Connections whose last turn ended with data maybe still waiting, served again after each
+    /// poll (which then does not wait), so no connection keeps the loop to itself.
+    ready: Vec<usize>,
+    /// Logged transfers waiting for room on stdout.
+    log_waiters: Vec<usize>,
+    /// A descriptor kept to tell a connection why, when `accept` runs out of them.
+    spare: Spare,
+    /// `accept` failed for want of descriptors and the backlog may still hold connections.
+    accept_stalled: bool,
+}
+
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
 /// that connection completed a transfer.
 pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
     listener
         .set_nonblocking(true)
         .context("cannot make the listener non-blocking")?;
-    let mut listener = Some(TcpListener::from_std(listener));
-    let mut poll = Poll::new().context("cannot create the event loop")?;
-    if let Some(l) = &mut listener {
-        poll.registry()
-            .register(l, LISTENER, Interest::READABLE)
-            .context("cannot register the listener")?;
-    }
+    let mut listener = TcpListener::from_std(listener);
+    let poll = Poll::new().context("cannot create the event loop")?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .context("cannot register the listener")?;
     let waker = std::sync::Arc::new(
         mio::Waker::new(poll.registry(), WAKE).context("cannot create a waker")?,
     );
+    let stop_waker = waker.clone();
     super::on_stop(move || {
+        let _ = stop_waker.wake();
+    });
+    console::never_wait_here();
+    console::on_room(move || {
         let _ = waker.wake();
     });
-    let mut stop_by: Option<Instant> = None;
-    let mut conns: Slab<Conn> = Slab::new();
-    let mut events = Events::with_capacity(1024);
-    let mut block = Block::new(HASH_BLOCK, u64::MAX);
-    let mut next_sweep = Instant::now() + TICK;
+    let mut lp = Loop {
+        poll,
+        listener: Some(listener),
+        conns: Slab::new(),
+        block: Block::new(HASH_BLOCK, u64::MAX),
+        cfg,
+        ready: Vec::new(),
+        log_waiters: Vec::new(),
+        spare: Spare::new(),
+        accept_stalled: false,
+    };
+    lp.run()
+}
 
-    // Connections whose last turn ended with data maybe still waiting, served again after each
-    // poll (which then does not wait), so no connection keeps the loop to itself.
-    let mut ready: Vec<usize> = Vec::new();
-
-    loop {
-        let wait = if ready.is_empty() {
-            stop_by.map_or(TICK, |t| {
-                t.saturating_duration_since(Instant::now()).min(TICK)
-            })
-        } else {
-            Duration::ZERO
-        };
-        match poll.poll(&mut events, Some(wait)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("event loop poll failed"),
-        }
-        for event in events.iter() {
-            if event.token() == WAKE {
-                continue;
-            }
-            if event.token() == LISTENER {
-                if let Some(l) = &listener {
-                    accept_all(l, &poll, &mut conns, cfg);
-                }
-                continue;
-            }
-            let key = event.token().0;
-            // A token we no longer know: its connection closed earlier in this batch.
-            let Some(conn) = conns.get_mut(key) else {
-                continue;
+impl Loop<'_> {
+    fn run(&mut self) -> Result<bool> {
+        let mut events = Events::with_capacity(1024);
+        let mut stop_by: Option<Instant> = None;
+        let mut next_sweep = Instant::now() + TICK;
+        loop {
+            let wait = if self.ready.is_empty() {
+                stop_by.map_or(TICK, |t| {
+                    t.saturating_duration_since(Instant::now()).min(TICK)
+                })
+            } else {
+                Duration::ZERO
             };
-            conn.wakeups += 1;
-            let was_ready = conn.more;
-            if let Some(done) = turn(&poll, &mut conns, key, &mut block, cfg)
-                && cfg.once
-            {
-                return Ok(done);
+            match self.poll.poll(&mut events, Some(wait)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("event loop poll failed"),
             }
-            if !was_ready && conns.get(key).is_some_and(|c| c.more) {
-                ready.push(key);
-            }
-        }
-        for key in std::mem::take(&mut ready) {
-            // Served by an event since, closed, or the key reused by a new connection: skip.
-            if !conns.get(key).is_some_and(|c| c.more) {
-                continue;
-            }
-            if let Some(done) = turn(&poll, &mut conns, key, &mut block, cfg)
-                && cfg.once
-            {
-                return Ok(done);
-            }
-            if conns.get(key).is_some_and(|c| c.more) {
-                ready.push(key);
-            }
-        }
-        if super::stopping() {
-            if stop_by.is_none() {
-                // Stop accepting; connections that have not started a transfer are refused now.
-                if let Some(mut l) = listener.take() {
-                    let _ = poll.registry().deregister(&mut l);
-                }
-                stop_by = Some(Instant::now() + cfg.grace);
-                let waiting: Vec<usize> = conns
-                    .iter()
-                    .filter(|(_, c)| c.not_started())
-                    .map(|(k, _)| k)
-                    .collect();
-                for key in waiting {
-                    let mut conn = conns.remove(key);
-                    let outcome = conn.abort(SHUTTING_DOWN);
-                    close(&poll, conn, outcome);
-                }
-            }
-            if stop_by.is_some_and(|t| Instant::now() >= t) {
-                let keys: Vec<usize> = conns.iter().map(|(k, _)| k).collect();
-                for key in keys {
-                    let mut conn = conns.remove(key);
-                    let outcome = conn.abort(SHUTTING_DOWN);
-                    close(&poll, conn, outcome);
-                }
-            }
-            if conns.is_empty() {
-                return Ok(true);
-            }
-        }
-        let now = Instant::now();
-        if now >= next_sweep {
-            next_sweep = now + TICK;
-            let expired: Vec<usize> = conns
-                .iter()
-                .filter(|(_, c)| now >= c.deadline)
-                .map(|(k, _)| k)
-                .collect();
-            for key in expired {
-                // Below its low-water mark a slow stream raises no event: read what is waiting
-                // before calling it idle.
-                if conns[key].mark.raised() {
-                    let was_ready = conns[key].more;
-                    let closed = turn(&poll, &mut conns, key, &mut block, cfg);
-                    if let Some(done) = closed
-                        && cfg.once
-                    {
-                        return Ok(done);
+            for event in events.iter() {
+                let done = match event.token() {
+                    // A stop request, or room on stdout for logged transfers.
+                    WAKE => self.serve_log_waiters(),
+                    LISTENER => {
+                        self.accept_all();
+                        None
                     }
-                    if !was_ready && conns.get(key).is_some_and(|c| c.more) {
-                        ready.push(key);
-                    }
-                    if conns.get(key).is_none_or(|c| now < c.deadline) {
-                        continue;
-                    }
+                    Token(key) => self.serve_event(key),
+                };
+                if let Some(done) = done {
+                    return Ok(done);
                 }
-                let mut conn = conns.remove(key);
-                let outcome = conn.timed_out();
-                // Say why, where the protocol allows: a hello that never came is refused.
-                if let Outcome::Refused(reason) = &outcome {
-                    conn.queue(&Frame::Refuse(reason.clone()));
-                    let _ = conn.flush();
+            }
+            for key in std::mem::take(&mut self.ready) {
+                // Served by an event since, closed, or the key reused by a new connection: skip.
+                if !self.conns.get(key).is_some_and(|c| c.more) {
+                    continue;
                 }
-                let done = close(&poll, conn, outcome);
-                if cfg.once {
+                if let Some(done) = self.turn_and_requeue(key, true) {
+                    return Ok(done);
+                }
+            }
+            if self.accept_stalled && self.conns.len() < self.cfg.max_clients {
+                self.accept_all();
+            }
+            if super::stopping() {
+                if stop_by.is_none() {
+                    // Stop accepting; connections that have not started a transfer are refused now.
+                    if let Some(mut l) = self.listener.take() {
+                        let _ = self.poll.registry().deregister(&mut l);
+                    }
+                    stop_by = Some(Instant::now() + self.cfg.grace);
+                    self.abort_where(|c| c.not_started());
+                }
+                if super::stopping_now() || stop_by.is_some_and(|t| Instant::now() >= t) {
+                    self.abort_where(|_| true);
+                }
+                if self.conns.is_empty() {
+                    return Ok(true);
+                }
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                next_sweep = now + TICK;
+                if let Some(done) = self.serve_log_waiters() {
+                    return Ok(done);
+                }
+                if let Some(done) = self.sweep(now) {
                     return Ok(done);
                 }
             }
         }
     }
-}
 
-/// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
-/// closed.
-fn turn(
-    poll: &Poll,
-    conns: &mut Slab<Conn>,
-    key: usize,
-    block: &mut Block,
-    cfg: &ServerConfig,
-) -> Option<bool> {
-    let outcome = conns.get_mut(key)?.advance(block, cfg)?;
-    Some(close(poll, conns.remove(key), outcome))
-}
+    /// One event for connection `key`.
+    fn serve_event(&mut self, key: usize) -> Option<bool> {
+        // A token we no longer know: its connection closed earlier in this batch.
+        let conn = self.conns.get_mut(key)?;
+        conn.wakeups += 1;
+        self.turn_and_requeue(key, false)
+    }
 
-fn accept_all(listener: &TcpListener, poll: &Poll, conns: &mut Slab<Conn>, cfg: &ServerConfig) {
-    loop {
-        match listener.accept() {
-            Ok((mut stream, peer)) => {
-                if conns.len() >= cfg.max_clients {
-                    // Best effort: a small frame fits any fresh socket's buffer.
-                    let mut out = Outbox::default();
-                    let reason = busy(cfg);
-                    out.frame(&Frame::Refuse(reason.clone()));
-                    let _ = out.flush(&mut stream);
-                    print_failed(peer, &Outcome::Refused(reason));
-                    continue;
-                }
-                let entry = conns.vacant_entry();
-                let token = Token(entry.key());
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if let Err(e) = poll.registry().register(&mut stream, token, interest) {
-                    warn!(%peer, "cannot register connection: {e}");
-                    continue;
-                }
-                debug!(%peer, "connection");
-                let mark = super::WakeMark::new(&stream);
-                entry.insert(Conn {
-                    stream,
-                    peer,
-                    state: State::Hello {
-                        buf: Box::new([0; MAX_HELLO + 1]),
-                        have: 0,
-                    },
-                    out: Outbox::default(),
-                    deadline: Instant::now() + cfg.hello_timeout,
-                    idle: cfg.idle_timeout,
-                    hello_timeout: cfg.hello_timeout,
-                    wakeups: 0,
-                    more: false,
-                    mark,
-                });
+    /// Gives `key` a turn, then queues it for another if its turn ended with data waiting (and
+    /// it is not queued yet: `from_ready` says it was just taken from the queue), or for room on
+    /// stdout if it waits for that. `Some` when `--once` is done.
+    fn turn_and_requeue(&mut self, key: usize, from_ready: bool) -> Option<bool> {
+        let (was_ready, was_waiting) = self
+            .conns
+            .get(key)
+            .map_or((false, false), |c| (c.more && !from_ready, c.log_wait));
+        let closed = self.turn(key);
+        if let Some(done) = closed
+            && self.cfg.once
+        {
+            return Some(done);
+        }
+        if let Some(c) = self.conns.get(key) {
+            if c.more && !was_ready {
+                self.ready.push(key);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                // Out of descriptors and the like: the next connection's event retries.
-                warn!("accept failed: {e}");
-                return;
+            if c.log_wait && !was_waiting {
+                self.log_waiters.push(key);
             }
         }
+        None
     }
+
+    /// Gives every logged transfer waiting for stdout a turn (it waits again if there is still
+    /// no room).
+    fn serve_log_waiters(&mut self) -> Option<bool> {
+        for key in std::mem::take(&mut self.log_waiters) {
+            let Some(c) = self.conns.get_mut(key) else {
+                continue;
+            };
+            if !c.log_wait {
+                continue;
+            }
+            c.log_wait = false;
+            if let Some(done) = self.turn_and_requeue(key, false) {
+                return Some(done);
+            }
+        }
+        None
+    }
+
+    /// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
+    /// closed.
+    fn turn(&mut self, key: usize) -> Option<bool> {
+        let outcome = self
+            .conns
+            .get_mut(key)?
+            .advance(&mut self.block, self.cfg)?;
+        Some(self.close(key, outcome))
+    }
+
+    /// Removes connection `key` and closes it with `outcome`. True if it completed.
+    fn close(&mut self, key: usize, outcome: Outcome) -> bool {
+        let conn = self.conns.remove(key);
+        close(&self.poll, conn, outcome)
+    }
+
+    /// Ends every connection `which` picks, telling each client why.
+    fn abort_where(&mut self, which: impl Fn(&Conn) -> bool) {
+        let keys: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| which(c))
+            .map(|(k, _)| k)
+            .collect();
+        for key in keys {
+            let outcome = self.conns[key].abort(SHUTTING_DOWN);
+            self.close(key, outcome);
+        }
+    }
+
+    /// Closes connections past their deadline. `Some` when `--once` is done.
+    fn sweep(&mut self, now: Instant) -> Option<bool> {
+        let expired: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| now >= c.deadline)
+            .map(|(k, _)| k)
+            .collect();
+        for key in expired {
+            // Below its low-water mark a slow stream raises no event: read what is waiting
+            // before calling it idle.
+            if self.conns[key].mark.raised() {
+                if let Some(done) = self.turn_and_requeue(key, false) {
+                    return Some(done);
+                }
+                if self.conns.get(key).is_none_or(|c| now < c.deadline) {
+                    continue;
+                }
+            }
+            let (outcome, frame) = self.conns[key].timed_out();
+            // Say why, where the protocol allows.
+            if let Some(frame) = frame {
+                let conn = &mut self.conns[key];
+                conn.queue(&frame);
+                let _ = conn.flush();
+            }
+            let done = self.close(key, outcome);
+            if self.cfg.once {
+                return Some(done);
+            }
+        }
+        None
+    }
+
+    /// Accepts every waiting connection (or refuses it with a reason past `--max-clients`).
+    fn accept_all(&mut self) {
+        self.accept_stalled = false;
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        loop {
+            let (mut stream, peer) = match listener.accept() {
+                Ok((stream, peer)) => (stream, super::canonical(peer)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if fds::exhausted(&e) => {
+                    // Tell the waiting connection why rather than leave it unanswered; if even
+                    // that fails, try again when a connection closes or at the next tick.
+                    let lent = self.spare.lend(|| match listener.accept() {
+                        Ok((mut stream, peer)) => {
+                            refuse_now(
+                                &mut stream,
+                                super::canonical(peer),
+                                fds::OUT_OF_DESCRIPTORS,
+                            );
+                            true
+                        }
+                        Err(_) => false,
+                    });
+                    if lent != Some(true) {
+                        warn!("accept failed: {e}; retrying when a connection closes");
+                        self.accept_stalled = true;
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    warn!("accept failed: {e}");
+                    self.accept_stalled = true;
+                    return;
+                }
+            };
+            if self.conns.len() >= self.cfg.max_clients {
+                refuse_now(&mut stream, peer, &busy(self.cfg));
+                continue;
+            }
+            let entry = self.conns.vacant_entry();
+            let token = Token(entry.key());
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+                warn!(%peer, "cannot register connection: {e}");
+                continue;
+            }
+            debug!(%peer, "connection");
+            let mark = super::WakeMark::new(&stream);
+            entry.insert(Conn {
+                stream,
+                peer,
+                state: State::Hello {
+                    buf: Box::new([0; MAX_HELLO + 1]),
+                    have: 0,
+                },
+                out: Outbox::default(),
+                deadline: Instant::now() + self.cfg.hello_timeout,
+                idle: self.cfg.idle_timeout,
+                hello_timeout: self.cfg.hello_timeout,
+                log_wait: false,
+                wakeups: 0,
+                more: false,
+                mark,
+            });
+        }
+    }
+}
+
+/// Refuses a connection the loop will not serve, with `reason`. Best effort: a small frame fits
+/// any fresh socket's buffer.
+fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, reason: &str) {
+    let mut out = Outbox::default();
+    out.frame(&Frame::Refuse(reason.to_owned()));
+    let _ = out.flush(stream);
+    print_failed(peer, &Outcome::Refused(reason.to_owned()));
 }
 
 /// Deregisters and drops a finished connection, printing its outcome. True if it completed.
@@ -312,12 +434,22 @@ impl Conn {
             self.read_auth(cfg);
         }
         if let State::Data { .. } = self.state {
+            // A logged transfer is read only while stdout has room for a turn's lines.
+            self.log_wait = cfg.log == LogMode::Stdout && !console::room(console::TURN_RESERVE);
+            if self.log_wait {
+                self.more = false;
+                return None;
+            }
             self.read_data(block);
         }
         if let State::Trailer { .. } = self.state {
             self.read_trailer(cfg);
         }
         if let State::Latency(_) = self.state {
+            // Answers first: what the client took makes room for reading its next requests.
+            if let Err(e) = self.flush() {
+                return Some(Outcome::Incomplete(format!("cannot answer: {e}")));
+            }
             self.read_latency();
         }
         let flushed = self.flush();
@@ -438,7 +570,8 @@ impl Conn {
                     server_io: ServerIo::EventLoop,
                     log: cfg.log,
                 });
-                self.deadline = Instant::now() + self.idle;
+                // The first byte (or request) is due within the hello timeout of the accept.
+                self.deadline = Instant::now() + self.hello_timeout;
                 match rx {
                     Some(rx) => self.state = State::Data { hello, rx },
                     None => {
@@ -573,28 +706,50 @@ impl Conn {
         outcome
     }
 
-    /// What a connection past its deadline ends as.
-    fn timed_out(&mut self) -> Outcome {
-        match &mut self.state {
-            State::Auth { .. } => Outcome::Refused("no authentication answer in time".into()),
-            State::Hello { .. } => Outcome::Refused(format!(
-                "no complete hello within {} s",
-                self.hello_timeout.as_secs_f64()
-            )),
-            State::Data { hello, rx, .. } => {
-                let why = format!("no data for {} s", self.idle.as_secs_f64());
-                incomplete(hello, rx, &why)
+    /// What a connection past its deadline ends as, and the frame that tells its client why
+    /// where the protocol allows one.
+    fn timed_out(&mut self) -> (Outcome, Option<Frame>) {
+        let hello = self.hello_timeout.as_secs_f64();
+        let idle = self.idle.as_secs_f64();
+        let (why, refused) = match &mut self.state {
+            State::Auth { .. } => (
+                format!("no authentication answer within {hello} s of the connection"),
+                true,
+            ),
+            State::Hello { .. } => (format!("no complete hello within {hello} s"), true),
+            State::Data { rx, .. } if rx.bytes() == 0 => {
+                (format!("no data within {hello} s of the accept"), false)
             }
-            State::Trailer { hello, rx, .. } => {
-                let why = format!("no digest after the data for {} s", self.idle.as_secs_f64());
-                incomplete(hello, rx, &why)
-            }
+            State::Data { .. } if self.log_wait => (
+                format!("its log output (stdout) was not taken for {idle} s"),
+                false,
+            ),
+            State::Data { .. } => (format!("no data for {idle} s"), false),
+            State::Trailer { .. } => (format!("no digest after the data for {idle} s"), false),
             State::Latency(session) => {
-                let why = format!("no request for {} s", self.idle.as_secs_f64());
-                finish_latency(session, self.peer, Some(why))
+                let why = if !self.out.is_empty() {
+                    format!("the client took no answer for {idle} s")
+                } else if session.requests == 0 && session.at_boundary() {
+                    format!("no request within {hello} s of the accept")
+                } else {
+                    format!("no request for {idle} s")
+                };
+                return (finish_latency(session, self.peer, Some(why)), None);
             }
-            State::Closing(_) => Outcome::Incomplete("the client did not take its reply".into()),
+            State::Closing(_) => {
+                return (
+                    Outcome::Incomplete("the client did not take its reply".into()),
+                    None,
+                );
+            }
+        };
+        if refused {
+            return (Outcome::Refused(why.clone()), Some(Frame::Refuse(why)));
         }
+        let (State::Data { hello, rx } | State::Trailer { hello, rx, .. }) = &mut self.state else {
+            unreachable!("matched above");
+        };
+        (incomplete(hello, rx, &why), Some(Frame::Abort(why)))
     }
 
     fn queue(&mut self, frame: &Frame) {
@@ -602,29 +757,51 @@ impl Conn {
     }
 
     /// Writes queued output until it is gone (`Ok(true)`) or the socket is full (`Ok(false)`).
+    /// A latency client that takes answers is not idle, however few requests it sends.
     fn flush(&mut self) -> io::Result<bool> {
-        self.out.flush(&mut self.stream)
+        let before = self.out.pending();
+        let done = self.out.flush(&mut self.stream);
+        if self.out.pending() < before && matches!(&self.state, State::Latency(s) if s.requests > 0)
+        {
+            self.deadline = Instant::now() + self.idle;
+        }
+        done
     }
 
-    /// Answers clock queries until `WouldBlock`; the client closing ends the session.
+    /// Answers clock queries until `WouldBlock`, for at most a turn ([`TURN_READS`] reads), and
+    /// only while the client takes its answers: with [`LATENCY_CAP`] unsent it reads no more
+    /// until a WRITABLE event says the client took some. The client closing ends the session.
     fn read_latency(&mut self) {
         let State::Latency(session) = &mut self.state else {
             return;
         };
+        let mut reads = 0;
         let why = loop {
+            if self.out.pending() >= LATENCY_CAP {
+                return;
+            }
+            if reads == TURN_READS {
+                self.more = true;
+                return;
+            }
             match self.stream.read(session.space()) {
                 Ok(0) => break None,
                 Ok(n) => {
+                    reads += 1;
                     self.deadline = Instant::now() + self.idle;
                     if let Err(e) = session.filled(n, &mut self.out) {
                         break Some(format!("bad request: {e}"));
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.more = false;
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Some(e.to_string()),
             }
         };
+        self.more = false;
         self.state = State::Closing(finish_latency(session, self.peer, why));
     }
 }

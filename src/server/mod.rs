@@ -10,12 +10,12 @@
 
 pub mod blocking;
 pub mod event_loop;
+pub mod fds;
 pub mod latency;
 pub mod outbox;
 pub mod save;
 
-use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,9 +24,11 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 use tracing::warn;
 
+use crate::console::{self, Stream};
 use crate::protocol::{Frame, Hello, LogMode, Mode, Report, ServerIo};
 use crate::readlog;
 use crate::receiver::Receiver;
+use crate::text::Peer;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
 use latency::LatencySession;
@@ -41,15 +43,21 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_BYTES: &str = "64GiB";
 /// Default: how long transfers in flight get to finish after SIGINT or SIGTERM.
 pub const GRACE: Duration = Duration::from_secs(5);
-/// Bytes per read with `--log none` and no `--read-size` (see [`default_read_size`]).
+/// Bytes per read with `--log none` and no `--read-size` (see [`default_read_size`]), and the
+/// most a log sink's per-chunk reads take: whatever chunk a client announces, the server's read
+/// buffer is its own size, not the client's.
 pub const BULK_READ: u32 = crate::receiver::HASH_BLOCK as u32;
+/// Default: the smallest read with a log sink (`--log-min-read`), so a client announcing
+/// 1-byte chunks does not get a log line per byte.
+pub const LOG_MIN_READ: u32 = 64;
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 
 /// Validated server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub bind: IpAddr,
+    /// The address to listen on; `None` listens on every IPv6 and IPv4 address at once.
+    pub bind: Option<IpAddr>,
     pub port: u16,
     /// Serve one transfer, then exit.
     pub once: bool,
@@ -61,6 +69,8 @@ pub struct ServerConfig {
     pub blocking: bool,
     /// Where per-read log lines go.
     pub log: LogMode,
+    /// With a log sink, the smallest read size (`--log-min-read`).
+    pub log_min_read: u32,
     /// Largest announced transfer accepted, in bytes.
     pub max_bytes: u64,
     /// Connections served at once.
@@ -77,6 +87,8 @@ pub struct ServerConfig {
 
 /// Set once the server has been asked to stop (SIGINT or SIGTERM).
 static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Set when asked to stop a second time: the grace period ends at once.
+static STOP_NOW: AtomicBool = AtomicBool::new(false);
 /// What to call to wake a server waiting for work, so it sees [`stopping`].
 static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
 
@@ -88,10 +100,18 @@ pub fn stopping() -> bool {
     STOPPING.load(Ordering::Acquire)
 }
 
+/// True once the server has been asked to stop twice: transfers in flight are cut off now.
+pub fn stopping_now() -> bool {
+    STOP_NOW.load(Ordering::Acquire)
+}
+
 /// Asks the server to stop: it accepts no more connections, lets transfers in flight finish
-/// within the grace period, aborts the rest, and returns from `serve`.
+/// within the grace period, aborts the rest, and returns from `serve`. Asked again, it ends the
+/// grace period at once.
 pub fn request_stop() {
-    STOPPING.store(true, Ordering::Release);
+    if STOPPING.swap(true, Ordering::AcqRel) {
+        STOP_NOW.store(true, Ordering::Release);
+    }
     for wake in WAKERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -99,6 +119,31 @@ pub fn request_stop() {
     {
         wake();
     }
+}
+
+/// On every SIGINT or SIGTERM: the first stops the server after `grace`, the second at once.
+/// Each says so on stderr.
+pub fn stop_on_signals(grace: Duration) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                let text = if stopping() {
+                    "tsserver: stopping now: transfers in flight are cut off\n".to_owned()
+                } else {
+                    format!(
+                        "tsserver: stopping: transfers in flight have {} s to finish (press \
+                         Ctrl-C again, or send a second SIGTERM, to stop now)\n",
+                        grace.as_secs_f64()
+                    )
+                };
+                console::message(Stream::Err, &text);
+                request_stop();
+            }
+        })?;
+    Ok(())
 }
 
 /// Registers how to wake the running server when a stop is requested.
@@ -112,24 +157,77 @@ fn on_stop(wake: impl Fn() + Send + 'static) {
 /// The refusal for a wrong authentication answer.
 pub const AUTH_FAILED: &str = "authentication failed: the client does not hold this server's key";
 
-/// Binds the listening socket. A requested receive buffer is set on the listener, before any
-/// connection arrives, so accepted sockets inherit it and the window scale matches it. The
-/// accept backlog is raised from std's 128 to `--max-clients` (the kernel caps it at
-/// `net.core.somaxconn`), so a burst of clients connecting at once is not made to retry a SYN a
-/// second later.
+/// Binds the listening socket: on `cfg.bind`, or with none on `[::]` taking IPv4 too (a
+/// dual-stack socket, so `--host ::1` and `--host 127.0.0.1` both reach a default server),
+/// falling back to `0.0.0.0` where IPv6 is not available. A requested receive buffer is set on
+/// the listener, before any connection arrives, so accepted sockets inherit it and the window
+/// scale matches it. The accept backlog is raised from std's 128 to `--max-clients` (the kernel
+/// caps it at `net.core.somaxconn`), so a burst of clients connecting at once is not made to
+/// retry a SYN a second later.
 pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
-    let addr = SocketAddr::new(cfg.bind, cfg.port);
-    let listener = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
-    let backlog = cfg.max_clients.clamp(128, 65535) as i32;
-    socket2::SockRef::from(&listener)
-        .listen(backlog)
-        .with_context(|| format!("cannot listen on {addr} with a backlog of {backlog}"))?;
+    use socket2::{Domain, Socket, Type};
+    let open = |ip: IpAddr, dual: bool| -> std::io::Result<Socket> {
+        let addr = SocketAddr::new(ip, cfg.port);
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        if dual {
+            sock.set_only_v6(false)?;
+        }
+        sock.set_reuse_address(true)?;
+        sock.bind(&addr.into())?;
+        Ok(sock)
+    };
+    let (sock, addr) = match cfg.bind {
+        Some(ip) => (open(ip, false), SocketAddr::new(ip, cfg.port)),
+        None => match open(IpAddr::V6(Ipv6Addr::UNSPECIFIED), true) {
+            Ok(s) => (
+                Ok(s),
+                SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cfg.port),
+            ),
+            Err(_) => (
+                open(IpAddr::V4(Ipv4Addr::UNSPECIFIED), false),
+                SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), cfg.port),
+            ),
+        },
+    };
+    let sock = sock.with_context(|| format!("cannot listen on {addr}"))?;
     if let Some(n) = cfg.rcvbuf {
-        socket2::SockRef::from(&listener)
-            .set_recv_buffer_size(n as usize)
+        sock.set_recv_buffer_size(n as usize)
             .with_context(|| format!("cannot set the receive buffer to {n} bytes"))?;
     }
-    Ok(listener)
+    let backlog = cfg.max_clients.clamp(128, 65535) as i32;
+    sock.listen(backlog)
+        .with_context(|| format!("cannot listen on {addr} with a backlog of {backlog}"))?;
+    Ok(sock.into())
+}
+
+/// Fits the server to its descriptors: raises the soft limit to the hard one and lowers
+/// `--max-clients` to what fits ([`fds`]). Returns a warning to print if it lowered it.
+pub fn fit_descriptors(cfg: &mut ServerConfig) -> Result<Option<String>> {
+    let limit = fds::raise_limit();
+    let fits = fds::fitting(limit, fds::per_connection(cfg.blocking, cfg.save.is_some()));
+    if fits == 0 {
+        anyhow::bail!(
+            "the descriptor limit is {limit} (ulimit -n): too few to serve any connection \
+             (at least {} needed)",
+            fds::RESERVE + 1
+        );
+    }
+    if cfg.max_clients <= fits {
+        return Ok(None);
+    }
+    let warning = format!(
+        "warning: --max-clients lowered from {} to {fits}: that is what fits in the descriptor \
+         limit of {limit} (ulimit -n)",
+        cfg.max_clients
+    );
+    cfg.max_clients = fits;
+    Ok(Some(warning))
+}
+
+/// A peer's address as people write it: an IPv4 client of a dual-stack socket shows as
+/// `127.0.0.1:5000`, not `[::ffff:127.0.0.1]:5000`.
+pub fn canonical(peer: SocketAddr) -> SocketAddr {
+    SocketAddr::new(peer.ip().to_canonical(), peer.port())
 }
 
 /// Serves with the configured I/O model until the process ends, or one connection with `once`;
@@ -154,13 +252,15 @@ pub enum Outcome {
 }
 
 /// The server's read size when `--read-size` is not given. With a log sink, the client's chunk
-/// size: one read (and one log line) per chunk, as the seed's server did. With `--log none`
-/// nothing watches individual reads, so the server reads up to [`BULK_READ`] at once (or one
-/// chunk, if larger): the cheapest receiver, so the server is never the bottleneck it measures.
-pub fn default_read_size(chunk: u32, log: LogMode) -> u32 {
+/// size: one read (and one log line) per chunk, as the seed's server did, but never less than
+/// `log_min_read` (a client announcing 1-byte chunks would get a log line per byte) and never
+/// more than [`BULK_READ`] (the client does not size the server's buffer). With `--log none`
+/// nothing watches individual reads, so the server reads up to [`BULK_READ`] at once: the
+/// cheapest receiver, so the server is never the bottleneck it measures.
+pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
     match log {
-        LogMode::None => chunk.max(BULK_READ),
-        _ => chunk,
+        LogMode::None => BULK_READ,
+        _ => chunk.max(log_min_read).min(BULK_READ),
     }
 }
 
@@ -170,7 +270,9 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
     match hello.mode {
         Mode::Stream if hello.length > cfg.max_bytes => Err(format!(
             "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
-            hello.name, hello.length, cfg.max_bytes
+            Peer(&hello.name),
+            hello.length,
+            cfg.max_bytes
         )),
         Mode::Stream => {
             if let Some(dir) = &cfg.save {
@@ -178,7 +280,7 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
             }
             Ok(cfg
                 .read_size
-                .unwrap_or_else(|| default_read_size(hello.chunk, cfg.log)))
+                .unwrap_or_else(|| default_read_size(hello.chunk, cfg.log, cfg.log_min_read)))
         }
         Mode::Latency => Ok(0),
     }
@@ -187,7 +289,7 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
 /// Ends a latency session: complete if the client closed between requests. Prints one line.
 pub fn finish_latency(session: &LatencySession, peer: SocketAddr, why: Option<String>) -> Outcome {
     let line = format!("tsserver: answered {} from {peer}\n", session.summary());
-    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    console::message(Stream::Out, &line);
     match why {
         None if session.at_boundary() => Outcome::Complete,
         None => Outcome::Incomplete("the client closed in the middle of a request".into()),
@@ -206,13 +308,14 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
     };
     let elapsed = Duration::from_nanos(r.elapsed_ns);
     let text = format!(
-        "{}\nfile[{name}] read over .\n{}\n\
+        "{}\nfile[{}] read over .\n{}\n\
          tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
          {} reads of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
         Stamp {
             label: "begin",
             unix_us: begin
         },
+        Peer(name),
         Stamp {
             label: "end",
             unix_us: end
@@ -227,18 +330,25 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
         r.server_io.map_or("?".to_owned(), |io| io.to_string()),
         r.digest,
     );
-    // A closed stdout must not stop the server from serving.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    // A stuck or closed stdout must not stop the server from serving.
+    console::message(Stream::Out, &text);
 }
 
 /// Reports a connection that did not complete, on stderr.
 pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
     match outcome {
         Outcome::Complete => {}
-        Outcome::Refused(reason) => eprintln!("tsserver: refused {peer}: {reason}"),
-        Outcome::Incomplete(reason) => {
-            eprintln!("tsserver: incomplete transfer from {peer}: {reason}")
-        }
+        Outcome::Refused(reason) => console::message(
+            Stream::Err,
+            &format!("tsserver: refused {peer}: {}\n", Peer(reason)),
+        ),
+        Outcome::Incomplete(reason) => console::message(
+            Stream::Err,
+            &format!(
+                "tsserver: incomplete transfer from {peer}: {}\n",
+                Peer(reason)
+            ),
+        ),
     }
 }
 
@@ -265,7 +375,6 @@ pub fn start_transfer(
     Ok(rx)
 }
 
-/// The reason sent when saving failed.
 /// Segments at least this large (the receiver's advertised MSS) make a connection use the
 /// receive low-water mark ([`WakeMark`]).
 pub const MARK_MIN_MSS: u32 = 16 << 10;
@@ -316,8 +425,9 @@ impl WakeMark {
     }
 }
 
+/// The reason sent when saving failed.
 pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
-    format!("cannot save '{}': {e}", hello.name)
+    format!("cannot save '{}': {e}", Peer(&hello.name))
 }
 
 /// Ends a transfer whose bytes and the client's digest (the trailer) have all arrived: with
@@ -336,7 +446,7 @@ pub fn finish_transfer(
     let saved = match rx.sink.take() {
         None => Ok(String::new()),
         Some(_) if rx.digest() != client_digest => {
-            warn!(%peer, "'{}' not saved: the digests differ", hello.name);
+            warn!(%peer, "'{}' not saved: the digests differ", Peer(&hello.name));
             Ok(String::new())
         }
         Some(partial) => match partial.commit() {
@@ -378,7 +488,7 @@ pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
     }
     Outcome::Incomplete(format!(
         "'{}': {} of {} bytes, then {why}",
-        hello.name,
+        Peer(&hello.name),
         rx.bytes(),
         rx.expected()
     ))

@@ -3,12 +3,22 @@
 //! A split-framed latency message must leave in two `write()` calls (prefix, then body), even
 //! from the event loop, where output is queued and flushed later. The outbox remembers where
 //! each write must end and never writes across such a mark; a partial write keeps its place.
+//!
+//! What it holds is bounded by its users: the event loop stops reading a latency connection
+//! whose unsent answers reach [`LATENCY_CAP`], and bytes already sent are dropped from the
+//! front once they are half the buffer, so a client that reads slowly but never stops cannot
+//! grow it either.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
 use crate::protocol::clock::{Codec, Framing, PREFIX, TimeResponse, encode_response};
 use crate::protocol::{Frame, encode_frame};
+
+/// Unsent answers at which the event loop stops reading a latency connection until the client
+/// takes some: a client that pipelines requests and never reads is then held back by TCP, not
+/// by the server's memory.
+pub const LATENCY_CAP: usize = 16 << 10;
 
 #[derive(Default)]
 pub struct Outbox {
@@ -40,6 +50,22 @@ impl Outbox {
         self.sent == self.buf.len()
     }
 
+    /// Bytes queued and not yet written.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.sent
+    }
+
+    /// Drops the bytes already written from the front, once they are half the buffer.
+    fn compact(&mut self) {
+        if self.sent > 0 && self.sent >= self.buf.len() / 2 {
+            self.buf.drain(..self.sent);
+            for m in &mut self.marks {
+                *m -= self.sent;
+            }
+            self.sent = 0;
+        }
+    }
+
     /// Writes queued output, one write per marked piece, until it is all gone (`Ok(true)`) or
     /// the socket is full (`Ok(false)`).
     pub fn flush<W: Write>(&mut self, w: &mut W) -> io::Result<bool> {
@@ -53,7 +79,10 @@ impl Outbox {
                         self.marks.pop_front();
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.compact();
+                    return Ok(false);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -108,6 +137,55 @@ mod tests {
         let sizes: Vec<usize> = w.writes.iter().map(Vec::len).collect();
         assert_eq!(sizes, [4, 24, 28]);
         assert!(o.is_empty());
+    }
+
+    /// Takes `cap` bytes per flush, then says WouldBlock, like a socket read slowly.
+    struct Slow {
+        cap: usize,
+        taken: Vec<u8>,
+    }
+
+    impl Write for Slow {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.cap == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.cap);
+            self.cap -= n;
+            self.taken.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A peer that always takes a little less than is queued never lets the buffer grow past
+    /// twice what is pending, and every byte still leaves in order.
+    #[test]
+    fn slow_reader_does_not_grow_the_buffer() {
+        let mut o = Outbox::default();
+        let mut w = Slow {
+            cap: 0,
+            taken: vec![],
+        };
+        let mut expect = Vec::new();
+        for i in 0..10_000u64 {
+            let r = TimeResponse { seq: i, ..resp() };
+            o.response(&r, Codec::Binary, Framing::Split);
+            encode_response(&r, Codec::Binary, &mut expect);
+            w.cap = 27;
+            let _ = o.flush(&mut w).unwrap();
+            assert!(
+                o.buf.len() <= 2 * o.pending() + 28,
+                "{} for {}",
+                o.buf.len(),
+                o.pending()
+            );
+        }
+        w.cap = usize::MAX;
+        assert!(o.flush(&mut w).unwrap());
+        assert_eq!(w.taken, expect);
     }
 
     /// A short write resumes where it stopped and still never crosses a mark.

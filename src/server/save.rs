@@ -23,9 +23,6 @@ use anyhow::{Context, Result, bail};
 /// The prefix of temporaries; names starting with it are refused.
 const TMP_PREFIX: &str = ".tsperf-";
 
-/// Characters that look like a path separator without being one.
-const SLASH_LOOKALIKES: [char; 5] = ['\\', '\u{2215}', '\u{2044}', '\u{FF0F}', '\u{29F8}'];
-
 /// The directory received files are saved in.
 #[derive(Debug)]
 pub struct SaveDir {
@@ -61,18 +58,21 @@ pub fn refuse_name(name: &str) -> Option<String> {
         "an empty name"
     } else if name == "." || name == ".." {
         "a directory name, not a file name"
-    } else if name.contains('/') || name.contains(SLASH_LOOKALIKES) {
+    } else if name.contains('/') || name.contains(crate::text::is_slash_lookalike) {
         "a path separator or a look-alike of one"
     } else if name.contains('\0') || name.chars().any(char::is_control) {
         "a NUL or control character"
-    } else if name.chars().any(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')) {
-        "an invisible formatting character (zero-width or bidirectional override)"
+    } else if name.contains(crate::text::is_active) || name.contains(crate::text::is_invisible) {
+        "an invisible formatting character (zero-width, bidirectional override, soft hyphen, filler)"
     } else if name.starts_with(TMP_PREFIX) {
         "the prefix tsperf uses for its temporary files"
     } else {
         return None;
     };
-    Some(format!("cannot save as {name:?}: it is {why}"))
+    Some(format!(
+        "cannot save as \"{}\": it is {why}",
+        crate::text::Peer(name)
+    ))
 }
 
 impl SaveDir {

@@ -42,9 +42,15 @@ pub struct Server {
 impl Server {
     /// Starts `tsserver --port 0 ARGS` and waits (bounded) for its `listening on` line.
     pub fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(bin("tsserver"))
-            .args(["--port", "0", "--bind", "127.0.0.1"])
-            .args(args)
+        let mut cmd = Command::new(bin("tsserver"));
+        cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
+        Server::spawn(cmd)
+    }
+
+    /// Starts `cmd` (a tsserver command line) with stdout and stderr collected, and waits
+    /// (bounded) for its `listening on` line.
+    pub fn spawn(mut cmd: Command) -> Server {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -68,12 +74,7 @@ impl Server {
         let first = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("tsserver printed no listening line within 10 s");
-        let port = first
-            .trim()
-            .strip_prefix("tsserver: listening on ")
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first stderr line {first:?}"));
+        let port = listening_port(&first);
         Server {
             child,
             port,
@@ -353,4 +354,109 @@ pub fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
     let p = dir.join(name);
     std::fs::File::create(&p).unwrap().set_len(len).unwrap();
     p
+}
+
+impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A `kB` field of the server's `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
+    pub fn status_kib(&self, field: &str) -> u64 {
+        proc_status_kib(self.child.id(), field)
+    }
+}
+
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// The bytes of a latency-mode hello for `count` requests.
+pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    let hello = Hello {
+        mode: Mode::Latency,
+        nodelay: false,
+        codec,
+        framing,
+        length: count,
+        chunk: 1,
+        name: String::new(),
+    };
+    encode_hello(&hello, &mut b);
+    b
+}
+
+/// One binary clock request (prefix and body), as tsclient sends it.
+pub fn binary_request(seq: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    tsperf::protocol::clock::encode_request(
+        &tsperf::protocol::clock::TimeRequest {
+            seq,
+            client_send_unix_ns: 1,
+        },
+        tsperf::protocol::clock::Codec::Binary,
+        &mut b,
+    );
+    b
+}
+
+/// Reads one frame from `s` (bounded by its read timeout); `None` if the connection ended or
+/// timed out first.
+pub fn read_one_frame(s: &mut TcpStream) -> Option<Frame> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Ok(Some((f, _))) = tsperf::protocol::decode_frame(&buf) {
+            return Some(f);
+        }
+        match s.read(&mut tmp) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+}
+
+/// Starts tsserver with `args` and stdout going to a pipe nobody reads (a paused pager): the
+/// pipe is returned, so the test decides when to read it. Waits for the listening line.
+pub fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::ChildStdout) {
+    let mut child = Command::new(bin("tsserver"))
+        .args(["--port", "0", "--bind", "127.0.0.1"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tsserver");
+    let out = child.stdout.take().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let port = listening_port(&first);
+    // Keep draining stderr so only stdout is stuck.
+    thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = err.read_to_end(&mut sink);
+    });
+    (child, port, out)
+}
+
+/// The port of a `tsserver: listening on ADDR:PORT` line.
+pub fn listening_port(line: &str) -> u16 {
+    line.trim()
+        .strip_prefix("tsserver: listening on ")
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first stderr line {line:?}"))
+}
+
+/// Kills a child and reaps it.
+pub fn kill(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }

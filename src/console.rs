@@ -1,0 +1,358 @@
+//! The server's stdout and stderr: written by a thread each, so a reader that stops reading (a
+//! paused pager, a stalled `tee`) never stops the server.
+//!
+//! Two kinds of output share each stream's queue, in order:
+//!
+//! - **Log lines** (`--log stdout`, one per read) are never dropped and keep their
+//!   back-pressure: a slow terminal slows the transfer it logs, as in the seed's experiment.
+//!   While [`LINE_CAP`] bytes are waiting, a thread that writes a line waits for room (the
+//!   blocking server's connection threads), except the event loop's thread, which never waits:
+//!   it asks for [`room`] before it reads a logged transfer and leaves that transfer unread
+//!   until the writer has made room (and wakes it, see [`on_room`]). Everything else it serves
+//!   goes on meanwhile.
+//! - **Messages** (per-transfer summaries, failures, diagnostics) never wait: while
+//!   [`MESSAGE_CAP`] bytes are waiting, a message is dropped and counted, and the count is
+//!   printed (`tsserver: N lines not printed: stdout was not being read`) as soon as the stream
+//!   takes output again.
+//!
+//! The writer threads write one line per `write()` call, as a program's `printf` to a terminal
+//! does, so what a terminal costs per line is still what is measured. At exit, [`finish`] waits
+//! for the queues to drain while the streams keep taking output, and gives up on a stream that
+//! takes nothing for a second.
+//!
+//! Memory: at most [`MESSAGE_CAP`] bytes per stream, plus, for stdout, what the event loop's
+//! transfers add after it found room (a turn's lines, [`TURN_RESERVE`]) and one start and one
+//! end line per connection.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Log bytes waiting for stdout before a line waits for room.
+pub const LINE_CAP: usize = 64 << 10;
+/// Bytes waiting for a stream before a message is dropped.
+pub const MESSAGE_CAP: usize = 128 << 10;
+/// Room the event loop asks for before one read turn of a logged transfer: a line per read of
+/// the turn, plus its end line.
+pub const TURN_RESERVE: usize = crate::receiver::TURN_READS as usize * 128 + 2048;
+/// How long [`finish`] waits on a stream that takes no output.
+pub const FINISH_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Which of the two streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Out,
+    Err,
+}
+
+struct Queue {
+    /// Bytes waiting, whole lines.
+    buf: Vec<u8>,
+    /// Bytes the writer has taken and not yet written.
+    in_flight: usize,
+    /// Messages dropped since the last notice.
+    dropped: u64,
+    /// Someone found no room and wants [`on_room`]'s wake-up.
+    wanted: bool,
+    /// Bytes written since start (to tell progress at exit).
+    written: u64,
+}
+
+impl Queue {
+    fn waiting(&self) -> usize {
+        self.buf.len() + self.in_flight
+    }
+}
+
+struct Channel {
+    fd: i32,
+    name: &'static str,
+    q: Mutex<Queue>,
+    work: Condvar,
+    room: Condvar,
+}
+
+static CHANNELS: OnceLock<[Channel; 2]> = OnceLock::new();
+/// Called (from a writer thread) when room frees up after someone found none.
+static ON_ROOM: Mutex<Option<Box<dyn Fn() + Send>>> = Mutex::new(None);
+/// Set when the server stops: waiting writers append at once instead of waiting.
+static RELEASED: AtomicBool = AtomicBool::new(false);
+/// The longest a blocking writer of a log line waits for room before it appends anyway.
+static LINE_WAIT: Mutex<Duration> = Mutex::new(Duration::from_secs(60));
+
+thread_local! {
+    /// True on the event loop's thread: it never waits for output.
+    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn channels() -> &'static [Channel; 2] {
+    CHANNELS.get_or_init(|| {
+        let make = |fd, name| Channel {
+            fd,
+            name,
+            q: Mutex::new(Queue {
+                buf: Vec::new(),
+                in_flight: 0,
+                dropped: 0,
+                wanted: false,
+                written: 0,
+            }),
+            work: Condvar::new(),
+            room: Condvar::new(),
+        };
+        let all = [make(1, "stdout"), make(2, "stderr")];
+        for i in 0..2 {
+            let _ = std::thread::Builder::new()
+                .name(format!("console {i}"))
+                .spawn(move || writer(&channels()[i]));
+        }
+        all
+    })
+}
+
+fn channel(s: Stream) -> &'static Channel {
+    &channels()[match s {
+        Stream::Out => 0,
+        Stream::Err => 1,
+    }]
+}
+
+/// Marks the calling thread as one that must never wait for output (the event loop's).
+pub fn never_wait_here() {
+    NO_WAIT.with(|c| c.set(true));
+}
+
+/// Sets what to call when stdout has room again after [`room`] found none.
+pub fn on_room(wake: impl Fn() + Send + 'static) {
+    *lock(&ON_ROOM) = Some(Box::new(wake));
+}
+
+/// Sets the longest a blocking writer of a log line waits for room (the idle timeout).
+pub fn set_line_wait(d: Duration) {
+    *lock(&LINE_WAIT) = d;
+}
+
+/// Stops all waiting for room: a server cutting off its transfers lets their threads append
+/// what they have to say and get on with closing.
+pub fn release() {
+    RELEASED.store(true, Ordering::Release);
+    for c in channels() {
+        let _g = lock(&c.q);
+        c.room.notify_all();
+    }
+}
+
+/// True if stdout has room for `reserve` more log bytes. If not, the next time it does,
+/// [`on_room`]'s callback is called.
+pub fn room(reserve: usize) -> bool {
+    let c = channel(Stream::Out);
+    let mut q = lock(&c.q);
+    let fits = q.waiting() + reserve <= LINE_CAP;
+    if !fits {
+        q.wanted = true;
+    }
+    fits
+}
+
+/// Waits until stdout has room for `reserve` more log bytes, or `until`; false if it had none.
+pub fn wait_room(reserve: usize, until: Instant) -> bool {
+    let c = channel(Stream::Out);
+    let mut q = lock(&c.q);
+    while q.waiting() + reserve > LINE_CAP && !RELEASED.load(Ordering::Acquire) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        q = c
+            .room
+            .wait_timeout(q, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+    true
+}
+
+/// Queues a log line (or several) for stdout; never drops it. Waits while stdout is full,
+/// except on the event loop's thread, for at most the line wait.
+pub fn line(bytes: &[u8]) {
+    let c = channel(Stream::Out);
+    let mut q = lock(&c.q);
+    if !NO_WAIT.with(Cell::get) && q.waiting() >= LINE_CAP {
+        let until = Instant::now() + *lock(&LINE_WAIT);
+        while q.waiting() >= LINE_CAP && !RELEASED.load(Ordering::Acquire) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            q = c
+                .room
+                .wait_timeout(q, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+    q.buf.extend_from_slice(bytes);
+    c.work.notify_one();
+}
+
+/// Queues `text` (whole lines) for `stream`, or drops and counts it if the stream is full.
+pub fn message(stream: Stream, text: &str) {
+    let c = channel(stream);
+    let mut q = lock(&c.q);
+    if q.waiting() + text.len() > MESSAGE_CAP {
+        q.dropped += 1;
+    } else {
+        q.buf.extend_from_slice(text.as_bytes());
+    }
+    c.work.notify_one();
+}
+
+/// Waits for both streams to write what is queued, giving up on one that takes nothing for
+/// [`FINISH_PATIENCE`]. Returns the bytes left unwritten.
+pub fn finish() -> usize {
+    let Some(all) = CHANNELS.get() else {
+        return 0;
+    };
+    let mut left = 0;
+    for c in all {
+        let mut q = lock(&c.q);
+        let mut seen = q.written;
+        let mut since = Instant::now();
+        while q.waiting() > 0 || q.dropped > 0 {
+            if q.written != seen {
+                (seen, since) = (q.written, Instant::now());
+            }
+            let patience = FINISH_PATIENCE.saturating_sub(since.elapsed());
+            if patience.is_zero() {
+                break;
+            }
+            let step = patience.min(Duration::from_millis(20));
+            q = c
+                .room
+                .wait_timeout(q, step)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        left += q.waiting();
+    }
+    left
+}
+
+/// The writer thread of one stream: takes what is queued and writes it a line per call.
+fn writer(c: &'static Channel) {
+    // The stream's descriptor, borrowed for the life of the process (never closed here).
+    // SAFETY: fds 1 and 2 stay open for the process's life; ManuallyDrop never closes them.
+    let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(c.fd) });
+    let mut spare = Vec::new();
+    let mut broken = false;
+    loop {
+        let (batch, dropped) = {
+            let mut q = lock(&c.q);
+            while q.buf.is_empty() && q.dropped == 0 {
+                q = c.work.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+            let batch = std::mem::replace(&mut q.buf, std::mem::take(&mut spare));
+            q.in_flight = batch.len();
+            (batch, std::mem::take(&mut q.dropped))
+        };
+        for piece in batch.split_inclusive(|b| *b == b'\n') {
+            // A stream that is gone (EPIPE) takes nothing more; its output is discarded.
+            broken = broken || write_fully(&mut out, piece).is_err();
+            taken(c, piece.len());
+        }
+        if dropped > 0 && !broken {
+            let notice = format!(
+                "tsserver: {dropped} {} not printed: {} was not being read\n",
+                if dropped == 1 { "line" } else { "lines" },
+                c.name
+            );
+            broken = write_fully(&mut out, notice.as_bytes()).is_err();
+        }
+        spare = batch;
+        spare.clear();
+        if spare.capacity() > MESSAGE_CAP {
+            spare = Vec::new();
+        }
+    }
+}
+
+/// Accounts for `n` bytes written and wakes whoever waits for room.
+fn taken(c: &Channel, n: usize) {
+    let wake = {
+        let mut q = lock(&c.q);
+        q.in_flight -= n;
+        q.written += n as u64;
+        c.room.notify_all();
+        let wake = q.wanted && q.waiting() + TURN_RESERVE <= LINE_CAP / 2;
+        if wake {
+            q.wanted = false;
+        }
+        wake
+    };
+    if wake && let Some(f) = lock(&ON_ROOM).as_ref() {
+        f();
+    }
+}
+
+fn write_fully(out: &mut File, mut piece: &[u8]) -> io::Result<()> {
+    while !piece.is_empty() {
+        match out.write(piece) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => piece = &piece[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A `tracing` writer: each event it is given becomes one queued log line (stdout).
+#[derive(Clone, Copy, Default)]
+pub struct Lines;
+
+/// A `tracing` writer: each event it is given becomes one message on `stream`.
+#[derive(Clone, Copy)]
+pub struct Messages(pub Stream);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        line(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Write for Messages {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        message(self.0, &String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
+    type Writer = Lines;
+    fn make_writer(&'a self) -> Lines {
+        Lines
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Messages {
+    type Writer = Messages;
+    fn make_writer(&'a self) -> Messages {
+        *self
+    }
+}

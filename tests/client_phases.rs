@@ -1,0 +1,360 @@
+//! Issue 14 (11-16): the client's deadlines, files that would block it, Ctrl-C in latency mode,
+//! JSON on failure, empty files and the address forms a user types.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use tsperf::protocol::{Frame, Report, encode_frame};
+
+/// Writes `bytes` one at a time, `gap` apart, until the peer goes away.
+fn trickle_out(s: &mut TcpStream, bytes: &[u8], gap: Duration) {
+    for b in bytes {
+        if s.write_all(&[*b]).is_err() {
+            return;
+        }
+        thread::sleep(gap);
+    }
+}
+
+fn frame_bytes(f: &Frame) -> Vec<u8> {
+    let mut b = Vec::new();
+    encode_frame(f, &mut b);
+    b
+}
+
+/// Issue 14 (11): the report after the last byte has a deadline: a server that trickles its
+/// report a byte at a time does not keep the client waiting past --timeout.
+#[test]
+fn report_deadline_is_not_reset_by_a_trickle() {
+    let port = fake_server(|mut s, len| {
+        let mut buf = vec![0u8; len as usize + 8];
+        s.read_exact(&mut buf).unwrap();
+        let report = Report {
+            bytes: len,
+            digest: xxhash_rust::xxh3::xxh3_64(&buf[..len as usize]),
+            ..Report::default()
+        };
+        trickle_out(
+            &mut s,
+            &frame_bytes(&Frame::Report(report)),
+            Duration::from_millis(700),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "r.txt", 1000);
+    let out = client(&[
+        "--port",
+        &port.to_string(),
+        "--timeout",
+        "1",
+        path.to_str().unwrap(),
+    ]);
+    assert_fails(&out, 1, "no report within 1 s of the last byte");
+}
+
+/// Issue 14 (11): the answer to the hello has a deadline too.
+#[test]
+fn hello_answer_deadline_is_not_reset_by_a_trickle() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf);
+        let accept = Frame::Accept {
+            read_size: 1024,
+            server_io: tsperf::protocol::ServerIo::Blocking,
+            log: tsperf::protocol::LogMode::None,
+        };
+        trickle_out(&mut s, &frame_bytes(&accept), Duration::from_millis(700));
+        thread::sleep(Duration::from_secs(30));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "h.txt", 1000);
+    let out = client(&[
+        "--port",
+        &port.to_string(),
+        "--timeout",
+        "1",
+        path.to_str().unwrap(),
+    ]);
+    assert_fails(&out, 1, "no answer to the hello within 1 s");
+}
+
+/// Issue 14 (11): in latency mode each answer has a deadline.
+#[test]
+fn latency_answer_deadline_is_not_reset_by_a_trickle() {
+    let port = fake_server(|mut s, _| {
+        let mut req = [0u8; 20];
+        s.read_exact(&mut req).unwrap();
+        let mut answer = Vec::new();
+        tsperf::protocol::clock::encode_response(
+            &tsperf::protocol::clock::TimeResponse {
+                seq: 0,
+                server_recv_unix_ns: 1,
+                server_send_unix_ns: 2,
+            },
+            tsperf::protocol::clock::Codec::Binary,
+            &mut answer,
+        );
+        trickle_out(&mut s, &answer, Duration::from_millis(700));
+    });
+    let out = client(&[
+        "--port",
+        &port.to_string(),
+        "--latency",
+        "--count",
+        "1",
+        "--warmup",
+        "0",
+        "--timeout",
+        "1",
+    ]);
+    assert_fails(&out, 1, "no answer to request 0 within 1 s");
+}
+
+/// Issue 14 (11): a stall is detected --timeout after the server last took data, even when
+/// large blocking writes return short: a short write no longer restarts the wait.
+#[test]
+fn stall_is_detected_within_the_timeout_after_short_writes() {
+    let (tx, rx) = mpsc::channel();
+    let port = fake_server(move |mut s, _| {
+        // Take data slowly for a while (short writes on the client), then stop for good.
+        let mut buf = [0u8; 4096];
+        let until = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < until {
+            s.read_exact(&mut buf).unwrap();
+            thread::sleep(Duration::from_millis(20));
+        }
+        tx.send(Instant::now()).unwrap();
+        thread::sleep(Duration::from_secs(30));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = sparse_file(dir.path(), "stall.bin", 64 << 20);
+    let out = client(&[
+        "--port",
+        &port.to_string(),
+        "--timeout",
+        "2",
+        "--chunk",
+        "16m",
+        "--sndbuf",
+        "65536",
+        path.to_str().unwrap(),
+    ]);
+    let exited = Instant::now();
+    assert_fails(&out, 1, "took no data for 2 s");
+    let last_read = rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    let waited = exited.duration_since(last_read);
+    assert!(
+        waited < Duration::from_millis(3300),
+        "the stall was noticed {waited:?} after the server's last read (--timeout 2)"
+    );
+}
+
+/// Issue 14 (12): a FIFO (or any file that would block on open) is refused at once.
+#[test]
+fn fifo_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = client(&["--port", &dead_port().to_string(), fifo.to_str().unwrap()]);
+    assert_fails(&out, 1, "is not a regular file");
+}
+
+/// Issue 14 (13): Ctrl-C in latency mode says so, prints the statistics so far, and exits 130,
+/// in human and in JSON form.
+#[test]
+fn latency_interrupt_prints_statistics_so_far() {
+    let server = Server::start(&[]);
+    for json in [false, true] {
+        let mut cmd = Command::new(bin("tsclient"));
+        cmd.args([
+            "--port",
+            &server.port.to_string(),
+            "--latency",
+            "--framing",
+            "split",
+            "--count",
+            "1000",
+            "--warmup",
+            "0",
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Split framing with Nagle on: about 88 ms a query, so a few are done by now.
+        thread::sleep(Duration::from_millis(800));
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let out = wait_child(child);
+        assert_fails(&out, 130, "tsclient: interrupted after ");
+        assert!(
+            stderr(&out).contains(" of 1000 clock queries"),
+            "{}",
+            stderr(&out)
+        );
+        let text = stdout(&out);
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["interrupted"], true, "{v:#}");
+            let n = v["count"].as_u64().unwrap();
+            assert!(n > 0 && n < 1000, "{v:#}");
+            assert!(v["rtt_us"]["p50"].as_f64().unwrap() > 0.0);
+        } else {
+            assert!(text.contains("round trip: min "), "{text}");
+        }
+    }
+}
+
+/// Issue 14 (13): latency mode shows a progress bar on a terminal.
+#[test]
+fn latency_progress_bar_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: the `script` command (util-linux) is not installed");
+        return;
+    }
+    let server = Server::start(&[]);
+    let cmd = format!(
+        "{} --port {} --latency --framing split --count 20 --warmup 0",
+        bin("tsclient").display(),
+        server.port
+    );
+    let out = run("script".into(), &["-qefc", &cmd, "/dev/null"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let screen = stdout(&out);
+    assert!(screen.contains("/20 clock queries"), "{screen:?}");
+    assert!(screen.contains("round trip: min "), "{screen:?}");
+}
+
+/// Issue 14 (15): with --json, a failure still prints one JSON object, with the error and what
+/// was measured so far, and keeps the exit code.
+#[test]
+fn json_failure_is_one_object_with_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "j.txt", 1 << 20);
+    let dead = dead_port();
+    let (out, v) = client_json(dead, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        v["error"].as_str().unwrap().contains("could not connect"),
+        "{v:#}"
+    );
+    assert_eq!(v["mode"], "stream");
+    assert_eq!(v["bytes"], 1 << 20);
+    assert_eq!(v["sent"], 0);
+
+    let (out, v) = client_json(dead, &["--latency", "--count", "3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(v["mode"], "latency");
+    assert!(v["error"].as_str().unwrap().contains("could not connect"));
+
+    // Cut off mid-transfer: what was sent so far is there.
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).unwrap();
+        send(&mut s, &Frame::Abort("enough".into()));
+    });
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(v["error"].as_str().unwrap().contains("enough"), "{v:#}");
+    let sent = v["sent"].as_u64().unwrap();
+    assert!((100_000..=1 << 20).contains(&sent), "{v:#}");
+
+    // A mismatch keeps its full report, with the error beside it.
+    let port = fake_server(|mut s, len| {
+        let mut buf = vec![0u8; len as usize + 8];
+        s.read_exact(&mut buf).unwrap();
+        let report = Report {
+            bytes: len,
+            digest: 1,
+            ..Report::default()
+        };
+        send(&mut s, &Frame::Report(report));
+    });
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(v["verified"], false);
+    assert!(v["error"].as_str().unwrap().contains("MISMATCH"), "{v:#}");
+}
+
+/// Issue 14 (16): an empty file has nothing to measure: it is refused, not "verified" at 0 MiB/s.
+#[test]
+fn empty_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "empty.txt", 0);
+    let out = client(&["--port", &dead_port().to_string(), path.to_str().unwrap()]);
+    assert_fails(&out, 1, "is empty: there is nothing to measure");
+}
+
+/// True when this machine has IPv6 on loopback.
+fn has_ipv6() -> bool {
+    TcpListener::bind("[::1]:0").is_ok()
+}
+
+/// Issue 14 (16): a default server listens on IPv4 and IPv6 at once; the client takes a host
+/// as a name, an address, a bracketed IPv6 address, or any of those with `:PORT`.
+#[test]
+fn host_forms_and_a_dual_stack_server() {
+    let mut cmd = Command::new(bin("tsserver"));
+    cmd.args(["--port", "0"]);
+    let server = Server::spawn(cmd);
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "h.txt", 10_000);
+    let port = server.port.to_string();
+    let mut hosts = vec![
+        vec!["--host", "127.0.0.1", "--port", &port],
+        vec!["--host", "localhost", "--port", &port],
+    ];
+    let v4 = format!("127.0.0.1:{port}");
+    let v6 = format!("[::1]:{port}");
+    hosts.push(vec!["--host", &v4]);
+    if has_ipv6() {
+        hosts.push(vec!["--host", "::1", "--port", &port]);
+        hosts.push(vec!["--host", "[::1]", "--port", &port]);
+        hosts.push(vec!["--host", &v6]);
+    } else {
+        eprintln!("IPv6 forms skipped: no IPv6 on loopback");
+    }
+    for args in hosts {
+        let mut all = args.clone();
+        all.extend(["--json", path.to_str().unwrap()]);
+        let out = client(&all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["verified"], true, "{args:?}");
+    }
+    let clash = format!("127.0.0.1:{port}");
+    let out = client(&["--host", &clash, "--port", "1", path.to_str().unwrap()]);
+    assert_fails(&out, 2, "--host");
+    assert!(
+        server.stderr().starts_with("tsserver: listening on [::]:")
+            || server
+                .stderr()
+                .starts_with("tsserver: listening on 0.0.0.0:"),
+        "{}",
+        server.stderr()
+    );
+
+    // --bind takes a name.
+    let mut cmd = Command::new(bin("tsserver"));
+    cmd.args(["--port", "0", "--bind", "localhost"]);
+    let named = Server::spawn(cmd);
+    let (out, v) = client_json(named.port, &["--host", "localhost", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+}
