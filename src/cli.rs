@@ -31,9 +31,11 @@ pub fn print(text: &str) -> io::Result<()> {
     }
 }
 
-/// Prints `prog: error: ...` with the whole cause chain and returns the failure exit code.
+/// Prints `prog: error: ...` with the whole cause chain and returns the failure exit code. The
+/// chain may quote the peer (a reason, a name, a decoder's complaint about its bytes), so it is
+/// printed with control and bidi characters escaped ([`crate::text::Peer`]).
 pub fn fail(prog: &str, err: &anyhow::Error) -> ExitCode {
-    eprintln!("{prog}: error: {err:#}");
+    eprintln!("{prog}: error: {}", crate::text::Peer(&format!("{err:#}")));
     ExitCode::from(FAILURE)
 }
 

@@ -1,5 +1,14 @@
-//! The server's stdout and stderr: written by a thread each, so a reader that stops reading (a
-//! paused pager, a stalled `tee`) never stops the server.
+//! The server's stdout and stderr, written so that a reader that stops reading (a paused pager,
+//! a stalled `tee`) never stops the server.
+//!
+//! While a stream takes output, the thread that has something to say writes it itself, one
+//! `write()` per line, as a program's `printf` to a terminal does: what a terminal costs per line
+//! is still what is measured, paid where the seed's server paid it. It writes through a
+//! description of the stream of its own that never blocks (the stream reopened non-blocking,
+//! `send(MSG_DONTWAIT)` for a socket; a regular file is written as it is). When the stream takes
+//! less than that, the rest waits in the stream's queue, and from then on everything goes
+//! through the queue, in order, until a writer thread has drained it with ordinary blocking
+//! writes.
 //!
 //! Two kinds of output share each stream's queue, in order:
 //!
@@ -15,8 +24,7 @@
 //!   printed (`tsserver: N lines not printed: stdout was not being read`) as soon as the stream
 //!   takes output again.
 //!
-//! The writer threads write one line per `write()` call, as a program's `printf` to a terminal
-//! does, so what a terminal costs per line is still what is measured. At exit, [`finish`] waits
+//! The writer threads also write one line per `write()` call. At exit, [`finish`] waits
 //! for the queues to drain while the streams keep taking output, and gives up on a stream that
 //! takes nothing for a second.
 //!
@@ -28,18 +36,20 @@ use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Log bytes waiting for stdout before a line waits for room.
-pub const LINE_CAP: usize = 64 << 10;
+pub const LINE_CAP: usize = 16 << 10;
 /// Bytes waiting for a stream before a message is dropped.
 pub const MESSAGE_CAP: usize = 128 << 10;
 /// Room the event loop asks for before one read turn of a logged transfer: a line per read of
 /// the turn, plus its end line.
 pub const TURN_RESERVE: usize = crate::receiver::TURN_READS as usize * 128 + 2048;
+/// Bytes the writer writes before it gives their room back.
+const GIVE_BACK: usize = 8 << 10;
 /// How long [`finish`] waits on a stream that takes no output.
 pub const FINISH_PATIENCE: Duration = Duration::from_secs(1);
 
@@ -61,6 +71,13 @@ struct Queue {
     wanted: bool,
     /// Bytes written since start (to tell progress at exit).
     written: u64,
+    /// The writer is waiting for work: a producer must wake it (otherwise it will look again
+    /// by itself, so a busy writer costs its producers no system call).
+    writer_idle: bool,
+    /// Threads waiting for room: the writer wakes them only when there are some.
+    room_waiters: usize,
+    /// The stream is gone (a closed pipe): output is discarded.
+    broken: bool,
 }
 
 impl Queue {
@@ -69,9 +86,80 @@ impl Queue {
     }
 }
 
+/// How a thread writes to a stream without waiting.
+enum Direct {
+    /// A regular file: a write never waits for a reader.
+    File,
+    /// A description of the stream of our own, non-blocking (pipes, terminals, devices); the
+    /// original description, shared with the parent, is left as it is.
+    Own(OwnedFd),
+    /// A socket: `send` with `MSG_DONTWAIT`.
+    Socket,
+    /// Nothing usable: everything goes through the queue.
+    Queue,
+}
+
+impl Direct {
+    fn open(fd: i32) -> Direct {
+        // SAFETY: fstat(2) into a zeroed stat we own.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Direct::Queue;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Direct::File,
+            libc::S_IFSOCK => Direct::Socket,
+            _ => {
+                let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}"))
+                    .expect("no NUL in a path of digits");
+                let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
+                // SAFETY: open(2) of a NUL-terminated path; the fd is owned below.
+                let own = unsafe { libc::open(path.as_ptr(), flags) };
+                if own < 0 {
+                    return Direct::Queue;
+                }
+                // SAFETY: `own` was just returned by open(2) and is owned by nothing else.
+                Direct::Own(unsafe { OwnedFd::from_raw_fd(own) })
+            }
+        }
+    }
+
+    /// Writes what the stream takes of `bytes` now: all of it to a file, what fits otherwise
+    /// (0 when it is full). An error means the stream is gone.
+    fn write(&self, fd: i32, mut bytes: &[u8]) -> io::Result<usize> {
+        let len = bytes.len();
+        while !bytes.is_empty() {
+            let p = bytes.as_ptr().cast();
+            // SAFETY: write(2)/send(2) of a live slice to an open descriptor.
+            let n = unsafe {
+                match self {
+                    Direct::File => libc::write(fd, p, bytes.len()),
+                    Direct::Own(own) => libc::write(own.as_raw_fd(), p, bytes.len()),
+                    Direct::Socket => {
+                        libc::send(fd, p, bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                    }
+                    Direct::Queue => return Ok(0),
+                }
+            };
+            if n >= 0 {
+                bytes = &bytes[n as usize..];
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => break,
+                _ => return Err(e),
+            }
+        }
+        Ok(len - bytes.len())
+    }
+}
+
 struct Channel {
     fd: i32,
     name: &'static str,
+    direct: Direct,
     q: Mutex<Queue>,
     work: Condvar,
     room: Condvar,
@@ -94,17 +182,62 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Waits on `c.room` for at most `left`, counted as a waiter so the writer wakes it.
+fn wait_for_room<'a>(
+    c: &Channel,
+    mut q: MutexGuard<'a, Queue>,
+    left: Duration,
+) -> MutexGuard<'a, Queue> {
+    q.room_waiters += 1;
+    let mut q = c
+        .room
+        .wait_timeout(q, left)
+        .unwrap_or_else(PoisonError::into_inner)
+        .0;
+    q.room_waiters -= 1;
+    q
+}
+
+/// Writes `bytes` straight to the stream if nothing is queued before it; returns what is left
+/// to queue (nothing if the stream is gone: output to it is discarded).
+fn write_now<'b>(c: &Channel, q: &mut Queue, bytes: &'b [u8]) -> &'b [u8] {
+    if q.broken {
+        return &[];
+    }
+    if q.waiting() > 0 {
+        return bytes;
+    }
+    match c.direct.write(c.fd, bytes) {
+        Ok(n) => &bytes[n..],
+        Err(_) => {
+            q.broken = true;
+            &[]
+        }
+    }
+}
+
+/// Wakes the writer if it waits for work.
+fn kick(c: &Channel, q: &Queue) {
+    if q.writer_idle {
+        c.work.notify_one();
+    }
+}
+
 fn channels() -> &'static [Channel; 2] {
     CHANNELS.get_or_init(|| {
         let make = |fd, name| Channel {
             fd,
             name,
+            direct: Direct::open(fd),
             q: Mutex::new(Queue {
                 buf: Vec::new(),
                 in_flight: 0,
                 dropped: 0,
                 wanted: false,
                 written: 0,
+                writer_idle: false,
+                room_waiters: 0,
+                broken: false,
             }),
             work: Condvar::new(),
             room: Condvar::new(),
@@ -172,11 +305,7 @@ pub fn wait_room(reserve: usize, until: Instant) -> bool {
         if left.is_zero() {
             return false;
         }
-        q = c
-            .room
-            .wait_timeout(q, left)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
+        q = wait_for_room(c, q, left);
     }
     true
 }
@@ -186,6 +315,10 @@ pub fn wait_room(reserve: usize, until: Instant) -> bool {
 pub fn line(bytes: &[u8]) {
     let c = channel(Stream::Out);
     let mut q = lock(&c.q);
+    let bytes = write_now(c, &mut q, bytes);
+    if bytes.is_empty() {
+        return;
+    }
     if !NO_WAIT.with(Cell::get) && q.waiting() >= LINE_CAP {
         let until = Instant::now() + *lock(&LINE_WAIT);
         while q.waiting() >= LINE_CAP && !RELEASED.load(Ordering::Acquire) {
@@ -193,27 +326,28 @@ pub fn line(bytes: &[u8]) {
             if left.is_zero() {
                 break;
             }
-            q = c
-                .room
-                .wait_timeout(q, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            q = wait_for_room(c, q, left);
         }
     }
     q.buf.extend_from_slice(bytes);
-    c.work.notify_one();
+    kick(c, &q);
 }
 
 /// Queues `text` (whole lines) for `stream`, or drops and counts it if the stream is full.
 pub fn message(stream: Stream, text: &str) {
     let c = channel(stream);
     let mut q = lock(&c.q);
-    if q.waiting() + text.len() > MESSAGE_CAP {
-        q.dropped += 1;
-    } else {
-        q.buf.extend_from_slice(text.as_bytes());
+    let rest = write_now(c, &mut q, text.as_bytes());
+    if rest.is_empty() {
+        return;
     }
-    c.work.notify_one();
+    // The rest of a message the stream took part of is kept, so no line is torn.
+    if rest.len() < text.len() || q.waiting() + text.len() <= MESSAGE_CAP {
+        q.buf.extend_from_slice(rest);
+    } else {
+        q.dropped += 1;
+    }
+    kick(c, &q);
 }
 
 /// Waits for both streams to write what is queued, giving up on one that takes nothing for
@@ -235,12 +369,7 @@ pub fn finish() -> usize {
             if patience.is_zero() {
                 break;
             }
-            let step = patience.min(Duration::from_millis(20));
-            q = c
-                .room
-                .wait_timeout(q, step)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            q = wait_for_room(c, q, patience.min(Duration::from_millis(20)));
         }
         left += q.waiting();
     }
@@ -253,22 +382,30 @@ fn writer(c: &'static Channel) {
     // SAFETY: fds 1 and 2 stay open for the process's life; ManuallyDrop never closes them.
     let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(c.fd) });
     let mut spare = Vec::new();
-    let mut broken = false;
     loop {
         let (batch, dropped) = {
             let mut q = lock(&c.q);
             while q.buf.is_empty() && q.dropped == 0 {
+                q.writer_idle = true;
                 q = c.work.wait(q).unwrap_or_else(PoisonError::into_inner);
+                q.writer_idle = false;
             }
             let batch = std::mem::replace(&mut q.buf, std::mem::take(&mut spare));
             q.in_flight = batch.len();
             (batch, std::mem::take(&mut q.dropped))
         };
+        let mut broken = lock(&c.q).broken;
+        // Room is given back every few KiB, not per line: one lock per many lines.
+        let mut done = 0;
         for piece in batch.split_inclusive(|b| *b == b'\n') {
             // A stream that is gone (EPIPE) takes nothing more; its output is discarded.
             broken = broken || write_fully(&mut out, piece).is_err();
-            taken(c, piece.len());
+            done += piece.len();
+            if done >= GIVE_BACK {
+                taken(c, std::mem::take(&mut done));
+            }
         }
+        taken(c, done);
         if dropped > 0 && !broken {
             let notice = format!(
                 "tsserver: {dropped} {} not printed: {} was not being read\n",
@@ -276,6 +413,9 @@ fn writer(c: &'static Channel) {
                 c.name
             );
             broken = write_fully(&mut out, notice.as_bytes()).is_err();
+        }
+        if broken {
+            lock(&c.q).broken = true;
         }
         spare = batch;
         spare.clear();
@@ -291,8 +431,10 @@ fn taken(c: &Channel, n: usize) {
         let mut q = lock(&c.q);
         q.in_flight -= n;
         q.written += n as u64;
-        c.room.notify_all();
-        let wake = q.wanted && q.waiting() + TURN_RESERVE <= LINE_CAP / 2;
+        if q.room_waiters > 0 {
+            c.room.notify_all();
+        }
+        let wake = q.wanted && q.waiting() + TURN_RESERVE <= LINE_CAP;
         if wake {
             q.wanted = false;
         }

@@ -25,6 +25,14 @@
 //!    returned.
 //! 5. The client closes. The server closes after the report.
 //!
+//! Deadlines are the server's: the hello (and an authentication answer) must be whole within
+//! its hello timeout of the connection, the first data byte or request within that timeout of
+//! the accept, and then no wait for data may last longer than its idle timeout. A stream that
+//! misses one gets [`Frame::Abort`] with the reason; a hello, [`Frame::Refuse`].
+//!
+//! Strings from the peer (reasons, `saved_to`, the file name) are text for a person and may hold
+//! anything UTF-8 allows: an end that prints them escapes control, format and bidi characters.
+//!
 //! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
 //! connection when it has made its requests.
 //!

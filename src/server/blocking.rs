@@ -221,8 +221,8 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
         server_io: ServerIo::Blocking,
         log: cfg.log,
     };
-    if hello.mode == Mode::Latency && hello.nodelay {
-        let _ = stream.set_nodelay(true);
+    if hello.mode == Mode::Latency {
+        super::latency_socket(stream, &hello);
     }
     let rx = match hello.mode {
         Mode::Stream => match start_transfer(&hello, read_size, peer, cfg) {

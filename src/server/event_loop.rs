@@ -32,7 +32,7 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use tracing::{debug, warn};
 
-use super::fds::{self, Spare};
+use super::fds::{self, Backoff, Spare};
 use super::latency::LatencySession;
 use super::outbox::{LATENCY_CAP, Outbox};
 use super::{
@@ -109,8 +109,11 @@ struct Loop<'a> {
     log_waiters: Vec<usize>,
     /// A descriptor kept to tell a connection why, when `accept` runs out of them.
     spare: Spare,
-    /// `accept` failed for want of descriptors and the backlog may still hold connections.
+    /// `accept` failed and the backlog may still hold connections: try again when a connection
+    /// closes or at the next tick.
     accept_stalled: bool,
+    /// Logs failed accepts at most once a second.
+    backoff: Backoff,
 }
 
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
@@ -145,6 +148,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         log_waiters: Vec::new(),
         spare: Spare::new(),
         accept_stalled: false,
+        backoff: Backoff::default(),
     };
     lp.run()
 }
@@ -190,9 +194,6 @@ impl Loop<'_> {
                     return Ok(done);
                 }
             }
-            if self.accept_stalled && self.conns.len() < self.cfg.max_clients {
-                self.accept_all();
-            }
             if super::stopping() {
                 if stop_by.is_none() {
                     // Stop accepting; connections that have not started a transfer are refused now.
@@ -212,6 +213,9 @@ impl Loop<'_> {
             let now = Instant::now();
             if now >= next_sweep {
                 next_sweep = now + TICK;
+                if self.accept_stalled {
+                    self.accept_all();
+                }
                 if let Some(done) = self.serve_log_waiters() {
                     return Ok(done);
                 }
@@ -286,7 +290,12 @@ impl Loop<'_> {
     /// Removes connection `key` and closes it with `outcome`. True if it completed.
     fn close(&mut self, key: usize, outcome: Outcome) -> bool {
         let conn = self.conns.remove(key);
-        close(&self.poll, conn, outcome)
+        let done = close(&self.poll, conn, outcome);
+        // A descriptor is free again: connections the backlog held may be accepted now.
+        if self.accept_stalled {
+            self.accept_all();
+        }
+        done
     }
 
     /// Ends every connection `which` picks, telling each client why.
@@ -346,8 +355,19 @@ impl Loop<'_> {
         loop {
             let (mut stream, peer) = match listener.accept() {
                 Ok((stream, peer)) => (stream, super::canonical(peer)),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.backoff.ok();
+                    return;
+                }
+                // Gone before it was accepted: the next one may be fine.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue;
+                }
                 Err(e) if fds::exhausted(&e) => {
                     // Tell the waiting connection why rather than leave it unanswered; if even
                     // that fails, try again when a connection closes or at the next tick.
@@ -363,14 +383,14 @@ impl Loop<'_> {
                         Err(_) => false,
                     });
                     if lent != Some(true) {
-                        warn!("accept failed: {e}; retrying when a connection closes");
+                        let _ = self.backoff.failed(&e);
                         self.accept_stalled = true;
                         return;
                     }
                     continue;
                 }
                 Err(e) => {
-                    warn!("accept failed: {e}");
+                    let _ = self.backoff.failed(&e);
                     self.accept_stalled = true;
                     return;
                 }
@@ -575,9 +595,7 @@ impl Conn {
                 match rx {
                     Some(rx) => self.state = State::Data { hello, rx },
                     None => {
-                        if hello.nodelay {
-                            let _ = self.stream.set_nodelay(true);
-                        }
+                        super::latency_socket(&self.stream, &hello);
                         self.state = State::Latency(Box::new(LatencySession::new(&hello)));
                     }
                 }

@@ -106,17 +106,17 @@ impl Backoff {
     /// Notes a failed accept; returns how long to pause before the next.
     pub fn failed(&mut self, e: &io::Error) -> Duration {
         self.pause = (self.pause * 2).clamp(Duration::from_millis(10), Self::MAX);
-        self.unlogged += 1;
         if self
             .last_log
             .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
         {
-            warn!(
-                "accept failed: {e} ({} times since the last report)",
-                self.unlogged
-            );
+            match std::mem::take(&mut self.unlogged) {
+                0 => warn!("accept failed: {e}"),
+                n => warn!("accept failed: {e} (and {n} more times since the last report)"),
+            }
             self.last_log = Some(Instant::now());
-            self.unlogged = 0;
+        } else {
+            self.unlogged += 1;
         }
         self.pause
     }

@@ -286,6 +286,21 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
     }
 }
 
+/// The send buffer a latency session's socket gets: answers are small and go one at a time, and
+/// a fixed buffer keeps a client that never reads from holding megabytes of kernel memory
+/// (autotuning would grow it to `tcp_wmem`'s maximum, 4 MiB by default).
+pub const LATENCY_SNDBUF: usize = 64 << 10;
+
+/// Sets up the socket of an accepted latency session: TCP_NODELAY if the client asked, and the
+/// fixed [`LATENCY_SNDBUF`].
+pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, hello: &Hello) {
+    let sock = socket2::SockRef::from(sock);
+    if hello.nodelay {
+        let _ = sock.set_tcp_nodelay(true);
+    }
+    let _ = sock.set_send_buffer_size(LATENCY_SNDBUF);
+}
+
 /// Ends a latency session: complete if the client closed between requests. Prints one line.
 pub fn finish_latency(session: &LatencySession, peer: SocketAddr, why: Option<String>) -> Outcome {
     let line = format!("tsserver: answered {} from {peer}\n", session.summary());
