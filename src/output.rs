@@ -146,6 +146,22 @@ fn to_json(v: &impl Serialize) -> String {
 }
 
 #[derive(Serialize)]
+struct Failure<'a> {
+    tsperf: &'static str,
+    mode: &'a str,
+    error: String,
+}
+
+/// The JSON object for a run that failed before it measured anything (a bad key file, say).
+pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
+    to_json(&Failure {
+        tsperf: env!("CARGO_PKG_VERSION"),
+        mode,
+        error: format!("{e:#}"),
+    })
+}
+
+#[derive(Serialize)]
 struct StreamFailure<'a> {
     tsperf: &'static str,
     mode: &'static str,
@@ -240,6 +256,15 @@ fn hex(d: u64) -> String {
     format!("{d:016x}")
 }
 
+/// `host:port`, with an IPv6 address in brackets (`[::1]:7433`).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Round-trip statistics in microseconds, as the JSON carries them.
 #[derive(Serialize)]
 struct Rtt {
@@ -296,7 +321,7 @@ pub fn latency_json(r: &LatencyResult) -> String {
     let j = LatencyJson {
         tsperf: env!("CARGO_PKG_VERSION"),
         mode: "latency",
-        peer: format!("{}:{}", c.host, c.port),
+        peer: host_port(&c.host, c.port),
         count: r.rtt.len(),
         warmup: c.warmup,
         codec: c.codec,
@@ -325,11 +350,10 @@ pub fn latency_human(r: &LatencyResult) -> String {
     let d = |ns: u64| units::duration(Duration::from_nanos(ns));
     let on = |b: bool| if b { "on" } else { "off" };
     let mut s = format!(
-        "latency: {} clock queries to {}:{} ({} warm-up not counted), codec {:?}, framing {:?}, \
+        "latency: {} clock queries to {} ({} warm-up not counted), codec {:?}, framing {:?}, \
          nodelay {}, reconnect {}, io {}\n",
         h.len(),
-        c.host,
-        c.port,
+        host_port(&c.host, c.port),
         c.warmup,
         c.codec,
         c.framing,

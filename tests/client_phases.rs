@@ -275,6 +275,17 @@ fn json_failure_is_one_object_with_the_error() {
     let sent = v["sent"].as_u64().unwrap();
     assert!((100_000..=1 << 20).contains(&sent), "{v:#}");
 
+    // A failure before anything is measured (a key file that is not there) too.
+    let (out, v) = client_json(
+        dead,
+        &["--auth-key", "/nonexistent/key", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        v["error"].as_str().unwrap().contains("/nonexistent/key"),
+        "{v:#}"
+    );
+
     // A mismatch keeps its full report, with the error beside it.
     let port = fake_server(|mut s, len| {
         let mut buf = vec![0u8; len as usize + 8];

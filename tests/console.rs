@@ -122,6 +122,23 @@ fn stuck_stdout_pauses_only_what_it_logs() {
     }
 }
 
+/// The summaries of `tiny.txt` in `text`, and the lines counted as not printed.
+fn summaries(text: &str) -> (usize, usize) {
+    let printed = text.matches("file[tiny.txt] read over .").count();
+    let dropped = text
+        .lines()
+        .filter(|l| l.contains("not printed"))
+        .filter_map(|l| {
+            l.strip_prefix("tsserver: ")?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    (printed, dropped)
+}
+
 /// Issue 14 (6): per-transfer summaries never block the server: a thousand transfers complete
 /// while stdout is not read. Summaries that do not fit in the server's queue are counted and
 /// the count is printed once stdout is read again.
@@ -151,38 +168,12 @@ fn stuck_stdout_does_not_block_summaries() {
         // One more transfer after the drain: its summary and the dropped count appear.
         let out = client(&["--port", &p, path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let count = |t: &str| {
-            let printed = t.matches("file[tiny.txt] read over .").count();
-            let dropped: usize = t
-                .lines()
-                .filter_map(|l| {
-                    l.strip_prefix("tsserver: ")?
-                        .split(' ')
-                        .next()?
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|_| l.contains("not printed"))
-                })
-                .sum();
-            (printed, dropped)
-        };
         let text = wait_text(&text, |t| {
-            let (p, d) = count(t);
+            let (p, d) = summaries(t);
             p + d == 1001
         });
         kill(child);
-        let printed = text.matches("file[tiny.txt] read over .").count();
-        let dropped: usize = text
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("tsserver: ")?
-                    .split(' ')
-                    .next()?
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|_| l.contains("not printed"))
-            })
-            .sum();
+        let (printed, dropped) = summaries(&text);
         assert_eq!(
             printed + dropped,
             1001,
@@ -256,6 +247,30 @@ fn stuck_stdout_does_not_stop_shutdown() {
         assert!(out.status.code().is_some(), "{model:?}: killed, not exited");
         let client_out = wait_child(logged);
         assert_fails(&client_out, 1, "the server");
+        drop(stdout);
+    }
+}
+
+/// Issue 14 (6): a logged transfer whose lines stdout takes none of for the idle timeout is
+/// ended with that reason (it holds its place no longer than a silent client would), and the
+/// client is told why.
+#[test]
+fn stuck_stdout_ends_its_transfers_at_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "stuck.txt", 8 << 20);
+    for model in MODELS {
+        let mut args = vec!["--log", "stdout", "--idle-timeout", "1"];
+        args.extend_from_slice(model);
+        let (child, port, stdout) = server_with_stuck_stdout(&args);
+        let out = client(&[
+            "--port",
+            &port.to_string(),
+            "--chunk",
+            "1024",
+            path.to_str().unwrap(),
+        ]);
+        assert_fails(&out, 1, "its log output (stdout) was not taken for 1 s");
+        kill(child);
         drop(stdout);
     }
 }

@@ -59,6 +59,30 @@ fn in_flight_transfer_finishes() {
     }
 }
 
+/// Starts a server that saves into `save` and reads slowly (16-byte reads, small buffers), with
+/// a grace period of `grace` seconds, and a client sending `file` to it; both are running when
+/// this returns, the transfer a little under way.
+fn slow_saved_transfer(
+    file: &std::path::Path,
+    save: &std::path::Path,
+    grace: &str,
+    model: &[&str],
+) -> (Server, std::process::Child) {
+    let mut args = vec!["--read-size", "16", "--rcvbuf", "65536", "--grace", grace];
+    args.extend(["--save", save.to_str().unwrap()]);
+    args.extend_from_slice(model);
+    let server = Server::start(&args);
+    let child = Command::new(bin("tsclient"))
+        .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    (server, child)
+}
+
 /// Issue 7: a transfer that cannot finish within the grace period is aborted with a reason the
 /// client prints; with --save no partial file is left; the server exits 0.
 #[test]
@@ -67,26 +91,7 @@ fn late_transfer_is_aborted_cleanly() {
     let big = sparse_file(src.path(), "big.bin", 256 << 20);
     for model in MODELS {
         let save = tempfile::tempdir().unwrap();
-        let mut args = vec![
-            "--read-size",
-            "16",
-            "--rcvbuf",
-            "65536",
-            "--grace",
-            "0.3",
-            "--save",
-            save.path().to_str().unwrap(),
-        ];
-        args.extend_from_slice(model);
-        let mut server = Server::start(&args);
-        let child = Command::new(bin("tsclient"))
-            .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
-            .arg(&big)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        let (mut server, child) = slow_saved_transfer(&big, save.path(), "0.3", model);
         server.signal(libc::SIGINT);
         let out = wait_child(child);
         assert_fails(&out, 1, "the server is shutting down");
@@ -112,26 +117,7 @@ fn second_signal_ends_the_grace_at_once() {
         (&["--blocking"][..], libc::SIGINT),
     ] {
         let save = tempfile::tempdir().unwrap();
-        let mut args = vec![
-            "--read-size",
-            "16",
-            "--rcvbuf",
-            "65536",
-            "--grace",
-            "3600",
-            "--save",
-            save.path().to_str().unwrap(),
-        ];
-        args.extend_from_slice(model);
-        let mut server = Server::start(&args);
-        let child = Command::new(bin("tsclient"))
-            .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
-            .arg(&big)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        let (mut server, child) = slow_saved_transfer(&big, save.path(), "3600", model);
         server.signal(sig);
         assert!(
             server.wait_for(|_, e| e.contains("press Ctrl-C again")),

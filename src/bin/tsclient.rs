@@ -145,7 +145,13 @@ fn main() -> ExitCode {
             Some(key)
         }
         Ok(None) => None,
-        Err(e) => return cli::fail("tsclient", &e),
+        Err(e) => {
+            if args.json {
+                let mode = if args.latency { "latency" } else { "stream" };
+                let _ = cli::print(&(output::failure_json(mode, &e) + "\n"));
+            }
+            return cli::fail("tsclient", &e);
+        }
     };
     if args.latency {
         return latency_main(&args, host, port, auth);
