@@ -168,6 +168,8 @@ struct Channel {
 static CHANNELS: OnceLock<[Channel; 2]> = OnceLock::new();
 /// Called (from a writer thread) when room frees up after someone found none.
 static ON_ROOM: Mutex<Option<Box<dyn Fn() + Send>>> = Mutex::new(None);
+/// Messages dropped since start, on both streams.
+static DROPPED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// Set when the server stops: waiting writers append at once instead of waiting.
 static RELEASED: AtomicBool = AtomicBool::new(false);
 /// The longest a blocking writer of a log line waits for room before it appends anyway.
@@ -346,8 +348,14 @@ pub fn message(stream: Stream, text: &str) {
         q.buf.extend_from_slice(rest);
     } else {
         q.dropped += 1;
+        DROPPED.fetch_add(1, Ordering::Relaxed);
     }
     kick(c, &q);
+}
+
+/// Messages not printed since start because their stream was not being read (both streams).
+pub fn dropped() -> u32 {
+    DROPPED.load(Ordering::Relaxed)
 }
 
 /// Waits for both streams to write what is queued, giving up on one that takes nothing for

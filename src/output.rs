@@ -49,6 +49,7 @@ struct ServerSide<'a> {
     io: Option<ServerIo>,
     log: Option<LogMode>,
     log_lines: u32,
+    output_dropped: u32,
     first_byte_unix_us: Option<u64>,
     last_byte_unix_us: Option<u64>,
     elapsed_s: f64,
@@ -123,6 +124,7 @@ pub fn stream_json(r: &StreamResult) -> String {
             io: s.server_io,
             log: s.log,
             log_lines: s.log_lines,
+            output_dropped: s.output_dropped,
             first_byte_unix_us: nonzero(s.first_byte_unix_us),
             last_byte_unix_us: nonzero(s.last_byte_unix_us),
             elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
@@ -235,6 +237,14 @@ pub fn stream_human(r: &StreamResult) -> String {
         String::new()
     } else {
         format!("  saved on the server as {}\n", Peer(&s.saved_to))
+    } + &if s.output_dropped == 0 {
+        String::new()
+    } else {
+        format!(
+            "  the server could not print {} lines of its own output: its stdout or stderr is \
+             not being read\n",
+            s.output_dropped
+        )
     }
 }
 

@@ -200,6 +200,7 @@ impl Receiver {
             cpu_sys_us: cpu.sys.as_micros() as u64,
             log_lines: self.log_lines,
             rcvbuf,
+            output_dropped: 0,
             server_io: Some(server_io),
             log: Some(log),
             saved_to: String::new(),

@@ -165,9 +165,11 @@ fn stuck_stdout_does_not_block_summaries() {
             w.join().expect("a transfer failed while stdout was stuck");
         }
         let text = collect_text(stdout);
-        // One more transfer after the drain: its summary and the dropped count appear.
-        let out = client(&["--port", &p, path.to_str().unwrap()]);
+        // One more transfer after the drain: its summary and the dropped count appear, and its
+        // report carries the count.
+        let (out, v) = client_json(port, &[path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let reported = v["server"]["output_dropped"].as_u64().unwrap() as usize;
         let text = wait_text(&text, |t| {
             let (p, d) = summaries(t);
             p + d == 1001
@@ -180,6 +182,7 @@ fn stuck_stdout_does_not_block_summaries() {
             "{model:?}: {printed} printed, {dropped} counted as not printed"
         );
         assert!(dropped > 0, "{model:?}: nothing was held back: {printed}");
+        assert_eq!(reported, dropped, "{model:?}: the report's count");
     }
 }
 

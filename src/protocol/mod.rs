@@ -1,4 +1,7 @@
-//! The tsperf wire protocol, version 1. This module doc is the specification.
+//! The tsperf wire protocol, version 2. This module doc is the specification.
+//!
+//! Version 2 added `output_dropped` to the report. Peers of different versions refuse each
+//! other at the hello, with a reason naming both versions.
 //!
 //! Encoding and decoding are pure functions over byte slices: no sockets, no clocks. Decoders
 //! validate every field, never panic on any input, and never allocate more than
@@ -41,7 +44,7 @@
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (1); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (2); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
@@ -65,7 +68,7 @@
 //! |----:|--------|---------------------------------------------------------------------------|
 //! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`  (6 bytes)                   |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
-//! | 3   | Report | 82 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
+//! | 3   | Report | 86 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //!
@@ -89,6 +92,7 @@
 //! | 76     | 4    | rcvbuf             | the receive buffer (SO_RCVBUF) the server's socket got  |
 //! | 80     | 1    | server_io          | as in Accept                                            |
 //! | 81     | 1    | log                | as in Accept                                            |
+//! | 82     | 4    | output_dropped     | lines of the server's own output (summaries, failures) it could not print since it started, because its stdout or stderr was not being read; per-read log lines are never dropped |
 //!
 //! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold.
 //!
@@ -117,7 +121,7 @@ use std::fmt;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -135,7 +139,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
-const REPORT_FIXED: usize = 82;
+const REPORT_FIXED: usize = 86;
 const ACCEPT_BODY: usize = 6;
 const FLAG_NODELAY: u8 = 1;
 
@@ -150,7 +154,10 @@ const TAG_CHALLENGE: u8 = 5;
 pub enum ProtocolError {
     #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
     BadMagic([u8; 4]),
-    #[error("unsupported protocol version {0}: this build speaks version {VERSION}")]
+    #[error(
+        "unsupported protocol version {0}: this build speaks version {VERSION} (use a tsclient and \
+         a tsserver of the same release)"
+    )]
     UnsupportedVersion(u16),
     #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
     BadMode(u8),
@@ -249,6 +256,9 @@ pub struct Report {
     pub cpu_sys_us: u64,
     pub log_lines: u32,
     pub rcvbuf: u32,
+    /// Lines of the server's own output it could not print since it started (stuck stdout or
+    /// stderr).
+    pub output_dropped: u32,
     pub server_io: Option<ServerIo>,
     pub log: Option<LogMode>,
     pub saved_to: String,
@@ -434,6 +444,7 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             out.extend_from_slice(&r.rcvbuf.to_be_bytes());
             out.push(server_io_code(r.server_io));
             out.push(log_code(r.log));
+            out.extend_from_slice(&r.output_dropped.to_be_bytes());
             put_string(out, &r.saved_to);
             TAG_REPORT
         }
@@ -503,6 +514,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                 rcvbuf: be32(&body[76..80]),
                 server_io: server_io_from(body[80])?,
                 log: log_from(body[81])?,
+                output_dropped: be32(&body[82..86]),
                 saved_to,
             })
         }
@@ -624,6 +636,7 @@ mod tests {
             cpu_sys_us: 9,
             log_lines: 10,
             rcvbuf: 11,
+            output_dropped: 12,
             server_io: Some(ServerIo::EventLoop),
             log: Some(LogMode::File),
             saved_to: "/srv/ünïcode".into(),
@@ -672,7 +685,8 @@ mod tests {
             decode_hello(b"TX"),
             Err(ProtocolError::BadMagic(*b"TX\0\0"))
         );
-        assert_eq!(refused(|b| b[5] = 2), ProtocolError::UnsupportedVersion(2));
+        assert_eq!(refused(|b| b[5] = 1), ProtocolError::UnsupportedVersion(1));
+        assert_eq!(refused(|b| b[5] = 3), ProtocolError::UnsupportedVersion(3));
         assert_eq!(refused(|b| b[6] = 0), ProtocolError::BadMode(0));
         assert_eq!(refused(|b| b[6] = 3), ProtocolError::BadMode(3));
         assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));

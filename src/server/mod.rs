@@ -481,6 +481,7 @@ pub fn finish_transfer(
         Ok(saved_to) => {
             let report = Report {
                 saved_to,
+                output_dropped: console::dropped(),
                 ..rx.report(server_io, cfg.log, rcvbuf)
             };
             print_complete(&hello.name, peer, rx.read_size() as u32, &report);
