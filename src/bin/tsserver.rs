@@ -23,9 +23,9 @@ struct Args {
     /// Exit after one transfer: 0 if it completed, 1 if not.
     #[arg(long)]
     once: bool,
-    /// Bytes per read. By default the client's chunk size when a log sink is on (one read and
-    /// one line per chunk, as the seed's server), and 256 KiB (or the chunk, if larger) with
-    /// --log none.
+    /// Bytes per read. By default, with a log sink, the client's chunk size (one read and one
+    /// line per chunk, as the seed's server), at least --log-min-read and at most 256 KiB; with
+    /// --log none, 256 KiB. The client's chunk never sizes the server's buffer.
     #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
     read_size: Option<u32>,
     /// Serve each connection on its own thread with blocking reads, instead of the default
@@ -42,18 +42,20 @@ struct Args {
     /// The log file for --log file; lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
-    /// With --log stdout or file, the smallest read: a client announcing smaller chunks gets one
-    /// log line per this many bytes, not one per byte.
+    /// With --log stdout or file, the smallest read size: a client announcing smaller chunks is
+    /// read at least this many bytes at a time, not one log line per byte.
     #[arg(long, default_value_t = server::LOG_MIN_READ, value_parser = units::parse_read_size, value_name = "BYTES")]
     log_min_read: u32,
     /// Largest transfer a client may announce; larger ones are refused before any data flows.
     /// Suffixes k/m/g (binary).
     #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
     max_bytes: u64,
-    /// Connections served at once; more are refused with a reason.
+    /// Connections served at once; more are refused with a reason. Lowered (with a warning) to
+    /// what fits in the descriptor limit.
     #[arg(long, default_value_t = server::MAX_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_clients: u64,
-    /// Seconds a new connection may take to send its hello before it is closed.
+    /// Seconds a new connection has to send its hello (and answer the authentication
+    /// challenge), counted from the accept, and then to send its first byte or request.
     #[arg(long, default_value_t = server::HELLO_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     hello_timeout: f64,
     /// Save each received file into DIR under its announced name: written to a hidden temporary,
@@ -71,7 +73,8 @@ struct Args {
     /// aborted with a reason (and any partial file removed).
     #[arg(long, default_value_t = server::GRACE.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     grace: f64,
-    /// Seconds a transfer may go without data before it is closed and logged as incomplete.
+    /// Seconds a connection may go without data or requests, or without taking its answers,
+    /// before it is closed and logged as incomplete.
     #[arg(long, default_value_t = server::IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
     idle_timeout: f64,
 }
