@@ -42,16 +42,21 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
     // A stop request wakes the blocking accept with a connection to ourselves.
     if let Ok(addr) = listener.local_addr() {
-        let ip = match addr.ip() {
-            IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            ip => ip,
+        // A dual-stack `[::]` takes IPv4 too, and IPv6 loopback may be missing: try both.
+        let ips: Vec<IpAddr> = match addr.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => vec![Ipv4Addr::LOCALHOST.into()],
+            IpAddr::V6(v6) if v6.is_unspecified() => {
+                vec![Ipv6Addr::LOCALHOST.into(), Ipv4Addr::LOCALHOST.into()]
+            }
+            ip => vec![ip],
         };
         super::on_stop(move || {
-            let _ = TcpStream::connect_timeout(
-                &SocketAddr::new(ip, addr.port()),
-                Duration::from_secs(1),
-            );
+            for ip in &ips {
+                let to = SocketAddr::new(*ip, addr.port());
+                if TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok() {
+                    break;
+                }
+            }
         });
     }
     console::set_line_wait(cfg.idle_timeout);

@@ -183,6 +183,18 @@ pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
                 Ok(s),
                 SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cfg.port),
             ),
+            // A port in use or not allowed is the answer; only a machine without IPv6 falls back.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                ) =>
+            {
+                (
+                    Err(e),
+                    SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cfg.port),
+                )
+            }
             Err(_) => (
                 open(IpAddr::V4(Ipv4Addr::UNSPECIFIED), false),
                 SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), cfg.port),
@@ -286,19 +298,21 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
     }
 }
 
-/// The send buffer a latency session's socket gets: answers are small and go one at a time, and
-/// a fixed buffer keeps a client that never reads from holding megabytes of kernel memory
-/// (autotuning would grow it to `tcp_wmem`'s maximum, 4 MiB by default).
-pub const LATENCY_SNDBUF: usize = 64 << 10;
+/// The send and receive buffers a latency session's socket gets: messages are small and go one
+/// at a time, and fixed buffers keep a client that pipelines requests and never reads from
+/// holding megabytes of kernel memory (autotuning would grow them to `tcp_wmem`'s and
+/// `tcp_rmem`'s maxima, 4 and 6 MiB by default).
+pub const LATENCY_BUFFERS: usize = 64 << 10;
 
 /// Sets up the socket of an accepted latency session: TCP_NODELAY if the client asked, and the
-/// fixed [`LATENCY_SNDBUF`].
+/// fixed [`LATENCY_BUFFERS`].
 pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, hello: &Hello) {
     let sock = socket2::SockRef::from(sock);
     if hello.nodelay {
         let _ = sock.set_tcp_nodelay(true);
     }
-    let _ = sock.set_send_buffer_size(LATENCY_SNDBUF);
+    let _ = sock.set_send_buffer_size(LATENCY_BUFFERS);
+    let _ = sock.set_recv_buffer_size(LATENCY_BUFFERS);
 }
 
 /// Ends a latency session: complete if the client closed between requests. Prints one line.
