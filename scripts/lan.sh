@@ -13,6 +13,7 @@ die() { echo "lan.sh: $*" >&2; exit 1; }
 
 cmd=${1:-}
 [[ -n $cmd ]] || { usage >&2; exit 2; }
+[[ $cmd == -h || $cmd == --help ]] && { usage; exit 0; }
 shift
 name=tsperf
 rate=1gbit

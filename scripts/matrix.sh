@@ -20,6 +20,9 @@
 #                   installed, else by script) or file
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
+# Paths given on the command line are the caller's: resolve them before moving to the repository.
+caller=$PWD
+here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -29,9 +32,9 @@ out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
-    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
-    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --file) file=$(here "${2:?--file needs a path}"); shift 2 ;;
     --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
     --io) io=${2:?--io needs a list}; shift 2 ;;
     --host) host=${2:?--host needs a host}; shift 2 ;;
@@ -39,7 +42,7 @@ while (($#)); do
     --lan) lan=1; shift ;;
     --rate) rate=${2:?--rate needs a rate}; shift 2 ;;
     --stdout-to) stdout_to=${2:?--stdout-to needs pty or file}; shift 2 ;;
-    --bin-dir) bin=${2:?--bin-dir needs a directory}; shift 2 ;;
+    --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac

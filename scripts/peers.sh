@@ -4,23 +4,36 @@
 # still moved the nonblocking / blocking ratio at 10240 bytes between 0.88 and 1.03.)
 #
 #   scripts/peers.sh [--out DIR] [--file PATH] [--chunks LIST] [--reps R]
+#                    [--bin-dir DIR]   (use the tsperf binaries in DIR instead of building them)
 #
 # iperf3 is installed with apt-get when missing and running as root; otherwise the script skips
 # with a message (exit 0).
 set -euo pipefail
+# Paths given on the command line are the caller's: resolve them before moving to the repository.
+caller=$PWD
+here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=21
+out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=21 bin=""
 while (($#)); do
   case $1 in
-    --out) out=${2:?--out needs a directory}; shift 2 ;;
-    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
+    --file) file=$(here "${2:?--file needs a path}"); shift 2 ;;
     --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
+done
+
+if [[ -z $bin ]]; then
+  cargo build --release --quiet --bins
+  bin=target/release
+fi
+for b in tsserver tsclient tsgen tspeers; do
+  [[ -x $bin/$b ]] || { echo "peers.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
 done
 
 if ! command -v iperf3 >/dev/null; then
@@ -32,8 +45,6 @@ if ! command -v iperf3 >/dev/null; then
   command -v iperf3 >/dev/null || { echo "peers.sh: skipped: iperf3 is not installed and could not be installed (run as root, or apt-get install iperf3)"; exit 0; }
 fi
 
-cargo build --release --quiet --bins
-bin=target/release
 [[ -f $file ]] || "$bin/tsgen" "$file"
 mkdir -p "$out"
 

@@ -7,18 +7,21 @@
 #
 # Writes DIR/scale.md, DIR/scale.json and DIR/scale.svg (default DIR: results).
 set -euo pipefail
+# Paths given on the command line are the caller's: resolve them before moving to the repository.
+caller=$PWD
+here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
 out=results counts=1,2,4,8,16,32,64,128,256 reps=3 file=testdata/tsl-quick.txt chunk=10240 bin=""
 while (($#)); do
   case $1 in
-    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
     --counts) counts=${2:?--counts needs a list}; shift 2 ;;
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
-    --file) file=${2:?--file needs a path}; shift 2 ;;
+    --file) file=$(here "${2:?--file needs a path}"); shift 2 ;;
     --chunk) chunk=${2:?--chunk needs a size}; shift 2 ;;
-    --bin-dir) bin=${2:?--bin-dir needs a directory}; shift 2 ;;
+    --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "scale.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac

@@ -12,6 +12,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -59,9 +61,15 @@ pub struct GridConfig {
     pub line_gbit: Option<f64>,
 }
 
-/// A server this grid started; killed when dropped.
+/// The grid was stopped by Ctrl-C or SIGTERM (tsmatrix exits 130).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// A server this grid started; killed when dropped (with its tmux session, if it has one).
 struct OwnServer {
     child: Option<Child>,
+    tmux: Option<String>,
     port: u16,
 }
 
@@ -70,6 +78,12 @@ impl Drop for OwnServer {
         if let Some(c) = &mut self.child {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        if let Some(session) = &self.tmux {
+            let _ = Command::new("tmux")
+                .args(["kill-session", "-t", session])
+                .stderr(Stdio::null())
+                .status();
         }
     }
 }
@@ -172,7 +186,11 @@ impl GridConfig {
             if tmux.is_ok_and(|s| s.success()) {
                 let port = port_from(&err, None)?;
                 return Ok((
-                    OwnServer { child: None, port },
+                    OwnServer {
+                        child: None,
+                        tmux: Some(self.tmux_session.clone()),
+                        port,
+                    },
                     "a pseudo-terminal read by tmux (a terminal emulator)".into(),
                 ));
             }
@@ -187,6 +205,7 @@ impl GridConfig {
             return Ok((
                 OwnServer {
                     child: Some(child),
+                    tmux: None,
                     port,
                 },
                 "a pseudo-terminal read by script (to /dev/null)".into(),
@@ -208,14 +227,24 @@ impl GridConfig {
         Ok((
             OwnServer {
                 child: Some(child),
+                tmux: None,
                 port,
             },
             "a file".into(),
         ))
     }
 
-    /// Runs one client and returns its JSON.
-    fn client(&self, host: &str, port: u16, args: &[String]) -> Result<serde_json::Value> {
+    /// Runs one client and returns its JSON; [`Interrupted`] once `stop` is set.
+    fn client(
+        &self,
+        stop: &AtomicBool,
+        host: &str,
+        port: u16,
+        args: &[String],
+    ) -> Result<serde_json::Value> {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Interrupted.into());
+        }
         let out = wrapped(&self.client_wrap, &self.bin_dir.join("tsclient"))
             .args([
                 "--host",
@@ -229,6 +258,9 @@ impl GridConfig {
             .stdin(Stdio::null())
             .output()
             .context("cannot run tsclient")?;
+        if stop.load(Ordering::Relaxed) {
+            return Err(Interrupted.into());
+        }
         if !out.status.success() {
             bail!(
                 "tsclient {} failed: {}",
@@ -312,16 +344,26 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         .with_context(|| format!("cannot create '{}'", cfg.out.display()))?;
     let meta = fs::metadata(&cfg.file)
         .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?;
-    let own_tmp = tempfile::Builder::new()
-        .prefix("tsperf-matrix-")
-        .tempdir()?;
+    // Ctrl-C or SIGTERM ends the grid between two runs (a client interrupted by the same Ctrl-C
+    // ends the one running), so every drop below runs: servers killed, scratch removed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    // Scratch space: the caller's (matrix.sh removes it), or a temporary directory of our own.
+    let own_tmp;
     let tmp = match &cfg.work {
         Some(dir) => {
             fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create '{}'", dir.display()))?;
             dir.clone()
         }
-        None => own_tmp.path().to_owned(),
+        None => {
+            own_tmp = tempfile::Builder::new()
+                .prefix("tsperf-matrix-")
+                .tempdir()?;
+            own_tmp.path().to_owned()
+        }
     };
     let runs_path = cfg.out.join("runs.jsonl");
     let mut runs_file = OpenOptions::new()
@@ -436,7 +478,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
                     if strategy != "write" {
                         args.extend(["--io".to_owned(), strategy.to_owned()]);
                     }
-                    let v = cfg.client(&host, *port, &args)?;
+                    let v = cfg.client(&stop, &host, *port, &args)?;
                     digest = v["digest"].as_str().unwrap_or_default().to_owned();
                     let mut cell = cell.clone();
                     // Against a remote server, the cell's log is what that server reports.
@@ -503,7 +545,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
             "latency {codec} {framing} nodelay {nodelay} reconnect {reconnect}"
         ));
         let args = lc.args(count);
-        let v = cfg.client(&host, latency_port, &args)?;
+        let v = cfg.client(&stop, &host, latency_port, &args)?;
         let cell = Cell::Latency {
             codec: codec.into(),
             framing: framing.into(),

@@ -200,8 +200,8 @@ pub fn stream_human(r: &StreamResult) -> String {
     format!(
         "{}\nfile[{}] read over .\n{}\n\
          sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
-         \x20 client: {} {} calls ({} short), cpu {} user + {} sys\n\
-         \x20 server: {} reads of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}\n",
+         \x20 client: {} ({} short), cpu {} user + {} sys\n\
+         \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}\n",
         Stamp {
             label: "begin",
             unix_us: r.begin_unix_us
@@ -221,12 +221,11 @@ pub fn stream_human(r: &StreamResult) -> String {
             Some(k) => format!("writev of {k}"),
             None => r.strategy.to_string(),
         },
-        r.writes.writes,
-        r.strategy,
+        units::count(r.writes.writes, &format!("{} call", r.strategy)),
         r.writes.partial_writes,
         units::duration(r.cpu.user),
         units::duration(r.cpu.sys),
-        s.reads,
+        units::count(s.reads, "read"),
         r.read_size,
         units::duration(server_elapsed),
         units::duration(Duration::from_micros(s.cpu_user_us)),
@@ -241,9 +240,9 @@ pub fn stream_human(r: &StreamResult) -> String {
         String::new()
     } else {
         format!(
-            "  the server could not print {} lines of its own output: its stdout or stderr is \
+            "  the server could not print {} of its own output: its stdout or stderr is \
              not being read\n",
-            s.output_dropped
+            units::count(s.output_dropped, "line")
         )
     }
 }
@@ -360,9 +359,9 @@ pub fn latency_human(r: &LatencyResult) -> String {
     let d = |ns: u64| units::duration(Duration::from_nanos(ns));
     let on = |b: bool| if b { "on" } else { "off" };
     let mut s = format!(
-        "latency: {} clock queries to {} ({} warm-up not counted), codec {:?}, framing {:?}, \
+        "latency: {} to {} ({} warm-up not counted), codec {:?}, framing {:?}, \
          nodelay {}, reconnect {}, io {}\n",
-        h.len(),
+        units::count(h.len(), "clock query"),
         host_port(&c.host, c.port),
         c.warmup,
         c.codec,

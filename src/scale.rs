@@ -184,8 +184,9 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
     let elapsed = start.elapsed();
     if let Some(first) = failures.first() {
         bail!(
-            "{} of {clients} clients failed against the {name} server; first: {first}",
-            failures.len()
+            "{} of {} failed against the {name} server; first: {first}",
+            failures.len(),
+            crate::units::count(clients, "client")
         );
     }
     Ok(ScaleRow {

@@ -51,6 +51,18 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(mult)
 }
 
+/// A count with its noun, singular for one: `1 read`, `2 reads`, `3 clock queries`.
+pub fn count(n: impl Into<u64>, one: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        return format!("1 {one}");
+    }
+    match one.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{n} {stem}ies"),
+        _ => format!("{n} {one}s"),
+    }
+}
+
 /// A size for a person: `36 MiB`, `102 B`.
 pub fn size(bytes: u64) -> String {
     format_size(bytes, BINARY)
@@ -86,6 +98,15 @@ fn per_second(amount: f64, elapsed: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 15: one of a thing is singular; queries and days are spelt right.
+    #[test]
+    fn counts() {
+        assert_eq!(count(1u64, "write call"), "1 write call");
+        assert_eq!(count(0u64, "read"), "0 reads");
+        assert_eq!(count(2u32, "clock query"), "2 clock queries");
+        assert_eq!(count(2u32, "day"), "2 days");
+    }
 
     /// Plain numbers and binary suffixes parse; k is 1024.
     #[test]

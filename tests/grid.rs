@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -145,21 +146,25 @@ fn tsreport_rerenders() {
     let _grid = grid_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    let o = script(
-        "matrix.sh",
-        &[
+    test_file(dir.path(), "small.txt", 1 << 20);
+    // Issue 15: relative --out and --file are the caller's, not the repository's.
+    let mut cmd = assert_cmd::Command::new(root().join("scripts/matrix.sh"));
+    cmd.current_dir(dir.path())
+        .args([
             "--quick",
             "--chunks",
             "1024",
             "--io",
             "write,writev,sendfile",
-            "--out",
-            out.to_str().unwrap(),
-            "--bin-dir",
-            &bin_dir(),
-        ],
-    );
+        ])
+        .args(["--out", "r", "--file", "small.txt", "--bin-dir", &bin_dir()])
+        .timeout(DEADLINE * 3);
+    let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let setup: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("setup.json")).unwrap()).unwrap();
+    assert_eq!(setup["file"], "small.txt");
+    assert_eq!(setup["bytes"], 1 << 20);
     let before = std::fs::read_to_string(out.join("matrix.md")).unwrap();
     check_results(&out, 18, 10);
     for label in [
@@ -321,15 +326,38 @@ fn lan_usage_errors() {
         2,
         "invalid rate 'fast'",
     );
+    // Issue 15: asking for help is not a usage error.
+    for script_name in ["lan.sh", "matrix.sh", "peers.sh", "scale.sh"] {
+        let o = script(script_name, &["--help"]);
+        assert_eq!(o.status.code(), Some(0), "{script_name}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains(script_name),
+            "{script_name}: {}",
+            stdout(&o)
+        );
+    }
 }
 
-/// Issue 6: Ctrl-C (SIGINT to the script) stops the grid with exit 130 and leaves no server or
+/// Issue 15: peers.sh and scale.sh take --bin-dir like matrix.sh, and name a missing binary.
+#[test]
+fn scripts_take_bin_dir() {
+    for script_name in ["peers.sh", "scale.sh", "matrix.sh"] {
+        let o = script(script_name, &["--bin-dir", "/nonexistent/bin"]);
+        assert_fails(&o, 1, "'/nonexistent/bin/tsserver' not found");
+    }
+}
+
+/// Issue 6: Ctrl-C (SIGINT to the script's process group) stops the grid with exit 130 and leaves no server or
 /// tmux session behind.
 #[test]
 fn interrupted_grid_cleans_up() {
     let _grid = grid_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
+    // Issue 15: the grid's temporary directories go under a TMPDIR of our own, which must be
+    // empty again after the interrupt.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let mut child = Command::new(root().join("scripts/matrix.sh"))
         .args([
             "--quick",
@@ -338,6 +366,9 @@ fn interrupted_grid_cleans_up() {
             "--bin-dir",
             &bin_dir(),
         ])
+        .env("TMPDIR", &tmp)
+        // Its own process group, which the interrupt goes to, as a terminal's Ctrl-C does.
+        .process_group(0)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -348,8 +379,8 @@ fn interrupted_grid_cleans_up() {
         assert!(std::time::Instant::now() < end, "the grid never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // SAFETY: kill(2) on our own child's process group.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
     let end = std::time::Instant::now() + DEADLINE;
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -368,6 +399,14 @@ fn interrupted_grid_cleans_up() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(leftovers(), "", "left behind after SIGINT");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temporary files left after SIGINT: {left:?}"
+    );
 }
 
 /// Issue 6: `matrix.sh --quick --lan` runs across the emulated LAN, reports the fraction of the
@@ -414,4 +453,54 @@ fn quick_grid_on_emulated_lan() {
         stdout(&list)
     );
     assert_eq!(leftovers(), "", "left behind");
+}
+
+/// Issue 15: tsmatrix run by hand (no --work) removes its own temporary directory on Ctrl-C.
+#[test]
+fn interrupted_tsmatrix_removes_its_scratch() {
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let file = test_file(dir.path(), "g.txt", 4 << 20);
+    let out = dir.path().join("r");
+    let mut child = Command::new(bin("tsserver").with_file_name("tsmatrix"))
+        .args(["--reps", "50", "--stdout-to", "file", "--chunks", "102"])
+        .arg("--file")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .env("TMPDIR", &tmp)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(out.join("runs.jsonl")).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < end, "the grid never measured");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's process group.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+    let end = std::time::Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "tsmatrix did not stop after SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temporary files left after SIGINT: {left:?}"
+    );
 }

@@ -391,3 +391,45 @@ fn committed_fixture_matches_generator() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_verified(&v, &fixture, 102, "blocking", "event-loop");
 }
+
+/// Issue 15: counts of one read as one ("1 write call", "1 read", "1 connection"), on both
+/// ends and in both server models.
+#[test]
+fn counts_of_one_are_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "one.txt", 1);
+    for model in [&[][..], &["--blocking"][..]] {
+        let mut args = vec!["--max-clients", "1"];
+        args.extend(model);
+        let server = Server::start(&args);
+        let port = server.port.to_string();
+        let out = client(&["--port", &port, "--no-progress", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains("client: 1 write call (0 short)"), "{text}");
+        assert!(text.contains("server: 1 read of up to"), "{text}");
+        assert!(
+            server.wait_for(|out, _| out.contains(" read over")),
+            "{}",
+            server.stdout()
+        );
+        assert!(
+            server.wait_for(|out, _| out.contains(" 1 read of up to")),
+            "{}",
+            server.stdout()
+        );
+        // A second client while the first holds the only slot is refused in the singular.
+        let hold = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        let busy = client(&[
+            "--port",
+            &port,
+            "--no-progress",
+            "--timeout",
+            "5",
+            path.to_str().unwrap(),
+        ]);
+        drop(hold);
+        let e = stderr(&busy);
+        assert!(e.contains("at most 1 connection at once"), "{e}");
+    }
+}

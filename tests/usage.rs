@@ -62,3 +62,66 @@ fn server_log_flags_without_their_sink_are_refused() {
         );
     }
 }
+
+/// Issue 15: every option of every binary says what it does in `-h`.
+#[test]
+fn every_option_has_help_text() {
+    let re_opt = |l: &str| {
+        let t = l.trim_start();
+        (t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", ")))
+            && l.starts_with("  ")
+    };
+    for name in [
+        "tsserver", "tsclient", "tsgen", "tsmatrix", "tspeers", "tsscale", "tsreport",
+    ] {
+        let out = run(bin("tsserver").with_file_name(name), &["-h"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if !re_opt(l) {
+                continue;
+            }
+            // The description follows the option and its value name after two spaces, or on
+            // the next line when the option is long.
+            let t = l.trim_start();
+            let rest = t.split_once("  ").map_or("", |(_, r)| r.trim());
+            let next = lines.get(i + 1).map_or("", |n| n.trim());
+            let said = if rest.is_empty() && !re_opt(lines.get(i + 1).unwrap_or(&"")) {
+                next
+            } else {
+                rest
+            };
+            let said = said.split("[default:").next().unwrap().trim();
+            assert!(
+                !said.is_empty(),
+                "{name}: no help for '{}'\n{text}",
+                t.trim()
+            );
+        }
+    }
+}
+
+/// Issue 15: tsmatrix takes comma-separated chunk sizes, and its default list parses.
+#[test]
+fn tsmatrix_chunk_lists() {
+    let tsmatrix = bin("tsserver").with_file_name("tsmatrix");
+    for args in [&["--chunks", "102,1024"][..], &[][..]] {
+        let mut all = vec![
+            "--file",
+            "/nonexistent/grid-file",
+            "--out",
+            "/nonexistent/out",
+        ];
+        all.extend_from_slice(args);
+        let out = run(tsmatrix.clone(), &all);
+        let e = stderr(&out);
+        assert!(!e.contains("invalid chunk size"), "{args:?}: {e}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+    }
+    assert_fails(
+        &run(tsmatrix, &["--chunks", "102,0"]),
+        2,
+        "invalid chunk size '0'",
+    );
+}

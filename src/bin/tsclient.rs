@@ -239,9 +239,9 @@ fn latency_main(
         None => ExitCode::SUCCESS,
         Some(latency::Stopped::Interrupted) => {
             eprintln!(
-                "tsclient: interrupted after {} of {} clock queries",
+                "tsclient: interrupted after {} of {}",
                 result.rtt.len(),
-                cfg.count
+                tsperf::units::count(cfg.count, "clock query")
             );
             ExitCode::from(cli::INTERRUPTED as u8)
         }

@@ -21,7 +21,7 @@ struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     reps: u32,
     /// Chunk sizes, comma-separated.
-    #[arg(long, default_value = "102,1024,10240", value_parser = parse_chunks)]
+    #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
     chunks: Vec<u32>,
     /// tsclient --io strategies to add as a grid dimension, comma-separated.
     #[arg(long, default_value = "write", value_delimiter = ',', value_parser = ["write", "writev", "sendfile"])]
@@ -67,10 +67,6 @@ struct Args {
     line_gbit: Option<f64>,
 }
 
-fn parse_chunks(s: &str) -> Result<u32, String> {
-    units::parse_chunk(s)
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
     cli::init_diagnostics();
@@ -101,6 +97,10 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => cli::fail("tsmatrix", &e.into()),
         },
+        Err(e) if e.is::<matrix::Interrupted>() => {
+            eprintln!("tsmatrix: interrupted");
+            ExitCode::from(cli::INTERRUPTED as u8)
+        }
         Err(e) => cli::fail("tsmatrix", &e),
     }
 }

@@ -12,19 +12,25 @@ use tsperf::{cli, machine::Machine, units};
 #[derive(Parser)]
 #[command(name = "tspeers", version, about)]
 struct Args {
+    /// The file both tools send.
     #[arg(long, default_value = "testdata/tsl.txt")]
     file: PathBuf,
+    /// Chunk sizes (tsclient --chunk, iperf3 -l), comma-separated.
     #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
     chunks: Vec<u32>,
+    /// Repetitions of every run (the median is reported).
     #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=100))]
     reps: u32,
+    /// The port of a `tsserver --log none` on 127.0.0.1.
     #[arg(long)]
     tsperf_port: u16,
+    /// The port of an `iperf3 -s` on 127.0.0.1.
     #[arg(long)]
     iperf3_port: u16,
     /// Where peers.md goes (and peers.svg beside it).
     #[arg(long, default_value = "results/peers.md")]
     out: PathBuf,
+    /// The tsperf commit to name in the report.
     #[arg(long, default_value = "unknown")]
     commit: String,
 }

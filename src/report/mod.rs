@@ -252,13 +252,16 @@ pub fn export_all(m: &Matrix, dir: &Path) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
-/// sees half a file.
+/// sees half a file. The file gets the mode any new file gets (0666 less the umask).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    let mut tmp = tempfile::Builder::new()
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
         .with_context(|| format!("cannot write in '{}'", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("cannot write '{}'", path.display()))?;
@@ -360,6 +363,25 @@ mod tests {
         let m = aggregate(Setup::default(), &runs);
         assert!(!m.stream[0].verified);
         assert!(m.stream[1].verified);
+    }
+
+    /// Issue 15: results files get the mode any new file gets (0666 less the umask), not the
+    /// temporary file's 0600, so a shared results directory stays readable.
+    #[test]
+    fn results_files_follow_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let umask = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("matrix.md");
+        write_atomic(&path, b"table\n").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask, "mode {mode:o} with umask {umask:o}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"table\n");
     }
 
     /// Runs round-trip through their JSON-lines form.

@@ -6,6 +6,7 @@
 
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{Exporter, Matrix};
 
@@ -30,6 +31,62 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
+/// Tick values for a log axis over `lo..hi`: 1, 2 and 5 in every decade, or the decades alone
+/// when that would be more than 24 ticks.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let steps: &[f64] = if (last - first) * 3 > 24 {
+        &[1.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    (first..=last)
+        .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
+}
+
+/// A tick value as the axis prints it: `5`, `200`, `0.5`, never `200.0`.
+fn plain(v: f64) -> String {
+    // Ticks are 1, 2 or 5 times a power of ten; round off the float noise of powi.
+    let r = format!("{v:.6}");
+    r.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A microsecond tick in the unit that keeps it short: `200 µs`, `5 ms`, `1 s`.
+fn micros(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{} s", plain(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{} ms", plain(v / 1e3))
+    } else {
+        format!("{} µs", plain(v))
+    }
+}
+
+/// The legend drawn beside the plot (never over it): a swatch and a label per series.
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(String, RGBAColor)],
+) -> Result<()> {
+    let font =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (label, color)) in entries.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        area.draw(&Rectangle::new([(8, y - 5), (20, y + 5)], color.filled()))
+            .map_err(plot_err)?;
+        area.draw(&Text::new(label.clone(), (26, y), font.clone()))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// Width of the legend column for these labels (about 7 px a character at 13 px).
+fn legend_width(labels: impl Iterator<Item = usize>) -> u32 {
+    36 + 7 * labels.max().unwrap_or(0) as u32
+}
+
 /// One series of a [`grouped_bars`] chart: its legend and a value per group (`None`: no bar).
 pub struct Series {
     pub label: String,
@@ -37,7 +94,7 @@ pub struct Series {
 }
 
 /// A bar chart on a log axis: one group of bars per `groups` label, one bar per series in each
-/// group, side by side in series order.
+/// group, side by side in series order; the legend in a column on the right.
 pub fn grouped_bars(
     caption: &str,
     y_desc: &str,
@@ -49,16 +106,21 @@ pub fn grouped_bars(
             .iter()
             .flat_map(|s| s.values.iter().flatten().copied()),
     );
+    let side = legend_width(series.iter().map(|s| s.label.chars().count()));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0 + side, SIZE.1)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot, key) = root.split_horizontally(SIZE.0);
+        let mut chart = ChartBuilder::on(&plot)
             .caption(caption, ("sans-serif", 22))
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..groups.len().max(1) as f64, (lo..hi).log_scale())
+            .build_cartesian_2d(
+                0f64..groups.len().max(1) as f64,
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            )
             .map_err(plot_err)?;
         let label = |x: &f64| {
             let i = x.floor() as usize;
@@ -73,10 +135,12 @@ pub fn grouped_bars(
             .disable_x_mesh()
             .x_labels(groups.len() * 2 + 1)
             .x_label_formatter(&label)
+            .y_label_formatter(&|v| plain(*v))
             .y_desc(y_desc)
             .draw()
             .map_err(plot_err)?;
         let width = 0.8 / series.len().max(1) as f64;
+        let mut entries = Vec::new();
         for (si, s) in series.iter().enumerate() {
             let color = Palette99::pick(si).to_rgba();
             let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
@@ -86,21 +150,10 @@ pub fn grouped_bars(
                     color.filled(),
                 ))
             });
-            chart
-                .draw_series(bars)
-                .map_err(plot_err)?
-                .label(s.label.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
+            chart.draw_series(bars).map_err(plot_err)?;
+            entries.push((s.label.clone(), color));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(plot_err)?;
+        legend(&key, &entries)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg.into_bytes())
@@ -171,19 +224,25 @@ impl Exporter for LatencySvg {
                 )
             })
             .collect();
+        let side = legend_width([3].into_iter());
         let mut svg = String::new();
         {
-            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+            let root =
+                SVGBackend::with_string(&mut svg, (SIZE.0 + side, SIZE.1)).into_drawing_area();
             root.fill(&WHITE).map_err(plot_err)?;
-            let mut chart = ChartBuilder::on(&root)
+            let (plot, key) = root.split_horizontally(SIZE.0);
+            let mut chart = ChartBuilder::on(&plot)
                 .caption(
-                    "Clock query round trip, p50 and p99 (µs, log scale)",
+                    "Clock query round trip, p50 and p99 (log scale)",
                     ("sans-serif", 22),
                 )
                 .margin(14)
                 .x_label_area_size(40)
                 .y_label_area_size(230)
-                .build_cartesian_2d((lo..hi).log_scale(), 0f64..n)
+                .build_cartesian_2d(
+                    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                    0f64..n,
+                )
                 .map_err(plot_err)?;
             let label = |y: &f64| {
                 let i = y.floor() as usize;
@@ -198,9 +257,11 @@ impl Exporter for LatencySvg {
                 .disable_y_mesh()
                 .y_labels(names.len() * 2 + 1)
                 .y_label_formatter(&label)
-                .x_desc("round trip, µs")
+                .x_label_formatter(&|v| micros(*v))
+                .x_desc("round trip")
                 .draw()
                 .map_err(plot_err)?;
+            let mut entries = Vec::new();
             for (which, color, shade) in [("p50", BLUE, 0.9), ("p99", RED, 0.35)] {
                 let bars = m.latency.iter().enumerate().map(|(i, r)| {
                     let v = if which == "p50" { r.p50_us } else { r.p99_us };
@@ -211,21 +272,10 @@ impl Exporter for LatencySvg {
                     };
                     Rectangle::new([(lo, y0), (v.max(lo), y1)], color.mix(shade).filled())
                 });
-                chart
-                    .draw_series(bars)
-                    .map_err(plot_err)?
-                    .label(which)
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.mix(shade).filled())
-                    });
+                chart.draw_series(bars).map_err(plot_err)?;
+                entries.push((which.to_owned(), color.mix(shade)));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()
-                .map_err(plot_err)?;
+            legend(&key, &entries)?;
             root.present().map_err(plot_err)?;
         }
         Ok(svg.into_bytes())
@@ -277,6 +327,119 @@ mod tests {
         assert!(
             has("binary split") && has("binary single nodelay"),
             "{text:?}"
+        );
+    }
+
+    /// Boxes of an SVG's elements: `(x0, y0, x1, y1)` of each filled bar, and the anchor of each
+    /// text that is one of `labels`.
+    fn bars_and_label_anchors(bytes: &[u8], labels: &[String]) -> (Vec<[f64; 4]>, Vec<(f64, f64)>) {
+        let doc = well_formed(bytes);
+        let num = |n: &roxmltree::Node, a: &str| n.attribute(a).and_then(|v| v.parse::<f64>().ok());
+        let mut bars = Vec::new();
+        let mut anchors = Vec::new();
+        for n in doc.descendants() {
+            if n.has_tag_name("rect") && n.attribute("fill") != Some("#FFFFFF") {
+                let (x, y) = (num(&n, "x").unwrap(), num(&n, "y").unwrap());
+                let (w, h) = (num(&n, "width").unwrap(), num(&n, "height").unwrap());
+                // Legend swatches are 12 px wide; bars are wider.
+                if w > 13.0 {
+                    bars.push([x, y, x + w, y + h]);
+                }
+            }
+            if n.has_tag_name("text")
+                && labels
+                    .iter()
+                    .any(|l| n.text().is_some_and(|t| t.trim() == l))
+            {
+                anchors.push((num(&n, "x").unwrap(), num(&n, "y").unwrap()));
+            }
+        }
+        (bars, anchors)
+    }
+
+    /// Issue 15: with `--io` columns (18 series) the legend's labels sit clear of every bar.
+    #[test]
+    fn legend_clear_of_bars_with_io_columns() {
+        let mut m = super::super::fixture::matrix();
+        let base = m.stream.clone();
+        for strategy in ["writev", "sendfile"] {
+            m.stream
+                .extend(base.iter().map(|r| StreamRowLike::with_io(r, strategy)));
+        }
+        let bytes = ThroughputSvg.serialize(&m).unwrap();
+        let labels: Vec<String> = m
+            .stream
+            .iter()
+            .map(|r| format!("{}, log {}", r.io, r.log))
+            .collect();
+        let (bars, anchors) = bars_and_label_anchors(&bytes, &labels);
+        assert!(bars.len() >= m.stream.len(), "{} bars", bars.len());
+        assert_eq!(anchors.len(), 12, "one legend entry per io x log");
+        for (x, y) in anchors {
+            // A label's text runs right of its anchor, about 7 px a character, 12 px high.
+            for b in &bars {
+                let clear = x + 150.0 < b[0] || x > b[2] || y + 12.0 < b[1] || y - 12.0 > b[3];
+                assert!(clear, "legend label at ({x}, {y}) over the bar {b:?}");
+            }
+        }
+    }
+
+    struct StreamRowLike;
+    impl StreamRowLike {
+        fn with_io(r: &super::super::StreamRow, strategy: &str) -> super::super::StreamRow {
+            super::super::StreamRow {
+                io: format!("{} {strategy}", r.io),
+                ..r.clone()
+            }
+        }
+    }
+
+    /// The numbers printed on a chart's value axis (texts that start with a digit).
+    fn tick_labels(bytes: &[u8]) -> Vec<String> {
+        texts(bytes)
+            .into_iter()
+            .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+            .collect()
+    }
+
+    /// Issue 15: the latency axis names its unit per tick (`100 ms`, not `100000.0`) and labels
+    /// more than one tick per decade.
+    #[test]
+    fn latency_axis_ticks_carry_units() {
+        let ticks = tick_labels(
+            &LatencySvg
+                .serialize(&super::super::fixture::matrix())
+                .unwrap(),
+        );
+        assert!(ticks.len() >= 8, "too few ticks: {ticks:?}");
+        for t in &ticks {
+            let (n, unit) = t.split_once(' ').unwrap_or((t, ""));
+            assert!(
+                ["µs", "ms", "s"].contains(&unit),
+                "no unit in '{t}': {ticks:?}"
+            );
+            assert!(
+                !n.contains('.') && n.len() <= 3,
+                "'{t}' is not a short number: {ticks:?}"
+            );
+        }
+        assert!(ticks.iter().any(|t| t == "100 ms"), "{ticks:?}");
+        assert!(ticks.iter().any(|t| t == "100 µs"), "{ticks:?}");
+    }
+
+    /// Issue 15: the throughput axis labels more than its decades, without `.0`.
+    #[test]
+    fn throughput_axis_ticks() {
+        let ticks = tick_labels(
+            &ThroughputSvg
+                .serialize(&super::super::fixture::matrix())
+                .unwrap(),
+        );
+        assert!(ticks.len() >= 5, "too few ticks: {ticks:?}");
+        assert!(ticks.iter().all(|t| !t.ends_with(".0")), "{ticks:?}");
+        assert!(
+            ticks.iter().any(|t| t == "1000" || t == "1 000"),
+            "{ticks:?}"
         );
     }
 

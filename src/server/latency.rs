@@ -70,13 +70,8 @@ impl LatencySession {
     /// The server's one-line account of a finished session.
     pub fn summary(&self) -> String {
         format!(
-            "{} clock {} (codec {:?}, framing {:?}, nodelay {})",
-            self.requests,
-            if self.requests == 1 {
-                "query"
-            } else {
-                "queries"
-            },
+            "{} (codec {:?}, framing {:?}, nodelay {})",
+            crate::units::count(self.requests, "clock query"),
             self.codec,
             self.framing,
             if self.nodelay { "on" } else { "off" }

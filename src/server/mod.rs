@@ -339,7 +339,7 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
     let text = format!(
         "{}\nfile[{}] read over .\n{}\n\
          tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
-         {} reads of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
+         {} of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
         Stamp {
             label: "begin",
             unix_us: begin
@@ -353,7 +353,7 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
         units::duration(elapsed),
         units::mib_per_s(r.bytes, elapsed),
         units::gbit_per_s(r.bytes, elapsed),
-        r.reads,
+        crate::units::count(r.reads, "read"),
         units::duration(Duration::from_micros(r.cpu_user_us)),
         units::duration(Duration::from_micros(r.cpu_sys_us)),
         r.server_io.map_or("?".to_owned(), |io| io.to_string()),
@@ -527,7 +527,7 @@ pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
 /// The refusal for a connection past `--max-clients`.
 pub fn busy(cfg: &ServerConfig) -> String {
     format!(
-        "server busy: it serves at most {} connections at once (--max-clients)",
-        cfg.max_clients
+        "server busy: it serves at most {} at once (--max-clients)",
+        crate::units::count(cfg.max_clients as u64, "connection")
     )
 }
