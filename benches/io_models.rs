@@ -1,4 +1,5 @@
-//! Blocking against non-blocking client I/O, side by side (issue 3).
+//! Blocking against non-blocking client I/O, side by side (issue 3), and the A/B tool for
+//! changes on the per-chunk path: run it before and after, compare the medians.
 //!
 //! `cargo bench --bench io_models` starts a tsserver (event loop, `--log none`) on a free loopback
 //! port and sends the 36 MiB seed file at chunks 102, 1024 and 10240, alternating blocking and
@@ -7,14 +8,12 @@
 
 mod common;
 
-use std::process::Stdio;
-
-use common::{client, cpu_s, median, reps, seed_file, server};
+use common::{median, reps, seed_file, server, stream};
 
 fn main() {
-    let reps = reps();
+    let reps = reps(5);
     let file = seed_file();
-    let (_server, port) = server(&[], Stdio::null());
+    let server = server(&[]);
 
     println!("36 MiB file on loopback, event-loop server, median of {reps} alternating runs\n");
     println!(
@@ -30,9 +29,9 @@ fn main() {
                 if nb {
                     args.push("--nonblocking");
                 }
-                let v = client(&port, &args);
-                rate[i].push(v["mib_per_s"].as_f64().unwrap());
-                cpu[i].push(cpu_s(&v));
+                let s = stream(server.port, &args);
+                rate[i].push(s.mib_per_s);
+                cpu[i].push(s.cpu.total_s());
             }
         }
         let (rb, rn) = (median(&mut rate[0]), median(&mut rate[1]));

@@ -1,19 +1,30 @@
-//! Latency mode against sockperf, and the seed's variants (issue 5).
+//! Latency mode against sockperf (issue 5).
 //!
 //! `cargo bench --bench latency`:
 //! 1. tsperf (`--latency --nodelay`, binary, single framing) and `sockperf ping-pong --tcp
 //!    --full-rtt` on loopback, alternating, REPS times (env `TSPERF_REPS`, default 3): median p50
 //!    and p99 round trip of each, and the ratio. sockperf without `--full-rtt` reports half the
 //!    round trip; we ask it for the full one. Skipped with a message if sockperf is missing.
-//! 2. The seed's experiment redone: codec × framing × nodelay, plus reconnect, one run each.
-//!    Cells that stall on Nagle use 20 requests; the rest 2000.
+//!
+//! The seed's variants (codec × framing × nodelay, reconnect) are the grid's latency table:
+//! `scripts/matrix.sh`.
 
 mod common;
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 
-use common::{Kill, client, median, server};
+use common::{latency, median, server};
+
+/// A process killed when dropped.
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -54,8 +65,8 @@ fn sockperf_run(port: u16) -> (f64, f64) {
 }
 
 fn main() {
-    let reps = common::reps().min(9);
-    let (_server, port) = server(&[], Stdio::null());
+    let reps = common::reps(5).min(9);
+    let server = server(&[]);
 
     let has_sockperf = Command::new("sockperf").arg("--version").output().is_ok();
     if has_sockperf {
@@ -78,9 +89,11 @@ fn main() {
         std::thread::sleep(std::time::Duration::from_millis(500));
         let (mut t50, mut t99, mut s50, mut s99) = (vec![], vec![], vec![], vec![]);
         for _ in 0..reps {
-            let v = client(&port, &["--latency", "--nodelay", "--count", "20000"]);
-            t50.push(v["rtt_us"]["p50"].as_f64().unwrap());
-            t99.push(v["rtt_us"]["p99"].as_f64().unwrap());
+            let rtt = latency(server.port, &["--nodelay", "--count", "20000"])
+                .rtt_us
+                .expect("round trips measured");
+            t50.push(rtt.p50);
+            t99.push(rtt.p99);
             let (a, b) = sockperf_run(sp_port);
             s50.push(a);
             s99.push(b);
@@ -105,34 +118,5 @@ fn main() {
         );
     } else {
         println!("sockperf is not installed (apt-get install sockperf): comparison skipped\n");
-    }
-
-    println!("The seed's variants on loopback (one run each; round trip)\n");
-    println!("| codec | framing | nodelay | reconnect | count | p50 | p99 | hint |");
-    println!("|---|---|---|---|---:|---:|---:|---|");
-    for cell in tsperf::matrix::latency_cells() {
-        let count = if cell.stalls() { 20 } else { 2000 };
-        let args = cell.args(count);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let tsperf::matrix::LatencyCell {
-            codec,
-            framing,
-            nodelay,
-            reconnect,
-        } = cell;
-        let v = client(&port, &args);
-        let ms = |k: &str| v["rtt_us"][k].as_f64().unwrap() / 1000.0;
-        println!(
-            "| {codec} | {framing} | {} | {} | {count} | {:.3} ms | {:.3} ms | {} |",
-            if nodelay { "on" } else { "off" },
-            if reconnect { "yes" } else { "no" },
-            ms("p50"),
-            ms("p99"),
-            if v["hint"].is_null() {
-                ""
-            } else {
-                "Nagle + delayed ACK"
-            }
-        );
     }
 }

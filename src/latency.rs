@@ -53,7 +53,7 @@ pub struct LatencyConfig {
 /// The measurements.
 pub struct LatencyResult {
     pub cfg: LatencyConfig,
-    pub io: &'static str,
+    pub io: crate::client::ClientIo,
     /// Round-trip times in nanoseconds.
     pub rtt: Histogram<u64>,
     /// Offset (server clock minus client clock) from the fastest round trip, in ns.

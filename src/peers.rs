@@ -61,11 +61,6 @@ pub struct PeersConfig {
     pub bin_dir: PathBuf,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Runs iperf3 once and returns (receiver bits/s, receiver bytes).
 fn iperf3(cfg: &PeersConfig, chunk: u32) -> Result<(f64, u64)> {
     let out = Command::new("iperf3")
@@ -104,33 +99,21 @@ struct TsRun {
 }
 
 fn tsclient(cfg: &PeersConfig, chunk: u32, extra: &[&str]) -> Result<TsRun> {
-    let out = Command::new(cfg.bin_dir.join("tsclient"))
-        .args([
-            "--port",
-            &cfg.tsperf_port.to_string(),
-            "--json",
-            "--chunk",
-            &chunk.to_string(),
-        ])
-        .args(extra)
-        .arg(&cfg.file)
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run tsclient")?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "tsclient printed no JSON: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
-    })?;
-    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-    let server_s = f(&v["server"]["elapsed_s"]);
-    let bytes = v["server"]["bytes"].as_u64().unwrap_or(0);
+    let client = crate::harness::Client {
+        bin_dir: &cfg.bin_dir,
+        wrap: &[],
+        host: "127.0.0.1",
+        port: cfg.tsperf_port,
+    };
+    let mut args = vec!["--chunk".to_owned(), chunk.to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.push(cfg.file.display().to_string());
+    let s = client.run(&args)?.stream()?;
     Ok(TsRun {
-        receiver_mib_s: bytes as f64 / (1024.0 * 1024.0) / server_s.max(1e-9),
-        e2e_mib_s: f(&v["mib_per_s"]),
-        cpu_s: f(&v["cpu"]["user_s"]) + f(&v["cpu"]["sys_s"]),
-        verified: v["verified"] == true && out.status.success(),
+        receiver_mib_s: s.server.mib_per_s(),
+        e2e_mib_s: s.mib_per_s,
+        cpu_s: s.cpu.total_s(),
+        verified: s.verified,
     })
 }
 
@@ -184,7 +167,7 @@ pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<
                 }
             }
         }
-        let [fl, ts, e2e, nb, bc, nc, wv, ip] = v.map(|mut x| median(&mut x));
+        let [fl, ts, e2e, nb, bc, nc, wv, ip] = v.map(|mut x| crate::stats::median(&mut x));
         let row = PeerRow {
             chunk,
             floor_mib_s: fl,

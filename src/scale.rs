@@ -9,16 +9,16 @@
 //! `/proc/PID/stat` (all threads, clock ticks). Every transfer must verify, or the run fails.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::client::{self, Strategy, StreamConfig};
+use crate::harness::{ServerOptions, ServerProcess, Sink};
 use crate::progress::Progress;
+use crate::stats::median;
 
 /// The client counts `scripts/scale.sh` runs by default: 1, 2, 4 … 256.
 pub const DEFAULT_COUNTS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
@@ -65,81 +65,27 @@ impl ScaleRow {
     }
 }
 
-/// A tsserver for one measurement, killed when dropped.
-struct ServerProc {
-    child: Child,
-    port: u16,
-}
-
-impl ServerProc {
-    fn start(bin_dir: &std::path::Path, flags: &[&str], clients: u32) -> Result<ServerProc> {
-        let mut child = Command::new(bin_dir.join("tsserver"))
-            .args(["--bind", "127.0.0.1", "--port", "0", "--log", "none"])
-            .args(["--max-clients", &clients.max(1024).to_string()])
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin_dir.join("tsserver").display()))?;
-        let mut line = String::new();
-        let stderr = child.stderr.take().context("no stderr from tsserver")?;
-        BufReader::new(stderr).read_line(&mut line)?;
-        let port = line
-            .trim()
-            .strip_prefix("tsserver: listening on ")
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse().ok());
-        match port {
-            Some(port) => Ok(ServerProc { child, port }),
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("tsserver did not start: {}", line.trim())
-            }
-        }
-    }
-
-    fn status_kib(&self, key: &str) -> Result<u64> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix(key)?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .with_context(|| format!("no {key} in /proc/{}/status", self.child.id()))
-    }
-
-    /// User plus system CPU of every thread, live or ended, in seconds.
-    fn cpu_s(&self) -> Result<f64> {
-        let text = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        // Fields after the command name (which may hold spaces) start at state, field 3.
-        let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // utime is field 14 and stime 15 (1-based), i.e. 11 and 12 after the state field.
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok((ticks(11) + ticks(12)) as f64 / hz)
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A fresh `tsserver --log none` of one model, with room for `clients` connections.
+fn start_server(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<ServerProcess> {
+    let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "0", "--log", "none"]
+        .map(String::from)
+        .to_vec();
+    args.extend(["--max-clients".to_owned(), clients.max(1024).to_string()]);
+    args.extend(flags.iter().map(|f| f.to_string()));
+    ServerProcess::start(&ServerOptions {
+        bin_dir: &cfg.bin_dir,
+        wrap: &[],
+        args,
+        stdout: Sink::Null,
+        stderr: None,
+    })
 }
 
 /// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
 /// name and its tsserver flags, from [`MODELS`]).
 fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
     let (name, flags) = model;
-    let server = ServerProc::start(&cfg.bin_dir, flags, clients)?;
+    let server = start_server(cfg, flags, clients)?;
     let base = server.status_kib("VmRSS:")?;
     let cpu0 = server.cpu_s()?;
     let barrier = Arc::new(Barrier::new(clients as usize + 1));
@@ -200,9 +146,8 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
     })
 }
 
-fn median_by(rows: &mut [ScaleRow], key: impl Fn(&ScaleRow) -> f64) -> f64 {
-    rows.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    key(&rows[rows.len() / 2])
+fn median_by(rows: &[ScaleRow], key: impl Fn(&ScaleRow) -> f64) -> f64 {
+    median(&mut rows.iter().map(key).collect::<Vec<_>>())
 }
 
 /// Runs every model at every count, alternating the models within each repetition, and calls
@@ -229,15 +174,15 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
                 samples[i].push(measure(cfg, *model, clients)?);
             }
         }
-        for mut s in samples {
+        for s in samples {
             let row = ScaleRow {
                 server: s[0].server.clone(),
                 clients,
                 bytes: s[0].bytes,
-                mib_per_s: median_by(&mut s, |r| r.mib_per_s),
-                server_cpu_s: median_by(&mut s, |r| r.server_cpu_s),
-                base_rss_kib: median_by(&mut s, |r| r.base_rss_kib as f64) as u64,
-                peak_rss_kib: median_by(&mut s, |r| r.peak_rss_kib as f64) as u64,
+                mib_per_s: median_by(&s, |r| r.mib_per_s),
+                server_cpu_s: median_by(&s, |r| r.server_cpu_s),
+                base_rss_kib: median_by(&s, |r| r.base_rss_kib as f64) as u64,
+                peak_rss_kib: median_by(&s, |r| r.peak_rss_kib as f64) as u64,
             };
             progress(&row);
             rows.push(row);

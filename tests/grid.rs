@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
+use tsperf::client::Strategy;
+use tsperf::output::json::ClientJson;
 
 /// Grid runs take this lock, so one run's clean-up check never sees another run's servers.
 static GRID: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -81,10 +83,10 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
 
     let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
     assert_eq!(runs.len(), stream_cells + latency_cells);
-    assert!(
-        runs.iter()
-            .all(|r| r.result["mode"] == "latency" || r.result["verified"] == true)
-    );
+    assert!(runs.iter().all(|r| match &r.result {
+        ClientJson::Stream(s) => s.verified,
+        ClientJson::Latency(_) => true,
+    }));
     let csv = std::fs::read_to_string(out.join("matrix.csv")).unwrap();
     assert_eq!(
         csv.lines().count(),
@@ -175,11 +177,14 @@ fn tsreport_rerenders() {
         assert!(before.contains(label), "{label} missing:\n{before}");
     }
     let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
-    let strategies: Vec<&str> = runs
+    let strategies: Vec<Strategy> = runs
         .iter()
-        .filter_map(|r| r.result["strategy"].as_str())
+        .filter_map(|r| match &r.result {
+            ClientJson::Stream(s) => Some(s.strategy),
+            ClientJson::Latency(_) => None,
+        })
         .collect();
-    for s in ["write", "writev", "sendfile"] {
+    for s in [Strategy::Write, Strategy::Writev, Strategy::Sendfile] {
         assert_eq!(strategies.iter().filter(|x| **x == s).count(), 6, "{s}");
     }
     std::fs::remove_file(out.join("matrix.md")).unwrap();

@@ -1,32 +1,29 @@
-//! What the benchmark programs share: starting servers, running clients, medians.
+//! What the benchmark programs share, on top of [`tsperf::harness`]: the built binaries, the
+//! seed file, and the repetition count.
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// A process killed when dropped.
-pub struct Kill(pub Child);
+use tsperf::harness::{Client, ServerOptions, ServerProcess, Sink};
+use tsperf::output::json::{LatencyJson, StreamJson};
 
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+pub use tsperf::stats::median;
+
+/// Where cargo put tsserver and tsclient for this bench.
+pub fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_tsserver"))
+        .parent()
+        .expect("the binaries' directory")
+        .to_owned()
 }
 
-pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-pub fn reps() -> usize {
+/// Repetitions: env `TSPERF_REPS`, else `default`.
+pub fn reps(default: usize) -> usize {
     std::env::var("TSPERF_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(5)
+        .unwrap_or(default)
 }
 
 /// The 36 MiB seed file, generated on first use.
@@ -39,61 +36,44 @@ pub fn seed_file() -> PathBuf {
     file
 }
 
-/// Starts `tsserver --bind 127.0.0.1 --port 0 ARGS` with stdout going to `stdout` and returns it
-/// with its port.
-pub fn server(args: &[&str], stdout: Stdio) -> (Kill, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tsserver"))
-        .args(["--bind", "127.0.0.1", "--port", "0"])
-        .args(args)
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tsserver");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().rsplit(':').next().unwrap().to_owned();
-    (Kill(child), port)
+/// Starts `tsserver --bind 127.0.0.1 --port 0 ARGS` with stdout discarded.
+pub fn server(args: &[&str]) -> ServerProcess {
+    let mut all: Vec<String> = ["--bind", "127.0.0.1", "--port", "0"]
+        .map(String::from)
+        .to_vec();
+    all.extend(args.iter().map(|a| a.to_string()));
+    ServerProcess::start(&ServerOptions {
+        bin_dir: &bin_dir(),
+        wrap: &[],
+        args: all,
+        stdout: Sink::Null,
+        stderr: None,
+    })
+    .expect("start tsserver")
 }
 
-/// Waits (up to 10 s) for a `listening on` line in `path` and returns the port.
-pub fn port_from_file(path: &Path) -> String {
-    let end = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < end {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if let Some(p) = text
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("tsserver: listening on "))
-        {
-            return p.rsplit(':').next().unwrap().to_owned();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no listening line in {}", path.display());
+fn client(port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
+    let bin = bin_dir();
+    let c = Client {
+        bin_dir: &bin,
+        wrap: &[],
+        host: "127.0.0.1",
+        port,
+    };
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    c.run(&args).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// Runs `tsclient --port PORT --json ARGS` and returns its JSON; panics on failure, and on a
-/// stream transfer that did not verify.
-pub fn client(port: &str, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tsclient"))
-        .args(["--port", port, "--json"])
-        .args(args)
-        .output()
-        .expect("run tsclient");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    if v["mode"] == "stream" {
-        assert_eq!(v["verified"], true);
-    }
-    v
+/// A verified stream transfer to `port` with tsclient `ARGS`; panics on any failure.
+pub fn stream(port: u16, args: &[&str]) -> StreamJson {
+    let s = client(port, args).stream().expect("a stream result");
+    assert!(s.verified, "not verified: {s:?}");
+    s
 }
 
-pub fn cpu_s(v: &serde_json::Value) -> f64 {
-    v["cpu"]["user_s"].as_f64().unwrap() + v["cpu"]["sys_s"].as_f64().unwrap()
+/// A latency run to `port` with tsclient `--latency ARGS`.
+pub fn latency(port: u16, args: &[&str]) -> LatencyJson {
+    let mut all = vec!["--latency"];
+    all.extend_from_slice(args);
+    client(port, &all).latency().expect("a latency result")
 }

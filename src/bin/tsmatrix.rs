@@ -24,8 +24,8 @@ struct Args {
     #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
     chunks: Vec<u32>,
     /// tsclient --io strategies to add as a grid dimension, comma-separated.
-    #[arg(long, default_value = "write", value_delimiter = ',', value_parser = ["write", "writev", "sendfile"])]
-    io: Vec<String>,
+    #[arg(long, value_enum, default_value = "write", value_delimiter = ',')]
+    io: Vec<tsperf::client::Strategy>,
     /// Requests per latency cell.
     #[arg(long, default_value_t = 1000)]
     latency_count: u64,

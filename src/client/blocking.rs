@@ -130,7 +130,7 @@ impl Write for Blocking {
 }
 
 impl Transport for Blocking {
-    const IO: &'static str = "blocking";
+    const IO: super::ClientIo = super::ClientIo::Blocking;
 
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
         Ok(Blocking::new(net::connect(host, port, timeout)?, timeout)?)

@@ -32,10 +32,47 @@ use crate::timing::{CpuTime, unix_us_now};
 use blocking::Blocking;
 use nonblocking::MioConn;
 
+/// The client's I/O model: blocking sockets, or mio non-blocking ones (`--nonblocking`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientIo {
+    #[default]
+    Blocking,
+    Nonblocking,
+}
+
+impl ClientIo {
+    /// The JSON's `io` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientIo::Blocking => "blocking",
+            ClientIo::Nonblocking => "nonblocking",
+        }
+    }
+}
+
+impl std::fmt::Display for ClientIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How the client hands chunks to the kernel (`--io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Strategy {
     /// One write() per chunk, as the seed did.
+    #[default]
     Write,
     /// --batch chunks per writev(), each chunk its own buffer of --chunk bytes.
     Writev,
@@ -107,7 +144,7 @@ pub struct StreamResult {
     pub name: String,
     pub bytes: u64,
     pub chunk: u32,
-    pub io: &'static str,
+    pub io: ClientIo,
     pub strategy: Strategy,
     /// Chunks per call with `writev`; `None` for the other strategies.
     pub batch: Option<u32>,
@@ -139,7 +176,7 @@ impl StreamResult {
 /// set with [`Transport::read_by`] (or after the timeout without one).
 pub trait Transport: Read + Write + Sized {
     /// The JSON's `io` value.
-    const IO: &'static str;
+    const IO: ClientIo;
     /// Connects to `host:port` within `timeout` (all its addresses together).
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self>;
     fn peer(&self) -> io::Result<SocketAddr>;

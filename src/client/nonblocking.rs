@@ -176,7 +176,7 @@ impl Write for MioConn {
 }
 
 impl Transport for MioConn {
-    const IO: &'static str = "nonblocking";
+    const IO: super::ClientIo = super::ClientIo::Nonblocking;
 
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
         MioConn::connect(host, port, timeout)

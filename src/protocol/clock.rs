@@ -11,7 +11,7 @@ pub const MAX_MESSAGE: usize = 4096;
 pub const PREFIX: usize = 4;
 
 /// How a message body is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Codec {
     /// Fixed-width big-endian fields, as Java's `DataOutputStream` writes them.
@@ -21,7 +21,7 @@ pub enum Codec {
 }
 
 /// How a message goes onto the socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Framing {
     /// Length prefix and body in one write.
@@ -32,6 +32,14 @@ pub enum Framing {
 }
 
 impl Codec {
+    /// The name on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Codec::Binary => "binary",
+            Codec::Object => "object",
+        }
+    }
+
     pub fn code(self) -> u8 {
         match self {
             Codec::Binary => 1,
@@ -49,6 +57,14 @@ impl Codec {
 }
 
 impl Framing {
+    /// The name on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framing::Single => "single",
+            Framing::Split => "split",
+        }
+    }
+
     pub fn code(self) -> u8 {
         match self {
             Framing::Single => 1,

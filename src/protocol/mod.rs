@@ -211,7 +211,7 @@ pub enum Mode {
 }
 
 /// How the server does its I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServerIo {
     /// One blocking thread per connection.
@@ -221,7 +221,7 @@ pub enum ServerIo {
 }
 
 /// Where the server's per-read log lines go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogMode {
     None,

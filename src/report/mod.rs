@@ -17,6 +17,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
+use crate::output::json::{ClientJson, LatencyJson, StreamJson};
+pub use crate::stats::median;
 
 /// One cell of the grid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,7 +43,7 @@ pub enum Cell {
 pub struct Run {
     pub cell: Cell,
     pub rep: u32,
-    pub result: serde_json::Value,
+    pub result: ClientJson,
 }
 
 /// How the grid was run: what every row shares.
@@ -137,23 +139,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     ]
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn num(v: &serde_json::Value, path: &[&str]) -> f64 {
-    path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(0.0)
-}
-
 /// Groups runs by cell, in the order cells first appear, and summarises each.
 pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
     let mut cells: Vec<&Cell> = Vec::new();
@@ -165,37 +150,16 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
     let mut stream = Vec::new();
     let mut latency = Vec::new();
     for cell in cells {
-        let reps: Vec<&serde_json::Value> = runs
-            .iter()
-            .filter(|r| &r.cell == cell)
-            .map(|r| &r.result)
-            .collect();
-        let of = |path: &[&str]| -> Vec<f64> { reps.iter().map(|v| num(v, path)).collect() };
+        let of_cell = runs.iter().filter(|r| &r.cell == cell).map(|r| &r.result);
         match cell {
             Cell::Stream { chunk, io, log } => {
-                let mut mib = of(&["mib_per_s"]);
-                let (min, max) = mib
-                    .iter()
-                    .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
-                stream.push(StreamRow {
-                    chunk: *chunk,
-                    io: io.clone(),
-                    log: log.clone(),
-                    median_mib_s: median(&mut mib),
-                    min_mib_s: min,
-                    max_mib_s: max,
-                    median_gbit_s: median(&mut of(&["gbit_per_s"])),
-                    client_cpu_s: median(
-                        &mut reps
-                            .iter()
-                            .map(|v| num(v, &["cpu", "user_s"]) + num(v, &["cpu", "sys_s"]))
-                            .collect::<Vec<_>>(),
-                    ),
-                    reps: reps.len(),
-                    verified: reps.iter().all(|v| v["verified"] == true),
-                    sndbuf: median(&mut of(&["client", "sndbuf"])) as u64,
-                    rcvbuf: median(&mut of(&["server", "rcvbuf"])) as u64,
-                });
+                let reps: Vec<&StreamJson> = of_cell
+                    .filter_map(|r| match r {
+                        ClientJson::Stream(s) => Some(s),
+                        ClientJson::Latency(_) => None,
+                    })
+                    .collect();
+                stream.push(stream_row(*chunk, io, log, &reps));
             }
             Cell::Latency {
                 codec,
@@ -203,23 +167,62 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
                 nodelay,
                 reconnect,
                 count,
-            } => latency.push(LatencyRow {
-                codec: codec.clone(),
-                framing: framing.clone(),
-                nodelay: *nodelay,
-                reconnect: *reconnect,
-                count: *count,
-                p50_us: median(&mut of(&["rtt_us", "p50"])),
-                p99_us: median(&mut of(&["rtt_us", "p99"])),
-                reps: reps.len(),
-                hint: reps.iter().any(|v| !v["hint"].is_null()),
-            }),
+            } => {
+                let reps: Vec<&LatencyJson> = of_cell
+                    .filter_map(|r| match r {
+                        ClientJson::Latency(l) => Some(l),
+                        ClientJson::Stream(_) => None,
+                    })
+                    .collect();
+                let p = |f: fn(&crate::output::json::Rtt) -> f64| {
+                    median(
+                        &mut reps
+                            .iter()
+                            .map(|l| l.rtt_us.as_ref().map_or(0.0, f))
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                latency.push(LatencyRow {
+                    codec: codec.clone(),
+                    framing: framing.clone(),
+                    nodelay: *nodelay,
+                    reconnect: *reconnect,
+                    count: *count,
+                    p50_us: p(|r| r.p50),
+                    p99_us: p(|r| r.p99),
+                    reps: reps.len(),
+                    hint: reps.iter().any(|l| l.hint.is_some()),
+                });
+            }
         }
     }
     Matrix {
         setup,
         stream,
         latency,
+    }
+}
+
+/// One stream cell's repetitions summarised.
+fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRow {
+    let of = |f: fn(&StreamJson) -> f64| -> Vec<f64> { reps.iter().map(|s| f(s)).collect() };
+    let mut mib = of(|s| s.mib_per_s);
+    let (min, max) = mib
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    StreamRow {
+        chunk,
+        io: io.to_owned(),
+        log: log.to_owned(),
+        median_mib_s: median(&mut mib),
+        min_mib_s: min,
+        max_mib_s: max,
+        median_gbit_s: median(&mut of(|s| s.gbit_per_s)),
+        client_cpu_s: median(&mut of(|s| s.cpu.user_s + s.cpu.sys_s)),
+        reps: reps.len(),
+        verified: reps.iter().all(|s| s.verified),
+        sndbuf: median(&mut of(|s| s.client.sndbuf as f64)) as u64,
+        rcvbuf: median(&mut of(|s| s.server.rcvbuf as f64)) as u64,
     }
 }
 
@@ -274,7 +277,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 pub(crate) mod fixture {
     //! A fixed matrix input for the exporters' snapshot tests.
     use super::*;
-    use serde_json::json;
+    use crate::output::json::{Cpu, Rtt};
 
     pub fn runs() -> Vec<Run> {
         let mut runs = Vec::new();
@@ -283,11 +286,26 @@ pub(crate) mod fixture {
                 for (log, g) in [("none", 1.0), ("stdout", 0.1)] {
                     for rep in 1..=3 {
                         let mib = base * f * g + rep as f64;
+                        let mut s = StreamJson {
+                            mib_per_s: mib,
+                            gbit_per_s: mib * 0.008388608,
+                            verified: true,
+                            cpu: Cpu {
+                                user_s: 0.01,
+                                sys_s: 0.1,
+                            },
+                            ..Default::default()
+                        };
+                        s.client.sndbuf = 2626560;
+                        s.server.rcvbuf = 131072;
                         runs.push(Run {
-                            cell: Cell::Stream { chunk, io: io.into(), log: log.into() },
+                            cell: Cell::Stream {
+                                chunk,
+                                io: io.into(),
+                                log: log.into(),
+                            },
                             rep,
-                            result: json!({"mib_per_s": mib, "gbit_per_s": mib * 0.008388608, "verified": true,
-                                "cpu": {"user_s": 0.01, "sys_s": 0.1}, "client": {"sndbuf": 2626560}, "server": {"rcvbuf": 131072}}),
+                            result: ClientJson::Stream(s),
                         });
                     }
                 }
@@ -295,9 +313,23 @@ pub(crate) mod fixture {
         }
         for (framing, nodelay, p50) in [("single", true, 110.0), ("split", false, 88000.0)] {
             runs.push(Run {
-                cell: Cell::Latency { codec: "binary".into(), framing: framing.into(), nodelay, reconnect: false, count: 20 },
+                cell: Cell::Latency {
+                    codec: "binary".into(),
+                    framing: framing.into(),
+                    nodelay,
+                    reconnect: false,
+                    count: 20,
+                },
                 rep: 1,
-                result: json!({"rtt_us": {"p50": p50, "p99": p50 * 1.5}, "hint": if nodelay { json!(null) } else { json!("Nagle") }}),
+                result: ClientJson::Latency(LatencyJson {
+                    rtt_us: Some(Rtt {
+                        p50,
+                        p99: p50 * 1.5,
+                        ..Default::default()
+                    }),
+                    hint: (!nodelay).then(|| "Nagle".to_owned()),
+                    ..Default::default()
+                }),
             });
         }
         runs
@@ -359,7 +391,9 @@ mod tests {
     #[test]
     fn one_bad_rep_taints_the_cell() {
         let mut runs = fixture::runs();
-        runs[1].result["verified"] = serde_json::Value::Bool(false);
+        if let ClientJson::Stream(s) = &mut runs[1].result {
+            s.verified = false;
+        }
         let m = aggregate(Setup::default(), &runs);
         assert!(!m.stream[0].verified);
         assert!(m.stream[1].verified);

@@ -448,10 +448,7 @@ pub fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::Chi
 
 /// The port of a `tsserver: listening on ADDR:PORT` line.
 pub fn listening_port(line: &str) -> u16 {
-    line.trim()
-        .strip_prefix("tsserver: listening on ")
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
+    tsperf::harness::listening_port(line)
         .unwrap_or_else(|| panic!("unexpected first stderr line {line:?}"))
 }
 

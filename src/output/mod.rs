@@ -4,142 +4,82 @@
 //! was measured before it failed, so a script can always parse stdout (as iperf3 `-J` does).
 //! Text from the server is escaped for the terminal ([`crate::text`]).
 
+pub mod json;
+
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::client::StreamResult;
 use crate::latency::{LatencyResult, Stopped};
-use crate::protocol::clock::{Codec, Framing};
-use crate::protocol::{LogMode, ServerIo};
 use crate::text::{Peer, json_inert};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
+use json::{
+    ClientJson, ClientSide, FailureJson, LatencyJson, Rtt, ServerSide, StreamFailureJson,
+    StreamJson,
+};
 
-#[derive(Serialize)]
-struct Cpu {
-    user_s: f64,
-    sys_s: f64,
-}
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-impl From<CpuTime> for Cpu {
-    fn from(c: CpuTime) -> Cpu {
-        Cpu {
-            user_s: c.user.as_secs_f64(),
-            sys_s: c.sys.as_secs_f64(),
+impl From<&StreamResult> for StreamJson {
+    fn from(r: &StreamResult) -> StreamJson {
+        let s = &r.server;
+        let nonzero = |v: u64| (v != 0).then_some(v);
+        StreamJson {
+            tsperf: VERSION.into(),
+            file: r.name.clone(),
+            bytes: r.bytes,
+            chunk: r.chunk,
+            io: r.io,
+            strategy: r.strategy,
+            batch: r.batch,
+            peer: r.peer.to_string(),
+            elapsed_s: r.elapsed.as_secs_f64(),
+            begin_unix_us: r.begin_unix_us,
+            end_unix_us: r.end_unix_us,
+            mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
+            gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+            verified: r.verified(),
+            digest: hex(r.digest),
+            cpu: r.cpu.into(),
+            client: ClientSide {
+                writes: r.writes.writes,
+                partial_writes: r.writes.partial_writes,
+                would_block: r.writes.would_block,
+                polls: r.writes.polls,
+                sndbuf: r.sndbuf,
+            },
+            server: ServerSide {
+                bytes: s.bytes,
+                digest: hex(s.digest),
+                reads: s.reads,
+                read_size: r.read_size,
+                io: s.server_io,
+                log: s.log,
+                log_lines: s.log_lines,
+                output_dropped: s.output_dropped,
+                first_byte_unix_us: nonzero(s.first_byte_unix_us),
+                last_byte_unix_us: nonzero(s.last_byte_unix_us),
+                elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
+                wakeups: s.wakeups,
+                rcvbuf: s.rcvbuf,
+                cpu: CpuTime {
+                    user: Duration::from_micros(s.cpu_user_us),
+                    sys: Duration::from_micros(s.cpu_sys_us),
+                }
+                .into(),
+                saved_to: s.saved_to.clone(),
+            },
+            error: (!r.verified()).then(|| mismatch(r)),
         }
     }
-}
-
-#[derive(Serialize)]
-struct ClientSide {
-    writes: u64,
-    partial_writes: u64,
-    would_block: u64,
-    polls: u64,
-    sndbuf: u32,
-}
-
-#[derive(Serialize)]
-struct ServerSide<'a> {
-    bytes: u64,
-    digest: String,
-    reads: u64,
-    read_size: u32,
-    io: Option<ServerIo>,
-    log: Option<LogMode>,
-    log_lines: u32,
-    output_dropped: u32,
-    first_byte_unix_us: Option<u64>,
-    last_byte_unix_us: Option<u64>,
-    elapsed_s: f64,
-    wakeups: u64,
-    rcvbuf: u32,
-    cpu: Cpu,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    saved_to: &'a str,
-}
-
-#[derive(Serialize)]
-struct StreamJson<'a> {
-    tsperf: &'static str,
-    mode: &'static str,
-    file: &'a str,
-    bytes: u64,
-    chunk: u32,
-    io: &'static str,
-    strategy: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    batch: Option<u32>,
-    peer: String,
-    elapsed_s: f64,
-    begin_unix_us: u64,
-    end_unix_us: u64,
-    mib_per_s: f64,
-    gbit_per_s: f64,
-    verified: bool,
-    digest: String,
-    cpu: Cpu,
-    client: ClientSide,
-    server: ServerSide<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
 }
 
 /// The one JSON object `tsclient --json` prints for a stream transfer (with `error` when the
 /// digests disagree).
 pub fn stream_json(r: &StreamResult) -> String {
-    let s = &r.server;
-    let nonzero = |v: u64| (v != 0).then_some(v);
-    let j = StreamJson {
-        tsperf: env!("CARGO_PKG_VERSION"),
-        mode: "stream",
-        file: &r.name,
-        bytes: r.bytes,
-        chunk: r.chunk,
-        io: r.io,
-        strategy: r.strategy.as_str(),
-        batch: r.batch,
-        peer: r.peer.to_string(),
-        elapsed_s: r.elapsed.as_secs_f64(),
-        begin_unix_us: r.begin_unix_us,
-        end_unix_us: r.end_unix_us,
-        mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
-        gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
-        verified: r.verified(),
-        digest: hex(r.digest),
-        cpu: r.cpu.into(),
-        client: ClientSide {
-            writes: r.writes.writes,
-            partial_writes: r.writes.partial_writes,
-            would_block: r.writes.would_block,
-            polls: r.writes.polls,
-            sndbuf: r.sndbuf,
-        },
-        server: ServerSide {
-            bytes: s.bytes,
-            digest: hex(s.digest),
-            reads: s.reads,
-            read_size: r.read_size,
-            io: s.server_io,
-            log: s.log,
-            log_lines: s.log_lines,
-            output_dropped: s.output_dropped,
-            first_byte_unix_us: nonzero(s.first_byte_unix_us),
-            last_byte_unix_us: nonzero(s.last_byte_unix_us),
-            elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
-            wakeups: s.wakeups,
-            rcvbuf: s.rcvbuf,
-            cpu: CpuTime {
-                user: Duration::from_micros(s.cpu_user_us),
-                sys: Duration::from_micros(s.cpu_sys_us),
-            }
-            .into(),
-            saved_to: &s.saved_to,
-        },
-        error: (!r.verified()).then(|| mismatch(r)),
-    };
-    to_json(&j)
+    to_json(&ClientJson::Stream(r.into()))
 }
 
 /// Serializes one output object, with active characters escaped.
@@ -147,40 +87,22 @@ fn to_json(v: &impl Serialize) -> String {
     json_inert(serde_json::to_string_pretty(v).expect("plain data always serializes"))
 }
 
-#[derive(Serialize)]
-struct Failure<'a> {
-    tsperf: &'static str,
-    mode: &'a str,
-    error: String,
-}
-
 /// The JSON object for a run that failed before it measured anything (a bad key file, say).
 pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
-    to_json(&Failure {
-        tsperf: env!("CARGO_PKG_VERSION"),
-        mode,
+    to_json(&FailureJson {
+        tsperf: VERSION.into(),
+        mode: mode.into(),
         error: format!("{e:#}"),
     })
-}
-
-#[derive(Serialize)]
-struct StreamFailure<'a> {
-    tsperf: &'static str,
-    mode: &'static str,
-    file: &'a str,
-    bytes: Option<u64>,
-    sent: u64,
-    verified: bool,
-    error: String,
 }
 
 /// The JSON object for a stream transfer that failed: the file, its size if known, the bytes
 /// handed to the socket before the failure, and the error with its causes.
 pub fn stream_failure_json(file: &str, bytes: Option<u64>, sent: u64, e: &anyhow::Error) -> String {
-    to_json(&StreamFailure {
-        tsperf: env!("CARGO_PKG_VERSION"),
-        mode: "stream",
-        file,
+    to_json(&StreamFailureJson {
+        tsperf: VERSION.into(),
+        mode: "stream".into(),
+        file: file.into(),
         bytes,
         sent,
         verified: false,
@@ -274,81 +196,36 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-/// Round-trip statistics in microseconds, as the JSON carries them.
-#[derive(Serialize)]
-struct Rtt {
-    min: f64,
-    mean: f64,
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    p999: f64,
-    max: f64,
-}
-
-impl Rtt {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> Rtt {
-        let us = |ns: u64| ns as f64 / 1e3;
-        Rtt {
-            min: us(h.min()),
-            mean: h.mean() / 1e3,
-            p50: us(h.value_at_quantile(0.5)),
-            p90: us(h.value_at_quantile(0.9)),
-            p99: us(h.value_at_quantile(0.99)),
-            p999: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
+impl From<&LatencyResult> for LatencyJson {
+    fn from(r: &LatencyResult) -> LatencyJson {
+        let c = &r.cfg;
+        let measured = !r.rtt.is_empty();
+        LatencyJson {
+            tsperf: VERSION.into(),
+            peer: host_port(&c.host, c.port),
+            count: r.rtt.len(),
+            warmup: c.warmup,
+            codec: c.codec,
+            framing: c.framing,
+            nodelay: c.nodelay,
+            reconnect: c.reconnect,
+            io: r.io,
+            rtt_us: measured.then(|| Rtt::of(&r.rtt)),
+            offset_us: measured.then_some(r.offset_ns as f64 / 1e3),
+            offset_err_us: measured.then_some(r.offset_err_ns as f64 / 1e3),
+            hint: r.hint().map(String::from),
+            interrupted: matches!(r.stopped, Some(Stopped::Interrupted)),
+            error: match &r.stopped {
+                Some(Stopped::Failed(e)) => Some(format!("{e:#}")),
+                _ => None,
+            },
         }
     }
 }
 
-#[derive(Serialize)]
-struct LatencyJson<'a> {
-    tsperf: &'static str,
-    mode: &'static str,
-    peer: String,
-    count: u64,
-    warmup: u64,
-    codec: Codec,
-    framing: Framing,
-    nodelay: bool,
-    reconnect: bool,
-    io: &'static str,
-    rtt_us: Option<Rtt>,
-    offset_us: Option<f64>,
-    offset_err_us: Option<f64>,
-    hint: Option<&'a str>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    interrupted: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
 /// The one JSON object `tsclient --latency --json` prints.
 pub fn latency_json(r: &LatencyResult) -> String {
-    let c = &r.cfg;
-    let measured = !r.rtt.is_empty();
-    let j = LatencyJson {
-        tsperf: env!("CARGO_PKG_VERSION"),
-        mode: "latency",
-        peer: host_port(&c.host, c.port),
-        count: r.rtt.len(),
-        warmup: c.warmup,
-        codec: c.codec,
-        framing: c.framing,
-        nodelay: c.nodelay,
-        reconnect: c.reconnect,
-        io: r.io,
-        rtt_us: measured.then(|| Rtt::of(&r.rtt)),
-        offset_us: measured.then_some(r.offset_ns as f64 / 1e3),
-        offset_err_us: measured.then_some(r.offset_err_ns as f64 / 1e3),
-        hint: r.hint(),
-        interrupted: matches!(r.stopped, Some(Stopped::Interrupted)),
-        error: match &r.stopped {
-            Some(Stopped::Failed(e)) => Some(format!("{e:#}")),
-            _ => None,
-        },
-    };
-    to_json(&j)
+    to_json(&ClientJson::Latency(r.into()))
 }
 
 /// The human report: the statistics, a percentile ladder, the clock offset, and any hint.

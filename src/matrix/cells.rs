@@ -1,0 +1,209 @@
+//! The grid's cells, typed: what each measures and the tsclient arguments that measure it.
+
+use crate::client::{ClientIo, Strategy};
+use crate::protocol::LogMode;
+use crate::protocol::clock::{Codec, Framing};
+use crate::report::Cell;
+
+/// One stream cell: chunk × client I/O model × write strategy × server log sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCell {
+    pub chunk: u32,
+    pub io: ClientIo,
+    pub strategy: Strategy,
+    /// The sink of a server this grid started; `None` for a server on another host, whose
+    /// sink is what its report says.
+    pub log: Option<LogMode>,
+}
+
+impl StreamCell {
+    /// The io column: `blocking`, or `blocking writev` for a strategy other than `write`.
+    pub fn label(&self) -> String {
+        match self.strategy {
+            Strategy::Write => self.io.to_string(),
+            s => format!("{} {s}", self.io),
+        }
+    }
+
+    /// The tsclient arguments that send `file` for this cell.
+    pub fn args(&self, file: &str) -> Vec<String> {
+        let mut a = vec![
+            "--chunk".to_owned(),
+            self.chunk.to_string(),
+            file.to_owned(),
+        ];
+        if self.io == ClientIo::Nonblocking {
+            a.push("--nonblocking".into());
+        }
+        if self.strategy != Strategy::Write {
+            a.extend(["--io".to_owned(), self.strategy.to_string()]);
+        }
+        a
+    }
+
+    /// The cell as `runs.jsonl` records it; `reported` is the sink the server's report named.
+    pub fn cell(&self, reported: Option<LogMode>) -> Cell {
+        let log = self
+            .log
+            .or(reported)
+            .map_or("remote".to_owned(), |l| l.to_string());
+        Cell::Stream {
+            chunk: self.chunk,
+            io: self.label(),
+            log,
+        }
+    }
+}
+
+/// The client side of the stream grid for one chunk size: every strategy with both I/O models,
+/// in the order the tables list them.
+pub fn client_columns(strategies: &[Strategy]) -> Vec<(ClientIo, Strategy)> {
+    let strategies = if strategies.is_empty() {
+        &[Strategy::Write][..]
+    } else {
+        strategies
+    };
+    strategies
+        .iter()
+        .flat_map(|s| [ClientIo::Blocking, ClientIo::Nonblocking].map(|io| (io, *s)))
+        .collect()
+}
+
+/// One latency cell of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyCell {
+    pub codec: Codec,
+    pub framing: Framing,
+    pub nodelay: bool,
+    pub reconnect: bool,
+}
+
+impl LatencyCell {
+    /// True for the cells that wait on Nagle and delayed ACK (about 88 ms a request), which get
+    /// a smaller count.
+    pub fn stalls(&self) -> bool {
+        self.framing == Framing::Split && !self.nodelay
+    }
+
+    /// The tsclient arguments that measure this cell with `count` requests.
+    pub fn args(&self, count: u64) -> Vec<String> {
+        let mut a: Vec<String> = ["--latency", "--codec", self.codec.as_str()]
+            .into_iter()
+            .chain(["--framing", self.framing.as_str(), "--count"])
+            .map(String::from)
+            .collect();
+        a.push(count.to_string());
+        if self.nodelay {
+            a.push("--nodelay".into());
+        }
+        if self.reconnect {
+            a.push("--reconnect".into());
+        }
+        a
+    }
+
+    /// The cell as `runs.jsonl` records it.
+    pub fn cell(&self, count: u64) -> Cell {
+        Cell::Latency {
+            codec: self.codec.as_str().into(),
+            framing: self.framing.as_str().into(),
+            nodelay: self.nodelay,
+            reconnect: self.reconnect,
+            count,
+        }
+    }
+}
+
+/// The latency grid: codec × framing × nodelay, then reconnect with single and split framing
+/// (Nagle on).
+pub fn latency_cells() -> Vec<LatencyCell> {
+    let mut cells = Vec::new();
+    for codec in [Codec::Binary, Codec::Object] {
+        for framing in [Framing::Single, Framing::Split] {
+            for nodelay in [false, true] {
+                cells.push(LatencyCell {
+                    codec,
+                    framing,
+                    nodelay,
+                    reconnect: false,
+                });
+            }
+        }
+    }
+    for framing in [Framing::Single, Framing::Split] {
+        cells.push(LatencyCell {
+            codec: Codec::Binary,
+            framing,
+            nodelay: false,
+            reconnect: true,
+        });
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cells give the arguments and labels the grid has always used.
+    #[test]
+    fn cell_arguments_and_labels() {
+        let c = StreamCell {
+            chunk: 1024,
+            io: ClientIo::Nonblocking,
+            strategy: Strategy::Writev,
+            log: Some(LogMode::Stdout),
+        };
+        assert_eq!(
+            c.args("f.txt"),
+            [
+                "--chunk",
+                "1024",
+                "f.txt",
+                "--nonblocking",
+                "--io",
+                "writev"
+            ]
+        );
+        assert_eq!(
+            c.cell(None),
+            Cell::Stream {
+                chunk: 1024,
+                io: "nonblocking writev".into(),
+                log: "stdout".into()
+            }
+        );
+        let remote = StreamCell {
+            log: None,
+            strategy: Strategy::Write,
+            ..c
+        };
+        assert_eq!(remote.label(), "nonblocking");
+        assert!(
+            matches!(remote.cell(Some(LogMode::File)), Cell::Stream { log, .. } if log == "file")
+        );
+        let l = latency_cells();
+        assert_eq!(l.len(), 10);
+        assert_eq!(
+            l[3].args(20),
+            [
+                "--latency",
+                "--codec",
+                "binary",
+                "--framing",
+                "split",
+                "--count",
+                "20",
+                "--nodelay"
+            ]
+        );
+        assert!(l[2].stalls() && !l[3].stalls());
+        assert_eq!(
+            client_columns(&[]),
+            [
+                (ClientIo::Blocking, Strategy::Write),
+                (ClientIo::Nonblocking, Strategy::Write)
+            ]
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! The comparison grid behind `scripts/matrix.sh`: the seed's experiments, every cell, repeated.
+//!
+//! Stream cells are chunk × client io × server log (× client I/O strategy, when asked: a cell
+//! whose strategy is not the default `write` has it in its io label, e.g. `blocking writev`);
+//! latency cells are codec × framing × nodelay,
+//! plus reconnect. The grid starts its own servers (one per log sink; `stdout` on a pseudo-
+//! terminal), or uses a server already running elsewhere (`--host`). Every repetition's client
+//! JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are written
+//! again after every cell, so a failure late in a grid loses nothing already measured.
+
+mod cells;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub use cells::{LatencyCell, StreamCell, client_columns, latency_cells};
+
+use crate::client::Strategy;
+use crate::harness::{Client, ServerOptions, ServerProcess, Sink};
+use crate::output::json::ClientJson;
+use crate::protocol::LogMode;
+use crate::report::{self, Run, Setup};
+
+/// Where the `--log stdout` server's stdout goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StdoutTo {
+    /// A pseudo-terminal read by a terminal emulator (tmux) if installed, else by `script`.
+    Pty,
+    /// A file.
+    File,
+}
+
+/// Validated grid settings.
+#[derive(Debug, Clone)]
+pub struct GridConfig {
+    pub out: PathBuf,
+    pub file: PathBuf,
+    pub reps: u32,
+    pub chunks: Vec<u32>,
+    /// tsclient `--io` strategies (`write` alone by default).
+    pub strategies: Vec<Strategy>,
+    /// Requests per latency cell, and per cell that stalls on Nagle.
+    pub latency_count: u64,
+    pub stall_count: u64,
+    /// A server already running elsewhere: only the client side of the grid runs.
+    pub host: Option<(String, u16)>,
+    /// Address our own servers bind and clients connect to.
+    pub bind: String,
+    /// Command prefixes (e.g. `ip netns exec NS`) for our servers and for the clients.
+    pub server_wrap: Vec<String>,
+    pub client_wrap: Vec<String>,
+    pub stdout_to: StdoutTo,
+    /// The tmux session name for the pty server.
+    pub tmux_session: String,
+    pub network: String,
+    pub commit: String,
+    pub bin_dir: PathBuf,
+    /// Scratch space (server logs and ports); a fresh temporary directory when `None`.
+    pub work: Option<PathBuf>,
+    /// The link's rate, when known (the emulated LAN's), in Gbit/s.
+    pub line_gbit: Option<f64>,
+}
+
+/// The grid was stopped by Ctrl-C or SIGTERM (tsmatrix exits 130).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// One server of the grid: ours (killed when dropped) with its sink, or the remote one.
+struct SinkServer {
+    log: Option<LogMode>,
+    _own: Option<ServerProcess>,
+    port: u16,
+}
+
+impl GridConfig {
+    /// Starts a server with `--log log`; stdout goes per `stdout_to` for the stdout sink.
+    fn start_server(&self, log: LogMode, tmp: &Path) -> Result<ServerProcess> {
+        let mut args: Vec<String> = ["--bind", &self.bind, "--port", "0", "--log"]
+            .map(String::from)
+            .to_vec();
+        args.push(log.to_string());
+        if log == LogMode::File {
+            args.push("--log-file".into());
+            args.push(tmp.join("server-file.log").display().to_string());
+        }
+        let stdout = match (log, self.stdout_to) {
+            (LogMode::Stdout, StdoutTo::Pty) => Sink::Pty {
+                tmux_session: self.tmux_session.clone(),
+            },
+            (LogMode::Stdout, StdoutTo::File) => Sink::File(tmp.join("server-stdout.txt")),
+            _ => Sink::Null,
+        };
+        ServerProcess::start(&ServerOptions {
+            bin_dir: &self.bin_dir,
+            wrap: &self.server_wrap,
+            args,
+            stdout,
+            stderr: Some(tmp.join(format!("server-{log}.err"))),
+        })
+    }
+
+    /// Our servers, one per log sink, or the one given; and where the stdout sink's output went.
+    fn servers(&self, tmp: &Path) -> Result<(Vec<SinkServer>, String)> {
+        if let Some((_, port)) = &self.host {
+            let remote = SinkServer {
+                log: None,
+                _own: None,
+                port: *port,
+            };
+            return Ok((vec![remote], "not measured (the server is remote)".into()));
+        }
+        let mut servers = Vec::new();
+        let mut stdout_is = String::new();
+        for log in [LogMode::None, LogMode::File, LogMode::Stdout] {
+            let server = self.start_server(log, tmp)?;
+            if log == LogMode::Stdout {
+                stdout_is = server.stdout_is.clone();
+            }
+            servers.push(SinkServer {
+                log: Some(log),
+                port: server.port,
+                _own: Some(server),
+            });
+        }
+        Ok((servers, stdout_is))
+    }
+}
+
+/// The runs so far, appended to `runs.jsonl` as they come, and the tables written from them.
+struct Recorder<'a> {
+    cfg: &'a GridConfig,
+    file: File,
+    setup: Setup,
+    runs: Vec<Run>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Recorder<'_> {
+    /// Runs tsclient with `args` against `port`; [`Interrupted`] once a signal came.
+    fn measure(&self, port: u16, args: &[String]) -> Result<ClientJson> {
+        let interrupted = || self.stop.load(Ordering::Relaxed);
+        if interrupted() {
+            return Err(Interrupted.into());
+        }
+        let host = match &self.cfg.host {
+            Some((h, _)) => h.as_str(),
+            None => self.cfg.bind.as_str(),
+        };
+        let client = Client {
+            bin_dir: &self.cfg.bin_dir,
+            wrap: &self.cfg.client_wrap,
+            host,
+            port,
+        };
+        let result = client.run(args);
+        if interrupted() {
+            return Err(Interrupted.into());
+        }
+        result
+    }
+
+    fn record(&mut self, run: Run) -> Result<()> {
+        if let ClientJson::Stream(s) = &run.result {
+            self.setup.digest = s.digest.clone();
+        }
+        writeln!(self.file, "{}", serde_json::to_string(&run)?)?;
+        self.file.flush()?;
+        self.runs.push(run);
+        Ok(())
+    }
+
+    /// The tables of everything so far, written to the output directory.
+    fn export(&self) -> Result<report::Matrix> {
+        let m = report::aggregate(self.setup.clone(), &self.runs);
+        report::export_all(&m, &self.cfg.out)?;
+        Ok(m)
+    }
+}
+
+fn progress_bar(total: usize) -> ProgressBar {
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr_with_hz(10))
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("[{pos}/{len}] {elapsed} {msg}").expect("valid template"),
+    );
+    bar
+}
+
+/// Runs the whole grid and writes the results; returns the rendered Markdown tables.
+pub fn run(cfg: &GridConfig) -> Result<String> {
+    fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("cannot create '{}'", cfg.out.display()))?;
+    let meta = fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?;
+    // Ctrl-C or SIGTERM ends the grid between two runs (a client interrupted by the same Ctrl-C
+    // ends the one running), so every drop below runs: servers killed, scratch removed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    // Scratch space: the caller's (matrix.sh removes it), or a temporary directory of our own.
+    let own_tmp;
+    let tmp = match &cfg.work {
+        Some(dir) => {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create '{}'", dir.display()))?;
+            dir.clone()
+        }
+        None => {
+            own_tmp = tempfile::Builder::new()
+                .prefix("tsperf-matrix-")
+                .tempdir()?;
+            own_tmp.path().to_owned()
+        }
+    };
+    let runs_path = cfg.out.join("runs.jsonl");
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&runs_path)
+        .with_context(|| format!("cannot write '{}'", runs_path.display()))?;
+    let (servers, stdout_to) = cfg.servers(&tmp)?;
+    let setup = Setup {
+        machine: crate::machine::Machine::probe(&cfg.commit),
+        file: cfg
+            .file
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+        bytes: meta.len(),
+        digest: String::new(),
+        reps: cfg.reps,
+        network: cfg.network.clone(),
+        stdout_to,
+        date: crate::timing::utc_now_rfc3339(),
+        line_gbit: cfg.line_gbit,
+    };
+    let mut rec = Recorder {
+        cfg,
+        file,
+        setup,
+        runs: Vec::new(),
+        stop,
+    };
+    let latency = latency_cells();
+    let columns = client_columns(&cfg.strategies);
+    let bar = progress_bar(
+        cfg.chunks.len() * columns.len() * servers.len() * cfg.reps as usize + latency.len(),
+    );
+    stream_grid(&mut rec, &servers, &columns, &bar)?;
+    latency_grid(&mut rec, servers[0].port, &latency, &bar)?;
+    bar.finish_and_clear();
+    drop(servers);
+    let m = rec.export()?;
+    Ok(report::markdown::render(&m))
+}
+
+/// Every stream cell: per chunk and client column, the log sinks alternate within each
+/// repetition, so drift hits every sink alike; the tables are written after each column.
+fn stream_grid(
+    rec: &mut Recorder,
+    servers: &[SinkServer],
+    columns: &[(crate::client::ClientIo, Strategy)],
+    bar: &ProgressBar,
+) -> Result<()> {
+    let cfg = rec.cfg;
+    let file = cfg.file.display().to_string();
+    for &chunk in &cfg.chunks {
+        for &(io, strategy) in columns {
+            let cells: Vec<StreamCell> = servers
+                .iter()
+                .map(|s| StreamCell {
+                    chunk,
+                    io,
+                    strategy,
+                    log: s.log,
+                })
+                .collect();
+            let label = cells[0].label();
+            for rep in 1..=cfg.reps {
+                for (cell, server) in cells.iter().zip(servers) {
+                    let log = cell.log.map_or("remote".to_owned(), |l| l.to_string());
+                    bar.set_message(format!(
+                        "stream chunk {chunk} {label} log {log} rep {rep}/{}",
+                        cfg.reps
+                    ));
+                    let result = rec.measure(server.port, &cell.args(&file))?;
+                    let reported = match &result {
+                        ClientJson::Stream(s) => s.server.log,
+                        ClientJson::Latency(_) => None,
+                    };
+                    let cell = cell.cell(reported);
+                    rec.record(Run { cell, rep, result })?;
+                    bar.inc(1);
+                }
+            }
+            let m = rec.export()?;
+            for row in m
+                .stream
+                .iter()
+                .filter(|r| r.chunk == chunk && r.io == label)
+            {
+                bar.suspend(|| {
+                    println!(
+                        "stream  chunk {:>5}  {:<20}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
+                        row.chunk,
+                        row.io,
+                        row.log,
+                        row.median_mib_s,
+                        row.min_mib_s,
+                        row.max_mib_s,
+                        if row.verified { "verified" } else { "NOT VERIFIED" }
+                    )
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every latency cell, against the first server (`--log none` when it is ours).
+fn latency_grid(
+    rec: &mut Recorder,
+    port: u16,
+    cells: &[LatencyCell],
+    bar: &ProgressBar,
+) -> Result<()> {
+    for lc in cells {
+        let count = if lc.stalls() {
+            rec.cfg.stall_count
+        } else {
+            rec.cfg.latency_count
+        };
+        let (codec, framing) = (lc.codec.as_str(), lc.framing.as_str());
+        bar.set_message(format!(
+            "latency {codec} {framing} nodelay {} reconnect {}",
+            lc.nodelay, lc.reconnect
+        ));
+        let result = rec.measure(port, &lc.args(count))?;
+        let rtt = match &result {
+            ClientJson::Latency(l) => l.rtt_us.clone().unwrap_or_default(),
+            ClientJson::Stream(_) => Default::default(),
+        };
+        rec.record(Run {
+            cell: lc.cell(count),
+            rep: 1,
+            result,
+        })?;
+        bar.inc(1);
+        bar.suspend(|| {
+            println!(
+                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs",
+                if lc.nodelay { "on" } else { "off" },
+                if lc.reconnect { "yes" } else { "no" },
+                rtt.p50,
+                rtt.p99,
+            )
+        });
+        rec.export()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! The JSON contract of `tsclient --json`, as types: [`super`] writes them and everything that
+//! reads a client's result back (the grid, its reports, tspeers, the benches) reads these same
+//! types, so a renamed field is a compile error or a parse error, never a silent zero.
+//!
+//! Field names carry their unit and, once published, are never renamed. A field added after
+//! results were first committed has `#[serde(default)]`, so older `runs.jsonl` files still read.
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{ClientIo, Strategy};
+use crate::protocol::clock::{Codec, Framing};
+use crate::protocol::{LogMode, ServerIo};
+
+/// One object printed by `tsclient --json` for a run that measured something, told apart by its
+/// `mode`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum ClientJson {
+    Stream(StreamJson),
+    Latency(LatencyJson),
+}
+
+impl ClientJson {
+    /// The stream result, or an error naming what it was instead.
+    pub fn stream(self) -> anyhow::Result<StreamJson> {
+        match self {
+            ClientJson::Stream(s) => Ok(s),
+            ClientJson::Latency(_) => anyhow::bail!("expected a stream result, got a latency one"),
+        }
+    }
+
+    /// The latency result, or an error naming what it was instead.
+    pub fn latency(self) -> anyhow::Result<LatencyJson> {
+        match self {
+            ClientJson::Latency(l) => Ok(l),
+            ClientJson::Stream(_) => anyhow::bail!("expected a latency result, got a stream one"),
+        }
+    }
+}
+
+/// CPU time of one process, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl Cpu {
+    /// User plus system time.
+    pub fn total_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}
+
+impl From<crate::timing::CpuTime> for Cpu {
+    fn from(c: crate::timing::CpuTime) -> Cpu {
+        Cpu {
+            user_s: c.user.as_secs_f64(),
+            sys_s: c.sys.as_secs_f64(),
+        }
+    }
+}
+
+/// What the client counted about its own writes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientSide {
+    pub writes: u64,
+    pub partial_writes: u64,
+    pub would_block: u64,
+    pub polls: u64,
+    pub sndbuf: u32,
+}
+
+/// The server's report of one transfer, as the client received it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSide {
+    pub bytes: u64,
+    pub digest: String,
+    pub reads: u64,
+    pub read_size: u32,
+    pub io: Option<ServerIo>,
+    pub log: Option<LogMode>,
+    pub log_lines: u32,
+    /// Added with protocol version 2.
+    #[serde(default)]
+    pub output_dropped: u32,
+    pub first_byte_unix_us: Option<u64>,
+    pub last_byte_unix_us: Option<u64>,
+    pub elapsed_s: f64,
+    pub wakeups: u64,
+    pub rcvbuf: u32,
+    pub cpu: Cpu,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub saved_to: String,
+}
+
+impl ServerSide {
+    /// The receiver's rate: its bytes over its first to last byte, in MiB/s.
+    pub fn mib_per_s(&self) -> f64 {
+        self.bytes as f64 / (1024.0 * 1024.0) / self.elapsed_s.max(1e-9)
+    }
+}
+
+/// A stream transfer (`mode: "stream"`), with `error` when the digests disagree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamJson {
+    pub tsperf: String,
+    pub file: String,
+    pub bytes: u64,
+    pub chunk: u32,
+    pub io: ClientIo,
+    pub strategy: Strategy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
+    pub peer: String,
+    pub elapsed_s: f64,
+    pub begin_unix_us: u64,
+    pub end_unix_us: u64,
+    pub mib_per_s: f64,
+    pub gbit_per_s: f64,
+    pub verified: bool,
+    pub digest: String,
+    pub cpu: Cpu,
+    pub client: ClientSide,
+    pub server: ServerSide,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Round-trip statistics in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rtt {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Rtt {
+    /// The statistics of a histogram of nanoseconds.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Rtt {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Rtt {
+            min: us(h.min()),
+            mean: h.mean() / 1e3,
+            p50: us(h.value_at_quantile(0.5)),
+            p90: us(h.value_at_quantile(0.9)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
+}
+
+/// A latency run (`mode: "latency"`). Statistics are `null` when nothing was measured;
+/// `interrupted` and `error` appear only when the run ended early.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyJson {
+    pub tsperf: String,
+    pub peer: String,
+    pub count: u64,
+    pub warmup: u64,
+    pub codec: Codec,
+    pub framing: Framing,
+    pub nodelay: bool,
+    pub reconnect: bool,
+    pub io: ClientIo,
+    pub rtt_us: Option<Rtt>,
+    pub offset_us: Option<f64>,
+    pub offset_err_us: Option<f64>,
+    pub hint: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Default for LatencyJson {
+    fn default() -> LatencyJson {
+        LatencyJson {
+            tsperf: String::new(),
+            peer: String::new(),
+            count: 0,
+            warmup: 0,
+            codec: Codec::Binary,
+            framing: Framing::Single,
+            nodelay: false,
+            reconnect: false,
+            io: ClientIo::Blocking,
+            rtt_us: None,
+            offset_us: None,
+            offset_err_us: None,
+            hint: None,
+            interrupted: false,
+            error: None,
+        }
+    }
+}
+
+/// A run that failed before it measured anything (a bad key file, say): `mode` and `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureJson {
+    pub tsperf: String,
+    pub mode: String,
+    pub error: String,
+}
+
+/// A stream transfer that failed: the file, its size if known, the bytes handed to the socket
+/// before the failure, and the error with its causes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamFailureJson {
+    pub tsperf: String,
+    pub mode: String,
+    pub file: String,
+    pub bytes: Option<u64>,
+    pub sent: u64,
+    pub verified: bool,
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15: every run in the committed results reads as a typed result.
+    #[test]
+    fn committed_runs_read_typed() {
+        for dir in ["results", "results/lan"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(dir)
+                .join("runs.jsonl");
+            let runs = crate::report::read_runs(&path).unwrap();
+            assert!(runs.len() > 20, "{dir}: {} runs", runs.len());
+            for r in &runs {
+                if let ClientJson::Stream(s) = &r.result {
+                    assert!(
+                        s.verified && s.bytes > 0 && s.server.elapsed_s > 0.0,
+                        "{dir}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A renamed or missing field is a parse error that names it, not a zero.
+    #[test]
+    fn missing_field_is_an_error() {
+        let e = serde_json::from_str::<ClientJson>(r#"{"mode":"stream","tsperf":"0.1.0"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field"), "{e}");
+        let e = serde_json::from_str::<ClientJson>(r#"{"mode":"sideways"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sideways"), "{e}");
+    }
+}
