@@ -47,7 +47,7 @@ pub const LINE_CAP: usize = 16 << 10;
 pub const MESSAGE_CAP: usize = 128 << 10;
 /// Room the event loop asks for before one read turn of a logged transfer: a line per read of
 /// the turn, plus its end line.
-pub const TURN_RESERVE: usize = crate::receiver::TURN_READS as usize * 128 + 2048;
+pub const TURN_RESERVE: usize = crate::server::receiver::TURN_READS as usize * 128 + 2048;
 /// Bytes the writer writes before it gives their room back.
 const GIVE_BACK: usize = 8 << 10;
 /// How long [`finish`] waits on a stream that takes no output.

@@ -18,8 +18,6 @@ pub mod output;
 pub mod peers;
 pub mod progress;
 pub mod protocol;
-pub mod readlog;
-pub mod receiver;
 pub mod report;
 pub mod scale;
 pub mod server;

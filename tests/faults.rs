@@ -395,3 +395,70 @@ fn latency_hello_with_name_or_chunk_is_refused() {
         }
     }
 }
+
+/// Issue 15: both server models say the same words for the same ends of a conversation (they
+/// share one, `server::conversation`): a client that closes without a hello, halfway through
+/// one, before its authentication answer, during the data, and before its digest.
+#[test]
+fn both_models_give_the_same_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, b"correct horse battery staple\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let hello = stream_hello(100, 10, "t.txt");
+    // (with a key, the bytes sent first, the bytes sent after the server's answer)
+    let scenarios: Vec<(bool, Vec<u8>, Option<Vec<u8>>)> = vec![
+        (false, vec![], None),
+        (false, hello[..5].to_vec(), None),
+        (true, hello.clone(), Some(vec![])),
+        (false, hello.clone(), Some(vec![b'x'; 40])),
+        (false, hello.clone(), Some(vec![b'x'; 100])),
+    ];
+    let mut said: Vec<Vec<String>> = Vec::new();
+    for model in [&[][..], &["--blocking"][..]] {
+        let mut lines = Vec::new();
+        for (auth, bytes, after) in &scenarios {
+            let mut args = model.to_vec();
+            if *auth {
+                args.extend(["--auth-key", key.to_str().unwrap()]);
+            }
+            let server = Server::start(&args);
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            s.write_all(bytes).unwrap();
+            if let Some(after) = after {
+                // The Accept (or the challenge) first, so the data counts as data.
+                read_one_frame(&mut s);
+                s.write_all(after).unwrap();
+            }
+            drop(s);
+            assert!(
+                server.wait_for(|_, e| e.contains("refused") || e.contains("incomplete")),
+                "{:?}: {}",
+                model,
+                server.stderr()
+            );
+            let line = server
+                .stderr()
+                .lines()
+                .find(|l| l.contains("refused") || l.contains("incomplete"))
+                .unwrap()
+                .to_owned();
+            // Drop the peer's address: the ports differ.
+            let (head, tail) = line.split_once(" 127.0.0.1:").unwrap();
+            lines.push(format!("{head} {}", tail.split_once(": ").unwrap().1));
+        }
+        said.push(lines);
+    }
+    assert_eq!(said[0], said[1]);
+    let expected = [
+        "tsserver: refused connection closed without a hello",
+        "tsserver: refused connection closed after 5 bytes of a hello",
+        "tsserver: refused connection closed before its authentication answer",
+        "tsserver: incomplete transfer from 't.txt': 40 of 100 bytes, then the client closed the connection",
+        "tsserver: incomplete transfer from 't.txt': 100 of 100 bytes, then the client closed before sending its digest",
+    ];
+    assert_eq!(said[0], expected);
+}

@@ -119,7 +119,7 @@ fn main() -> ExitCode {
             "--log-min-read applies to --log stdout or --log file (this server logs nothing)",
         );
     }
-    if let Err(e) = tsperf::readlog::init(log, &args.log_file) {
+    if let Err(e) = tsperf::server::readlog::init(log, &args.log_file) {
         return cli::fail("tsserver", &e);
     }
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
@@ -190,7 +190,7 @@ fn main() -> ExitCode {
         Err(e) => return cli::fail("tsserver", &e.into()),
     }
     let served = server::serve(listener, &cfg);
-    if let Err(e) = tsperf::readlog::flush() {
+    if let Err(e) = tsperf::server::readlog::flush() {
         tsperf::console::message(
             tsperf::console::Stream::Err,
             &format!("tsserver: cannot write the log file: {e}\n"),

@@ -21,19 +21,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Result;
 use tracing::{debug, warn};
 
+use super::conversation::{Conversation, Phase, Step};
 use super::fds::{self, Backoff, Spare};
-use super::latency::LatencySession;
 use super::outbox::Outbox;
-use super::{
-    AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
-    finish_transfer, incomplete, print_failed, save_failed, start_transfer,
-};
+use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
 use crate::console;
 use crate::net;
-use crate::protocol::{
-    Frame, Hello, LogMode, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello, encode_frame,
-};
-use crate::receiver::{Block, ReadEnd};
+use crate::protocol::{Frame, LogMode, ServerIo, encode_frame};
+use crate::server::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
@@ -191,259 +186,159 @@ fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcom
 fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
     // Every write, the answers of a latency session included, gives up after the idle timeout.
     let _ = stream.set_write_timeout(Some(cfg.idle_timeout));
-    let by = Instant::now() + cfg.hello_timeout;
-    let hello = match read_hello(stream, by, cfg) {
-        Ok(h) => h,
-        Err(reason) => return refuse(stream, reason),
-    };
-    if let Some(key) = &cfg.auth {
-        let challenge = crate::auth::challenge();
-        if let Err(e) = send(stream, &Frame::Challenge(challenge)) {
-            return Outcome::Incomplete(format!("cannot send the challenge: {e}"));
+    let mut conv = Conversation::new(peer, ServerIo::Blocking, cfg, Instant::now());
+    loop {
+        let step = match conv.phase() {
+            Phase::Hello | Phase::Auth | Phase::Trailer => read_small(stream, &mut conv, cfg),
+            Phase::Data => serve_data(stream, &mut conv, cfg),
+            Phase::Latency => return serve_latency(stream, &mut conv, cfg),
+            Phase::Done => return Outcome::Incomplete("the conversation ended".into()),
+        };
+        if let Some(frame) = &step.send {
+            let sent = send(stream, frame);
+            if let (Frame::Accept { .. }, Some(session)) = (frame, conv.latency()) {
+                super::latency_socket(stream, session.nodelay);
+            }
+            match (sent, &step.end, frame) {
+                (Err(e), None, _) => {
+                    return conv
+                        .abort(&format!("cannot write to the client: {e}"))
+                        .end
+                        .unwrap_or(Outcome::Incomplete(format!(
+                            "cannot write to the client: {e}"
+                        )));
+                }
+                (Err(e), Some(Outcome::Complete), _) => {
+                    warn!(%peer, "could not send the report: {e}")
+                }
+                _ => {}
+            }
         }
-        let mut answer = [0u8; crate::auth::LEN];
-        if let Err(e) = read_exact_by(stream, &mut answer, by) {
-            let why = if net::is_timeout(&e) {
-                format!(
-                    "no authentication answer within {} s of the connection",
-                    cfg.hello_timeout.as_secs_f64()
-                )
-            } else {
-                format!("no authentication answer ({e})")
-            };
-            return refuse(stream, why);
-        }
-        if !key.verify(&challenge, &answer) {
-            return refuse(stream, AUTH_FAILED.to_owned());
+        if let Some(outcome) = step.end {
+            return outcome;
         }
     }
-    let read_size = match admit(&hello, cfg) {
-        Ok(n) => n,
-        Err(reason) => return refuse(stream, reason),
-    };
-    let accept = Frame::Accept {
-        read_size,
-        server_io: ServerIo::Blocking,
-        log: cfg.log,
-    };
-    if hello.mode == Mode::Latency {
-        super::latency_socket(stream, &hello);
+}
+
+/// Sets the read timeout to what is left before the conversation's deadline; false if none is.
+fn until_deadline(stream: &TcpStream, conv: &Conversation) -> bool {
+    let left = conv.deadline().saturating_duration_since(Instant::now());
+    !left.is_zero() && stream.set_read_timeout(Some(left)).is_ok()
+}
+
+/// One read of the hello, the authentication answer or the trailer, by the deadline.
+fn read_small(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfig) -> Step {
+    if !until_deadline(stream, conv) {
+        return conv.timed_out(cfg, false, false);
     }
-    let rx = match hello.mode {
-        Mode::Stream => match start_transfer(&hello, read_size, peer, cfg) {
-            Ok(rx) => Some(rx),
-            Err(reason) => return refuse(stream, reason),
-        },
-        Mode::Latency => None,
-    };
-    if let Err(e) = send(stream, &accept) {
-        return Outcome::Incomplete(format!(
-            "cannot accept '{}': {e}",
-            crate::text::Peer(&hello.name)
-        ));
+    match stream.read(conv.space()) {
+        Ok(n) => conv.received(n, cfg, Instant::now(), stream),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Step::default(),
+        Err(e) if net::is_timeout(&e) => conv.timed_out(cfg, false, false),
+        Err(e) => conv.read_failed(&e),
     }
-    // The first byte (or request) is due within the hello timeout of the accept.
-    let _ = stream.set_read_timeout(Some(cfg.hello_timeout));
-    let Some(mut rx) = rx else {
-        return serve_latency(stream, peer, &hello, cfg);
-    };
+}
+
+/// Reads the transfer's data to its end (or its failure).
+fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfig) -> Step {
     // The hello and its accept made this look like an interactive exchange to the kernel,
     // which would now hold back ACKs of the stream (see `net::quickack`).
     let _ = net::quickack(stream);
-    let mut block = Block::new(rx.read_size(), hello.length);
+    let Some(rx) = conv.receiver() else {
+        return Step::default();
+    };
+    let mut block = Block::new(rx.read_size(), rx.expected());
     let mut mark = super::WakeMark::new(stream);
-    let idle = cfg.idle_timeout.as_secs_f64();
-    let why = loop {
-        let first = rx.bytes() == 0;
+    // The first byte is due by the conversation's deadline; after it, each read waits at most
+    // the idle timeout (set once: no system call per turn).
+    if !until_deadline(stream, conv) {
+        return conv.timed_out(cfg, false, false);
+    }
+    loop {
         // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
         // up if stdout takes nothing for the idle timeout.
         if cfg.log == LogMode::Stdout
             && !console::wait_room(console::TURN_RESERVE, Instant::now() + cfg.idle_timeout)
         {
-            break Some(format!(
-                "its log output (stdout) was not taken for {idle} s"
-            ));
+            return conv.timed_out(cfg, true, false);
         }
+        let Some(rx) = conv.receiver() else {
+            return Step::default();
+        };
+        let before = rx.bytes();
         // The first read alone, so the idle timeout replaces the first byte's as soon as it
         // arrives.
-        let end = if first {
-            block.read_once(stream, &mut rx)
+        let end = if before == 0 {
+            block.read_once(stream, rx)
         } else {
-            block.read_turn(stream, &mut rx)
+            block.read_turn(stream, rx)
         };
-        if first && rx.bytes() > 0 {
+        if before == 0 && rx.bytes() > 0 {
             let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
         }
-        mark.follow(stream, &rx);
-        let timed_out = || {
-            if rx.bytes() == 0 {
-                format!(
-                    "no data within {} s of the accept",
-                    cfg.hello_timeout.as_secs_f64()
-                )
-            } else {
-                format!("no data for {idle} s")
-            }
-        };
-        break match end {
-            ReadEnd::Complete => None,
-            // Turns only let the low-water mark follow the transfer.
-            ReadEnd::TurnOver => continue,
-            // Nobody left to tell.
-            ReadEnd::Eof => {
-                let why = if super::stopping() {
-                    SHUTTING_DOWN
-                } else {
-                    "the client closed the connection"
-                };
-                return incomplete(&hello, &mut rx, why);
-            }
+        mark.follow(stream, rx);
+        let got = rx.bytes() - before;
+        let step = match end {
             // A blocking socket says WouldBlock only when its read timeout expires.
-            ReadEnd::WouldBlock => Some(timed_out()),
-            ReadEnd::Error(e) if net::is_timeout(&e) => Some(timed_out()),
-            ReadEnd::Error(e) => Some(e.to_string()),
-            ReadEnd::Sink(e) => {
-                rx.discard();
-                Some(save_failed(&hello, &e))
-            }
+            ReadEnd::WouldBlock => conv.timed_out(cfg, false, false),
+            ReadEnd::Error(e) if net::is_timeout(&e) => conv.timed_out(cfg, false, false),
+            end => conv.data_turn(end, got, cfg, Instant::now()),
         };
-    };
-    if let Some(why) = why {
-        let _ = send(stream, &Frame::Abort(why.clone()));
-        return incomplete(&hello, &mut rx, &why);
-    }
-    let mut trailer = [0u8; TRAILER];
-    if let Err(e) = stream.read_exact(&mut trailer) {
-        let why = if net::is_timeout(&e) {
-            format!("no digest after the data for {idle} s")
-        } else {
-            "the client closed before sending its digest".to_owned()
-        };
-        let _ = send(stream, &Frame::Abort(why.clone()));
-        return incomplete(&hello, &mut rx, &why);
-    }
-    let rcvbuf = net::recv_buffer(stream);
-    let digest = u64::from_be_bytes(trailer);
-    let frame = finish_transfer(
-        &mut rx,
-        &hello,
-        peer,
-        ServerIo::Blocking,
-        cfg,
-        rcvbuf,
-        digest,
-    );
-    let saved = matches!(frame, Frame::Report(_));
-    if let Err(e) = send(stream, &frame) {
-        warn!(%peer, "could not send the report: {e}");
-    }
-    if saved {
-        Outcome::Complete
-    } else {
-        Outcome::Incomplete(format!(
-            "'{}' could not be saved",
-            crate::text::Peer(&hello.name)
-        ))
-    }
-}
-
-/// `read_exact` that gives up at `by` (a deadline, however the bytes trickle in).
-fn read_exact_by(stream: &mut TcpStream, mut buf: &mut [u8], by: Instant) -> io::Result<()> {
-    while !buf.is_empty() {
-        let left = by.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(buf) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => buf = &mut buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        if step.send.is_some() || step.end.is_some() || conv.phase() != Phase::Data {
+            return step;
         }
     }
-    Ok(())
 }
 
 /// Answers clock queries until the client closes. The first request is due within the hello
-/// timeout (the read timeout the caller set); then each within the idle timeout, and each
-/// answer must be taken within it too.
-fn serve_latency(
-    stream: &mut TcpStream,
-    peer: SocketAddr,
-    hello: &Hello,
-    cfg: &ServerConfig,
-) -> Outcome {
-    let mut session = LatencySession::new(hello);
+/// timeout of the accept; then each within the idle timeout, and each answer must be taken
+/// within it too (the write timeout).
+fn serve_latency(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfig) -> Outcome {
     let mut out = Outbox::default();
-    let idle = cfg.idle_timeout.as_secs_f64();
+    // The first request is due by the conversation's deadline; after it, each read waits at
+    // most the idle timeout (set once: no system call per request).
+    if !until_deadline(stream, conv) {
+        return timed_out_answering(conv, cfg, false);
+    }
     let mut first = true;
-    let why = loop {
+    loop {
+        let Some(session) = conv.latency() else {
+            return Outcome::Incomplete("no latency session".into());
+        };
         match stream.read(session.space()) {
-            Ok(0) => break None,
+            Ok(0) => return conv.end_latency(None),
             Ok(n) => {
                 if std::mem::take(&mut first) {
                     let _ = stream.set_read_timeout(Some(cfg.idle_timeout));
                 }
+                conv.request_at(cfg, Instant::now());
+                let Some(session) = conv.latency() else {
+                    return Outcome::Incomplete("no latency session".into());
+                };
                 if let Err(e) = session.filled(n, &mut out) {
                     let _ = out.flush(stream);
-                    break Some(format!("bad request: {e}"));
+                    return conv.bad_request(&e);
                 }
                 // A blocking socket says WouldBlock only when its write timeout expires.
                 match out.flush(stream) {
                     Ok(true) => {}
-                    Ok(false) => break Some(format!("the client took no answer for {idle} s")),
-                    Err(e) if net::is_timeout(&e) => {
-                        break Some(format!("the client took no answer for {idle} s"));
-                    }
-                    Err(e) => break Some(format!("cannot answer: {e}")),
+                    Ok(false) => return timed_out_answering(conv, cfg, true),
+                    Err(e) if net::is_timeout(&e) => return timed_out_answering(conv, cfg, true),
+                    Err(e) => return conv.cannot_answer(&e),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) && first => {
-                break Some(format!(
-                    "no request within {} s of the accept",
-                    cfg.hello_timeout.as_secs_f64()
-                ));
-            }
-            Err(e) if net::is_timeout(&e) => break Some(format!("no request for {idle} s")),
-            Err(e) => break Some(e.to_string()),
-        }
-    };
-    finish_latency(&session, peer, why)
-}
-
-/// Reads the hello, one read at a time, refusing as soon as the bytes show it is bad, or once
-/// `by` has passed.
-fn read_hello(stream: &mut TcpStream, by: Instant, cfg: &ServerConfig) -> Result<Hello, String> {
-    let mut buf = [0u8; MAX_HELLO + 1];
-    let mut have = 0;
-    let late = || {
-        format!(
-            "no complete hello within {} s",
-            cfg.hello_timeout.as_secs_f64()
-        )
-    };
-    loop {
-        match decode_hello(&buf[..have]) {
-            Ok(Some((hello, used))) if used == have => return Ok(hello),
-            Ok(Some(_)) => return Err("data arrived before the server accepted the hello".into()),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
-        }
-        let left = by.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            return Err(late());
-        }
-        match stream.read(&mut buf[have..]) {
-            Ok(0) if have == 0 => return Err("connection closed without a hello".into()),
-            Ok(0) => return Err(format!("connection closed after {have} bytes of a hello")),
-            Ok(n) => have += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if net::is_timeout(&e) => return Err(late()),
-            Err(e) => return Err(format!("error reading the hello: {e}")),
+            Err(e) if net::is_timeout(&e) => return timed_out_answering(conv, cfg, false),
+            Err(e) => return conv.read_failed(&e).end.unwrap_or(Outcome::Complete),
         }
     }
+}
+
+/// A latency session past its deadline; `unsent`: waiting for the client to take answers.
+fn timed_out_answering(conv: &mut Conversation, cfg: &ServerConfig, unsent: bool) -> Outcome {
+    conv.timed_out(cfg, false, unsent)
+        .end
+        .unwrap_or(Outcome::Complete)
 }
 
 fn refuse(stream: &mut TcpStream, reason: String) -> Outcome {

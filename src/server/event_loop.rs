@@ -32,59 +32,27 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use tracing::{debug, warn};
 
+use super::conversation::{Conversation, Phase, Step};
 use super::fds::{self, Backoff, Spare};
-use super::latency::LatencySession;
 use super::outbox::{LATENCY_CAP, Outbox};
-use super::{
-    AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, busy, finish_latency,
-    finish_transfer, incomplete, print_failed, save_failed, start_transfer,
-};
+use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
 use crate::console;
 use crate::net;
-use crate::protocol::{Frame, Hello, LogMode, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
-use crate::receiver::{Block, HASH_BLOCK, ReadEnd, Receiver, TURN_READS};
+use crate::protocol::{Frame, LogMode, ServerIo};
+use crate::server::receiver::{Block, HASH_BLOCK, ReadEnd, TURN_READS};
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKE: Token = Token(usize::MAX - 1);
 /// How often deadlines are checked when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
-enum State {
-    Hello {
-        buf: Box<[u8; MAX_HELLO + 1]>,
-        have: usize,
-    },
-    Data {
-        hello: Hello,
-        rx: Box<Receiver>,
-    },
-    /// Waiting for the answer to the authentication challenge.
-    Auth {
-        hello: Hello,
-        challenge: [u8; crate::auth::LEN],
-        buf: [u8; crate::auth::LEN],
-        have: usize,
-    },
-    /// Every data byte is in; waiting for the client's digest.
-    Trailer {
-        hello: Hello,
-        rx: Box<Receiver>,
-        buf: [u8; TRAILER],
-        have: usize,
-    },
-    Latency(Box<LatencySession>),
-    /// Flushing the last frame; the outcome is final.
-    Closing(Outcome),
-}
-
 struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
-    state: State,
+    conv: Conversation,
     out: Outbox,
-    deadline: Instant,
-    idle: Duration,
-    hello_timeout: Duration,
+    /// The outcome, once the conversation is over; its last frame may still be flushing.
+    closing: Option<Outcome>,
     /// A logged transfer left unread until stdout has room for its lines.
     log_wait: bool,
     wakeups: u64,
@@ -201,7 +169,7 @@ impl Loop<'_> {
                         let _ = self.poll.registry().deregister(&mut l);
                     }
                     stop_by = Some(Instant::now() + self.cfg.grace);
-                    self.abort_where(|c| c.not_started());
+                    self.abort_where(|c| c.conv.not_started());
                 }
                 if super::stopping_now() || stop_by.is_some_and(|t| Instant::now() >= t) {
                     self.abort_where(|_| true);
@@ -307,7 +275,7 @@ impl Loop<'_> {
             .map(|(k, _)| k)
             .collect();
         for key in keys {
-            let outcome = self.conns[key].abort(SHUTTING_DOWN);
+            let outcome = self.conns[key].abort(SHUTTING_DOWN, self.cfg);
             self.close(key, outcome);
         }
     }
@@ -317,7 +285,7 @@ impl Loop<'_> {
         let expired: Vec<usize> = self
             .conns
             .iter()
-            .filter(|(_, c)| now >= c.deadline)
+            .filter(|(_, c)| now >= c.conv.deadline())
             .map(|(k, _)| k)
             .collect();
         for key in expired {
@@ -327,17 +295,11 @@ impl Loop<'_> {
                 if let Some(done) = self.turn_and_requeue(key, false) {
                     return Some(done);
                 }
-                if self.conns.get(key).is_none_or(|c| now < c.deadline) {
+                if self.conns.get(key).is_none_or(|c| now < c.conv.deadline()) {
                     continue;
                 }
             }
-            let (outcome, frame) = self.conns[key].timed_out();
-            // Say why, where the protocol allows.
-            if let Some(frame) = frame {
-                let conn = &mut self.conns[key];
-                conn.queue(&frame);
-                let _ = conn.flush();
-            }
+            let outcome = self.conns[key].timed_out(self.cfg);
             let done = self.close(key, outcome);
             if self.cfg.once {
                 return Some(done);
@@ -411,14 +373,9 @@ impl Loop<'_> {
             entry.insert(Conn {
                 stream,
                 peer,
-                state: State::Hello {
-                    buf: Box::new([0; MAX_HELLO + 1]),
-                    have: 0,
-                },
+                conv: Conversation::new(peer, ServerIo::EventLoop, self.cfg, Instant::now()),
                 out: Outbox::default(),
-                deadline: Instant::now() + self.cfg.hello_timeout,
-                idle: self.cfg.idle_timeout,
-                hello_timeout: self.cfg.hello_timeout,
+                closing: None,
                 log_wait: false,
                 wakeups: 0,
                 more: false,
@@ -447,33 +404,12 @@ fn close(poll: &Poll, mut conn: Conn, outcome: Outcome) -> bool {
 impl Conn {
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
     fn advance(&mut self, block: &mut Block, cfg: &ServerConfig) -> Option<Outcome> {
-        if let State::Hello { .. } = self.state {
-            self.read_hello(cfg);
+        if self.closing.is_none() {
+            let step = self.converse(block, cfg);
+            self.apply(step);
         }
-        if let State::Auth { .. } = self.state {
-            self.read_auth(cfg);
-        }
-        if let State::Data { .. } = self.state {
-            // A logged transfer is read only while stdout has room for a turn's lines.
-            self.log_wait = cfg.log == LogMode::Stdout && !console::room(console::TURN_RESERVE);
-            if self.log_wait {
-                self.more = false;
-                return None;
-            }
-            self.read_data(block);
-        }
-        if let State::Trailer { .. } = self.state {
-            self.read_trailer(cfg);
-        }
-        if let State::Latency(_) = self.state {
-            // Answers first: what the client took makes room for reading its next requests.
-            if let Err(e) = self.flush() {
-                return Some(Outcome::Incomplete(format!("cannot answer: {e}")));
-            }
-            self.read_latency();
-        }
-        let flushed = self.flush();
-        if !matches!(self.state, State::Closing(_)) {
+        let flushed = self.flush(cfg);
+        if self.closing.is_none() {
             let broken =
                 |e: io::Error| Outcome::Incomplete(format!("cannot write to the client: {e}"));
             return flushed.err().map(broken);
@@ -481,135 +417,71 @@ impl Conn {
         match flushed {
             // More to write: the next WRITABLE event resumes it.
             Ok(false) => None,
-            Ok(true) => Some(self.take_outcome()),
+            Ok(true) => self.closing.take(),
             Err(e) => {
                 debug!(peer = %self.peer, "could not send the final frame: {e}");
-                Some(self.take_outcome())
+                self.closing.take()
             }
         }
     }
 
-    fn take_outcome(&mut self) -> Outcome {
-        match std::mem::replace(&mut self.state, State::Closing(Outcome::Complete)) {
-            State::Closing(outcome) => outcome,
-            _ => unreachable!("take_outcome is called only in the closing state"),
+    /// Queues a step's frame; keeps its outcome for when the frame is sent.
+    fn apply(&mut self, step: Step) {
+        if let Some(frame) = &step.send {
+            self.out.frame(frame);
+        }
+        if step.end.is_some() {
+            self.closing = step.end;
         }
     }
 
-    fn read_hello(&mut self, cfg: &ServerConfig) {
-        let State::Hello { buf, have } = &mut self.state else {
-            return;
-        };
-        let verdict = loop {
-            match decode_hello(&buf[..*have]) {
-                Ok(Some((hello, used))) if used == *have => break Ok(hello),
-                Ok(Some(_)) => {
-                    break Err("data arrived before the server accepted the hello".into());
-                }
-                Ok(None) => {}
-                Err(e) => break Err(e.to_string()),
-            }
-            match self.stream.read(&mut buf[*have..]) {
-                Ok(0) if *have == 0 => break Err("connection closed without a hello".to_owned()),
-                Ok(0) => break Err(format!("connection closed after {have} bytes of a hello")),
-                Ok(n) => *have += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break Err(format!("error reading the hello: {e}")),
-            }
-        };
-        let hello = match verdict {
-            Ok(hello) if cfg.auth.is_some() => {
-                let challenge = crate::auth::challenge();
-                self.queue(&Frame::Challenge(challenge));
-                self.state = State::Auth {
-                    hello,
-                    challenge,
-                    buf: [0; crate::auth::LEN],
-                    have: 0,
-                };
-                return;
-            }
-            other => other,
-        };
-        self.admit(hello, cfg);
-    }
-
-    /// Reads the answer to the challenge and admits the hello if it is right.
-    fn read_auth(&mut self, cfg: &ServerConfig) {
-        let State::Auth {
-            challenge,
-            buf,
-            have,
-            ..
-        } = &mut self.state
-        else {
-            return;
-        };
-        while *have < buf.len() {
-            match self.stream.read(&mut buf[*have..]) {
-                Ok(0) => break,
-                Ok(n) => *have += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        let right =
-            *have == buf.len() && cfg.auth.as_ref().is_some_and(|k| k.verify(challenge, buf));
-        let State::Auth { hello, .. } =
-            std::mem::replace(&mut self.state, State::Closing(Outcome::Complete))
-        else {
-            unreachable!("matched above");
-        };
-        self.admit(
-            if right {
-                Ok(hello)
-            } else {
-                Err(AUTH_FAILED.to_owned())
-            },
-            cfg,
-        );
-    }
-
-    /// Accepts an (authenticated) hello the server will serve, or refuses it with the reason.
-    fn admit(&mut self, verdict: Result<Hello, String>, cfg: &ServerConfig) {
-        let peer = self.peer;
-        let admitted = verdict.and_then(|hello| {
-            let read_size = admit(&hello, cfg)?;
-            let rx = match hello.mode {
-                Mode::Stream => Some(Box::new(start_transfer(&hello, read_size, peer, cfg)?)),
-                Mode::Latency => None,
-            };
-            Ok((hello, read_size, rx))
-        });
-        match admitted {
-            Ok((hello, read_size, rx)) => {
-                self.queue(&Frame::Accept {
-                    read_size,
-                    server_io: ServerIo::EventLoop,
-                    log: cfg.log,
-                });
-                // The first byte (or request) is due within the hello timeout of the accept.
-                self.deadline = Instant::now() + self.hello_timeout;
-                match rx {
-                    Some(rx) => self.state = State::Data { hello, rx },
-                    None => {
-                        super::latency_socket(&self.stream, &hello);
-                        self.state = State::Latency(Box::new(LatencySession::new(&hello)));
+    /// Reads what the socket has for the conversation, phase after phase, until it waits.
+    fn converse(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
+        loop {
+            let step = match self.conv.phase() {
+                Phase::Hello | Phase::Auth | Phase::Trailer => {
+                    if self.conv.phase() == Phase::Trailer {
+                        self.conv.set_wakeups(self.wakeups);
+                    }
+                    match self.stream.read(self.conv.space()) {
+                        Ok(n) => self.conv.received(n, cfg, Instant::now(), &self.stream),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => self.conv.read_failed(&e),
                     }
                 }
+                Phase::Data => {
+                    // A logged transfer is read only while stdout has room for a turn's lines.
+                    self.log_wait =
+                        cfg.log == LogMode::Stdout && !console::room(console::TURN_RESERVE);
+                    if self.log_wait {
+                        self.more = false;
+                        return Step::default();
+                    }
+                    let step = self.read_data(block, cfg);
+                    if step.end.is_none() && self.conv.phase() == Phase::Data {
+                        return step;
+                    }
+                    step
+                }
+                Phase::Latency => return self.serve_latency(cfg),
+                Phase::Done => return Step::default(),
+            };
+            if step.end.is_some() {
+                return step;
             }
-            Err(reason) => {
-                self.queue(&Frame::Refuse(reason.clone()));
-                self.state = State::Closing(Outcome::Refused(reason));
+            if let Some(frame) = &step.send {
+                self.out.frame(frame);
+                if let (Frame::Accept { .. }, Some(session)) = (frame, self.conv.latency()) {
+                    super::latency_socket(&self.stream, session.nodelay);
+                }
             }
         }
     }
 
-    fn read_data(&mut self, block: &mut Block) {
-        let State::Data { hello, rx } = &mut self.state else {
-            return;
+    fn read_data(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
+        let Some(rx) = self.conv.receiver() else {
+            return Step::default();
         };
         let before = rx.bytes();
         if before == 0 {
@@ -619,169 +491,60 @@ impl Conn {
         }
         let end = block.read_turn(&mut self.stream, rx);
         self.mark.follow(&self.stream, rx);
-        if rx.bytes() > before {
-            self.deadline = Instant::now() + self.idle;
-        }
+        let got = rx.bytes() - before;
         self.more = matches!(end, ReadEnd::TurnOver);
-        let why = match end {
-            ReadEnd::WouldBlock | ReadEnd::TurnOver => return,
-            ReadEnd::Complete => None,
-            ReadEnd::Eof => Some("the client closed the connection".to_owned()),
-            ReadEnd::Error(e) => Some(e.to_string()),
-            ReadEnd::Sink(e) => {
-                let reason = save_failed(hello, &e);
-                rx.discard();
-                self.out.frame(&Frame::Abort(reason.clone()));
-                Some(reason)
-            }
-        };
-        if let Some(why) = why {
-            self.state = State::Closing(incomplete(hello, rx, &why));
-            return;
-        }
-        let State::Data { hello, rx } =
-            std::mem::replace(&mut self.state, State::Closing(Outcome::Complete))
-        else {
-            unreachable!("matched above");
-        };
-        self.state = State::Trailer {
-            hello,
-            rx,
-            buf: [0; TRAILER],
-            have: 0,
-        };
+        self.conv.data_turn(end, got, cfg, Instant::now())
     }
 
-    /// Reads the client's digest, then finishes the transfer.
-    fn read_trailer(&mut self, cfg: &ServerConfig) {
-        let State::Trailer {
-            hello,
-            rx,
-            buf,
-            have,
-        } = &mut self.state
-        else {
-            return;
-        };
-        while *have < TRAILER {
-            match self.stream.read(&mut buf[*have..]) {
-                Ok(0) => {
-                    let why = "the client closed before sending its digest";
-                    self.state = State::Closing(incomplete(hello, rx, why));
-                    return;
-                }
-                Ok(n) => *have += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.state = State::Closing(incomplete(hello, rx, &e.to_string()));
-                    return;
-                }
-            }
+    /// Answers first (what the client took makes room for reading its next requests), then
+    /// reads requests.
+    fn serve_latency(&mut self, cfg: &ServerConfig) -> Step {
+        if let Err(e) = self.flush(cfg) {
+            return Step {
+                send: None,
+                end: Some(self.conv.cannot_answer(&e)),
+            };
         }
-        rx.wakeups = self.wakeups;
-        let rcvbuf = net::recv_buffer(&self.stream);
-        let digest = u64::from_be_bytes(*buf);
-        let frame = finish_transfer(
-            rx,
-            hello,
-            self.peer,
-            ServerIo::EventLoop,
-            cfg,
-            rcvbuf,
-            digest,
-        );
-        let outcome = match &frame {
-            Frame::Report(_) => Outcome::Complete,
-            _ => Outcome::Incomplete(format!("'{}' could not be saved", hello.name)),
-        };
-        self.out.frame(&frame);
-        self.state = State::Closing(outcome);
-    }
-
-    /// True while the connection has not begun a transfer or a latency session.
-    fn not_started(&self) -> bool {
-        matches!(self.state, State::Hello { .. } | State::Auth { .. })
+        self.read_latency(cfg)
     }
 
     /// Ends the connection now, telling the client why where the protocol allows, and removing
     /// any partly saved file.
-    fn abort(&mut self, why: &str) -> Outcome {
-        let outcome = match &mut self.state {
-            State::Hello { .. } | State::Auth { .. } => {
-                self.out.frame(&Frame::Refuse(why.to_owned()));
-                Outcome::Refused(why.to_owned())
-            }
-            State::Data { hello, rx } | State::Trailer { hello, rx, .. } => {
-                self.out.frame(&Frame::Abort(why.to_owned()));
-                incomplete(hello, rx, why)
-            }
-            State::Latency(session) => finish_latency(session, self.peer, Some(why.to_owned())),
-            State::Closing(_) => return self.take_outcome(),
-        };
-        let _ = self.flush();
-        self.state = State::Closing(Outcome::Complete);
-        outcome
-    }
-
-    /// What a connection past its deadline ends as, and the frame that tells its client why
-    /// where the protocol allows one.
-    fn timed_out(&mut self) -> (Outcome, Option<Frame>) {
-        let hello = self.hello_timeout.as_secs_f64();
-        let idle = self.idle.as_secs_f64();
-        let (why, refused) = match &mut self.state {
-            State::Auth { .. } => (
-                format!("no authentication answer within {hello} s of the connection"),
-                true,
-            ),
-            State::Hello { .. } => (format!("no complete hello within {hello} s"), true),
-            State::Data { rx, .. } if rx.bytes() == 0 => {
-                (format!("no data within {hello} s of the accept"), false)
-            }
-            State::Data { .. } if self.log_wait => (
-                format!("its log output (stdout) was not taken for {idle} s"),
-                false,
-            ),
-            State::Data { .. } => (format!("no data for {idle} s"), false),
-            State::Trailer { .. } => (format!("no digest after the data for {idle} s"), false),
-            State::Latency(session) => {
-                let why = if !self.out.is_empty() {
-                    format!("the client took no answer for {idle} s")
-                } else if session.requests == 0 && session.at_boundary() {
-                    format!("no request within {hello} s of the accept")
-                } else {
-                    format!("no request for {idle} s")
-                };
-                return (finish_latency(session, self.peer, Some(why)), None);
-            }
-            State::Closing(_) => {
-                return (
-                    Outcome::Incomplete("the client did not take its reply".into()),
-                    None,
-                );
-            }
-        };
-        if refused {
-            return (Outcome::Refused(why.clone()), Some(Frame::Refuse(why)));
+    fn abort(&mut self, why: &str, cfg: &ServerConfig) -> Outcome {
+        if let Some(outcome) = self.closing.take() {
+            return outcome;
         }
-        let (State::Data { hello, rx } | State::Trailer { hello, rx, .. }) = &mut self.state else {
-            unreachable!("matched above");
-        };
-        (incomplete(hello, rx, &why), Some(Frame::Abort(why)))
+        let step = self.conv.abort(why);
+        self.apply(step);
+        let _ = self.flush(cfg);
+        self.closing
+            .take()
+            .unwrap_or_else(|| Outcome::Incomplete(why.to_owned()))
     }
 
-    fn queue(&mut self, frame: &Frame) {
-        self.out.frame(frame);
+    /// What a connection past its deadline ends as, having told its client why where the
+    /// protocol allows.
+    fn timed_out(&mut self, cfg: &ServerConfig) -> Outcome {
+        if self.closing.is_some() {
+            return Outcome::Incomplete("the client did not take its reply".into());
+        }
+        let step = self
+            .conv
+            .timed_out(cfg, self.log_wait, !self.out.is_empty());
+        self.apply(step);
+        let _ = self.flush(cfg);
+        self.closing
+            .take()
+            .unwrap_or_else(|| Outcome::Incomplete("timed out".into()))
     }
 
     /// Writes queued output until it is gone (`Ok(true)`) or the socket is full (`Ok(false)`).
     /// A latency client that takes answers is not idle, however few requests it sends.
-    fn flush(&mut self) -> io::Result<bool> {
+    fn flush(&mut self, cfg: &ServerConfig) -> io::Result<bool> {
         let before = self.out.pending();
         let done = self.out.flush(&mut self.stream);
-        if self.out.pending() < before && matches!(&self.state, State::Latency(s) if s.requests > 0)
-        {
-            self.deadline = Instant::now() + self.idle;
+        if self.out.pending() < before {
+            self.conv.busy_at(cfg, Instant::now());
         }
         done
     }
@@ -789,37 +552,40 @@ impl Conn {
     /// Answers clock queries until `WouldBlock`, for at most a turn ([`TURN_READS`] reads), and
     /// only while the client takes its answers: with [`LATENCY_CAP`] unsent it reads no more
     /// until a WRITABLE event says the client took some. The client closing ends the session.
-    fn read_latency(&mut self) {
-        let State::Latency(session) = &mut self.state else {
-            return;
-        };
+    fn read_latency(&mut self, cfg: &ServerConfig) -> Step {
         let mut reads = 0;
-        let why = loop {
+        let end = loop {
             if self.out.pending() >= LATENCY_CAP {
-                return;
+                return Step::default();
             }
             if reads == TURN_READS {
                 self.more = true;
-                return;
+                return Step::default();
             }
+            let Some(session) = self.conv.latency() else {
+                return Step::default();
+            };
             match self.stream.read(session.space()) {
-                Ok(0) => break None,
+                Ok(0) => break self.conv.end_latency(None),
                 Ok(n) => {
                     reads += 1;
-                    self.deadline = Instant::now() + self.idle;
                     if let Err(e) = session.filled(n, &mut self.out) {
-                        break Some(format!("bad request: {e}"));
+                        break self.conv.bad_request(&e);
                     }
+                    self.conv.request_at(cfg, Instant::now());
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.more = false;
-                    return;
+                    return Step::default();
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break Some(e.to_string()),
+                Err(e) => break self.conv.end_latency(Some(e.to_string())),
             }
         };
         self.more = false;
-        self.state = State::Closing(finish_latency(session, self.peer, why));
+        Step {
+            send: None,
+            end: Some(end),
+        }
     }
 }

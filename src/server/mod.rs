@@ -9,10 +9,13 @@
 //! share; with one transfer at a time it is that transfer's cost.
 
 pub mod blocking;
+pub mod conversation;
 pub mod event_loop;
 pub mod fds;
 pub mod latency;
 pub mod outbox;
+pub mod readlog;
+pub mod receiver;
 pub mod save;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
@@ -26,12 +29,11 @@ use tracing::warn;
 
 use crate::console::{self, Stream};
 use crate::protocol::{Frame, Hello, LogMode, Mode, Report, ServerIo};
-use crate::readlog;
-use crate::receiver::Receiver;
 use crate::text::Peer;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
 use latency::LatencySession;
+use receiver::Receiver;
 use save::SaveDir;
 use std::sync::Arc;
 
@@ -46,7 +48,7 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// Bytes per read with `--log none` and no `--read-size` (see [`default_read_size`]), and the
 /// most a log sink's per-chunk reads take: whatever chunk a client announces, the server's read
 /// buffer is its own size, not the client's.
-pub const BULK_READ: u32 = crate::receiver::HASH_BLOCK as u32;
+pub const BULK_READ: u32 = receiver::HASH_BLOCK as u32;
 /// Default: the smallest read with a log sink (`--log-min-read`), so a client announcing
 /// 1-byte chunks does not get a log line per byte.
 pub const LOG_MIN_READ: u32 = 64;
@@ -306,9 +308,9 @@ pub const LATENCY_BUFFERS: usize = 64 << 10;
 
 /// Sets up the socket of an accepted latency session: TCP_NODELAY if the client asked, and the
 /// fixed [`LATENCY_BUFFERS`].
-pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, hello: &Hello) {
+pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, nodelay: bool) {
     let sock = socket2::SockRef::from(sock);
-    if hello.nodelay {
+    if nodelay {
         let _ = sock.set_tcp_nodelay(true);
     }
     let _ = sock.set_send_buffer_size(LATENCY_BUFFERS);

@@ -17,7 +17,7 @@ use std::time::Instant;
 use twox_hash::XxHash3_64;
 
 use crate::protocol::{Hello, LogMode, Report, ServerIo};
-use crate::readlog::TARGET;
+use crate::server::readlog::TARGET;
 use crate::timing::{CpuTime, unix_us_now};
 
 /// Bytes gathered before they are checksummed, unless one read is larger.
