@@ -191,50 +191,8 @@ pub fn quickack<S: std::os::fd::AsFd>(_sock: &S) -> io::Result<()> {
     Ok(())
 }
 
-/// Sets the socket's receive low-water mark (`SO_RCVLOWAT`): the kernel wakes a reader, and
-/// poll reports the socket readable, only once `bytes` are waiting (or the connection ended, or
-/// the receive window is nearly full). A read still returns whatever is there. Fewer, fuller
-/// wake-ups: on loopback each wake-up of the reader costs the sender's CPU a few microseconds.
-pub fn recv_lowat<S: std::os::fd::AsFd>(sock: &S, bytes: u32) -> io::Result<()> {
-    set_int(
-        sock,
-        libc::SOL_SOCKET,
-        libc::SO_RCVLOWAT,
-        bytes.min(i32::MAX as u32) as libc::c_int,
-    )
-}
-
-/// The MSS this end advertised to its peer (Linux `TCP_INFO`'s `tcpi_advmss`): the largest
-/// segment that can arrive, 65483 on loopback, 1448 on an Ethernet path. None elsewhere or if
-/// the kernel will not say.
-#[cfg(target_os = "linux")]
-pub fn advertised_mss<S: std::os::fd::AsFd>(sock: &S) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: tcp_info is plain integers; all zeroes is a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` and `len` are live locals of the sizes passed; the kernel writes at most
-    // `len` bytes and says how many.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            &mut info as *mut libc::tcp_info as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    (rc == 0 && len as usize >= std::mem::offset_of!(libc::tcp_info, tcpi_advmss) + 4)
-        .then_some(info.tcpi_advmss)
-}
-
-/// Linux only.
-#[cfg(not(target_os = "linux"))]
-pub fn advertised_mss<S: std::os::fd::AsFd>(_sock: &S) -> Option<u32> {
-    None
-}
-
-fn set_int<S: std::os::fd::AsFd>(
+/// Sets an integer socket option.
+pub(crate) fn set_int<S: std::os::fd::AsFd>(
     sock: &S,
     level: libc::c_int,
     name: libc::c_int,
@@ -318,48 +276,6 @@ mod tests {
         };
         assert_eq!(rc, 0);
         v
-    }
-
-    /// Whether `s` polls readable within `ms` milliseconds.
-    fn readable(s: &TcpStream, ms: i32) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut p = libc::pollfd {
-            fd: s.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd, count 1.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        assert!(n >= 0, "poll failed");
-        n == 1 && p.revents & libc::POLLIN != 0
-    }
-
-    /// Below its low-water mark a socket does not poll readable, yet a read returns what is
-    /// there; at the mark it polls readable.
-    #[test]
-    fn recv_lowat_holds_back_wakeups_not_data() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (mut s, _) = l.accept().unwrap();
-        super::recv_lowat(&s, 4096).unwrap();
-        c.write_all(&[7u8; 1000]).unwrap();
-        assert!(!readable(&s, 200), "readable below the mark");
-        s.set_nonblocking(true).unwrap();
-        let mut buf = [0u8; 8192];
-        assert_eq!(s.read(&mut buf).unwrap(), 1000);
-        c.write_all(&[7u8; 4096]).unwrap();
-        assert!(readable(&s, 10_000), "not readable at the mark");
-        assert_eq!(s.read(&mut buf).unwrap(), 4096);
-    }
-
-    /// Loopback's segments are large (its MTU is 64 KiB).
-    #[test]
-    fn loopback_advertises_a_large_mss() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        let mss = super::advertised_mss(&s).unwrap();
-        assert!(mss >= crate::server::MARK_MIN_MSS, "{mss}");
     }
 
     /// A request answered at once puts the answering socket in ping-pong mode (delayed ACKs);

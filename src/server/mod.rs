@@ -13,10 +13,13 @@ pub mod conversation;
 pub mod event_loop;
 pub mod fds;
 pub mod latency;
+pub mod mark;
 pub mod outbox;
 pub mod readlog;
 pub mod receiver;
 pub mod save;
+
+pub use mark::WakeMark;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 
@@ -404,56 +407,6 @@ pub fn start_transfer(
     }
     rx.log_start(peer, hello);
     Ok(rx)
-}
-
-/// Segments at least this large (the receiver's advertised MSS) make a connection use the
-/// receive low-water mark ([`WakeMark`]).
-pub const MARK_MIN_MSS: u32 = 16 << 10;
-
-/// A connection's receive low-water mark, kept where its transfer wants it
-/// ([`Receiver::wake_at`]).
-///
-/// Only on paths with large segments (loopback's MSS is 65483): there each segment wakes the
-/// reader, and the mark took the server's CPU per 36 MiB at 1024-byte chunks from ~18 to ~7 ms
-/// and receiver throughput up 7-20%. With 1448-byte segments (the emulated gigabit LAN, two
-/// network namespaces on one host) a mark of 16, 32 or 64 KiB sent 7-8 of 15 transfers at
-/// 1024-byte chunks into a slow mode (70-80 MiB/s instead of 114, client CPU 0.5 s instead of
-/// 0.04): a reader that sleeps until the mark leaves all of the receive processing to the
-/// softirq on the sender's CPU, and the sender fell behind for good. So there it stays 1.
-///
-/// A mark above 1 also waits until the receive buffer is at least four times the mark: to fit
-/// a larger mark the kernel grows the buffer and clamps the receive window to the mark, and a
-/// window no larger than the mark stalled transfers until the delayed-ACK timer fired (36 MiB
-/// in 270 ms instead of 16 with a 128 KiB mark set on a fresh 128 KiB buffer).
-pub struct WakeMark {
-    set: u32,
-    usable: bool,
-}
-
-impl WakeMark {
-    /// The kernel's default mark (1), usable if `stream`'s segments are large enough.
-    pub fn new<S: std::os::fd::AsFd>(stream: &S) -> WakeMark {
-        WakeMark {
-            set: 1,
-            usable: crate::net::advertised_mss(stream).is_some_and(|m| m >= MARK_MIN_MSS),
-        }
-    }
-
-    /// True while the mark is above 1: the socket raises no event for fewer bytes.
-    pub fn raised(&self) -> bool {
-        self.set > 1
-    }
-
-    /// Sets the mark `rx` wants now, if it differs from the one set.
-    pub fn follow<S: std::os::fd::AsFd>(&mut self, stream: &S, rx: &Receiver) {
-        let want = if self.usable { rx.wake_at() } else { 1 };
-        if want == self.set || (want > 1 && crate::net::recv_buffer(stream) < 4 * want) {
-            return;
-        }
-        if crate::net::recv_lowat(stream, want).is_ok() {
-            self.set = want;
-        }
-    }
 }
 
 /// The reason sent when saving failed.

@@ -1,0 +1,96 @@
+//! Encoding and decoding the client's [`Hello`] (the table "Hello" in [`super`]).
+
+use super::frame::{be16, be32, be64};
+use super::*;
+
+/// Appends the encoded hello to `out`. The caller has validated the name and chunk; an invalid
+/// hello still encodes, so tests can send one.
+pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.push(match h.mode {
+        Mode::Stream => 1,
+        Mode::Latency => 2,
+    });
+    out.push(if h.nodelay { FLAG_NODELAY } else { 0 });
+    out.push(h.codec);
+    out.push(h.framing);
+    out.extend_from_slice(&(h.name.len() as u16).to_be_bytes());
+    out.extend_from_slice(&h.length.to_be_bytes());
+    out.extend_from_slice(&h.chunk.to_be_bytes());
+    out.extend_from_slice(h.name.as_bytes());
+}
+
+/// Decodes a hello from the front of `buf`. `Ok(None)`: not enough bytes yet. `Ok(Some((hello,
+/// used)))`: the hello took the first `used` bytes. Fails as early as a prefix shows a bad field,
+/// so a garbage sender is refused after its first few bytes.
+pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError> {
+    let magic_len = buf.len().min(4);
+    if buf[..magic_len] != MAGIC[..magic_len] {
+        let mut seen = [0u8; 4];
+        seen[..magic_len].copy_from_slice(&buf[..magic_len]);
+        return Err(ProtocolError::BadMagic(seen));
+    }
+    if buf.len() < HELLO_FIXED {
+        return Ok(None);
+    }
+    let version = be16(&buf[4..6]);
+    if version != VERSION {
+        return Err(ProtocolError::UnsupportedVersion(version));
+    }
+    let mode = match buf[6] {
+        1 => Mode::Stream,
+        2 => Mode::Latency,
+        other => return Err(ProtocolError::BadMode(other)),
+    };
+    let flags = buf[7];
+    if flags & !FLAG_NODELAY != 0 {
+        return Err(ProtocolError::BadFlags(flags));
+    }
+    let (codec, framing) = (buf[8], buf[9]);
+    let (codec_ok, framing_ok) = match mode {
+        Mode::Stream => (codec == 0, framing == 0),
+        Mode::Latency => (
+            clock::Codec::from_code(codec).is_some(),
+            clock::Framing::from_code(framing).is_some(),
+        ),
+    };
+    if !codec_ok {
+        return Err(ProtocolError::BadCodec(codec));
+    }
+    if !framing_ok {
+        return Err(ProtocolError::BadFraming(framing));
+    }
+    let name_len = usize::from(be16(&buf[10..12]));
+    if name_len > MAX_NAME {
+        return Err(ProtocolError::NameTooLong(name_len));
+    }
+    let length = be64(&buf[12..20]);
+    let chunk = be32(&buf[20..24]);
+    if chunk == 0 || chunk > MAX_CHUNK {
+        return Err(ProtocolError::BadChunk(chunk));
+    }
+    if mode == Mode::Latency && chunk != 1 {
+        return Err(ProtocolError::LatencyChunk(chunk));
+    }
+    if mode == Mode::Latency && name_len != 0 {
+        return Err(ProtocolError::LatencyName(name_len));
+    }
+    let Some(name_bytes) = buf.get(HELLO_FIXED..HELLO_FIXED + name_len) else {
+        return Ok(None);
+    };
+    let name = std::str::from_utf8(name_bytes).map_err(|_| ProtocolError::NameNotUtf8)?;
+    if name.chars().any(|c| c == '/' || c.is_control()) {
+        return Err(ProtocolError::BadName(name.to_owned()));
+    }
+    let hello = Hello {
+        mode,
+        nodelay: flags & FLAG_NODELAY != 0,
+        codec,
+        framing,
+        length,
+        chunk,
+        name: name.to_owned(),
+    };
+    Ok(Some((hello, HELLO_FIXED + name_len)))
+}

@@ -1,0 +1,287 @@
+use super::*;
+use proptest::prelude::*;
+
+fn hello() -> Hello {
+    Hello {
+        mode: Mode::Stream,
+        nodelay: false,
+        codec: 0,
+        framing: 0,
+        length: 36 * 1024 * 1024,
+        chunk: 10240,
+        name: "tsl.txt".into(),
+    }
+}
+
+fn encoded(h: &Hello) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_hello(h, &mut v);
+    v
+}
+
+fn report() -> Report {
+    Report {
+        bytes: 1,
+        digest: 2,
+        first_byte_unix_us: 3,
+        last_byte_unix_us: 4,
+        elapsed_ns: 5,
+        reads: 6,
+        wakeups: 7,
+        cpu_user_us: 8,
+        cpu_sys_us: 9,
+        log_lines: 10,
+        rcvbuf: 11,
+        output_dropped: 12,
+        server_io: Some(ServerIo::EventLoop),
+        log: Some(LogMode::File),
+        saved_to: "/srv/ünïcode".into(),
+    }
+}
+
+/// A hello decodes to itself, and every proper prefix asks for more bytes.
+#[test]
+fn hello_round_trip_and_prefixes() {
+    let h = hello();
+    let bytes = encoded(&h);
+    assert_eq!(bytes.len(), HELLO_FIXED + 7);
+    assert_eq!(decode_hello(&bytes), Ok(Some((h, bytes.len()))));
+    for n in 0..bytes.len() {
+        assert_eq!(decode_hello(&bytes[..n]), Ok(None), "prefix {n}");
+    }
+}
+
+/// Trailing bytes are left for the caller: `used` says where the hello ended.
+#[test]
+fn hello_reports_bytes_used() {
+    let mut bytes = encoded(&hello());
+    let n = bytes.len();
+    bytes.extend_from_slice(b"extra");
+    assert_eq!(decode_hello(&bytes).unwrap().unwrap().1, n);
+}
+
+fn refused(mut edit: impl FnMut(&mut Vec<u8>)) -> ProtocolError {
+    let mut b = encoded(&hello());
+    edit(&mut b);
+    decode_hello(&b).expect_err("should be refused")
+}
+
+/// Every hello field with a bad value is refused with the error that names it.
+#[test]
+fn hello_refusals() {
+    assert!(matches!(
+        refused(|b| b[0] = b'G'),
+        ProtocolError::BadMagic(_)
+    ));
+    assert_eq!(
+        decode_hello(b"GET / HTTP/1.1\r\n"),
+        Err(ProtocolError::BadMagic(*b"GET "))
+    );
+    assert_eq!(
+        decode_hello(b"TX"),
+        Err(ProtocolError::BadMagic(*b"TX\0\0"))
+    );
+    assert_eq!(refused(|b| b[5] = 1), ProtocolError::UnsupportedVersion(1));
+    assert_eq!(refused(|b| b[5] = 3), ProtocolError::UnsupportedVersion(3));
+    assert_eq!(refused(|b| b[6] = 0), ProtocolError::BadMode(0));
+    assert_eq!(refused(|b| b[6] = 3), ProtocolError::BadMode(3));
+    assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));
+    assert_eq!(refused(|b| b[8] = 1), ProtocolError::BadCodec(1));
+    assert_eq!(refused(|b| b[9] = 1), ProtocolError::BadFraming(1));
+    let latency = |codec, framing| {
+        refused(|b| {
+            b[6] = 2;
+            b[8] = codec;
+            b[9] = framing;
+        })
+    };
+    assert_eq!(latency(0, 1), ProtocolError::BadCodec(0));
+    assert_eq!(latency(3, 1), ProtocolError::BadCodec(3));
+    assert_eq!(latency(1, 0), ProtocolError::BadFraming(0));
+    assert_eq!(latency(2, 3), ProtocolError::BadFraming(3));
+    assert_eq!(
+        refused(|b| b[10..12].copy_from_slice(&256u16.to_be_bytes())),
+        ProtocolError::NameTooLong(256)
+    );
+    assert_eq!(
+        refused(|b| b[20..24].copy_from_slice(&0u32.to_be_bytes())),
+        ProtocolError::BadChunk(0)
+    );
+    assert_eq!(
+        refused(|b| b[20..24].copy_from_slice(&(MAX_CHUNK + 1).to_be_bytes())),
+        ProtocolError::BadChunk(MAX_CHUNK + 1)
+    );
+    assert_eq!(refused(|b| b[24] = 0xff), ProtocolError::NameNotUtf8);
+    assert!(matches!(
+        refused(|b| b[25] = b'/'),
+        ProtocolError::BadName(_)
+    ));
+    assert!(matches!(refused(|b| b[25] = 0), ProtocolError::BadName(_)));
+    assert!(matches!(
+        refused(|b| b[25] = b'\n'),
+        ProtocolError::BadName(_)
+    ));
+    // Latency mode carries no name and a chunk of 1.
+    let latency = |edit: &dyn Fn(&mut Vec<u8>)| {
+        refused(|b| {
+            b[6] = 2;
+            b[8] = 1;
+            b[9] = 1;
+            b[20..24].copy_from_slice(&1u32.to_be_bytes());
+            edit(b);
+        })
+    };
+    assert_eq!(latency(&|_| {}), ProtocolError::LatencyName(7));
+    assert_eq!(
+        latency(&|b| {
+            b.truncate(HELLO_FIXED);
+            b[10..12].copy_from_slice(&0u16.to_be_bytes());
+            b[20..24].copy_from_slice(&2u32.to_be_bytes());
+        }),
+        ProtocolError::LatencyChunk(2)
+    );
+}
+
+/// Limits are inclusive: a 255-byte name and a 16 MiB chunk are accepted.
+#[test]
+fn hello_limits_inclusive() {
+    let mut h = hello();
+    h.name = "n".repeat(MAX_NAME);
+    h.chunk = MAX_CHUNK;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
+    h.name.clear();
+    h.chunk = 1;
+    h.mode = Mode::Latency;
+    h.nodelay = true;
+    h.codec = 2;
+    h.framing = 2;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
+}
+
+/// Every frame kind decodes to itself, and every proper prefix asks for more bytes.
+#[test]
+fn frame_round_trips() {
+    for f in [
+        Frame::Accept {
+            read_size: 102,
+            server_io: ServerIo::Blocking,
+            log: LogMode::Stdout,
+        },
+        Frame::Refuse("no thanks".into()),
+        Frame::Abort(String::new()),
+        Frame::Report(report()),
+        Frame::Report(Report::default()),
+        Frame::Challenge([9; 32]),
+    ] {
+        let mut b = Vec::new();
+        encode_frame(&f, &mut b);
+        for n in 0..b.len() {
+            assert_eq!(decode_frame(&b[..n]), Ok(None), "prefix {n} of {f:?}");
+        }
+        let expect = match f {
+            // An absent enum travels as its first value.
+            Frame::Report(r) if r.server_io.is_none() => Frame::Report(Report {
+                server_io: Some(ServerIo::Blocking),
+                log: Some(LogMode::None),
+                ..r
+            }),
+            f => f,
+        };
+        assert_eq!(decode_frame(&b), Ok(Some((expect, b.len()))));
+    }
+}
+
+/// An over-long reason is cut at a character boundary and still decodes.
+#[test]
+fn long_reason_is_cut_to_limit() {
+    let mut b = Vec::new();
+    encode_frame(&Frame::Refuse("é".repeat(MAX_REASON)), &mut b);
+    let Ok(Some((Frame::Refuse(s), _))) = decode_frame(&b) else {
+        panic!("did not decode");
+    };
+    assert!(s.len() <= MAX_REASON && s.len() >= MAX_REASON - 1);
+}
+
+/// Every frame refusal: unknown tag, oversized body, wrong body sizes, bad enums and strings.
+#[test]
+fn frame_refusals() {
+    assert_eq!(decode_frame(&[0]), Err(ProtocolError::BadTag(0)));
+    assert_eq!(decode_frame(&[9, 0, 0]), Err(ProtocolError::BadTag(9)));
+    assert!(matches!(
+        decode_frame(&[5, 0, 2, 1, 2]),
+        Err(ProtocolError::BadBodyLength { tag: 5, .. })
+    ));
+    assert_eq!(
+        decode_frame(&[2, 0x10, 0x01]),
+        Err(ProtocolError::FrameTooLong(4097))
+    );
+    assert!(matches!(
+        decode_frame(&[1, 0, 1, 0]),
+        Err(ProtocolError::BadBodyLength { tag: 1, .. })
+    ));
+    assert_eq!(
+        decode_frame(&[1, 0, 6, 0, 0, 0, 1, 7, 0]),
+        Err(ProtocolError::BadEnum {
+            field: "server_io",
+            value: 7
+        })
+    );
+    assert_eq!(
+        decode_frame(&[1, 0, 6, 0, 0, 0, 1, 0, 3]),
+        Err(ProtocolError::BadEnum {
+            field: "log",
+            value: 3
+        })
+    );
+    // A string length that disagrees with the body length.
+    assert!(matches!(
+        decode_frame(&[2, 0, 3, 0, 5, b'x']),
+        Err(ProtocolError::BadBodyLength { tag: 2, .. })
+    ));
+    assert_eq!(
+        decode_frame(&[2, 0, 4, 0, 2, 0xff, 0xfe]),
+        Err(ProtocolError::StringNotUtf8)
+    );
+    let mut too_long = vec![4, 0x04, 0x02, 0x04, 0x01];
+    too_long.resize(3 + 1026, b'a');
+    assert_eq!(
+        decode_frame(&too_long),
+        Err(ProtocolError::StringTooLong(1025))
+    );
+    assert!(matches!(
+        decode_frame(&[3, 0, 2, 0, 0]),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
+}
+
+proptest! {
+    /// The decoders never panic on arbitrary bytes, and what they accept they accept whole.
+    #[test]
+    fn decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        if let Ok(Some((_, used))) = decode_hello(&bytes) {
+            prop_assert!(used <= bytes.len());
+        }
+        if let Ok(Some((_, used))) = decode_frame(&bytes) {
+            prop_assert!(used <= bytes.len());
+        }
+    }
+
+    /// Random bytes behind a valid magic and version still never panic the hello decoder.
+    #[test]
+    fn hello_decoder_total_after_magic(tail in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&VERSION.to_be_bytes());
+        b.extend_from_slice(&tail);
+        let _ = decode_hello(&b);
+    }
+
+    /// Any valid hello round-trips.
+    #[test]
+    fn hello_round_trip_any(length: u64, chunk in 1..=MAX_CHUNK, name in "[a-zA-Z0-9._ é-]{0,60}") {
+        let h = Hello { mode: Mode::Stream, nodelay: false, codec: 0, framing: 0, length, chunk, name };
+        let b = encoded(&h);
+        prop_assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
+    }
+}

@@ -1,0 +1,137 @@
+use super::*;
+use crate::protocol::{LogMode, encode_hello};
+use std::time::Duration;
+
+fn cfg() -> ServerConfig {
+    ServerConfig {
+        bind: None,
+        port: 0,
+        once: false,
+        read_size: None,
+        rcvbuf: None,
+        blocking: false,
+        log: LogMode::None,
+        log_min_read: super::super::LOG_MIN_READ,
+        max_bytes: 1 << 30,
+        max_clients: 8,
+        hello_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(7),
+        save: None,
+        auth: None,
+        grace: Duration::from_secs(1),
+    }
+}
+
+fn peer() -> SocketAddr {
+    "198.18.0.2:5000".parse().unwrap()
+}
+
+fn stream_hello(length: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_hello(
+        &Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length,
+            chunk: 1024,
+            name: "t.txt".into(),
+        },
+        &mut out,
+    );
+    out
+}
+
+/// Feeds `bytes` one at a time, as a trickling client would send them.
+fn feed(c: &mut Conversation, bytes: &[u8], cfg: &ServerConfig) -> Step {
+    let sock = std::io::stdin();
+    for b in bytes {
+        c.space()[0] = *b;
+        let step = c.received(1, cfg, Instant::now(), &sock);
+        if step.send.is_some() || step.end.is_some() {
+            return step;
+        }
+    }
+    Step::default()
+}
+
+/// A hello trickled in byte by byte is accepted, with the server's read size and model.
+#[test]
+fn hello_then_accept() {
+    let cfg = cfg();
+    let mut c = Conversation::new(peer(), ServerIo::Blocking, &cfg, Instant::now());
+    assert_eq!(c.phase(), Phase::Hello);
+    let step = feed(&mut c, &stream_hello(10), &cfg);
+    assert!(
+        matches!(
+            step.send,
+            Some(Frame::Accept { server_io: ServerIo::Blocking, read_size, .. }) if read_size > 0
+        ),
+        "{step:?}"
+    );
+    assert!(step.end.is_none());
+    assert_eq!(c.phase(), Phase::Data);
+}
+
+/// The same words for the same ends, whichever model: they are said here only.
+#[test]
+fn reasons() {
+    let cfg = cfg();
+    let sock = std::io::stdin();
+    let now = Instant::now();
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let step = c.received(0, &cfg, now, &sock);
+    assert!(
+        matches!(step.end, Some(Outcome::Refused(ref r)) if r == "connection closed without a hello")
+    );
+
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let step = c.timed_out(&cfg, false, false);
+    assert!(matches!(step.send, Some(Frame::Refuse(ref r)) if r == "no complete hello within 2 s"));
+
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let _ = feed(&mut c, &stream_hello(10), &cfg);
+    assert_eq!(c.deadline(), c.deadline().max(now + cfg.hello_timeout));
+    let step = c.timed_out(&cfg, false, false);
+    assert!(
+        matches!(step.send, Some(Frame::Abort(ref r)) if r == "no data within 2 s of the accept")
+    );
+
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let _ = feed(&mut c, &stream_hello(1), &cfg);
+    c.receiver().unwrap().count(1);
+    let step = c.data_turn(ReadEnd::Complete, 1, &cfg, now);
+    assert!(step.end.is_none());
+    assert_eq!(c.phase(), Phase::Trailer);
+    let step = c.received(0, &cfg, now, &sock);
+    assert!(
+        matches!(step.end, Some(Outcome::Incomplete(ref r)) if r.ends_with("then the client closed before sending its digest")),
+        "{step:?}"
+    );
+}
+
+/// Data after the hello, before the accept, is refused; a trickled hello that the client
+/// abandons names how far it got.
+#[test]
+fn early_data_and_short_hellos() {
+    let cfg = cfg();
+    let now = Instant::now();
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let mut bytes = stream_hello(10);
+    bytes.push(b'x');
+    let sock = std::io::stdin();
+    let n = bytes.len();
+    c.space()[..n].copy_from_slice(&bytes);
+    let step = c.received(n, &cfg, now, &sock);
+    assert!(
+        matches!(step.end, Some(Outcome::Refused(ref r)) if r.contains("before the server accepted"))
+    );
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    c.space()[..3].copy_from_slice(&bytes[..3]);
+    let _ = c.received(3, &cfg, now, &sock);
+    let step = c.received(0, &cfg, now, &sock);
+    assert!(
+        matches!(step.end, Some(Outcome::Refused(ref r)) if r == "connection closed after 3 bytes of a hello")
+    );
+}

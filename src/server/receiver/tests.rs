@@ -1,0 +1,181 @@
+use super::*;
+
+/// Reads without turn limits: until complete, closed, `WouldBlock`, an error, or a new
+/// low-water mark.
+fn read_all<R: Read>(block: &mut Block, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+    block.read_some(src, rx, u64::MAX, usize::MAX)
+}
+use crate::protocol::Mode;
+
+fn hello(length: u64) -> Hello {
+    Hello {
+        mode: Mode::Stream,
+        nodelay: false,
+        codec: 0,
+        framing: 0,
+        length,
+        chunk: 102,
+        name: "x".into(),
+    }
+}
+
+/// Hands out its data in pieces, saying WouldBlock between pieces, like a non-blocking socket.
+struct Trickle<'a> {
+    data: &'a [u8],
+    piece: usize,
+    asked: Vec<usize>,
+    block_next: bool,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.asked.push(buf.len());
+        if std::mem::take(&mut self.block_next) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.block_next = true;
+        let n = buf.len().min(self.piece).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// The digest over many pieces equals a one-shot hash, whatever the read size, and no read
+/// asks for more than the read size or past the announced end.
+#[test]
+fn digest_matches_one_shot() {
+    let data: Vec<u8> = (0..700_001u32).map(|i| (i * 7 % 256) as u8).collect();
+    for rs in [1u32, 102, 1024, 10240, 300_000] {
+        let mut rx = Receiver::new(&hello(data.len() as u64), rs, 0, false);
+        let mut block = Block::new(rs as usize, data.len() as u64);
+        let mut src = Trickle {
+            data: &data,
+            piece: 5000,
+            asked: vec![],
+            block_next: false,
+        };
+        loop {
+            match read_all(&mut block, &mut src, &mut rx) {
+                ReadEnd::Complete => break,
+                ReadEnd::WouldBlock | ReadEnd::TurnOver => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(src.asked.iter().all(|&n| n > 0 && n <= rs as usize));
+        let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
+        assert_eq!(rep.bytes, data.len() as u64);
+        assert_eq!(
+            rep.digest,
+            xxhash_rust::xxh3::xxh3_64(&data),
+            "read size {rs}"
+        );
+        assert!(rep.first_byte_unix_us > 0 && rep.last_byte_unix_us >= rep.first_byte_unix_us);
+    }
+}
+
+/// One shared block serves two interleaved transfers without mixing their digests.
+#[test]
+fn shared_block_keeps_transfers_apart() {
+    let (a, b) = (vec![b'a'; 100_000], vec![b'b'; 70_000]);
+    let mut ra = Receiver::new(&hello(a.len() as u64), 1024, 0, false);
+    let mut rb = Receiver::new(&hello(b.len() as u64), 10240, 0, false);
+    let mut sa = Trickle {
+        data: &a,
+        piece: 3000,
+        asked: vec![],
+        block_next: false,
+    };
+    let mut sb = Trickle {
+        data: &b,
+        piece: 7000,
+        asked: vec![],
+        block_next: false,
+    };
+    let mut block = Block::new(1024, u64::MAX);
+    while !(ra.is_complete() && rb.is_complete()) {
+        read_all(&mut block, &mut sa, &mut ra);
+        read_all(&mut block, &mut sb, &mut rb);
+    }
+    let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+    assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
+    assert_eq!(digest(&rb), xxhash_rust::xxh3::xxh3_64(&b));
+}
+
+/// A source that never runs dry (a client always ahead of the server) ends a turn after
+/// TURN_READS small reads, or TURN_BYTES of large ones, or when the low-water mark changes
+/// (after the first byte, and entering the tail); turn after turn completes the transfer
+/// with the right digest.
+#[test]
+fn turns_end_on_a_source_that_never_runs_dry() {
+    let len = 3 * TURN_BYTES as u64 + 5;
+    let mut small = Receiver::new(&hello(len), 16, 0, false);
+    let mut block = Block::new(16, len);
+    let mut src = io::repeat(b'r');
+    assert!(matches!(
+        block.read_turn(&mut src, &mut small),
+        ReadEnd::TurnOver
+    ));
+    assert_eq!(small.bytes(), 16 * TURN_READS);
+
+    let rs = 256 << 10;
+    let mut rx = Receiver::new(&hello(len), rs as u32, 0, false);
+    let mut block = Block::new(rs, len);
+    let mut turns = Vec::new();
+    loop {
+        let before = rx.bytes();
+        let end = block.read_turn(&mut src, &mut rx);
+        turns.push(rx.bytes() - before);
+        match end {
+            ReadEnd::TurnOver => {}
+            ReadEnd::Complete => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    let (rs, mib) = (rs as u64, TURN_BYTES as u64);
+    // The first read sets the mark; 1 MiB turns; the read that enters the tail; the rest.
+    assert_eq!(turns, [rs, mib, mib, 3 * rs, 5]);
+    let digest = rx.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+    assert_eq!(
+        digest,
+        xxhash_rust::xxh3::xxh3_64(&vec![b'r'; len as usize])
+    );
+}
+
+/// The receiver never asks for more than the bytes still announced.
+#[test]
+fn never_reads_past_announced_length() {
+    let mut r = Receiver::new(&hello(150), 102, 0, false);
+    assert_eq!(r.want(), 102);
+    r.count(100);
+    assert_eq!(r.want(), 50);
+    r.count(50);
+    assert!(r.is_complete());
+    assert_eq!(r.want(), 0);
+}
+
+/// An empty transfer is complete at once and reports zero bytes and no timestamps.
+#[test]
+fn empty_transfer() {
+    let r = Receiver::new(&hello(0), 1024, 0, false);
+    assert!(r.is_complete());
+    let rep = r.report(ServerIo::Blocking, LogMode::None, 0);
+    assert_eq!((rep.bytes, rep.reads, rep.first_byte_unix_us), (0, 0, 0));
+    assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(&[]));
+}
+
+/// A transfer cut short reports what arrived, with the digest of exactly those bytes.
+#[test]
+fn eof_reports_partial() {
+    let mut rx = Receiver::new(&hello(1000), 64, 0, false);
+    let mut block = Block::new(64, 1000);
+    let mut src: &[u8] = b"0123456789";
+    assert!(matches!(
+        read_all(&mut block, &mut src, &mut rx),
+        ReadEnd::Eof
+    ));
+    let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
+    assert_eq!(rep.bytes, 10);
+    assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));
+    assert_eq!(rep.last_byte_unix_us, rep.first_byte_unix_us);
+}

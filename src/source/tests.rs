@@ -1,0 +1,104 @@
+use super::*;
+use std::io::Write;
+
+/// Blocks are whole chunks, cover the file exactly, hold its bytes, and the digest matches a
+/// one-shot hash, mapped and read alike.
+#[test]
+fn blocks_cover_file_in_whole_chunks() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..3_000_001u32).map(|i| (i % 251) as u8).collect();
+    f.write_all(&data).unwrap();
+    for access in [Access::Map, Access::Read] {
+        let mut s = Source::open_with(f.path(), 102, 1, access).unwrap();
+        assert_eq!(s.access(), access);
+        assert_eq!(s.len(), data.len() as u64);
+        let mut seen = Vec::new();
+        let mut bytes = Vec::new();
+        loop {
+            let b = s.next_block().unwrap();
+            if b.is_empty() {
+                break;
+            }
+            seen.push(b.len());
+            bytes.extend_from_slice(b);
+        }
+        assert!(bytes == data, "{access:?}");
+        assert!(
+            seen[..seen.len() - 1]
+                .iter()
+                .all(|n| n % 102 == 0 && *n >= BLOCK_TARGET)
+        );
+        assert_eq!(s.digest(), xxhash_rust::xxh3::xxh3_64(&data));
+    }
+}
+
+/// A file longer than several populate steps is handed out whole and in order.
+#[test]
+fn populates_step_by_step() {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let len = POPULATE_FIRST + 2 * POPULATE_STEP + 12_345;
+    f.as_file().set_len(len as u64).unwrap();
+    let mut s = Source::open(f.path(), 10240, 1).unwrap();
+    assert_eq!(s.access(), Access::Map);
+    let mut total = 0;
+    let mut zeros = XxHash3_64::new();
+    loop {
+        let b = s.next_block().unwrap();
+        if b.is_empty() {
+            break;
+        }
+        assert!(b.iter().all(|&x| x == 0));
+        zeros.write(b);
+        total += b.len();
+    }
+    assert_eq!(total, len);
+    assert_eq!(s.digest(), zeros.finish());
+    let Blocks::Mapped { populated, .. } = s.blocks else {
+        panic!("not mapped")
+    };
+    assert_eq!(populated, len);
+}
+
+/// An empty file is refused (issue 14: there is nothing to measure); a file that shrinks
+/// before it is read is the "shrank" error, naming the file.
+#[test]
+fn empty_and_shrunk_files() {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let e = Source::open(f.path(), 1024, 1).err().unwrap().to_string();
+    assert!(e.contains("is empty: there is nothing to measure"), "{e}");
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(&[7u8; 300_000]).unwrap();
+    let mut s = Source::open_with(f.path(), 1024, 1, Access::Read).unwrap();
+    f.as_file().set_len(1000).unwrap();
+    let e = s.next_block().err().unwrap().to_string();
+    assert!(
+        e.contains("shrank while it was read: 1000 of 300000 bytes"),
+        "{e}"
+    );
+    assert!(e.contains(&f.path().display().to_string()), "{e}");
+}
+
+/// The background checksum equals the one-shot hash; a batch widens the block to hold it.
+#[test]
+fn background_digest_and_batch_blocks() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 253) as u8).collect();
+    f.write_all(&data).unwrap();
+    let mut s = Source::open(f.path(), 10240, 64).unwrap();
+    let bg = s.digest_in_background().unwrap().join().unwrap().unwrap();
+    assert_eq!(bg, xxhash_rust::xxh3::xxh3_64(&data));
+    assert_eq!(s.next_block().unwrap().len(), 64 * 10240);
+    let e = Source::open(f.path(), 16 << 20, 1024)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("lower --batch or --chunk"), "{e}");
+}
+
+/// A directory is refused by name.
+#[test]
+fn directory_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let e = Source::open(d.path(), 1024, 1).err().unwrap().to_string();
+    assert!(e.contains("is a directory"), "{e}");
+}
