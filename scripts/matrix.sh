@@ -20,9 +20,10 @@
 #                   installed, else by script) or file
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
+prog=matrix.sh
 # Paths given on the command line are the caller's: resolve them before moving to the repository.
-caller=$PWD
-here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
+source "$(dirname "$0")/common.sh"
+caller_paths
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -53,13 +54,7 @@ done
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
 [[ $io =~ ^(write|writev|sendfile)(,(write|writev|sendfile))*$ ]] || bad "invalid --io '$io': expected a comma-separated list of write, writev, sendfile"
 
-if [[ -z $bin ]]; then
-  cargo build --release --quiet --bins
-  bin=target/release
-fi
-for b in tsserver tsclient tsgen tsmatrix; do
-  [[ -x $bin/$b ]] || { echo "matrix.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
-done
+bin=$(binaries "$bin" tsserver tsclient tsgen tsmatrix)
 
 if ((quick)); then
   reps=${reps:-1} latency_count=100 stall_count=3

@@ -9,9 +9,10 @@
 # iperf3 is installed with apt-get when missing and running as root; otherwise the script skips
 # with a message (exit 0).
 set -euo pipefail
+prog=peers.sh
 # Paths given on the command line are the caller's: resolve them before moving to the repository.
-caller=$PWD
-here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
+source "$(dirname "$0")/common.sh"
+caller_paths
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -28,13 +29,7 @@ while (($#)); do
   esac
 done
 
-if [[ -z $bin ]]; then
-  cargo build --release --quiet --bins
-  bin=target/release
-fi
-for b in tsserver tsclient tsgen tspeers; do
-  [[ -x $bin/$b ]] || { echo "peers.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
-done
+bin=$(binaries "$bin" tsserver tsclient tsgen tspeers)
 
 if ! command -v iperf3 >/dev/null; then
   if [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -7,9 +7,10 @@
 #
 # Writes DIR/scale.md, DIR/scale.json and DIR/scale.svg (default DIR: results).
 set -euo pipefail
+prog=scale.sh
 # Paths given on the command line are the caller's: resolve them before moving to the repository.
-caller=$PWD
-here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
+source "$(dirname "$0")/common.sh"
+caller_paths
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -27,13 +28,7 @@ while (($#)); do
   esac
 done
 
-if [[ -z $bin ]]; then
-  cargo build --release --quiet --bins
-  bin=target/release
-fi
-for b in tsserver tsgen tsscale; do
-  [[ -x $bin/$b ]] || { echo "scale.sh: '$bin/$b' not found: build with cargo build --release" >&2; exit 1; }
-done
+bin=$(binaries "$bin" tsserver tsgen tsscale)
 [[ -f $file ]] || "$bin/tsgen" --size 4MiB "$file"
 # Each client holds a socket and the server one more per client.
 ulimit -n 4096 2>/dev/null || true

@@ -352,6 +352,29 @@ fn scripts_take_bin_dir() {
     }
 }
 
+/// Waits (bounded) until a grid writing to `out` has measured a run, then sends Ctrl-C (SIGINT to
+/// its process group, as a terminal does) and waits (bounded) for it to end.
+fn ctrl_c_once_measuring(child: &mut std::process::Child, out: &Path) -> std::process::ExitStatus {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(out.join("runs.jsonl")).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < end, "the grid never measured");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's process group.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the grid did not stop after SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Issue 6: Ctrl-C (SIGINT to the script's process group) stops the grid with exit 130 and leaves no server or
 /// tmux session behind.
 #[test]
@@ -378,25 +401,7 @@ fn interrupted_grid_cleans_up() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait (bounded) until the grid has started measuring, then interrupt it.
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !out.join("runs.jsonl").exists() {
-        assert!(std::time::Instant::now() < end, "the grid never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: kill(2) on our own child's process group.
-    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
-    let end = std::time::Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "matrix.sh did not stop after SIGINT"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = ctrl_c_once_measuring(&mut child, &out);
     assert_eq!(status.code(), Some(130));
     // Give killed servers a moment to be reaped, then check.
     let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -481,24 +486,7 @@ fn interrupted_tsmatrix_removes_its_scratch() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::fs::metadata(out.join("runs.jsonl")).map_or(0, |m| m.len()) == 0 {
-        assert!(std::time::Instant::now() < end, "the grid never measured");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: kill(2) on our own child's process group.
-    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
-    let end = std::time::Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "tsmatrix did not stop after SIGINT"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = ctrl_c_once_measuring(&mut child, &out);
     assert_eq!(status.code(), Some(130));
     let left: Vec<_> = std::fs::read_dir(&tmp)
         .unwrap()

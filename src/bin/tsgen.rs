@@ -22,9 +22,9 @@ fn parse_len(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match testdata::generate(&args.path, args.size) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => cli::fail("tsgen", &e),
-    }
+    cli::main("tsgen", || {
+        let args = Args::parse();
+        testdata::generate(&args.path, args.size)?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -68,6 +68,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    cli::main("tsmatrix", run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
     cli::init_diagnostics();
     let bin_dir = cli::bin_dir();
@@ -93,14 +97,14 @@ fn main() -> ExitCode {
         line_gbit: args.line_gbit,
     };
     match matrix::run(&cfg) {
-        Ok(tables) => match cli::print(&format!("\n{tables}")) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => cli::fail("tsmatrix", &e.into()),
-        },
+        Ok(tables) => {
+            cli::print(&format!("\n{tables}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Err(e) if e.is::<matrix::Interrupted>() => {
             eprintln!("tsmatrix: interrupted");
-            ExitCode::from(cli::INTERRUPTED as u8)
+            Ok(ExitCode::from(cli::INTERRUPTED as u8))
         }
-        Err(e) => cli::fail("tsmatrix", &e),
+        Err(e) => Err(e),
     }
 }

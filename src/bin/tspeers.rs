@@ -36,9 +36,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let bin_dir = cli::bin_dir();
-    let run = || -> anyhow::Result<String> {
+    cli::main("tspeers", || {
+        let args = Args::parse();
+        let bin_dir = cli::bin_dir();
         let len = std::fs::metadata(&args.file)
             .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
             .len();
@@ -72,13 +72,7 @@ fn main() -> ExitCode {
         );
         tsperf::report::write_atomic(&args.out, md.as_bytes())?;
         tsperf::report::write_atomic(&args.out.with_extension("svg"), &peers::svg(&rows)?)?;
-        Ok(md)
-    };
-    match run() {
-        Ok(md) => match cli::print(&format!("\n{md}")) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => cli::fail("tspeers", &e.into()),
-        },
-        Err(e) => cli::fail("tspeers", &e),
-    }
+        cli::print(&format!("\n{md}"))?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

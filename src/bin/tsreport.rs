@@ -18,8 +18,8 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let run = || -> anyhow::Result<String> {
+    cli::main("tsreport", || {
+        let args = Args::parse();
         let runs = report::read_runs(&args.dir.join("runs.jsonl"))?;
         let setup_path = args.dir.join("setup.json");
         let text = std::fs::read_to_string(&setup_path)
@@ -28,13 +28,7 @@ fn main() -> ExitCode {
             .with_context(|| format!("'{}' is not a grid setup", setup_path.display()))?;
         let m = report::aggregate(setup, &runs);
         report::export_all(&m, &args.dir)?;
-        Ok(markdown::render(&m))
-    };
-    match run() {
-        Ok(tables) => match cli::print(&tables) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => cli::fail("tsreport", &e.into()),
-        },
-        Err(e) => cli::fail("tsreport", &e),
-    }
+        cli::print(&markdown::render(&m))?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

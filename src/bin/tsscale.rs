@@ -39,9 +39,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let bin_dir = cli::bin_dir();
-    let run = || -> anyhow::Result<String> {
+    cli::main("tsscale", || {
+        let args = Args::parse();
+        let bin_dir = cli::bin_dir();
         let len = std::fs::metadata(&args.file)
             .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
             .len();
@@ -72,13 +72,7 @@ fn main() -> ExitCode {
         let json = serde_json::to_string_pretty(&rows)? + "\n";
         tsperf::report::write_atomic(&args.out.join("scale.json"), json.as_bytes())?;
         tsperf::report::write_atomic(&args.out.join("scale.svg"), &scale::svg(&rows)?)?;
-        Ok(md)
-    };
-    match run() {
-        Ok(md) => match cli::print(&md) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => cli::fail("tsscale", &e.into()),
-        },
-        Err(e) => cli::fail("tsscale", &e),
-    }
+        cli::print(&md)?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use crate::auth::Key;
 use crate::net;
 use crate::progress::Progress;
-use crate::protocol::{Frame, Hello, Mode, Report, encode_hello};
+use crate::protocol::{Frame, Hello, Report, encode_hello};
 use crate::source::Source;
 use crate::text::Peer;
 use crate::timing::{CpuTime, unix_us_now};
@@ -243,15 +243,7 @@ fn transfer<T: Transport>(
             .set_send_buffer_size(n as usize)
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
     }
-    let hello = Hello {
-        mode: Mode::Stream,
-        nodelay: false,
-        codec: 0,
-        framing: 0,
-        length: source.len(),
-        chunk: cfg.chunk,
-        name: source.name().to_owned(),
-    };
+    let hello = Hello::stream(source.len(), cfg.chunk, source.name());
     let read_size = handshake(&mut conn, &hello, cfg.auth.as_deref(), cfg.timeout)
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
 

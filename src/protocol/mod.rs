@@ -247,6 +247,21 @@ pub struct Hello {
     pub name: String,
 }
 
+impl Hello {
+    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`.
+    pub fn stream(length: u64, chunk: u32, name: &str) -> Hello {
+        Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length,
+            chunk,
+            name: name.to_owned(),
+        }
+    }
+}
+
 /// The server's measurements of one transfer.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Report {

@@ -63,88 +63,98 @@ pub fn render(m: &Matrix) -> String {
     );
 
     if !m.stream.is_empty() {
-        let slowest = m.slowest_stream();
-        let _ = writeln!(o, "\n## Stream: throughput\n");
-        let _ = writeln!(
-            o,
-            "Server `--log stdout` cells: stdout went to {}.\n",
-            s.stdout_to
-        );
-        let (line_head, line_rule) = match s.line_gbit {
-            Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
-            None => (String::new(), ""),
-        };
-        let _ = writeln!(
-            o,
-            "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | verified |"
-        );
-        let _ = writeln!(
-            o,
-            "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|"
-        );
-        for r in &m.stream {
-            let line = s.line_gbit.map_or(String::new(), |g| {
-                format!(" {:.0}% |", 100.0 * r.median_gbit_s / g)
-            });
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} |",
-                r.chunk,
-                r.io,
-                r.log,
-                r.median_mib_s,
-                r.min_mib_s,
-                r.max_mib_s,
-                r.median_gbit_s,
-                units::duration(Duration::from_secs_f64(r.client_cpu_s)),
-                if slowest > 0.0 {
-                    r.median_mib_s / slowest
-                } else {
-                    0.0
-                },
-                if r.verified { "yes" } else { "**NO**" }
-            );
-        }
+        stream_table(m, &mut o);
     }
-
     if !m.latency.is_empty() {
-        let slowest = m.slowest_latency();
-        let most = m.latency.iter().map(|r| r.count).max().unwrap_or(0);
-        let _ = writeln!(o, "\n## Latency: clock query round trip\n");
-        let _ = writeln!(
-            o,
-            "| codec | framing | nodelay | reconnect | requests | p50 | p99 | vs slowest | note |"
-        );
-        let _ = writeln!(o, "|---|---|---|---|---:|---:|---:|---:|---|");
-        for r in &m.latency {
-            let mut note = Vec::new();
-            if r.count < most {
-                note.push("fewer requests: each stalls");
-            }
-            if r.hint {
-                note.push("Nagle + delayed ACK");
-            }
-            let on = |b: bool| if b { "on" } else { "off" };
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.0}× | {} |",
-                r.codec,
-                r.framing,
-                on(r.nodelay),
-                if r.reconnect { "yes" } else { "no" },
-                r.count,
-                units::duration(Duration::from_secs_f64(r.p50_us / 1e6)),
-                units::duration(Duration::from_secs_f64(r.p99_us / 1e6)),
-                if r.p50_us > 0.0 {
-                    slowest / r.p50_us
-                } else {
-                    0.0
-                },
-                note.join("; ")
-            );
-        }
+        latency_table(m, &mut o);
     }
     o
+}
+
+/// The stream table: one row per cell.
+fn stream_table(m: &Matrix, o: &mut String) {
+    let s = &m.setup;
+    let slowest = m.slowest_stream();
+    let _ = writeln!(o, "\n## Stream: throughput\n");
+    let _ = writeln!(
+        o,
+        "Server `--log stdout` cells: stdout went to {}.\n",
+        s.stdout_to
+    );
+    let (line_head, line_rule) = match s.line_gbit {
+        Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
+        None => (String::new(), ""),
+    };
+    let _ = writeln!(
+        o,
+        "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | verified |"
+    );
+    let _ = writeln!(
+        o,
+        "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|"
+    );
+    for r in &m.stream {
+        let line = s.line_gbit.map_or(String::new(), |g| {
+            format!(" {:.0}% |", 100.0 * r.median_gbit_s / g)
+        });
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} |",
+            r.chunk,
+            r.io,
+            r.log,
+            r.median_mib_s,
+            r.min_mib_s,
+            r.max_mib_s,
+            r.median_gbit_s,
+            units::duration(Duration::from_secs_f64(r.client_cpu_s)),
+            if slowest > 0.0 {
+                r.median_mib_s / slowest
+            } else {
+                0.0
+            },
+            if r.verified { "yes" } else { "**NO**" }
+        );
+    }
+}
+
+/// The latency table: one row per cell.
+fn latency_table(m: &Matrix, o: &mut String) {
+    let slowest = m.slowest_latency();
+    let most = m.latency.iter().map(|r| r.count).max().unwrap_or(0);
+    let _ = writeln!(o, "\n## Latency: clock query round trip\n");
+    let _ = writeln!(
+        o,
+        "| codec | framing | nodelay | reconnect | requests | p50 | p99 | vs slowest | note |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---:|---:|---:|---:|---|");
+    for r in &m.latency {
+        let mut note = Vec::new();
+        if r.count < most {
+            note.push("fewer requests: each stalls");
+        }
+        if r.hint {
+            note.push("Nagle + delayed ACK");
+        }
+        let on = |b: bool| if b { "on" } else { "off" };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0}× | {} |",
+            r.codec,
+            r.framing,
+            on(r.nodelay),
+            if r.reconnect { "yes" } else { "no" },
+            r.count,
+            units::duration(Duration::from_secs_f64(r.p50_us / 1e6)),
+            units::duration(Duration::from_secs_f64(r.p99_us / 1e6)),
+            if r.p50_us > 0.0 {
+                slowest / r.p50_us
+            } else {
+                0.0
+            },
+            note.join("; ")
+        );
+    }
 }
 
 #[cfg(test)]

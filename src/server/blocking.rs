@@ -35,25 +35,7 @@ use crate::server::receiver::{Block, ReadEnd};
 pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     let active = Arc::new(AtomicUsize::new(0));
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
-    // A stop request wakes the blocking accept with a connection to ourselves.
-    if let Ok(addr) = listener.local_addr() {
-        // A dual-stack `[::]` takes IPv4 too, and IPv6 loopback may be missing: try both.
-        let ips: Vec<IpAddr> = match addr.ip() {
-            IpAddr::V4(v4) if v4.is_unspecified() => vec![Ipv4Addr::LOCALHOST.into()],
-            IpAddr::V6(v6) if v6.is_unspecified() => {
-                vec![Ipv6Addr::LOCALHOST.into(), Ipv4Addr::LOCALHOST.into()]
-            }
-            ip => vec![ip],
-        };
-        super::on_stop(move || {
-            for ip in &ips {
-                let to = SocketAddr::new(*ip, addr.port());
-                if TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok() {
-                    break;
-                }
-            }
-        });
-    }
+    wake_accept_on_stop(&listener);
     console::set_line_wait(cfg.idle_timeout);
     let mut next_id = 0u64;
     let (mut spare, mut backoff) = (Spare::new(), Backoff::default());
@@ -116,8 +98,35 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
             warn!("cannot start a thread for {peer}: {e}");
         }
     }
-    // Stopping: let transfers in flight finish within the grace period, then cut off the rest
-    // with a reason; their threads see the closed socket, log the end and remove any partial file.
+    drain(&active, &open, cfg);
+    Ok(true)
+}
+
+/// A stop request wakes the blocking accept with a connection to ourselves.
+fn wake_accept_on_stop(listener: &TcpListener) {
+    if let Ok(addr) = listener.local_addr() {
+        // A dual-stack `[::]` takes IPv4 too, and IPv6 loopback may be missing: try both.
+        let ips: Vec<IpAddr> = match addr.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => vec![Ipv4Addr::LOCALHOST.into()],
+            IpAddr::V6(v6) if v6.is_unspecified() => {
+                vec![Ipv6Addr::LOCALHOST.into(), Ipv4Addr::LOCALHOST.into()]
+            }
+            ip => vec![ip],
+        };
+        super::on_stop(move || {
+            for ip in &ips {
+                let to = SocketAddr::new(*ip, addr.port());
+                if TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// Stopping: lets transfers in flight finish within the grace period, then cuts off the rest
+/// with a reason; their threads see the closed socket, log the end and remove any partial file.
+fn drain(active: &AtomicUsize, open: &Open, cfg: &ServerConfig) {
     let wait_until = |until: Instant, cut_short: bool| {
         while active.load(Ordering::Acquire) > 0
             && Instant::now() < until
@@ -139,7 +148,6 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
         let _ = stream.shutdown(Shutdown::Both);
     }
     wait_until(Instant::now() + Duration::from_secs(2), false);
-    Ok(true)
 }
 
 /// Accepts one waiting connection and refuses it for want of descriptors. True if it did.

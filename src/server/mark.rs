@@ -130,20 +130,12 @@ pub fn advertised_mss<S: std::os::fd::AsFd>(_sock: &S) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Hello, Mode};
+    use crate::protocol::Hello;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
 
     fn hello(length: u64) -> Hello {
-        Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length,
-            chunk: 102,
-            name: "x".into(),
-        }
+        Hello::stream(length, 102, "x")
     }
 
     /// The low-water mark: 1 before the first byte, for the last `WAKE_TAIL` bytes and for

@@ -325,16 +325,7 @@ pub fn assert_verified_io(
 /// The bytes of a stream-mode hello.
 pub fn stream_hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
     let mut b = Vec::new();
-    let hello = Hello {
-        mode: Mode::Stream,
-        nodelay: false,
-        codec: 0,
-        framing: 0,
-        length,
-        chunk,
-        name: name.into(),
-    };
-    encode_hello(&hello, &mut b);
+    encode_hello(&Hello::stream(length, chunk, name), &mut b);
     b
 }
 

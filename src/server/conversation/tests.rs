@@ -28,18 +28,7 @@ fn peer() -> SocketAddr {
 
 fn stream_hello(length: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_hello(
-        &Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length,
-            chunk: 1024,
-            name: "t.txt".into(),
-        },
-        &mut out,
-    );
+    encode_hello(&Hello::stream(length, 1024, "t.txt"), &mut out);
     out
 }
 

@@ -5,18 +5,9 @@ use super::*;
 fn read_all<R: Read>(block: &mut Block, src: &mut R, rx: &mut Receiver) -> ReadEnd {
     block.read_some(src, rx, u64::MAX, usize::MAX)
 }
-use crate::protocol::Mode;
 
 fn hello(length: u64) -> Hello {
-    Hello {
-        mode: Mode::Stream,
-        nodelay: false,
-        codec: 0,
-        framing: 0,
-        length,
-        chunk: 102,
-        name: "x".into(),
-    }
+    Hello::stream(length, 102, "x")
 }
 
 /// Hands out its data in pieces, saying WouldBlock between pieces, like a non-blocking socket.

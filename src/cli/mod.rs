@@ -1,5 +1,11 @@
-//! What both binaries share at their edge: diagnostics set-up, and turning a result into the
-//! process's output and exit code (0 ok, 1 failure, 2 usage; clap exits 2 on its own errors).
+//! The command-line edge: what every binary shares (diagnostics set-up, and turning a result
+//! into the process's output and exit code: 0 ok, 1 failure, 2 usage, 130 interrupted; clap exits
+//! 2 on its own errors), and the front ends of the two main programs ([`tsclient`],
+//! [`tsserver`]). Every binary is `fn main() -> ExitCode { cli::main(NAME, run) }` around a
+//! `run() -> Result<ExitCode>`.
+
+pub mod tsclient;
+pub mod tsserver;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -20,6 +26,15 @@ pub fn init_diagnostics() {
         .with_env_filter(env_filter())
         .with_writer(io::stderr)
         .try_init();
+}
+
+/// Runs a program's `run` and turns its result into the exit code: an error is printed as
+/// `prog: error: ...` with its whole cause chain ([`fail`]) and exits 1.
+pub fn main(prog: &str, run: impl FnOnce() -> anyhow::Result<ExitCode>) -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(prog, &e),
+    }
 }
 
 /// Prints `text` on stdout. A closed pipe on stdout is not a crash and not worth a message.

@@ -1,0 +1,23 @@
+# Sourced by the scripts here: what they share. Set `prog` (the script's name) first, and call
+# `caller_paths` before moving to the repository's root.
+
+# here PATH: PATH as the caller meant it (relative paths are the caller's working directory's).
+here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller" "$1"; fi; }
+
+# caller_paths: remember the caller's working directory for `here`.
+caller_paths() { caller=$PWD; }
+
+# binaries DIR NAME...: builds the release binaries when DIR is empty (and prints the directory
+# used), or checks that DIR holds every NAME; exits 1 naming a missing one.
+binaries() {
+  local dir=$1; shift
+  if [[ -z $dir ]]; then
+    cargo build --release --quiet --bins >&2
+    dir=target/release
+  fi
+  local b
+  for b in "$@"; do
+    [[ -x $dir/$b ]] || { echo "$prog: '$dir/$b' not found: build with cargo build --release" >&2; exit 1; }
+  done
+  printf '%s' "$dir"
+}

@@ -1,0 +1,247 @@
+//! tsclient's front end: its flags, their checks, and the run that sends a file (or makes clock
+//! queries) and prints what both ends measured.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::progress::Progress;
+use crate::protocol::clock::{Codec, Framing};
+use crate::{DEFAULT_PORT, cli, client, latency, output, units};
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+/// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
+/// has checksummed every byte. With --latency, ask the server for its clock instead and report
+/// the round trips.
+#[derive(Parser)]
+#[command(name = "tsclient", version, about)]
+struct Args {
+    /// Server host name or address (IPv6 with or without brackets), optionally with :PORT.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Server port.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024).
+    #[arg(long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
+    chunk: u32,
+    /// Print one JSON object on stdout instead of the human report.
+    #[arg(long)]
+    json: bool,
+    /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).
+    #[arg(long)]
+    no_progress: bool,
+    /// Seconds for each phase, as a deadline: connecting, the server's answer to the hello, and
+    /// its report after the last byte (in latency mode: each answer). Also the longest the
+    /// server may take no data before the transfer fails.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, value_name = "SECS")]
+    timeout: f64,
+    /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
+    #[arg(long)]
+    nonblocking: bool,
+    /// How chunks reach the kernel: one write per chunk (the seed's way), --batch chunks per
+    /// writev, or sendfile of one chunk per call from the page cache (zero-copy).
+    #[arg(long = "io", value_enum, default_value_t = client::Strategy::Write, value_name = "STRATEGY")]
+    strategy: client::Strategy,
+    /// Chunks per writev call with --io writev (1 to 1024).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=client::MAX_BATCH as i64), value_name = "K")]
+    batch: Option<u32>,
+    /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
+    #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
+    sndbuf: Option<u32>,
+    /// The key shared with a server started with --auth-key.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// Latency mode: clock queries, request and response, instead of a file.
+    #[arg(long)]
+    latency: bool,
+    /// Latency: requests to measure.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    count: u64,
+    /// Latency: requests sent first and not counted.
+    #[arg(long, default_value_t = latency::DEFAULT_WARMUP, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    warmup: u64,
+    /// Latency: message body encoding.
+    #[arg(long, value_enum, default_value_t = Codec::Binary)]
+    codec: Codec,
+    /// Latency: one write per message, or the length prefix and body in two writes.
+    #[arg(long, value_enum, default_value_t = Framing::Single)]
+    framing: Framing,
+    /// Latency: set TCP_NODELAY on both ends (by default Nagle's algorithm stays on, as in most
+    /// programs).
+    #[arg(long)]
+    nodelay: bool,
+    /// Latency: a new TCP connection for every request (like netperf TCP_CRR).
+    #[arg(long)]
+    reconnect: bool,
+    /// The file to send (not with --latency).
+    #[arg(required_unless_present = "latency", conflicts_with = "latency")]
+    file: Option<PathBuf>,
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
+        )),
+    }
+}
+
+/// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
+const STREAM_ONLY: [&str; 4] = ["chunk", "sndbuf", "strategy", "batch"];
+const LATENCY_ONLY: [&str; 6] = [
+    "count",
+    "warmup",
+    "codec",
+    "framing",
+    "nodelay",
+    "reconnect",
+];
+
+/// Refuses (exit 2) a flag given for the mode it does not apply to, and a --host:PORT that
+/// disagrees with --port; returns the host and port to use.
+fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
+    let flag = |id: &str| format!("--{}", if id == "strategy" { "io" } else { id });
+    let (own, other, mode) = if args.latency {
+        (&STREAM_ONLY[..], "stream transfers", "--latency")
+    } else {
+        (&LATENCY_ONLY[..], "--latency", "a stream transfer")
+    };
+    if let Some(id) = own.iter().find(|id| cli::given(m, id)) {
+        cli::usage_error::<Args>(format!(
+            "{} applies to {other} only, not to {mode}",
+            flag(id)
+        ));
+    }
+    if args.batch.is_some() && args.strategy != client::Strategy::Writev {
+        cli::usage_error::<Args>(format!(
+            "--batch applies to --io writev only (this run uses --io {})",
+            args.strategy
+        ));
+    }
+    let (host, port) = crate::net::split_host(&args.host).unwrap_or_else(|e| {
+        cli::usage_error::<Args>(e);
+    });
+    match port {
+        Some(p) if cli::given(m, "port") && p != args.port => cli::usage_error::<Args>(format!(
+            "--host {} names port {p} but --port says {}: give the port once",
+            args.host, args.port
+        )),
+        Some(p) => (host, p),
+        None => (host, args.port),
+    }
+}
+
+/// tsclient's `main`.
+pub fn main() -> ExitCode {
+    cli::main("tsclient", run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let (host, port) = check(&matches, &args);
+    cli::init_diagnostics();
+    let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
+        Ok(Some((key, warning))) => {
+            if let Some(w) = warning {
+                eprintln!("tsclient: {w}");
+            }
+            Some(key)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            if args.json {
+                let mode = if args.latency { "latency" } else { "stream" };
+                let _ = cli::print(&(output::failure_json(mode, &e) + "\n"));
+            }
+            return Err(e);
+        }
+    };
+    if args.latency {
+        return latency_run(&args, host, port, auth);
+    }
+    let file = args.file.clone().unwrap_or_default();
+    let cfg = client::StreamConfig {
+        host,
+        port,
+        chunk: args.chunk,
+        file: file.clone(),
+        timeout: Duration::from_secs_f64(args.timeout),
+        nonblocking: args.nonblocking,
+        sndbuf: args.sndbuf,
+        auth,
+        strategy: args.strategy,
+        batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
+    };
+    let mut progress = Progress::new(!args.no_progress);
+    cli::exit_on_interrupt("tsclient", progress.clone())?;
+    let result = match client::run_stream(&cfg, &mut progress) {
+        Ok(r) => r,
+        Err(e) => {
+            if args.json {
+                let name = file
+                    .file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into());
+                let size = std::fs::metadata(&file).ok().map(|m| m.len());
+                let _ = cli::print(
+                    &(output::stream_failure_json(&name, size, progress.sent(), &e) + "\n"),
+                );
+            }
+            return Err(e);
+        }
+    };
+    let text = if args.json {
+        output::stream_json(&result) + "\n"
+    } else {
+        output::stream_human(&result)
+    };
+    cli::print(&text)?;
+    if !result.verified() {
+        anyhow::bail!(output::mismatch(&result));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn latency_run(
+    args: &Args,
+    host: String,
+    port: u16,
+    auth: Option<std::sync::Arc<crate::auth::Key>>,
+) -> anyhow::Result<ExitCode> {
+    let cfg = latency::LatencyConfig {
+        host,
+        port,
+        count: args.count,
+        warmup: args.warmup,
+        codec: args.codec,
+        framing: args.framing,
+        nodelay: args.nodelay,
+        reconnect: args.reconnect,
+        nonblocking: args.nonblocking,
+        timeout: Duration::from_secs_f64(args.timeout),
+        auth,
+    };
+    let mut progress = Progress::queries(!args.no_progress);
+    let stop = cli::stop_on_interrupt("tsclient", progress.clone())?;
+    let mut result = latency::run_latency(&cfg, &mut progress, &stop);
+    let text = if args.json {
+        output::latency_json(&result) + "\n"
+    } else {
+        output::latency_human(&result)
+    };
+    cli::print(&text)?;
+    match result.stopped.take() {
+        None => Ok(ExitCode::SUCCESS),
+        Some(latency::Stopped::Interrupted) => {
+            eprintln!(
+                "tsclient: interrupted after {} of {}",
+                result.rtt.len(),
+                crate::units::count(cfg.count, "clock query")
+            );
+            Ok(ExitCode::from(cli::INTERRUPTED as u8))
+        }
+        Some(latency::Stopped::Failed(e)) => Err(e),
+    }
+}

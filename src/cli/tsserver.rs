@@ -1,0 +1,196 @@
+//! tsserver's front end: its flags, their checks, and the run that binds, serves until stopped,
+//! and flushes what it has to say.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::protocol::LogMode;
+use crate::server::{self, ServerConfig};
+use crate::{DEFAULT_PORT, cli, units};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+
+/// Receive files from tsclient, count and checksum every byte, and send back a report.
+#[derive(Parser)]
+#[command(name = "tsserver", version, about)]
+struct Args {
+    /// Address or host name to listen on; IPv6 addresses with or without brackets. By default
+    /// every interface, IPv6 and IPv4 at once: this is a LAN server.
+    #[arg(long, value_parser = crate::net::parse_bind, value_name = "ADDR")]
+    bind: Option<IpAddr>,
+    /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Exit after one transfer: 0 if it completed, 1 if not.
+    #[arg(long)]
+    once: bool,
+    /// Bytes per read. By default, with a log sink, the client's chunk size (one read and one
+    /// line per chunk, as the seed's server), at least --log-min-read and at most 256 KiB; with
+    /// --log none, 256 KiB. The client's chunk never sizes the server's buffer.
+    #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
+    read_size: Option<u32>,
+    /// Serve each connection on its own thread with blocking reads, instead of the default
+    /// single-threaded mio event loop.
+    #[arg(long)]
+    blocking: bool,
+    /// Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel's own.
+    #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
+    rcvbuf: Option<u32>,
+    /// Where to write one line per read: stdout (one write per line, like printf to a screen),
+    /// file (buffered, see --log-file), or none.
+    #[arg(long, value_enum, default_value_t = Log::None)]
+    log: Log,
+    /// The log file for --log file; lines are appended.
+    #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
+    log_file: PathBuf,
+    /// With --log stdout or file, the smallest read size: a client announcing smaller chunks is
+    /// read at least this many bytes at a time, not one log line per byte.
+    #[arg(long, default_value_t = server::LOG_MIN_READ, value_parser = units::parse_read_size, value_name = "BYTES")]
+    log_min_read: u32,
+    /// Largest transfer a client may announce; larger ones are refused before any data flows.
+    /// Suffixes k/m/g (binary).
+    #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
+    max_bytes: u64,
+    /// Connections served at once; more are refused with a reason. Lowered (with a warning) to
+    /// what fits in the descriptor limit.
+    #[arg(long, default_value_t = server::MAX_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_clients: u64,
+    /// Seconds a new connection has to send its hello (and answer the authentication
+    /// challenge), counted from the accept, and then to send its first byte or request.
+    #[arg(long, default_value_t = server::HELLO_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    hello_timeout: f64,
+    /// Save each received file into DIR under its announced name: written to a hidden temporary,
+    /// renamed into place only when every byte arrived and the digests match.
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+    /// Require clients to prove they hold the key in FILE (HMAC-SHA256 challenge and response;
+    /// the key never crosses the network).
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// With --save, replace a file of the same name (refused by default).
+    #[arg(long, requires = "save")]
+    overwrite: bool,
+    /// Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then
+    /// aborted with a reason (and any partial file removed).
+    #[arg(long, default_value_t = server::GRACE.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    grace: f64,
+    /// Seconds a connection may go without data or requests, or without taking its answers,
+    /// before it is closed and logged as incomplete.
+    #[arg(long, default_value_t = server::IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    idle_timeout: f64,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+        .ok_or_else(|| format!("invalid size '{s}': expected bytes such as 1048576 or 64GiB"))
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
+        )),
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Log {
+    Stdout,
+    File,
+    None,
+}
+
+/// tsserver's `main`.
+pub fn main() -> ExitCode {
+    cli::main("tsserver", run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let log = match args.log {
+        Log::Stdout => LogMode::Stdout,
+        Log::File => LogMode::File,
+        Log::None => LogMode::None,
+    };
+    let given = |id| cli::given(&matches, id);
+    if given("log_file") && log != LogMode::File {
+        cli::usage_error::<Args>(format!(
+            "--log-file applies to --log file only (this server logs to {log})"
+        ));
+    }
+    if given("log_min_read") && log == LogMode::None {
+        cli::usage_error::<Args>(
+            "--log-min-read applies to --log stdout or --log file (this server logs nothing)",
+        );
+    }
+    crate::server::readlog::init(log, &args.log_file)?;
+    // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
+    // serve() returns and the log is flushed. A second signal cuts the grace short.
+    let grace = std::time::Duration::from_secs_f64(args.grace);
+    server::stop_on_signals(grace)?;
+    let save = match &args.save {
+        Some(dir) => Some(std::sync::Arc::new(server::save::SaveDir::open(
+            dir,
+            args.overwrite,
+        )?)),
+        None => None,
+    };
+    // Warnings wait until after the listening line, which is always stderr's first.
+    let mut warnings = Vec::new();
+    let auth = match args.auth_key.as_deref().map(cli::load_key).transpose()? {
+        Some((key, warning)) => {
+            warnings.extend(warning);
+            Some(key)
+        }
+        None => None,
+    };
+    if save.is_some() && auth.is_none() && !args.bind.is_some_and(|ip| ip.is_loopback()) {
+        let dir = args
+            .save
+            .as_ref()
+            .map_or(String::new(), |d| d.display().to_string());
+        warnings.push(format!(
+            "warning: --save on {} lets anyone who can reach this port write files into {dir} (use --auth-key)",
+            args.bind.map_or("every interface".to_owned(), |ip| ip.to_string())
+        ));
+    }
+    let mut cfg = ServerConfig {
+        bind: args.bind,
+        port: args.port,
+        once: args.once,
+        read_size: args.read_size,
+        rcvbuf: args.rcvbuf,
+        blocking: args.blocking,
+        log,
+        log_min_read: args.log_min_read,
+        max_bytes: args.max_bytes,
+        max_clients: args.max_clients as usize,
+        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
+        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+        save,
+        auth,
+        grace,
+    };
+    warnings.extend(server::fit_descriptors(&mut cfg)?);
+    let listener = server::bind(&cfg)?;
+    eprintln!("tsserver: listening on {}", listener.local_addr()?);
+    for w in &warnings {
+        eprintln!("tsserver: {w}");
+    }
+    let served = server::serve(listener, &cfg);
+    if let Err(e) = crate::server::readlog::flush() {
+        crate::console::message(
+            crate::console::Stream::Err,
+            &format!("tsserver: cannot write the log file: {e}\n"),
+        );
+    }
+    // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
+    crate::console::finish();
+    Ok(if served? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(cli::FAILURE)
+    })
+}
