@@ -220,6 +220,51 @@ pub fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
     )
 }
 
+/// The I/O models table and the bars, from the same runs.
+fn models_and_bars(rows: &[PeerRow], o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## I/O models and strategies (same runs)\n\n\
+         | chunk | blocking MiB/s | nonblocking MiB/s | nonblocking / blocking | client CPU s blocking | nonblocking | CPU ratio | writev ×64 MiB/s | writev / write |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {:.1} | {:.1} | {:.2} | {:.4} | {:.4} | {:.2} | {:.1} | {:.2}× |",
+            r.chunk,
+            r.tsperf_mib_s,
+            r.nonblocking_mib_s,
+            r.nonblocking_vs_blocking(),
+            r.blocking_cpu_s,
+            r.nonblocking_cpu_s,
+            r.cpu_ratio(),
+            r.writev_mib_s,
+            r.writev_mib_s / r.tsperf_mib_s.max(f64::MIN_POSITIVE)
+        );
+    }
+    let _ = writeln!(o, "\n## Bars\n");
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+    for r in rows {
+        let bar = iperf3_bar(r.chunk);
+        let _ = writeln!(
+            o,
+            "- {} B: tsperf / iperf3 {:.2}× (bar {bar}×) {}; tsperf / floor {:.2} (bar 0.85) {}; \
+             nonblocking / blocking {:.2} (bar 0.90) {}; client CPU {:.2}× (bar 1.2×) {}.",
+            r.chunk,
+            r.vs_iperf3(),
+            verdict(r.vs_iperf3() >= bar),
+            r.vs_floor(),
+            verdict(r.vs_floor() >= 0.85),
+            r.nonblocking_vs_blocking(),
+            verdict(r.nonblocking_vs_blocking() >= 0.9),
+            r.cpu_ratio(),
+            verdict(r.cpu_ratio() <= 1.2)
+        );
+    }
+}
+
+/// `peers.md`: the comparison, the I/O models and the bars.
 pub fn markdown(
     rows: &[PeerRow],
     file: &Path,
@@ -271,46 +316,7 @@ pub fn markdown(
             counted
         );
     }
-    let _ = writeln!(
-        o,
-        "\n## I/O models and strategies (same runs)\n\n\
-         | chunk | blocking MiB/s | nonblocking MiB/s | nonblocking / blocking | client CPU s blocking | nonblocking | CPU ratio | writev ×64 MiB/s | writev / write |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for r in rows {
-        let _ = writeln!(
-            o,
-            "| {} | {:.1} | {:.1} | {:.2} | {:.4} | {:.4} | {:.2} | {:.1} | {:.2}× |",
-            r.chunk,
-            r.tsperf_mib_s,
-            r.nonblocking_mib_s,
-            r.nonblocking_vs_blocking(),
-            r.blocking_cpu_s,
-            r.nonblocking_cpu_s,
-            r.cpu_ratio(),
-            r.writev_mib_s,
-            r.writev_mib_s / r.tsperf_mib_s.max(f64::MIN_POSITIVE)
-        );
-    }
-    let _ = writeln!(o, "\n## Bars\n");
-    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
-    for r in rows {
-        let bar = iperf3_bar(r.chunk);
-        let _ = writeln!(
-            o,
-            "- {} B: tsperf / iperf3 {:.2}× (bar {bar}×) {}; tsperf / floor {:.2} (bar 0.85) {}; \
-             nonblocking / blocking {:.2} (bar 0.90) {}; client CPU {:.2}× (bar 1.2×) {}.",
-            r.chunk,
-            r.vs_iperf3(),
-            verdict(r.vs_iperf3() >= bar),
-            r.vs_floor(),
-            verdict(r.vs_floor() >= 0.85),
-            r.nonblocking_vs_blocking(),
-            verdict(r.nonblocking_vs_blocking() >= 0.9),
-            r.cpu_ratio(),
-            verdict(r.cpu_ratio() <= 1.2)
-        );
-    }
+    models_and_bars(rows, &mut o);
     o
 }
 

@@ -101,20 +101,14 @@ enum Log {
     None,
 }
 
-/// tsserver's `main`.
-pub fn main() -> ExitCode {
-    cli::main("tsserver", run)
-}
-
-fn run() -> anyhow::Result<ExitCode> {
-    let matches = Args::command().get_matches();
-    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+/// Refuses (exit 2) a log flag given for a sink it does not apply to; returns the sink.
+fn check(matches: &clap::ArgMatches, args: &Args) -> LogMode {
     let log = match args.log {
         Log::Stdout => LogMode::Stdout,
         Log::File => LogMode::File,
         Log::None => LogMode::None,
     };
-    let given = |id| cli::given(&matches, id);
+    let given = |id| cli::given(matches, id);
     if given("log_file") && log != LogMode::File {
         cli::usage_error::<Args>(format!(
             "--log-file applies to --log file only (this server logs to {log})"
@@ -125,6 +119,18 @@ fn run() -> anyhow::Result<ExitCode> {
             "--log-min-read applies to --log stdout or --log file (this server logs nothing)",
         );
     }
+    log
+}
+
+/// tsserver's `main`.
+pub fn main() -> ExitCode {
+    cli::main("tsserver", run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let log = check(&matches, &args);
     crate::server::readlog::init(log, &args.log_file)?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short.

@@ -29,7 +29,7 @@
 //! takes nothing for a second.
 //!
 //! Memory: at most [`MESSAGE_CAP`] bytes per stream, plus, for stdout, what the event loop's
-//! transfers add after it found room (a turn's lines, [`TURN_RESERVE`]) and one start and one
+//! transfers add after it found room (a turn's lines, the reserve asked for) and one start and one
 //! end line per connection.
 
 use std::cell::Cell;
@@ -49,9 +49,6 @@ use direct::Direct;
 pub const LINE_CAP: usize = 16 << 10;
 /// Bytes waiting for a stream before a message is dropped.
 pub const MESSAGE_CAP: usize = 128 << 10;
-/// Room the event loop asks for before one read turn of a logged transfer: a line per read of
-/// the turn, plus its end line.
-pub const TURN_RESERVE: usize = crate::server::receiver::TURN_READS as usize * 128 + 2048;
 /// Bytes the writer writes before it gives their room back.
 const GIVE_BACK: usize = 8 << 10;
 /// How long [`finish`] waits on a stream that takes no output.
@@ -71,8 +68,8 @@ struct Queue {
     in_flight: usize,
     /// Messages dropped since the last notice.
     dropped: u64,
-    /// Someone found no room and wants [`on_room`]'s wake-up.
-    wanted: bool,
+    /// Someone found no room for this many bytes and wants [`on_room`]'s wake-up when there is.
+    wanted: Option<usize>,
     /// Bytes written since start (to tell progress at exit).
     written: u64,
     /// The writer is waiting for work: a producer must wake it (otherwise it will look again
@@ -169,7 +166,7 @@ fn channels() -> &'static [Channel; 2] {
                 buf: Vec::new(),
                 in_flight: 0,
                 dropped: 0,
-                wanted: false,
+                wanted: None,
                 written: 0,
                 writer_idle: false,
                 room_waiters: 0,
@@ -227,7 +224,7 @@ pub fn room(reserve: usize) -> bool {
     let mut q = lock(&c.q);
     let fits = q.waiting() + reserve <= LINE_CAP;
     if !fits {
-        q.wanted = true;
+        q.wanted = Some(q.wanted.map_or(reserve, |r| r.max(reserve)));
     }
     fits
 }
@@ -376,9 +373,9 @@ fn taken(c: &Channel, n: usize) {
         if q.room_waiters > 0 {
             c.room.notify_all();
         }
-        let wake = q.wanted && q.waiting() + TURN_RESERVE <= LINE_CAP;
+        let wake = q.wanted.is_some_and(|r| q.waiting() + r <= LINE_CAP);
         if wake {
-            q.wanted = false;
+            q.wanted = None;
         }
         wake
     };

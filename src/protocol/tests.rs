@@ -1,3 +1,6 @@
+//! The codecs against the specification: round trips, every refusal, and (proptest) no panic
+//! and no over-read on any input.
+
 use super::*;
 use proptest::prelude::*;
 

@@ -266,7 +266,10 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
         // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
         // up if stdout takes nothing for the idle timeout.
         if cfg.log == LogMode::Stdout
-            && !console::wait_room(console::TURN_RESERVE, Instant::now() + cfg.idle_timeout)
+            && !console::wait_room(
+                crate::server::receiver::LOG_TURN_RESERVE,
+                Instant::now() + cfg.idle_timeout,
+            )
         {
             return conv.timed_out(cfg, true, false);
         }

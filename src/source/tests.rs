@@ -1,3 +1,5 @@
+//! The mapped source: its blocks, digests, and the files it refuses.
+
 use super::*;
 use std::io::Write;
 

@@ -1,3 +1,5 @@
+//! The conversation without sockets: bytes in, frames and outcomes out, and the words it says.
+
 use super::*;
 use crate::protocol::{LogMode, encode_hello};
 use std::time::Duration;

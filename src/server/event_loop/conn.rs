@@ -84,8 +84,8 @@ impl Conn {
                 }
                 Phase::Data => {
                     // A logged transfer is read only while stdout has room for a turn's lines.
-                    self.log_wait =
-                        cfg.log == LogMode::Stdout && !console::room(console::TURN_RESERVE);
+                    self.log_wait = cfg.log == LogMode::Stdout
+                        && !console::room(crate::server::receiver::LOG_TURN_RESERVE);
                     if self.log_wait {
                         self.more = false;
                         return Step::default();

@@ -27,6 +27,9 @@ pub const HASH_BLOCK: usize = 256 * 1024;
 /// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
 /// its other connections, its deadlines or a shutdown.
 pub const TURN_READS: u64 = 64;
+/// Room on stdout a logged transfer asks for before one read turn ([`crate::console::room`]):
+/// a line per read of the turn, plus its end line.
+pub const LOG_TURN_RESERVE: usize = TURN_READS as usize * 128 + 2048;
 pub const TURN_BYTES: usize = 1 << 20;
 
 /// The accounting of one transfer in progress.

@@ -1,3 +1,5 @@
+//! Counting and checksumming: every byte once, in any read size, never past the announced end.
+
 use super::*;
 
 /// Reads without turn limits: until complete, closed, `WouldBlock`, an error, or a new
