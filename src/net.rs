@@ -50,21 +50,32 @@ pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
     }
 }
 
-/// Parses `--bind`: an address (IPv6 with or without brackets) or a host name, which is
-/// resolved to its first address.
-pub fn parse_bind(text: &str) -> Result<std::net::IpAddr, String> {
-    let bare = text
-        .strip_prefix('[')
-        .and_then(|t| t.strip_suffix(']'))
-        .unwrap_or(text);
-    if let Ok(ip) = bare.parse() {
-        return Ok(ip);
+/// What `--bind` names: an address, and a port if it was given as `HOST:PORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bind {
+    pub ip: std::net::IpAddr,
+    pub port: Option<u16>,
+}
+
+/// Parses `--bind` as [`split_host`] reads `--host` (a name, an address, IPv6 bare or in
+/// brackets, optionally with `:PORT`); a name is resolved to its first address.
+pub fn parse_bind(text: &str) -> Result<Bind, String> {
+    let bad = || {
+        format!(
+            "invalid address '{text}': expected an IP address or a host name that resolves, \
+             optionally with :PORT (IPv6 in brackets: [::1]:7433)"
+        )
+    };
+    let (host, port) = split_host(text).map_err(|_| bad())?;
+    if let Ok(ip) = host.parse() {
+        return Ok(Bind { ip, port });
     }
-    match (bare, 0).to_socket_addrs().map(|mut a| a.next()) {
-        Ok(Some(addr)) => Ok(addr.ip()),
-        _ => Err(format!(
-            "invalid address '{text}': expected an IP address or a host name that resolves"
-        )),
+    match (host.as_str(), 0).to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(Bind {
+            ip: addr.ip(),
+            port,
+        }),
+        _ => Err(bad()),
     }
 }
 
@@ -243,9 +254,18 @@ mod host_tests {
             let e = split_host(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
-        assert_eq!(parse_bind("[::]"), Ok("::".parse().unwrap()));
-        assert_eq!(parse_bind("127.0.0.1"), Ok("127.0.0.1".parse().unwrap()));
-        assert!(parse_bind("localhost").is_ok_and(|ip| ip.is_loopback()));
+        let bind = |ip: &str, port| {
+            Ok(Bind {
+                ip: ip.parse().unwrap(),
+                port,
+            })
+        };
+        assert_eq!(parse_bind("[::]"), bind("::", None));
+        assert_eq!(parse_bind("::1"), bind("::1", None));
+        assert_eq!(parse_bind("[::1]:7433"), bind("::1", Some(7433)));
+        assert_eq!(parse_bind("127.0.0.1"), bind("127.0.0.1", None));
+        assert_eq!(parse_bind("127.0.0.1:0"), bind("127.0.0.1", Some(0)));
+        assert!(parse_bind("localhost:9").is_ok_and(|b| b.ip.is_loopback() && b.port == Some(9)));
         assert!(
             parse_bind("no such host.invalid")
                 .unwrap_err()

@@ -125,3 +125,34 @@ fn tsmatrix_chunk_lists() {
         "invalid chunk size '0'",
     );
 }
+
+/// Issue 16 (6): `--bind` takes `HOST:PORT` and `[v6]:PORT` as `--host` does; a port given both
+/// ways must agree.
+#[test]
+fn bind_takes_host_and_port() {
+    let mut cmd = std::process::Command::new(bin("tsserver"));
+    cmd.args(["--bind", "127.0.0.1:0"]);
+    let server = Server::spawn(cmd);
+    assert!(server.port > 0);
+    let v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    if v6 {
+        let mut cmd = std::process::Command::new(bin("tsserver"));
+        cmd.args(["--bind", "[::1]:0"]);
+        let server = Server::spawn(cmd);
+        assert!(
+            server.wait_for(|_, e| e.contains("listening on [::1]:")),
+            "{}",
+            server.stderr()
+        );
+    }
+    assert_fails(
+        &run(bin("tsserver"), &["--bind", "127.0.0.1:1", "--port", "2"]),
+        2,
+        "give the port once",
+    );
+    assert_fails(
+        &run(bin("tsserver"), &["--bind", "[::1"]),
+        2,
+        "invalid address '[::1'",
+    );
+}

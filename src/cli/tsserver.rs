@@ -1,7 +1,6 @@
 //! tsserver's front end: its flags, their checks, and the run that binds, serves until stopped,
 //! and flushes what it has to say.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,10 +13,11 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 #[derive(Parser)]
 #[command(name = "tsserver", version, about)]
 struct Args {
-    /// Address or host name to listen on; IPv6 addresses with or without brackets. By default
+    /// Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without
+    /// brackets ([::1]:7433 with a port). By default
     /// every interface, IPv6 and IPv4 at once: this is a LAN server.
     #[arg(long, value_parser = crate::net::parse_bind, value_name = "ADDR")]
-    bind: Option<IpAddr>,
+    bind: Option<crate::net::Bind>,
     /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -122,6 +122,24 @@ fn check(matches: &clap::ArgMatches, args: &Args) -> LogMode {
     log
 }
 
+/// The address and port to listen on: `--bind`'s port if it named one (refusing, exit 2, a
+/// `--port` that disagrees), else `--port`.
+fn bind_and_port(matches: &clap::ArgMatches, args: &Args) -> (Option<std::net::IpAddr>, u16) {
+    let Some(b) = args.bind else {
+        return (None, args.port);
+    };
+    match b.port {
+        Some(p) if cli::given(matches, "port") && p != args.port => {
+            cli::usage_error::<Args>(format!(
+                "--bind names port {p} but --port says {}: give the port once",
+                args.port
+            ))
+        }
+        Some(p) => (Some(b.ip), p),
+        None => (Some(b.ip), args.port),
+    }
+}
+
 /// tsserver's `main`.
 pub fn main() -> ExitCode {
     cli::main("tsserver", run)
@@ -131,6 +149,7 @@ fn run() -> anyhow::Result<ExitCode> {
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let log = check(&matches, &args);
+    let (bind, port) = bind_and_port(&matches, &args);
     crate::server::readlog::init(log, &args.log_file)?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short.
@@ -152,19 +171,19 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    if save.is_some() && auth.is_none() && !args.bind.is_some_and(|ip| ip.is_loopback()) {
+    if save.is_some() && auth.is_none() && !bind.is_some_and(|ip| ip.is_loopback()) {
         let dir = args
             .save
             .as_ref()
             .map_or(String::new(), |d| d.display().to_string());
         warnings.push(format!(
             "warning: --save on {} lets anyone who can reach this port write files into {dir} (use --auth-key)",
-            args.bind.map_or("every interface".to_owned(), |ip| ip.to_string())
+            bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
     let mut cfg = ServerConfig {
-        bind: args.bind,
-        port: args.port,
+        bind,
+        port,
         once: args.once,
         read_size: args.read_size,
         rcvbuf: args.rcvbuf,
