@@ -207,9 +207,7 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
 fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRow {
     let of = |f: fn(&StreamJson) -> f64| -> Vec<f64> { reps.iter().map(|s| f(s)).collect() };
     let mut mib = of(|s| s.mib_per_s);
-    let (min, max) = mib
-        .iter()
-        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let (min, max) = crate::stats::min_max(&mib);
     StreamRow {
         chunk,
         io: io.to_owned(),

@@ -203,23 +203,18 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
             Phase::Done => return Outcome::Incomplete("the conversation ended".into()),
         };
         if let Some(frame) = &step.send {
-            let sent = send(stream, frame);
+            // A latency session's socket is set up before its Accept goes out, as the event
+            // loop does.
             if let (Frame::Accept { .. }, Some(session)) = (frame, conv.latency()) {
                 super::latency_socket(stream, session.nodelay);
             }
-            match (sent, &step.end, frame) {
-                (Err(e), None, _) => {
-                    return conv
-                        .abort(&format!("cannot write to the client: {e}"))
-                        .end
-                        .unwrap_or(Outcome::Incomplete(format!(
-                            "cannot write to the client: {e}"
-                        )));
+            if let Err(e) = send(stream, frame) {
+                let why = format!("cannot write to the client: {e}");
+                match &step.end {
+                    None => return conv.abort(&why).end.unwrap_or(Outcome::Incomplete(why)),
+                    Some(Outcome::Complete) => warn!(%peer, "could not send the report: {e}"),
+                    Some(_) => {}
                 }
-                (Err(e), Some(Outcome::Complete), _) => {
-                    warn!(%peer, "could not send the report: {e}")
-                }
-                _ => {}
             }
         }
         if let Some(outcome) = step.end {

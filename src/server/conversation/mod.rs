@@ -267,15 +267,6 @@ impl Conversation {
         })
     }
 
-    /// The hello of an accepted connection (for setting up its socket).
-    pub fn accepted_hello(&self) -> Option<&Hello> {
-        match &self.state {
-            State::Data { hello, .. } | State::Trailer { hello, .. } => Some(hello),
-            State::Auth { hello, .. } => Some(hello),
-            _ => None,
-        }
-    }
-
     /// The transfer's accounting, while its data is read.
     pub fn receiver(&mut self) -> Option<&mut Receiver> {
         match &mut self.state {
