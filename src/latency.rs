@@ -21,10 +21,10 @@ use crate::client::blocking::Blocking;
 use crate::client::nonblocking::MioConn;
 use crate::net;
 use crate::progress::Progress;
+use crate::protocol::Hello;
 use crate::protocol::clock::{
-    Codec, Framing, MAX_MESSAGE, PREFIX, TimeRequest, decode_response, encode_request,
+    Codec, Framing, MAX_MESSAGE, Offset, PREFIX, TimeRequest, decode_response, encode_request,
 };
-use crate::protocol::{Hello, Mode};
 use crate::timing::unix_ns_now;
 
 /// Requests sent first and left out of the statistics (connection set-up, cold caches).
@@ -105,8 +105,8 @@ pub fn run_latency(
     result
 }
 
-/// The best (fastest) round trip so far: its time, the offset and the offset's error.
-type Best = Option<(u64, i64, u64)>;
+/// The best (fastest) round trip so far: its time and the offset it gives.
+type Best = Option<(u64, Offset)>;
 
 fn run<T: Transport>(
     cfg: &LatencyConfig,
@@ -117,13 +117,13 @@ fn run<T: Transport>(
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
     let mut best: Best = None;
     let stopped = measure::<T>(cfg, progress, stop, &mut rtt, &mut best).err();
-    let (_, offset_ns, offset_err_ns) = best.unwrap_or((0, 0, 0));
+    let (_, est) = best.unwrap_or_default();
     LatencyResult {
         cfg: cfg.clone(),
         io: T::IO,
         rtt,
-        offset_ns,
-        offset_err_ns,
+        offset_ns: est.offset_ns,
+        offset_err_ns: est.err_ns,
         stopped,
     }
 }
@@ -185,20 +185,9 @@ fn measure<T: Transport>(
         let ns = (elapsed.as_nanos() as u64).max(1);
         rtt.saturating_record(ns);
         progress.update(rtt.len());
-        let (t1, t2, t3, t4) = (
-            i128::from(t1),
-            i128::from(resp.server_recv_unix_ns),
-            i128::from(resp.server_send_unix_ns),
-            i128::from(t4),
-        );
-        let offset = ((t2 - t1) + (t3 - t4)) / 2;
-        let err = (((t4 - t1) - (t3 - t2)).max(0) / 2) as u64;
-        if best.is_none_or(|(b, _, _)| ns < b) {
-            *best = Some((
-                ns,
-                offset.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
-                err,
-            ));
+        let est = Offset::of(t1, resp.server_recv_unix_ns, resp.server_send_unix_ns, t4);
+        if best.is_none_or(|(b, _)| ns < b) {
+            *best = Some((ns, est));
         }
     }
     Ok(())
@@ -213,15 +202,7 @@ fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
             .set_tcp_nodelay(true)
             .context("cannot set TCP_NODELAY")?;
     }
-    let hello = Hello {
-        mode: Mode::Latency,
-        nodelay: cfg.nodelay,
-        codec: cfg.codec.code(),
-        framing: cfg.framing.code(),
-        length: count,
-        chunk: 1,
-        name: String::new(),
-    };
+    let hello = Hello::latency(count, cfg.codec, cfg.framing, cfg.nodelay);
     crate::client::handshake(&mut c, &hello, cfg.auth.as_deref(), cfg.timeout)
         .context("the server did not accept latency mode")?;
     Ok(c)

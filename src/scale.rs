@@ -100,6 +100,9 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         auth: None,
         strategy: Strategy::Write,
         batch: client::DEFAULT_BATCH,
+        server_log: None,
+        // Only the aggregate rate is measured: no clock queries ahead of the start.
+        clock_queries: 0,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

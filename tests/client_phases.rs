@@ -72,6 +72,7 @@ fn hello_answer_deadline_is_not_reset_by_a_trickle() {
             read_size: 1024,
             server_io: tsperf::protocol::ServerIo::Blocking,
             log: tsperf::protocol::LogMode::None,
+            stdout: tsperf::protocol::StdoutKind::Unknown,
         };
         trickle_out(&mut s, &frame_bytes(&accept), Duration::from_millis(700));
         thread::sleep(Duration::from_secs(30));

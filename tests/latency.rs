@@ -202,11 +202,13 @@ fn bad_request_does_not_stop_the_server() {
                 length: 1,
                 chunk: 1,
                 name: String::new(),
+                log: None,
+                clock_queries: 0,
             },
             &mut hello,
         );
         s.write_all(&hello).unwrap();
-        let mut accept = [0u8; 9];
+        let mut accept = [0u8; 10];
         s.read_exact(&mut accept).unwrap();
         s.write_all(b"\x00\x00\x00\x03abc").unwrap();
         let mut rest = Vec::new();

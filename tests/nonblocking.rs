@@ -143,7 +143,7 @@ fn stalled_client(port: u16, len: u64, sent: usize) -> TcpStream {
     let mut hello = Vec::new();
     hello.extend(stream_hello(len, 1024, "stalled.txt"));
     s.write_all(&hello).unwrap();
-    let mut accept = [0u8; 9];
+    let mut accept = [0u8; 10];
     s.read_exact(&mut accept).unwrap();
     assert!(matches!(
         decode_frame(&accept),

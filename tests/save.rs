@@ -112,7 +112,7 @@ fn dangerous_names_refused() {
     }
     let mut long = Vec::new();
     long.extend(stream_hello(1, 1, "x"));
-    long[10..12].copy_from_slice(&256u16.to_be_bytes());
+    long[12..14].copy_from_slice(&256u16.to_be_bytes());
     long.extend(std::iter::repeat_n(b'n', 255));
     let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -209,7 +209,7 @@ fn failed_transfers_leave_nothing() {
         let mut h = Vec::new();
         h.extend(stream_hello(3, 3, "bad.txt"));
         s.write_all(&h).unwrap();
-        let mut accept = [0u8; 9];
+        let mut accept = [0u8; 10];
         s.read_exact(&mut accept).unwrap();
         s.write_all(b"abc").unwrap();
         s.write_all(&7u64.to_be_bytes()).unwrap();

@@ -269,6 +269,8 @@ fn refusals_and_server_survives_garbage() {
             length: 1,
             chunk: 1,
             name: String::new(),
+            log: None,
+            clock_queries: 0,
         },
         &mut hello,
     );
@@ -305,7 +307,7 @@ fn early_disconnect_is_incomplete() {
     let mut hello = Vec::new();
     hello.extend(stream_hello(10_000, 1000, "half.txt"));
     s.write_all(&hello).unwrap();
-    let mut accept = [0u8; 9];
+    let mut accept = [0u8; 10];
     s.read_exact(&mut accept).unwrap();
     assert!(matches!(
         decode_frame(&accept),
@@ -314,7 +316,7 @@ fn early_disconnect_is_incomplete() {
                 read_size: 262144,
                 ..
             },
-            9
+            10
         )))
     ));
     s.write_all(&[b'x'; 5000]).unwrap();

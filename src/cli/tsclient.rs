@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::progress::Progress;
+use crate::protocol::LogMode;
 use crate::protocol::clock::{Codec, Framing};
 use crate::{DEFAULT_PORT, cli, client, latency, output, units};
 use clap::{CommandFactory, FromArgMatches, Parser};
@@ -49,6 +50,17 @@ struct Args {
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     sndbuf: Option<u32>,
+    /// The server log sink for this transfer: none, stdout or file (the server's --log-file).
+    /// Served by a server started with --allow-client-log (others refuse a sink other than
+    /// their own); by default the server's own --log.
+    #[arg(long, value_enum, value_name = "SINK")]
+    server_log: Option<ServerLog>,
+    /// Clock queries before the data (0 to 64): they estimate the server's clock offset, so its
+    /// first and last byte times can be read on this clock.
+    #[arg(long, default_value_t = client::DEFAULT_CLOCK_QUERIES,
+          value_parser = clap::value_parser!(u8).range(0..=crate::protocol::MAX_CLOCK_QUERIES as i64),
+          value_name = "N")]
+    clock_queries: u8,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
@@ -79,6 +91,23 @@ struct Args {
     file: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ServerLog {
+    None,
+    Stdout,
+    File,
+}
+
+impl From<ServerLog> for LogMode {
+    fn from(l: ServerLog) -> LogMode {
+        match l {
+            ServerLog::None => LogMode::None,
+            ServerLog::Stdout => LogMode::Stdout,
+            ServerLog::File => LogMode::File,
+        }
+    }
+}
+
 fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
@@ -89,7 +118,14 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 4] = ["chunk", "sndbuf", "strategy", "batch"];
+const STREAM_ONLY: [&str; 6] = [
+    "chunk",
+    "sndbuf",
+    "strategy",
+    "batch",
+    "server_log",
+    "clock_queries",
+];
 const LATENCY_ONLY: [&str; 6] = [
     "count",
     "warmup",
@@ -102,7 +138,10 @@ const LATENCY_ONLY: [&str; 6] = [
 /// Refuses (exit 2) a flag given for the mode it does not apply to, and a --host:PORT that
 /// disagrees with --port; returns the host and port to use.
 fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
-    let flag = |id: &str| format!("--{}", if id == "strategy" { "io" } else { id });
+    let flag = |id: &str| match id {
+        "strategy" => "--io".to_owned(),
+        id => format!("--{}", id.replace('_', "-")),
+    };
     let (own, other, mode) = if args.latency {
         (&STREAM_ONLY[..], "stream transfers", "--latency")
     } else {
@@ -174,6 +213,8 @@ fn run() -> anyhow::Result<ExitCode> {
         auth,
         strategy: args.strategy,
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
+        server_log: args.server_log.map(LogMode::from),
+        clock_queries: args.clock_queries,
     };
     let mut progress = Progress::new(!args.no_progress);
     cli::exit_on_interrupt("tsclient", progress.clone())?;

@@ -40,7 +40,12 @@ struct Args {
     /// file (buffered, see --log-file), or none.
     #[arg(long, value_enum, default_value_t = Log::None)]
     log: Log,
-    /// The log file for --log file; lines are appended.
+    /// Let each client choose its transfer's log sink (tsclient --server-log): none, stdout, or
+    /// the --log-file named here (never a path of the client's). --log stays the sink of
+    /// clients that do not ask. The log file is opened at start.
+    #[arg(long)]
+    allow_client_log: bool,
+    /// The log file for --log file (and --allow-client-log); lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
     /// With --log stdout or file, the smallest read size: a client announcing smaller chunks is
@@ -109,14 +114,16 @@ fn check(matches: &clap::ArgMatches, args: &Args) -> LogMode {
         Log::None => LogMode::None,
     };
     let given = |id| cli::given(matches, id);
-    if given("log_file") && log != LogMode::File {
+    if given("log_file") && log != LogMode::File && !args.allow_client_log {
         cli::usage_error::<Args>(format!(
-            "--log-file applies to --log file only (this server logs to {log})"
+            "--log-file applies to --log file or --allow-client-log only (this server logs to \
+             {log})"
         ));
     }
-    if given("log_min_read") && log == LogMode::None {
+    if given("log_min_read") && log == LogMode::None && !args.allow_client_log {
         cli::usage_error::<Args>(
-            "--log-min-read applies to --log stdout or --log file (this server logs nothing)",
+            "--log-min-read applies to --log stdout, --log file or --allow-client-log only \
+             (this server logs nothing)",
         );
     }
     log
@@ -150,7 +157,7 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let log = check(&matches, &args);
     let (bind, port) = bind_and_port(&matches, &args);
-    crate::server::readlog::init(log, &args.log_file)?;
+    crate::server::readlog::init(log, args.allow_client_log, &args.log_file)?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short.
     let grace = std::time::Duration::from_secs_f64(args.grace);
@@ -189,6 +196,8 @@ fn run() -> anyhow::Result<ExitCode> {
         rcvbuf: args.rcvbuf,
         blocking: args.blocking,
         log,
+        allow_client_log: args.allow_client_log,
+        stdout: crate::console::stdout_kind(),
         log_min_read: args.log_min_read,
         max_bytes: args.max_bytes,
         max_clients: args.max_clients as usize,

@@ -26,10 +26,11 @@ use anyhow::{Context, Result, bail};
 use crate::auth::Key;
 use crate::net;
 use crate::progress::Progress;
-use crate::protocol::{Frame, Hello, Report, encode_hello};
+use crate::protocol::clock::{Offset, TimeRequest, encode_query};
+use crate::protocol::{Frame, Hello, LogMode, Report, ServerIo, StdoutKind, encode_hello};
 use crate::source::Source;
 use crate::text::Peer;
-use crate::timing::{CpuTime, unix_us_now};
+use crate::timing::{CpuTime, unix_ns_now, unix_us_now};
 use blocking::Blocking;
 use nonblocking::MioConn;
 use send::{Stop, send_data};
@@ -125,6 +126,32 @@ pub struct StreamConfig {
     pub strategy: Strategy,
     /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`MAX_BATCH`]).
     pub batch: u32,
+    /// The server log sink to ask for; `None`: the server's own.
+    pub server_log: Option<LogMode>,
+    /// Clock queries before the data (0 to [`crate::protocol::MAX_CLOCK_QUERIES`]).
+    pub clock_queries: u8,
+}
+
+/// Clock queries a stream transfer makes before its data unless told otherwise.
+pub const DEFAULT_CLOCK_QUERIES: u8 = 8;
+
+/// The server's clock against ours, from a transfer's clock queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub queries: u8,
+    /// The estimate from the fastest query.
+    pub offset: Offset,
+    /// That query's round trip, in ns.
+    pub rtt_ns: u64,
+}
+
+/// What the server's Accept said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepted {
+    pub read_size: u32,
+    pub server_io: ServerIo,
+    pub log: LogMode,
+    pub stdout: StdoutKind,
 }
 
 /// Counts of what the client's writes did.
@@ -159,6 +186,10 @@ pub struct StreamResult {
     pub cpu: CpuTime,
     pub sndbuf: u32,
     pub read_size: u32,
+    /// What the server's stdout is, as it said in its Accept.
+    pub server_stdout: StdoutKind,
+    /// The clock offset, when clock queries were made.
+    pub clock: Option<Clock>,
     pub server: Report,
     /// The file's size or modification time changed while it was sent (checked only when the
     /// digests disagree, to say why).
@@ -243,9 +274,15 @@ fn transfer<T: Transport>(
             .set_send_buffer_size(n as usize)
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
     }
-    let hello = Hello::stream(source.len(), cfg.chunk, source.name());
-    let read_size = handshake(&mut conn, &hello, cfg.auth.as_deref(), cfg.timeout)
+    let hello = Hello {
+        log: cfg.server_log,
+        clock_queries: cfg.clock_queries,
+        ..Hello::stream(source.len(), cfg.chunk, source.name())
+    };
+    let accepted = handshake(&mut conn, &hello, cfg.auth.as_deref(), cfg.timeout)
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
+    let clock = ask_clock(&mut conn, cfg.clock_queries, cfg.timeout)
+        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
 
     progress.restart();
     let cpu_start = CpuTime::process();
@@ -298,7 +335,9 @@ fn transfer<T: Transport>(
         writes,
         cpu,
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
-        read_size,
+        read_size: accepted.read_size,
+        server_stdout: accepted.stdout,
+        clock,
         server,
         source_changed,
     })
@@ -322,15 +361,55 @@ fn await_report<T: Transport>(conn: &mut T, timeout: Duration) -> Result<Report>
     }
 }
 
-/// Sends the hello, answers the server's challenge if it sends one (with `key`), and returns the
-/// read size of the server's accept; a refusal is an error carrying the server's reason. Each
-/// answer is due within `timeout`.
+/// Makes `queries` clock queries, one at a time, each answer due within `timeout`, and returns
+/// the estimate of the fastest (`None` for no queries).
+fn ask_clock<T: Transport>(conn: &mut T, queries: u8, timeout: Duration) -> Result<Option<Clock>> {
+    let mut best: Option<Clock> = None;
+    for seq in 0..queries {
+        let start = Instant::now();
+        let t1 = unix_ns_now();
+        let query = encode_query(&TimeRequest {
+            seq: seq.into(),
+            client_send_unix_ns: t1,
+        });
+        conn.write_all(&query)
+            .with_context(|| format!("cannot send clock query {seq}"))?;
+        let late = || {
+            format!(
+                "no answer to clock query {seq} within {} s",
+                timeout.as_secs_f64()
+            )
+        };
+        let answer = read_frame_within(conn, "answer to a clock query", timeout, late)?;
+        let t4 = unix_ns_now();
+        let rtt_ns = start.elapsed().as_nanos() as u64;
+        let t = match answer {
+            Frame::Time(t) if t.seq == u64::from(seq) => t,
+            Frame::Abort(reason) => bail!("the server aborted the transfer: {}", Peer(&reason)),
+            other => {
+                bail!("the server sent {other:?} where the answer to clock query {seq} belonged")
+            }
+        };
+        if best.is_none_or(|b| rtt_ns < b.rtt_ns) {
+            best = Some(Clock {
+                queries,
+                offset: Offset::of(t1, t.server_recv_unix_ns, t.server_send_unix_ns, t4),
+                rtt_ns,
+            });
+        }
+    }
+    Ok(best)
+}
+
+/// Sends the hello, answers the server's challenge if it sends one (with `key`), and returns
+/// the server's accept; a refusal is an error carrying the server's reason. Each answer is due
+/// within `timeout`.
 pub fn handshake<T: Transport>(
     conn: &mut T,
     hello: &Hello,
     key: Option<&Key>,
     timeout: Duration,
-) -> Result<u32> {
+) -> Result<Accepted> {
     let mut msg = Vec::with_capacity(crate::protocol::MAX_HELLO);
     encode_hello(hello, &mut msg);
     conn.write_all(&msg).context("cannot send the hello")?;
@@ -347,9 +426,25 @@ pub fn handshake<T: Transport>(
         answer = read_frame_within(conn, "answer to the authentication", timeout, late)?;
     }
     match answer {
-        Frame::Accept { read_size, .. } => Ok(read_size),
+        Frame::Accept {
+            read_size,
+            server_io,
+            log,
+            stdout,
+        } => Ok(Accepted {
+            read_size,
+            server_io,
+            log,
+            stdout,
+        }),
+        // An older or newer server names its own version only.
+        Frame::Refuse(reason) if reason.contains("unsupported protocol version") => bail!(
+            "refused: {} (this tsclient speaks protocol version {})",
+            Peer(&reason),
+            crate::protocol::VERSION
+        ),
         Frame::Refuse(reason) | Frame::Abort(reason) => bail!("refused: {}", Peer(&reason)),
-        Frame::Report(_) | Frame::Challenge(_) => {
+        Frame::Report(_) | Frame::Challenge(_) | Frame::Time(_) => {
             bail!("the server broke the protocol: {answer:?} instead of an accept")
         }
     }

@@ -437,3 +437,26 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Messages {
         *self
     }
 }
+
+/// What this process's stdout is: a terminal, a pipe, a file, the null device... (`fstat` and
+/// `isatty` of descriptor 1, the server's own view, sent to clients in its Accept).
+pub fn stdout_kind() -> crate::protocol::StdoutKind {
+    use crate::protocol::StdoutKind;
+    // SAFETY: fstat writes into the zeroed struct we own; isatty only reads the descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(libc::STDOUT_FILENO, &mut st) } != 0 {
+        return StdoutKind::Closed;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => StdoutKind::Pipe,
+        libc::S_IFREG => StdoutKind::File,
+        libc::S_IFSOCK => StdoutKind::Socket,
+        libc::S_IFCHR if unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1 => StdoutKind::Terminal,
+        // /dev/null is character device 1:3 on Linux.
+        libc::S_IFCHR if libc::major(st.st_rdev) == 1 && libc::minor(st.st_rdev) == 3 => {
+            StdoutKind::Null
+        }
+        libc::S_IFCHR => StdoutKind::CharDevice,
+        _ => StdoutKind::Unknown,
+    }
+}

@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{ClientIo, Strategy};
 use crate::protocol::clock::{Codec, Framing};
-use crate::protocol::{LogMode, ServerIo};
+use crate::protocol::{LogMode, ServerIo, StdoutKind};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
+// One value per run, never on a hot path: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum ClientJson {
     Stream(StreamJson),
     Latency(LatencyJson),
@@ -86,6 +88,15 @@ pub struct ServerSide {
     pub output_dropped: u32,
     pub first_byte_unix_us: Option<u64>,
     pub last_byte_unix_us: Option<u64>,
+    /// The same two times on the client's clock (the clock offset applied); `null` without
+    /// clock queries. Added with protocol version 3, as are `stdout`, `clock` and `one_way`.
+    #[serde(default)]
+    pub first_byte_client_unix_us: Option<f64>,
+    #[serde(default)]
+    pub last_byte_client_unix_us: Option<f64>,
+    /// What the server's stdout is, as the server sees it.
+    #[serde(default)]
+    pub stdout: StdoutKind,
     pub elapsed_s: f64,
     pub wakeups: u64,
     pub rcvbuf: u32,
@@ -123,8 +134,34 @@ pub struct StreamJson {
     pub cpu: Cpu,
     pub client: ClientSide,
     pub server: ServerSide,
+    #[serde(default)]
+    pub clock: ClockJson,
+    #[serde(default)]
+    pub one_way: OneWayJson,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The server's clock against the client's, from the clock queries before the data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockJson {
+    pub queries: u8,
+    /// Server clock minus client clock, from the fastest query.
+    pub offset_us: Option<f64>,
+    /// The true offset lies within this of `offset_us`.
+    pub offset_err_us: Option<f64>,
+    /// The fastest query's round trip.
+    pub rtt_us: Option<f64>,
+}
+
+/// One-way times on the client's clock, from its first byte sent (`begin_unix_us`): to the
+/// server's first byte received, and to its last. `null` ("unknown") when the error bound
+/// `err_us` is more than a tenth of the figure, or without clock queries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OneWayJson {
+    pub first_byte_us: Option<f64>,
+    pub last_byte_us: Option<f64>,
+    pub err_us: Option<f64>,
 }
 
 /// Round-trip statistics in microseconds.

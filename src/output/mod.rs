@@ -16,8 +16,8 @@ use crate::text::{Peer, json_inert};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
 use json::{
-    ClientJson, ClientSide, FailureJson, LatencyJson, Rtt, ServerSide, StreamFailureJson,
-    StreamJson,
+    ClientJson, ClientSide, ClockJson, FailureJson, LatencyJson, OneWayJson, Rtt, ServerSide,
+    StreamFailureJson, StreamJson,
 };
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -61,6 +61,9 @@ impl From<&StreamResult> for StreamJson {
                 output_dropped: s.output_dropped,
                 first_byte_unix_us: nonzero(s.first_byte_unix_us),
                 last_byte_unix_us: nonzero(s.last_byte_unix_us),
+                first_byte_client_unix_us: on_client(r, s.first_byte_unix_us),
+                last_byte_client_unix_us: on_client(r, s.last_byte_unix_us),
+                stdout: r.server_stdout,
                 elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
                 wakeups: s.wakeups,
                 rcvbuf: s.rcvbuf,
@@ -71,8 +74,45 @@ impl From<&StreamResult> for StreamJson {
                 .into(),
                 saved_to: s.saved_to.clone(),
             },
+            clock: ClockJson {
+                queries: r.clock.map_or(0, |c| c.queries),
+                offset_us: r.clock.map(|c| c.offset.offset_ns as f64 / 1e3),
+                offset_err_us: r.clock.map(|c| c.offset.err_ns as f64 / 1e3),
+                rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
+            },
+            one_way: one_way(r),
             error: (!r.verified()).then(|| mismatch(r)),
         }
+    }
+}
+
+/// A server time (µs since the epoch, 0 for none) on the client's clock, in µs.
+fn on_client(r: &StreamResult, server_unix_us: u64) -> Option<f64> {
+    let clock = r.clock?;
+    (server_unix_us != 0).then(|| clock.offset.to_client(server_unix_us * 1000) as f64 / 1e3)
+}
+
+/// The error bound of a one-way figure, in µs: the offset's, plus the µs the server's stamps
+/// are rounded to.
+fn one_way_err_us(r: &StreamResult) -> Option<f64> {
+    r.clock.map(|c| c.offset.err_ns as f64 / 1e3 + 1.0)
+}
+
+/// A one-way figure is known when its error bound is at most this fraction of it.
+pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
+
+/// The one-way times from the client's first byte sent, where the error bound allows.
+fn one_way(r: &StreamResult) -> OneWayJson {
+    let err = one_way_err_us(r);
+    let from_begin = |server_us: u64| {
+        let at = on_client(r, server_us)?;
+        let figure = at - r.begin_unix_us as f64;
+        (err? <= ONE_WAY_MAX_ERROR * figure).then_some(figure)
+    };
+    OneWayJson {
+        first_byte_us: from_begin(r.server.first_byte_unix_us),
+        last_byte_us: from_begin(r.server.last_byte_unix_us),
+        err_us: err,
     }
 }
 
@@ -123,7 +163,8 @@ pub fn stream_human(r: &StreamResult) -> String {
         "{}\nfile[{}] read over .\n{}\n\
          sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
          \x20 client: {} ({} short), cpu {} user + {} sys\n\
-         \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}\n",
+         \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}, \
+         stdout to {}\n",
         Stamp {
             label: "begin",
             unix_us: r.begin_unix_us
@@ -154,19 +195,48 @@ pub fn stream_human(r: &StreamResult) -> String {
         units::duration(Duration::from_micros(s.cpu_sys_us)),
         s.server_io.map_or("?".to_owned(), |v| v.to_string()),
         s.log.map_or("?".to_owned(), |v| v.to_string()),
-    ) + &if s.saved_to.is_empty() {
-        String::new()
-    } else {
-        format!("  saved on the server as {}\n", Peer(&s.saved_to))
-    } + &if s.output_dropped == 0 {
-        String::new()
-    } else {
-        format!(
-            "  the server could not print {} of its own output: its stdout or stderr is \
+        r.server_stdout.describe(),
+    ) + &clock_human(r)
+        + &if s.saved_to.is_empty() {
+            String::new()
+        } else {
+            format!("  saved on the server as {}\n", Peer(&s.saved_to))
+        }
+        + &if s.output_dropped == 0 {
+            String::new()
+        } else {
+            format!(
+                "  the server could not print {} of its own output: its stdout or stderr is \
              not being read\n",
-            units::count(s.output_dropped, "line")
-        )
-    }
+                units::count(s.output_dropped, "line")
+            )
+        }
+}
+
+/// The clock line of the human report: the offset, and the one-way times it allows.
+fn clock_human(r: &StreamResult) -> String {
+    let Some(c) = r.clock else {
+        return "  clock: not compared (--clock-queries 0)\n".to_owned();
+    };
+    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
+    let sign = if c.offset.offset_ns < 0 { "-" } else { "+" };
+    let w = one_way(r);
+    let err = w.err_us.unwrap_or(0.0);
+    let figure = |v: Option<f64>| match v {
+        Some(us) => units::duration(Duration::from_secs_f64(us / 1e6)),
+        None => "unknown".to_owned(),
+    };
+    format!(
+        "  clock: server {sign}{} ± {} against ours ({}, fastest {}); one way from the first \
+         byte sent (± {}): first byte received {}, last byte received {}\n",
+        d(c.offset.offset_ns.unsigned_abs()),
+        d(c.offset.err_ns),
+        units::count(u64::from(c.queries), "query"),
+        d(c.rtt_ns),
+        units::duration(Duration::from_secs_f64(err / 1e6)),
+        figure(w.first_byte_us),
+        figure(w.last_byte_us),
+    )
 }
 
 /// Why a finished transfer does not verify, for stderr.

@@ -347,3 +347,45 @@ mod tests {
         }
     }
 }
+
+/// A clock offset estimate: the server's clock minus the client's, and its error bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offset {
+    pub offset_ns: i64,
+    /// The true offset lies within this of `offset_ns` (half the round trip less the server's
+    /// own time), whatever the two directions' delays were.
+    pub err_ns: u64,
+}
+
+impl Offset {
+    /// NTP's estimate from one exchange: the client sent at `t1` and got the answer at `t4` on
+    /// its clock; the server received at `t2` and answered at `t3` on its own. The offset is
+    /// ((t2 − t1) + (t3 − t4)) / 2, good to ± ((t4 − t1) − (t3 − t2)) / 2.
+    pub fn of(t1: u64, t2: u64, t3: u64, t4: u64) -> Offset {
+        let (t1, t2, t3, t4) = (
+            i128::from(t1),
+            i128::from(t2),
+            i128::from(t3),
+            i128::from(t4),
+        );
+        let offset = ((t2 - t1) + (t3 - t4)) / 2;
+        let err = ((t4 - t1) - (t3 - t2)).max(0) / 2;
+        Offset {
+            offset_ns: offset.clamp(i64::MIN.into(), i64::MAX.into()) as i64,
+            err_ns: u64::try_from(err).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// A time on the server's clock (ns since the epoch) on the client's clock.
+    pub fn to_client(&self, server_unix_ns: u64) -> u64 {
+        (i128::from(server_unix_ns) - i128::from(self.offset_ns)).clamp(0, u64::MAX.into()) as u64
+    }
+}
+
+/// The request body of a stream's clock query ([`super::CLOCK_QUERY`] bytes).
+pub fn encode_query(r: &TimeRequest) -> [u8; super::CLOCK_QUERY] {
+    let mut out = [0u8; super::CLOCK_QUERY];
+    out[..8].copy_from_slice(&r.seq.to_be_bytes());
+    out[8..].copy_from_slice(&r.client_send_unix_ns.to_be_bytes());
+    out
+}

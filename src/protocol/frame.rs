@@ -12,11 +12,19 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             read_size,
             server_io,
             log,
+            stdout,
         } => {
             out.extend_from_slice(&read_size.to_be_bytes());
             out.push(server_io_code(Some(*server_io)));
             out.push(log_code(Some(*log)));
+            out.push(stdout_code(*stdout));
             TAG_ACCEPT
+        }
+        Frame::Time(t) => {
+            for v in [t.seq, t.server_recv_unix_ns, t.server_send_unix_ns] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            TAG_TIME
         }
         Frame::Refuse(reason) => {
             put_string(out, reason);
@@ -63,7 +71,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
-    if !(TAG_ACCEPT..=TAG_CHALLENGE).contains(&tag) {
+    if !(TAG_ACCEPT..=TAG_TIME).contains(&tag) {
         return Err(ProtocolError::BadTag(tag));
     }
     if buf.len() < FRAME_HEADER {
@@ -92,7 +100,18 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                     field: "log",
                     value: body[5],
                 })?,
+                stdout: stdout_from(body[6])?,
             }
+        }
+        TAG_TIME => {
+            if len != TIME_BODY {
+                return Err(bad_len(TIME_BODY));
+            }
+            Frame::Time(clock::TimeResponse {
+                seq: be64(&body[0..8]),
+                server_recv_unix_ns: be64(&body[8..16]),
+                server_send_unix_ns: be64(&body[16..24]),
+            })
         }
         TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
         TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
@@ -182,6 +201,31 @@ fn server_io_from(v: u8) -> Result<Option<ServerIo>, ProtocolError> {
             value,
         }),
     }
+}
+
+const STDOUT_KINDS: [StdoutKind; 8] = [
+    StdoutKind::Unknown,
+    StdoutKind::Terminal,
+    StdoutKind::Pipe,
+    StdoutKind::File,
+    StdoutKind::Null,
+    StdoutKind::CharDevice,
+    StdoutKind::Socket,
+    StdoutKind::Closed,
+];
+
+fn stdout_code(kind: StdoutKind) -> u8 {
+    STDOUT_KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+fn stdout_from(value: u8) -> Result<StdoutKind, ProtocolError> {
+    STDOUT_KINDS
+        .get(usize::from(value))
+        .copied()
+        .ok_or(ProtocolError::BadEnum {
+            field: "stdout",
+            value,
+        })
 }
 
 fn log_code(log: Option<LogMode>) -> u8 {

@@ -15,6 +15,8 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.push(if h.nodelay { FLAG_NODELAY } else { 0 });
     out.push(h.codec);
     out.push(h.framing);
+    out.push(hello_log_code(h.log));
+    out.push(h.clock_queries);
     out.extend_from_slice(&(h.name.len() as u16).to_be_bytes());
     out.extend_from_slice(&h.length.to_be_bytes());
     out.extend_from_slice(&h.chunk.to_be_bytes());
@@ -31,12 +33,16 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         seen[..magic_len].copy_from_slice(&buf[..magic_len]);
         return Err(ProtocolError::BadMagic(seen));
     }
-    if buf.len() < HELLO_FIXED {
+    // The version first, as soon as it is in: an older hello is shorter than this one.
+    if buf.len() < 6 {
         return Ok(None);
     }
     let version = be16(&buf[4..6]);
     if version != VERSION {
         return Err(ProtocolError::UnsupportedVersion(version));
+    }
+    if buf.len() < HELLO_FIXED {
+        return Ok(None);
     }
     let mode = match buf[6] {
         1 => Mode::Stream,
@@ -61,12 +67,23 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     if !framing_ok {
         return Err(ProtocolError::BadFraming(framing));
     }
-    let name_len = usize::from(be16(&buf[10..12]));
+    let log = match (mode, buf[10]) {
+        (_, 0) => None,
+        (Mode::Stream, 1) => Some(LogMode::None),
+        (Mode::Stream, 2) => Some(LogMode::Stdout),
+        (Mode::Stream, 3) => Some(LogMode::File),
+        (_, other) => return Err(ProtocolError::BadLog(other)),
+    };
+    let clock_queries = buf[11];
+    if clock_queries > MAX_CLOCK_QUERIES || (mode == Mode::Latency && clock_queries != 0) {
+        return Err(ProtocolError::BadClockQueries(clock_queries));
+    }
+    let name_len = usize::from(be16(&buf[12..14]));
     if name_len > MAX_NAME {
         return Err(ProtocolError::NameTooLong(name_len));
     }
-    let length = be64(&buf[12..20]);
-    let chunk = be32(&buf[20..24]);
+    let length = be64(&buf[14..22]);
+    let chunk = be32(&buf[22..26]);
     if chunk == 0 || chunk > MAX_CHUNK {
         return Err(ProtocolError::BadChunk(chunk));
     }
@@ -91,6 +108,18 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         length,
         chunk,
         name: name.to_owned(),
+        log,
+        clock_queries,
     };
     Ok(Some((hello, HELLO_FIXED + name_len)))
+}
+
+/// The hello's `log` byte: 0 for the server's own sink.
+fn hello_log_code(log: Option<LogMode>) -> u8 {
+    match log {
+        None => 0,
+        Some(LogMode::None) => 1,
+        Some(LogMode::Stdout) => 2,
+        Some(LogMode::File) => 3,
+    }
 }

@@ -1,7 +1,11 @@
-//! The tsperf wire protocol, version 2. This module doc is the specification.
+//! The tsperf wire protocol, version 3. This module doc is the specification.
 //!
-//! Version 2 added `output_dropped` to the report. Peers of different versions refuse each
-//! other at the hello, with a reason naming both versions.
+//! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
+//! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
+//! the Accept's `stdout`, and the [`Frame::Time`] answer. Peers of different versions refuse
+//! each other at the hello, with a reason naming both versions: a server reads the version as
+//! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
+//! left waiting for bytes that never come.
 //!
 //! Encoding and decoding are pure functions over byte slices: no sockets, no clocks. Decoders
 //! validate every field, never panic on any input, and never allocate more than
@@ -19,7 +23,11 @@
 //! 2. The server answers with one frame: [`Frame::Accept`] or [`Frame::Refuse`]. After a refusal
 //!    the server closes the connection. The client sends no data before it has read `Accept`; a
 //!    server that finds bytes after the hello before it has answered refuses the connection.
-//! 3. Stream mode: the client sends exactly `length` bytes of file data, with no framing, then
+//! 3. Stream mode: first, if the hello asked for `clock_queries` K > 0, K clock queries, one at
+//!    a time: the client sends a 16-byte query (`seq: u64` from 0 to K − 1,
+//!    `client_send_unix_ns: u64`) and waits for its [`Frame::Time`] before the next. A query
+//!    out of sequence gets [`Frame::Abort`]. The queries share the first byte's deadline (below).
+//!    Then the client sends exactly `length` bytes of file data, with no framing, then
 //!    a trailer: its xxh3-64 of those bytes, 8 bytes big-endian ([`TRAILER`]). A server that
 //!    saves files renames one into place only when the trailer equals its own digest.
 //! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
@@ -29,8 +37,8 @@
 //! 5. The client closes. The server closes after the report.
 //!
 //! Deadlines are the server's: the hello (and an authentication answer) must be whole within
-//! its hello timeout of the connection, the first data byte or request within that timeout of
-//! the accept, and then no wait for data may last longer than its idle timeout. A stream that
+//! its hello timeout of the connection, the clock queries and the first data byte (or, in
+//! latency mode, the first request) within that timeout of the accept, and then no wait for data may last longer than its idle timeout. A stream that
 //! misses one gets [`Frame::Abort`] with the reason; a hello, [`Frame::Refuse`].
 //!
 //! Strings from the peer (reasons, `saved_to`, the file name) are text for a person and may hold
@@ -39,23 +47,30 @@
 //! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
 //! connection when it has made its requests.
 //!
-//! # Hello (client to server), 24 bytes + name
+//! # Hello (client to server), 26 bytes + name
 //!
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (2); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (3); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
 //! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split; else `BadFraming`        |
-//! | 10     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
-//! | 12     | 8    | length   | bytes the client will send (stream), request count (latency)      |
-//! | 20     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1, else `LatencyChunk` |
-//! | 24     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
+//! | 10     | 1    | log      | stream: the server log sink asked for: 0 = the server's own `--log`, 1 = none, 2 = stdout, 3 = file; latency: 0; else `BadLog` |
+//! | 11     | 1    | clock_queries | stream: 0 to [`MAX_CLOCK_QUERIES`] (64); latency: 0; else `BadClockQueries` |
+//! | 12     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
+//! | 14     | 8    | length   | bytes the client will send (stream), request count (latency)      |
+//! | 22     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1, else `LatencyChunk` |
+//! | 26     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
 //!
 //! The name is a basename: the decoder refuses a `/`, a NUL byte or any other control character
 //! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
+//!
+//! A `log` other than 0 or the server's own sink is served only by a server started with
+//! `--allow-client-log`; any other server refuses the hello with a reason naming that flag. The
+//! file sink is always the file the server's operator named (`--log-file`): the client chooses
+//! whether the server logs, never where.
 //!
 //! # Frames (server to client)
 //!
@@ -66,14 +81,18 @@
 //!
 //! | tag | frame  | body                                                                      |
 //! |----:|--------|---------------------------------------------------------------------------|
-//! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`  (6 bytes)                   |
+//! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
 //! | 3   | Report | 86 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
+//! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
 //!
-//! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: 0 = none,
-//! 1 = stdout, 2 = file. Other values are refused (`BadEnum`).
+//! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: the transfer's
+//! sink, 0 = none, 1 = stdout, 2 = file. `stdout`: what the server's standard output is, as
+//! the server sees it (`fstat`, `isatty`): 0 = unknown, 1 = a terminal, 2 = a pipe, 3 = a
+//! regular file, 4 = the null device, 5 = another character device, 6 = a socket, 7 = closed.
+//! Other values are refused (`BadEnum`).
 //!
 //! Report body, fixed part:
 //!
@@ -110,6 +129,9 @@
 //! | binary | `seq: u64`, `client_send_unix_ns: u64` (16 B)  | `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 B) |
 //! | object | JSON `{"type":"TimeRequest","seq":..,"client_send_unix_ns":..}` | JSON `{"type":"TimeResponse","seq":..,"server_recv_unix_ns":..,"server_send_unix_ns":..}` |
 //!
+//! A stream's clock queries (step 3) use the binary request body, without its length prefix,
+//! and are answered with [`Frame::Time`], the binary response body in a frame.
+//!
 //! Times are wall-clock nanoseconds since the Unix epoch. The response echoes the request's
 //! `seq`. A body that does not decode (wrong size, wrong type, unknown field) is `BadMessage`;
 //! the server closes the connection on any bad message, and the client fails with the reason.
@@ -126,7 +148,7 @@ use std::fmt;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -136,7 +158,11 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 24;
+pub const HELLO_FIXED: usize = 26;
+/// Most clock queries a stream's hello may ask for.
+pub const MAX_CLOCK_QUERIES: u8 = 64;
+/// Size of a stream's clock query: `seq: u64`, `client_send_unix_ns: u64`.
+pub const CLOCK_QUERY: usize = 16;
 /// Size of a frame header (tag and body length).
 pub const FRAME_HEADER: usize = 3;
 /// The client's digest trailer after the data: xxh3-64, big-endian.
@@ -145,7 +171,8 @@ pub const TRAILER: usize = 8;
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
 const REPORT_FIXED: usize = 86;
-const ACCEPT_BODY: usize = 6;
+const ACCEPT_BODY: usize = 7;
+const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
 
 const TAG_ACCEPT: u8 = 1;
@@ -153,6 +180,7 @@ const TAG_REFUSE: u8 = 2;
 const TAG_REPORT: u8 = 3;
 const TAG_ABORT: u8 = 4;
 const TAG_CHALLENGE: u8 = 5;
+const TAG_TIME: u8 = 6;
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -160,8 +188,8 @@ pub enum ProtocolError {
     #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
     BadMagic([u8; 4]),
     #[error(
-        "unsupported protocol version {0}: this build speaks version {VERSION} (use a tsclient and \
-         a tsserver of the same release)"
+        "the client speaks protocol version {0}, this tsserver version {VERSION}: use a tsclient \
+         and a tsserver of the same release"
     )]
     UnsupportedVersion(u16),
     #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
@@ -172,6 +200,10 @@ pub enum ProtocolError {
     BadCodec(u8),
     #[error("bad framing {0} for this mode")]
     BadFraming(u8),
+    #[error("bad log sink {0} for this mode: expected 0 to 3 (stream), 0 (latency)")]
+    BadLog(u8),
+    #[error("bad clock query count {0}: expected 0 to {MAX_CLOCK_QUERIES} (stream), 0 (latency)")]
+    BadClockQueries(u8),
     #[error("file name of {0} bytes is too long: at most {MAX_NAME}")]
     NameTooLong(usize),
     #[error("file name is not valid UTF-8")]
@@ -245,10 +277,15 @@ pub struct Hello {
     pub length: u64,
     pub chunk: u32,
     pub name: String,
+    /// The server log sink asked for (stream mode); `None`: the server's own.
+    pub log: Option<LogMode>,
+    /// Clock queries before the data (stream mode), at most [`MAX_CLOCK_QUERIES`].
+    pub clock_queries: u8,
 }
 
 impl Hello {
-    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`.
+    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`,
+    /// with the server's own log sink and no clock queries.
     pub fn stream(length: u64, chunk: u32, name: &str) -> Hello {
         Hello {
             mode: Mode::Stream,
@@ -258,6 +295,59 @@ impl Hello {
             length,
             chunk,
             name: name.to_owned(),
+            log: None,
+            clock_queries: 0,
+        }
+    }
+
+    /// The hello of a latency session of `count` requests.
+    pub fn latency(
+        count: u64,
+        codec: clock::Codec,
+        framing: clock::Framing,
+        nodelay: bool,
+    ) -> Hello {
+        Hello {
+            mode: Mode::Latency,
+            nodelay,
+            codec: codec.code(),
+            framing: framing.code(),
+            length: count,
+            chunk: 1,
+            name: String::new(),
+            log: None,
+            clock_queries: 0,
+        }
+    }
+}
+
+/// What the server's standard output is, as the server sees it (the Accept's `stdout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StdoutKind {
+    #[default]
+    Unknown,
+    Terminal,
+    Pipe,
+    File,
+    Null,
+    CharDevice,
+    Socket,
+    Closed,
+}
+
+impl StdoutKind {
+    /// Where the output goes, for a sentence: "a terminal", "a pipe".
+    pub fn describe(self) -> &'static str {
+        match self {
+            StdoutKind::Unknown => "an unknown kind of output",
+            StdoutKind::Terminal => "a terminal",
+            StdoutKind::Pipe => "a pipe",
+            StdoutKind::File => "a regular file",
+            StdoutKind::Null => "the null device",
+            StdoutKind::CharDevice => "a character device",
+            StdoutKind::Socket => "a socket",
+            StdoutKind::Closed => "nowhere (closed)",
         }
     }
 }
@@ -291,11 +381,14 @@ pub enum Frame {
         read_size: u32,
         server_io: ServerIo,
         log: LogMode,
+        stdout: StdoutKind,
     },
     Refuse(String),
     Report(Report),
     Abort(String),
     Challenge([u8; 32]),
+    /// The answer to a stream's clock query.
+    Time(clock::TimeResponse),
 }
 
 impl fmt::Display for Mode {

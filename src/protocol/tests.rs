@@ -13,6 +13,8 @@ fn hello() -> Hello {
         length: 36 * 1024 * 1024,
         chunk: 10240,
         name: "tsl.txt".into(),
+        log: Some(LogMode::Stdout),
+        clock_queries: 8,
     }
 }
 
@@ -85,7 +87,12 @@ fn hello_refusals() {
         Err(ProtocolError::BadMagic(*b"TX\0\0"))
     );
     assert_eq!(refused(|b| b[5] = 1), ProtocolError::UnsupportedVersion(1));
-    assert_eq!(refused(|b| b[5] = 3), ProtocolError::UnsupportedVersion(3));
+    assert_eq!(refused(|b| b[5] = 2), ProtocolError::UnsupportedVersion(2));
+    // The version is read as soon as it is in: an older, shorter hello is not waited for.
+    assert_eq!(
+        decode_hello(b"TSPF\x00\x02"),
+        Err(ProtocolError::UnsupportedVersion(2))
+    );
     assert_eq!(refused(|b| b[6] = 0), ProtocolError::BadMode(0));
     assert_eq!(refused(|b| b[6] = 3), ProtocolError::BadMode(3));
     assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));
@@ -102,26 +109,41 @@ fn hello_refusals() {
     assert_eq!(latency(3, 1), ProtocolError::BadCodec(3));
     assert_eq!(latency(1, 0), ProtocolError::BadFraming(0));
     assert_eq!(latency(2, 3), ProtocolError::BadFraming(3));
+    assert_eq!(refused(|b| b[10] = 4), ProtocolError::BadLog(4));
+    assert_eq!(latency(1, 1), ProtocolError::BadLog(2));
     assert_eq!(
-        refused(|b| b[10..12].copy_from_slice(&256u16.to_be_bytes())),
+        refused(|b| b[11] = MAX_CLOCK_QUERIES + 1),
+        ProtocolError::BadClockQueries(MAX_CLOCK_QUERIES + 1)
+    );
+    assert_eq!(
+        refused(|b| {
+            b[6] = 2;
+            b[8] = 1;
+            b[9] = 1;
+            b[10] = 0;
+        }),
+        ProtocolError::BadClockQueries(8)
+    );
+    assert_eq!(
+        refused(|b| b[12..14].copy_from_slice(&256u16.to_be_bytes())),
         ProtocolError::NameTooLong(256)
     );
     assert_eq!(
-        refused(|b| b[20..24].copy_from_slice(&0u32.to_be_bytes())),
+        refused(|b| b[22..26].copy_from_slice(&0u32.to_be_bytes())),
         ProtocolError::BadChunk(0)
     );
     assert_eq!(
-        refused(|b| b[20..24].copy_from_slice(&(MAX_CHUNK + 1).to_be_bytes())),
+        refused(|b| b[22..26].copy_from_slice(&(MAX_CHUNK + 1).to_be_bytes())),
         ProtocolError::BadChunk(MAX_CHUNK + 1)
     );
-    assert_eq!(refused(|b| b[24] = 0xff), ProtocolError::NameNotUtf8);
+    assert_eq!(refused(|b| b[26] = 0xff), ProtocolError::NameNotUtf8);
     assert!(matches!(
-        refused(|b| b[25] = b'/'),
+        refused(|b| b[27] = b'/'),
         ProtocolError::BadName(_)
     ));
-    assert!(matches!(refused(|b| b[25] = 0), ProtocolError::BadName(_)));
+    assert!(matches!(refused(|b| b[27] = 0), ProtocolError::BadName(_)));
     assert!(matches!(
-        refused(|b| b[25] = b'\n'),
+        refused(|b| b[27] = b'\n'),
         ProtocolError::BadName(_)
     ));
     // Latency mode carries no name and a chunk of 1.
@@ -130,7 +152,9 @@ fn hello_refusals() {
             b[6] = 2;
             b[8] = 1;
             b[9] = 1;
-            b[20..24].copy_from_slice(&1u32.to_be_bytes());
+            b[10] = 0;
+            b[11] = 0;
+            b[22..26].copy_from_slice(&1u32.to_be_bytes());
             edit(b);
         })
     };
@@ -138,8 +162,8 @@ fn hello_refusals() {
     assert_eq!(
         latency(&|b| {
             b.truncate(HELLO_FIXED);
-            b[10..12].copy_from_slice(&0u16.to_be_bytes());
-            b[20..24].copy_from_slice(&2u32.to_be_bytes());
+            b[12..14].copy_from_slice(&0u16.to_be_bytes());
+            b[22..26].copy_from_slice(&2u32.to_be_bytes());
         }),
         ProtocolError::LatencyChunk(2)
     );
@@ -153,8 +177,13 @@ fn hello_limits_inclusive() {
     h.chunk = MAX_CHUNK;
     let b = encoded(&h);
     assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
+    h.clock_queries = MAX_CLOCK_QUERIES;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
     h.name.clear();
     h.chunk = 1;
+    h.log = None;
+    h.clock_queries = 0;
     h.mode = Mode::Latency;
     h.nodelay = true;
     h.codec = 2;
@@ -171,7 +200,19 @@ fn frame_round_trips() {
             read_size: 102,
             server_io: ServerIo::Blocking,
             log: LogMode::Stdout,
+            stdout: StdoutKind::Terminal,
         },
+        Frame::Accept {
+            read_size: 1,
+            server_io: ServerIo::EventLoop,
+            log: LogMode::None,
+            stdout: StdoutKind::Closed,
+        },
+        Frame::Time(clock::TimeResponse {
+            seq: 3,
+            server_recv_unix_ns: 4,
+            server_send_unix_ns: u64::MAX,
+        }),
         Frame::Refuse("no thanks".into()),
         Frame::Abort(String::new()),
         Frame::Report(report()),
@@ -225,19 +266,38 @@ fn frame_refusals() {
         Err(ProtocolError::BadBodyLength { tag: 1, .. })
     ));
     assert_eq!(
-        decode_frame(&[1, 0, 6, 0, 0, 0, 1, 7, 0]),
+        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 7, 0, 0]),
         Err(ProtocolError::BadEnum {
             field: "server_io",
             value: 7
         })
     );
     assert_eq!(
-        decode_frame(&[1, 0, 6, 0, 0, 0, 1, 0, 3]),
+        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 0, 3, 0]),
         Err(ProtocolError::BadEnum {
             field: "log",
             value: 3
         })
     );
+    assert_eq!(
+        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 0, 0, 8]),
+        Err(ProtocolError::BadEnum {
+            field: "stdout",
+            value: 8
+        })
+    );
+    // The version 2 Accept (6 bytes of body) is not a version 3 one.
+    assert!(matches!(
+        decode_frame(&[1, 0, 6, 0, 0, 0, 1, 0, 0]),
+        Err(ProtocolError::BadBodyLength { tag: 1, .. })
+    ));
+    let mut short_time = vec![6, 0, 23];
+    short_time.resize(3 + 23, 0);
+    assert!(matches!(
+        decode_frame(&short_time),
+        Err(ProtocolError::BadBodyLength { tag: 6, .. })
+    ));
+    assert_eq!(decode_frame(&[7, 0, 0]), Err(ProtocolError::BadTag(7)));
     // A string length that disagrees with the body length.
     assert!(matches!(
         decode_frame(&[2, 0, 3, 0, 5, b'x']),
@@ -283,7 +343,7 @@ proptest! {
     /// Any valid hello round-trips.
     #[test]
     fn hello_round_trip_any(length: u64, chunk in 1..=MAX_CHUNK, name in "[a-zA-Z0-9._ é-]{0,60}") {
-        let h = Hello { mode: Mode::Stream, nodelay: false, codec: 0, framing: 0, length, chunk, name };
+        let h = Hello { clock_queries: (length % 65) as u8, ..Hello::stream(length, chunk, &name) };
         let b = encoded(&h);
         prop_assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
     }

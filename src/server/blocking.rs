@@ -197,7 +197,9 @@ fn converse(stream: &mut TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Out
     let mut conv = Conversation::new(peer, ServerIo::Blocking, cfg, Instant::now());
     loop {
         let step = match conv.phase() {
-            Phase::Hello | Phase::Auth | Phase::Trailer => read_small(stream, &mut conv, cfg),
+            Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
+                read_small(stream, &mut conv, cfg)
+            }
             Phase::Data => serve_data(stream, &mut conv, cfg),
             Phase::Latency => return serve_latency(stream, &mut conv, cfg),
             Phase::Done => return Outcome::Incomplete("the conversation ended".into()),
@@ -260,7 +262,7 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
     loop {
         // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
         // up if stdout takes nothing for the idle timeout.
-        if cfg.log == LogMode::Stdout
+        if rx_logs_to_stdout(conv)
             && !console::wait_room(
                 crate::server::receiver::LOG_TURN_RESERVE,
                 Instant::now() + cfg.idle_timeout,
@@ -294,6 +296,11 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
             return step;
         }
     }
+}
+
+fn rx_logs_to_stdout(conv: &mut Conversation) -> bool {
+    conv.receiver()
+        .is_some_and(|rx| rx.log() == LogMode::Stdout)
 }
 
 /// Answers clock queries until the client closes. The first request is due within the hello

@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn wake_at_follows_the_transfer() {
         let len = 1 << 20;
-        let mut rx = Receiver::new(&hello(len), 256 << 10, 0, false);
+        let mut rx = Receiver::new(&hello(len), 256 << 10, 0, crate::protocol::LogMode::None);
         assert_eq!(rx.wake_at(), 1, "before the first byte");
         rx.count(1);
         assert_eq!(rx.wake_at(), WAKE_BYTES);
@@ -155,10 +155,20 @@ mod tests {
         assert!(rx.is_complete());
         assert_eq!(rx.wake_at(), 1, "complete: the trailer follows");
 
-        let mut small = Receiver::new(&hello(len), 2 * WAKE_BYTES - 1, 0, false);
+        let mut small = Receiver::new(
+            &hello(len),
+            2 * WAKE_BYTES - 1,
+            0,
+            crate::protocol::LogMode::None,
+        );
         small.count(1);
         assert_eq!(small.wake_at(), 1, "reads smaller than two marks");
-        let mut short = Receiver::new(&hello(WAKE_TAIL), 256 << 10, 0, false);
+        let mut short = Receiver::new(
+            &hello(WAKE_TAIL),
+            256 << 10,
+            0,
+            crate::protocol::LogMode::None,
+        );
         short.count(1);
         assert_eq!(short.wake_at(), 1, "a transfer shorter than the tail");
     }

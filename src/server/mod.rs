@@ -72,8 +72,12 @@ pub struct ServerConfig {
     pub rcvbuf: Option<u32>,
     /// Serve with a thread per connection instead of the event loop.
     pub blocking: bool,
-    /// Where per-read log lines go.
+    /// Where per-read log lines go, unless the client asks otherwise (and may).
     pub log: LogMode,
+    /// Clients may choose the log sink of their transfer (`--allow-client-log`).
+    pub allow_client_log: bool,
+    /// What the server's stdout is, as the Accept tells clients.
+    pub stdout: crate::protocol::StdoutKind,
     /// With a log sink, the smallest read size (`--log-min-read`).
     pub log_min_read: u32,
     /// Largest announced transfer accepted, in bytes.
@@ -281,9 +285,37 @@ pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
     }
 }
 
-/// Decides whether to serve a hello. Returns the read size to use (0 in latency mode, which
-/// reads whole messages), or the refusal reason.
-pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
+/// What the server grants an admitted hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    /// Bytes per read (0 in latency mode, which reads whole messages).
+    pub read_size: u32,
+    /// Where the transfer's per-read lines go.
+    pub log: LogMode,
+}
+
+/// Decides whether to serve a hello. Returns what it gets, or the refusal reason.
+pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<Admitted, String> {
+    let log = transfer_log(hello, cfg)?;
+    let read_size = admit_size(hello, log, cfg)?;
+    Ok(Admitted { read_size, log })
+}
+
+/// The log sink of a transfer: the one its client asked for where the server lets it choose (or
+/// it asked for the server's own), else the server's. A latency session logs nothing per read.
+pub fn transfer_log(hello: &Hello, cfg: &ServerConfig) -> Result<LogMode, String> {
+    match hello.log {
+        _ if hello.mode == Mode::Latency => Ok(cfg.log),
+        None => Ok(cfg.log),
+        Some(asked) if asked == cfg.log || cfg.allow_client_log => Ok(asked),
+        Some(asked) => Err(format!(
+            "this server logs to {} and does not let clients choose (--server-log {asked} was              asked for): its operator can allow it with tsserver --allow-client-log",
+            cfg.log
+        )),
+    }
+}
+
+fn admit_size(hello: &Hello, log: LogMode, cfg: &ServerConfig) -> Result<u32, String> {
     match hello.mode {
         Mode::Stream if hello.length > cfg.max_bytes => Err(format!(
             "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
@@ -297,7 +329,7 @@ pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<u32, String> {
             }
             Ok(cfg
                 .read_size
-                .unwrap_or_else(|| default_read_size(hello.chunk, cfg.log, cfg.log_min_read)))
+                .unwrap_or_else(|| default_read_size(hello.chunk, log, cfg.log_min_read)))
         }
         Mode::Latency => Ok(0),
     }
@@ -393,12 +425,12 @@ static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 /// its start. An error is the refusal to send.
 pub fn start_transfer(
     hello: &Hello,
-    read_size: u32,
+    admitted: Admitted,
     peer: SocketAddr,
     cfg: &ServerConfig,
 ) -> Result<Receiver, String> {
     let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
-    let mut rx = Receiver::new(hello, read_size, conn, cfg.log != LogMode::None);
+    let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
     if let Some(dir) = &cfg.save {
         let partial = dir
             .create(&hello.name)
@@ -423,7 +455,6 @@ pub fn finish_transfer(
     hello: &Hello,
     peer: SocketAddr,
     server_io: ServerIo,
-    cfg: &ServerConfig,
     rcvbuf: u32,
     client_digest: u64,
 ) -> Frame {
@@ -451,7 +482,7 @@ pub fn finish_transfer(
             let report = Report {
                 saved_to,
                 output_dropped: console::dropped(),
-                ..rx.report(server_io, cfg.log, rcvbuf)
+                ..rx.report(server_io, rcvbuf)
             };
             print_complete(&hello.name, peer, rx.read_size() as u32, &report);
             Frame::Report(report)

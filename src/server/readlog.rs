@@ -2,7 +2,9 @@
 //!
 //! Every read that returns data is one line: `conn=3 seq=17 bytes=102 total=1734`, after a
 //! timestamp. Each transfer also gets a `start` line and an `end` line. Lines go through tracing
-//! on their own target ([`TARGET`]) to one sink:
+//! on a target per sink ([`TO_STDOUT`], [`TO_FILE`]) to the transfer's sink: the server's
+//! `--log`, or with `--allow-client-log` the one its client asked for (both sinks are installed
+//! then, and the file is opened at start):
 //!
 //! - `stdout`: one `write()` per line, as a terminal program's `printf` does, made by the
 //!   console's writer thread ([`crate::console`]): a reader that stops reading holds back the
@@ -28,8 +30,12 @@ use tracing_subscriber::prelude::*;
 
 use crate::protocol::LogMode;
 
-/// The tracing target of per-read log lines.
+/// The tracing target of per-read log lines (every sink's starts with it).
 pub const TARGET: &str = "tsperf::readlog";
+/// The target of lines for stdout.
+pub const TO_STDOUT: &str = "tsperf::readlog::stdout";
+/// The target of lines for the log file.
+pub const TO_FILE: &str = "tsperf::readlog::file";
 
 /// Buffer of the file sink.
 const FILE_BUFFER: usize = 64 * 1024;
@@ -65,47 +71,54 @@ impl<'a> MakeWriter<'a> for FileSink {
     }
 }
 
-/// Installs the global subscriber: diagnostics on stderr, and the per-read log in `mode`
-/// (`file` appends to `path`, creating it).
-pub fn init(mode: LogMode, path: &Path) -> Result<()> {
+/// Installs the global subscriber: diagnostics on stderr, and the per-read log in `mode`, or in
+/// every sink with `any` (the client chooses); the file sink appends to `path`, creating it.
+pub fn init(mode: LogMode, any: bool, path: &Path) -> Result<()> {
     let diagnostics = tracing_subscriber::fmt::layer()
         .with_writer(crate::console::Messages(crate::console::Stream::Err))
         .with_filter(crate::cli::env_filter())
-        .with_filter(filter_fn(|m| m.target() != TARGET));
-    let lines = || {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(false)
-            .with_level(false)
-            .with_target(false)
+        .with_filter(filter_fn(|m| !m.target().starts_with(TARGET)));
+    let to_stdout = (any || mode == LogMode::Stdout).then(|| {
+        lines()
+            .with_writer(crate::console::Lines)
+            .with_filter(filter_fn(|m| m.target() == TO_STDOUT))
+    });
+    let to_file = if any || mode == LogMode::File {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open log file '{}'", path.display()))?;
+        let sink = FileSink(Arc::new(Mutex::new(BufWriter::with_capacity(
+            FILE_BUFFER,
+            file,
+        ))));
+        let _ = FILE_SINK.set(sink.clone());
+        Some(
+            lines()
+                .with_writer(sink)
+                .with_filter(filter_fn(|m| m.target() == TO_FILE)),
+        )
+    } else {
+        None
     };
-    let only_lines = || filter_fn(|m| m.target() == TARGET);
-    let registry = tracing_subscriber::registry().with(diagnostics);
-    let result = match mode {
-        LogMode::None => registry.try_init(),
-        LogMode::Stdout => registry
-            .with(
-                lines()
-                    .with_writer(crate::console::Lines)
-                    .with_filter(only_lines()),
-            )
-            .try_init(),
-        LogMode::File => {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open log file '{}'", path.display()))?;
-            let sink = FileSink(Arc::new(Mutex::new(BufWriter::with_capacity(
-                FILE_BUFFER,
-                file,
-            ))));
-            let _ = FILE_SINK.set(sink.clone());
-            registry
-                .with(lines().with_writer(sink).with_filter(only_lines()))
-                .try_init()
-        }
-    };
-    result.context("cannot install the log subscriber")
+    tracing_subscriber::registry()
+        .with(diagnostics)
+        .with(to_stdout)
+        .with(to_file)
+        .try_init()
+        .context("cannot install the log subscriber")
+}
+
+/// The format of per-read lines: a timestamp and the fields, nothing else.
+fn lines<S>() -> tracing_subscriber::fmt::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .with_level(false)
+        .with_target(false)
 }
 
 /// Writes out the file sink's buffer, if there is one.

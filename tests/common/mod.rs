@@ -242,8 +242,10 @@ pub fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
                 read_size: hello.chunk,
                 server_io: tsperf::protocol::ServerIo::Blocking,
                 log: tsperf::protocol::LogMode::None,
+                stdout: tsperf::protocol::StdoutKind::Unknown,
             },
         );
+        answer_clock_queries(&mut s, hello.clock_queries);
         then(s, hello.length);
     });
     port
@@ -368,6 +370,24 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
+/// Answers a stream's `n` clock queries, as a server does before the data.
+pub fn answer_clock_queries(s: &mut TcpStream, n: u8) {
+    for _ in 0..n {
+        let mut q = [0u8; tsperf::protocol::CLOCK_QUERY];
+        s.read_exact(&mut q).unwrap();
+        let seq = u64::from_be_bytes(q[..8].try_into().unwrap());
+        let now = tsperf::timing::unix_ns_now();
+        send(
+            s,
+            &Frame::Time(tsperf::protocol::clock::TimeResponse {
+                seq,
+                server_recv_unix_ns: now,
+                server_send_unix_ns: now,
+            }),
+        );
+    }
+}
+
 /// The bytes of a latency-mode hello for `count` requests.
 pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
     let mut b = Vec::new();
@@ -379,6 +399,8 @@ pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         length: count,
         chunk: 1,
         name: String::new(),
+        log: None,
+        clock_queries: 0,
     };
     encode_hello(&hello, &mut b);
     b

@@ -24,8 +24,12 @@ use super::{
     AUTH_FAILED, Outcome, SHUTTING_DOWN, ServerConfig, admit, finish_latency, finish_transfer,
     incomplete, save_failed, start_transfer,
 };
-use crate::protocol::{Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello};
+use crate::protocol::clock::{Codec, TimeResponse, decode_request};
+use crate::protocol::{
+    CLOCK_QUERY, Frame, Hello, MAX_HELLO, Mode, ServerIo, TRAILER, decode_hello,
+};
 use crate::text::Peer;
+use crate::timing::unix_ns_now;
 
 /// What the conversation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +38,8 @@ pub enum Phase {
     Hello,
     /// The answer to the authentication challenge: read into [`Conversation::space`].
     Auth,
+    /// A stream's clock queries, before its data: read into [`Conversation::space`].
+    Clock,
     /// The transfer's data: read into [`Conversation::receiver`].
     Data,
     /// The client's digest after the data: read into [`Conversation::space`].
@@ -87,6 +93,14 @@ enum State {
         buf: [u8; crate::auth::LEN],
         have: usize,
     },
+    Clock {
+        hello: Hello,
+        rx: Box<Receiver>,
+        buf: [u8; CLOCK_QUERY],
+        have: usize,
+        /// The sequence number of the query due next.
+        next: u8,
+    },
     Data {
         hello: Hello,
         rx: Box<Receiver>,
@@ -134,6 +148,7 @@ impl Conversation {
         match self.state {
             State::Hello { .. } => Phase::Hello,
             State::Auth { .. } => Phase::Auth,
+            State::Clock { .. } => Phase::Clock,
             State::Data { .. } => Phase::Data,
             State::Trailer { .. } => Phase::Trailer,
             State::Latency { .. } => Phase::Latency,
@@ -151,12 +166,13 @@ impl Conversation {
         matches!(self.state, State::Hello { .. } | State::Auth { .. })
     }
 
-    /// Where the next bytes of the hello, the authentication answer or the trailer go (empty in
-    /// the other phases).
+    /// Where the next bytes of the hello, the authentication answer, a clock query or the
+    /// trailer go (empty in the other phases).
     pub fn space(&mut self) -> &mut [u8] {
         match &mut self.state {
             State::Hello { buf, have } => &mut buf[*have..],
             State::Auth { buf, have, .. } => &mut buf[*have..],
+            State::Clock { buf, have, .. } => &mut buf[*have..],
             State::Trailer { buf, have, .. } => &mut buf[*have..],
             _ => &mut [],
         }
@@ -210,6 +226,10 @@ impl Conversation {
                 };
                 self.admit(hello, cfg, now)
             }
+            State::Clock { .. } if n == 0 => {
+                self.stop("the client closed during its clock queries", false)
+            }
+            State::Clock { .. } => self.clock_query(n),
             State::Trailer { .. } if n == 0 => {
                 self.stop("the client closed before sending its digest", false)
             }
@@ -219,7 +239,7 @@ impl Conversation {
                     return Step::default();
                 }
                 let digest = u64::from_be_bytes(*buf);
-                self.finish(digest, cfg, socket)
+                self.finish(digest, socket)
             }
             _ => Step::default(),
         }
@@ -240,14 +260,61 @@ impl Conversation {
         Step::send(Frame::Challenge(challenge))
     }
 
+    /// `n` more bytes of a clock query: once it is whole, the answer, stamped with the server's
+    /// clock on arrival and on sending. After the last query the data is due.
+    fn clock_query(&mut self, n: usize) -> Step {
+        let received = unix_ns_now();
+        let State::Clock {
+            buf, have, next, ..
+        } = &mut self.state
+        else {
+            return Step::default();
+        };
+        *have += n;
+        if *have < CLOCK_QUERY {
+            return Step::default();
+        }
+        *have = 0;
+        let seq = match decode_request(buf, Codec::Binary) {
+            Ok(q) if q.seq == u64::from(*next) => q.seq,
+            Ok(q) => {
+                let why = format!("clock query {} arrived when {next} was due", q.seq);
+                return self.stop(&why, true);
+            }
+            Err(e) => return self.stop(&format!("bad clock query: {e}"), true),
+        };
+        *next += 1;
+        let done =
+            matches!(&self.state, State::Clock { hello, next, .. } if *next >= hello.clock_queries);
+        if done {
+            let State::Clock { hello, rx, .. } = std::mem::replace(&mut self.state, State::Done)
+            else {
+                unreachable!("matched above");
+            };
+            self.state = State::Data { hello, rx };
+        }
+        Step::send(Frame::Time(TimeResponse {
+            seq,
+            server_recv_unix_ns: received,
+            server_send_unix_ns: unix_ns_now(),
+        }))
+    }
+
     /// Accepts a (authenticated) hello the server will serve, or refuses it with the reason.
     fn admit(&mut self, hello: Hello, cfg: &ServerConfig, now: Instant) -> Step {
-        let read_size = match admit(&hello, cfg) {
-            Ok(n) => n,
+        let admitted = match admit(&hello, cfg) {
+            Ok(a) => a,
             Err(reason) => return Step::refuse(reason),
         };
         self.state = match hello.mode {
-            Mode::Stream => match start_transfer(&hello, read_size, self.peer, cfg) {
+            Mode::Stream => match start_transfer(&hello, admitted, self.peer, cfg) {
+                Ok(rx) if hello.clock_queries > 0 => State::Clock {
+                    hello,
+                    rx: Box::new(rx),
+                    buf: [0; CLOCK_QUERY],
+                    have: 0,
+                    next: 0,
+                },
                 Ok(rx) => State::Data {
                     hello,
                     rx: Box::new(rx),
@@ -258,12 +325,14 @@ impl Conversation {
                 session: Box::new(LatencySession::new(&hello)),
             },
         };
-        // The first byte (or request) is due within the hello timeout of the accept.
+        // The clock queries and the first byte (or request) are due within the hello timeout of
+        // the accept.
         self.deadline = now + cfg.hello_timeout;
         Step::send(Frame::Accept {
-            read_size,
+            read_size: admitted.read_size,
             server_io: self.server_io,
-            log: cfg.log,
+            log: admitted.log,
+            stdout: cfg.stdout,
         })
     }
 
@@ -354,7 +423,9 @@ impl Conversation {
         match &self.state {
             State::Hello { .. } => Step::refuse(format!("error reading the hello: {e}")),
             State::Auth { .. } => Step::refuse(format!("no authentication answer ({e})")),
-            State::Data { .. } | State::Trailer { .. } => self.stop(&e.to_string(), true),
+            State::Clock { .. } | State::Data { .. } | State::Trailer { .. } => {
+                self.stop(&e.to_string(), true)
+            }
             State::Latency { .. } => Step::end(None, self.end_latency(Some(e.to_string()))),
             State::Done => Step::default(),
         }
@@ -370,6 +441,13 @@ impl Conversation {
             State::Auth { .. } => Step::refuse(format!(
                 "no authentication answer within {hello} s of the connection"
             )),
+            State::Clock { hello: h, next, .. } => self.stop(
+                &format!(
+                    "{next} of {} clock queries within {hello} s of the accept",
+                    h.clock_queries
+                ),
+                true,
+            ),
             State::Data { rx, .. } if rx.bytes() == 0 => {
                 self.stop(&format!("no data within {hello} s of the accept"), true)
             }
@@ -403,7 +481,9 @@ impl Conversation {
     pub fn abort(&mut self, why: &str) -> Step {
         match &self.state {
             State::Hello { .. } | State::Auth { .. } => Step::refuse(why.to_owned()),
-            State::Data { .. } | State::Trailer { .. } => self.stop(why, true),
+            State::Clock { .. } | State::Data { .. } | State::Trailer { .. } => {
+                self.stop(why, true)
+            }
             State::Latency { .. } => Step::end(None, self.end_latency(Some(why.to_owned()))),
             State::Done => Step::default(),
         }
@@ -412,9 +492,9 @@ impl Conversation {
     /// Ends a transfer short of its end for `why`; `tell`: with an Abort frame saying so.
     fn stop(&mut self, why: &str, tell: bool) -> Step {
         let outcome = match &mut self.state {
-            State::Data { hello, rx } | State::Trailer { hello, rx, .. } => {
-                incomplete(hello, rx, why)
-            }
+            State::Clock { hello, rx, .. }
+            | State::Data { hello, rx }
+            | State::Trailer { hello, rx, .. } => incomplete(hello, rx, why),
             _ => Outcome::Incomplete(why.to_owned()),
         };
         self.state = State::Done;
@@ -422,21 +502,13 @@ impl Conversation {
     }
 
     /// Every byte and the client's digest are in: save, log, report.
-    fn finish(&mut self, digest: u64, cfg: &ServerConfig, socket: &impl AsFd) -> Step {
+    fn finish(&mut self, digest: u64, socket: &impl AsFd) -> Step {
         let State::Trailer { hello, mut rx, .. } = std::mem::replace(&mut self.state, State::Done)
         else {
             return Step::default();
         };
         let rcvbuf = crate::net::recv_buffer(socket);
-        let frame = finish_transfer(
-            &mut rx,
-            &hello,
-            self.peer,
-            self.server_io,
-            cfg,
-            rcvbuf,
-            digest,
-        );
+        let frame = finish_transfer(&mut rx, &hello, self.peer, self.server_io, rcvbuf, digest);
         let outcome = match &frame {
             Frame::Report(_) => Outcome::Complete,
             _ => Outcome::Incomplete(format!("'{}' could not be saved", Peer(&hello.name))),

@@ -13,6 +13,8 @@ fn cfg() -> ServerConfig {
         rcvbuf: None,
         blocking: false,
         log: LogMode::None,
+        allow_client_log: false,
+        stdout: crate::protocol::StdoutKind::Pipe,
         log_min_read: super::super::LOG_MIN_READ,
         max_bytes: 1 << 30,
         max_clients: 8,
@@ -124,5 +126,102 @@ fn early_data_and_short_hellos() {
     let step = c.received(0, &cfg, now, &sock);
     assert!(
         matches!(step.end, Some(Outcome::Refused(ref r)) if r == "connection closed after 3 bytes of a hello")
+    );
+}
+
+fn hello_bytes(h: &Hello) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_hello(h, &mut out);
+    out
+}
+
+/// A client that asks for another sink than the server's is refused with the flag named, unless
+/// the server allows it; the Accept names the transfer's sink and the server's stdout.
+#[test]
+fn client_chosen_sink() {
+    let mut cfg = cfg();
+    let now = Instant::now();
+    let asking = Hello {
+        log: Some(LogMode::File),
+        ..Hello::stream(10, 1024, "t.txt")
+    };
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let step = feed(&mut c, &hello_bytes(&asking), &cfg);
+    assert!(
+        matches!(step.end, Some(Outcome::Refused(ref r)) if r.contains("--allow-client-log")),
+        "{step:?}"
+    );
+    cfg.allow_client_log = true;
+    let mut c = Conversation::new(peer(), ServerIo::EventLoop, &cfg, now);
+    let step = feed(&mut c, &hello_bytes(&asking), &cfg);
+    assert!(
+        matches!(
+            step.send,
+            Some(Frame::Accept {
+                log: LogMode::File,
+                stdout: crate::protocol::StdoutKind::Pipe,
+                read_size: 1024,
+                ..
+            })
+        ),
+        "{step:?}"
+    );
+    assert_eq!(c.receiver().map(|rx| rx.log()), Some(LogMode::File));
+}
+
+/// Clock queries come before the data, each answered in order with the server's stamps; one out
+/// of order ends the transfer with an Abort; they share the accept's deadline.
+#[test]
+fn clock_queries_before_data() {
+    let cfg = cfg();
+    let now = Instant::now();
+    let h = Hello {
+        clock_queries: 2,
+        ..Hello::stream(10, 1024, "t.txt")
+    };
+    let query = |seq: u64| {
+        crate::protocol::clock::encode_query(&crate::protocol::clock::TimeRequest {
+            seq,
+            client_send_unix_ns: 5,
+        })
+    };
+    let mut c = Conversation::new(peer(), ServerIo::Blocking, &cfg, now);
+    let _ = feed(&mut c, &hello_bytes(&h), &cfg);
+    assert_eq!(c.phase(), Phase::Clock);
+    let deadline = c.deadline();
+    assert!(c.receiver().is_none(), "no data is read before the queries");
+    for seq in 0..2 {
+        let step = feed(&mut c, &query(seq), &cfg);
+        match step.send {
+            Some(Frame::Time(t)) => {
+                assert_eq!(t.seq, seq);
+                assert!(
+                    t.server_recv_unix_ns > 0 && t.server_send_unix_ns >= t.server_recv_unix_ns
+                );
+            }
+            other => panic!("expected a Time frame, got {other:?}"),
+        }
+        assert_eq!(
+            c.deadline(),
+            deadline,
+            "the queries do not move the deadline"
+        );
+    }
+    assert_eq!(c.phase(), Phase::Data);
+
+    let mut c = Conversation::new(peer(), ServerIo::Blocking, &cfg, now);
+    let _ = feed(&mut c, &hello_bytes(&h), &cfg);
+    let step = feed(&mut c, &query(1), &cfg);
+    assert!(
+        matches!(step.send, Some(Frame::Abort(ref r)) if r == "clock query 1 arrived when 0 was due"),
+        "{step:?}"
+    );
+    let mut c = Conversation::new(peer(), ServerIo::Blocking, &cfg, now);
+    let _ = feed(&mut c, &hello_bytes(&h), &cfg);
+    let _ = feed(&mut c, &query(0), &cfg);
+    let step = c.timed_out(&cfg, false, false);
+    assert!(
+        matches!(step.send, Some(Frame::Abort(ref r)) if r == "1 of 2 clock queries within 2 s of the accept"),
+        "{step:?}"
     );
 }

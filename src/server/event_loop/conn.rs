@@ -71,7 +71,7 @@ impl Conn {
     fn converse(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
         loop {
             let step = match self.conv.phase() {
-                Phase::Hello | Phase::Auth | Phase::Trailer => {
+                Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
                     if self.conv.phase() == Phase::Trailer {
                         self.conv.set_wakeups(self.wakeups);
                     }
@@ -84,7 +84,10 @@ impl Conn {
                 }
                 Phase::Data => {
                     // A logged transfer is read only while stdout has room for a turn's lines.
-                    self.log_wait = cfg.log == LogMode::Stdout
+                    self.log_wait = self
+                        .conv
+                        .receiver()
+                        .is_some_and(|rx| rx.log() == LogMode::Stdout)
                         && !console::room(crate::server::receiver::LOG_TURN_RESERVE);
                     if self.log_wait {
                         self.more = false;
@@ -106,6 +109,12 @@ impl Conn {
                 self.out.frame(frame);
                 if let (Frame::Accept { .. }, Some(session)) = (frame, self.conv.latency()) {
                     crate::server::latency_socket(&self.stream, session.nodelay);
+                }
+                // A clock answer goes out now, not after another read: its send time is
+                // stamped. The turn that follows reads on.
+                if matches!(frame, Frame::Time(_)) {
+                    self.more = true;
+                    return Step::default();
                 }
             }
         }

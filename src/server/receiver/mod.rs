@@ -17,7 +17,7 @@ use std::time::Instant;
 use twox_hash::XxHash3_64;
 
 use crate::protocol::{Hello, LogMode, Report, ServerIo};
-use crate::server::readlog::TARGET;
+use crate::server::readlog::{TO_FILE, TO_STDOUT};
 use crate::timing::{CpuTime, unix_us_now};
 
 /// Bytes gathered before they are checksummed, unless one read is larger.
@@ -46,16 +46,16 @@ pub struct Receiver {
     /// Event-loop wake-ups for this connection, counted by the event loop.
     pub wakeups: u64,
     conn: u64,
-    log: bool,
+    log: LogMode,
     log_lines: u32,
     /// Where received bytes are saved, with `--save`.
     pub sink: Option<crate::server::save::Partial>,
 }
 
 impl Receiver {
-    /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With `log`,
-    /// every read writes a line tagged with connection number `conn` to the per-read log.
-    pub fn new(hello: &Hello, read_size: u32, conn: u64, log: bool) -> Receiver {
+    /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With a `log`
+    /// sink, every read writes a line tagged with connection number `conn` to it.
+    pub fn new(hello: &Hello, read_size: u32, conn: u64, log: LogMode) -> Receiver {
         Receiver {
             expected: hello.length,
             read_size: read_size.max(1) as usize,
@@ -74,22 +74,36 @@ impl Receiver {
         }
     }
 
+    /// Where this transfer's per-read lines go.
+    pub fn log(&self) -> LogMode {
+        self.log
+    }
+
     /// Logs the start of the transfer (when logging).
     pub fn log_start(&mut self, peer: std::net::SocketAddr, hello: &Hello) {
-        if self.log {
-            tracing::info!(target: TARGET, conn = self.conn, event = "start", %peer, file = %crate::text::Peer(&hello.name),
-                length = hello.length, chunk = hello.chunk, read_size = self.read_size);
-            self.log_lines += 1;
+        let file = crate::text::Peer(&hello.name);
+        let (length, chunk) = (hello.length, hello.chunk);
+        match self.log {
+            LogMode::None => return,
+            LogMode::Stdout => tracing::info!(target: TO_STDOUT, conn = self.conn, event = "start",
+                %peer, file = %file, length, chunk, read_size = self.read_size),
+            LogMode::File => tracing::info!(target: TO_FILE, conn = self.conn, event = "start",
+                %peer, file = %file, length, chunk, read_size = self.read_size),
         }
+        self.log_lines += 1;
     }
 
     /// Logs the end of the transfer (when logging): complete, or how it stopped.
     pub fn log_end(&mut self, status: &str) {
-        if self.log {
-            tracing::info!(target: TARGET, conn = self.conn, event = "end", total = self.bytes,
-                reads = self.reads, status);
-            self.log_lines += 1;
+        let (total, reads) = (self.bytes, self.reads);
+        match self.log {
+            LogMode::None => return,
+            LogMode::Stdout => tracing::info!(target: TO_STDOUT, conn = self.conn, event = "end",
+                total, reads, status),
+            LogMode::File => tracing::info!(target: TO_FILE, conn = self.conn, event = "end",
+                total, reads, status),
         }
+        self.log_lines += 1;
     }
 
     /// Bytes the next read should ask for: 0 once complete.
@@ -118,13 +132,26 @@ impl Receiver {
         }
         self.bytes += n as u64;
         self.reads += 1;
-        if self.log {
-            tracing::info!(target: TARGET, conn = self.conn, seq = self.reads, bytes = n, total = self.bytes);
-            self.log_lines += 1;
+        if self.log != LogMode::None {
+            self.log_read(n);
         }
         if self.bytes == self.expected {
             self.last = Some((Instant::now(), unix_us_now()));
         }
+    }
+
+    /// The line of one read of `n` bytes, in this transfer's sink.
+    #[inline(never)]
+    fn log_read(&mut self, n: usize) {
+        let (conn, seq, total) = (self.conn, self.reads, self.bytes);
+        match self.log {
+            LogMode::None => return,
+            LogMode::Stdout => {
+                tracing::info!(target: TO_STDOUT, conn, seq, bytes = n, total)
+            }
+            LogMode::File => tracing::info!(target: TO_FILE, conn, seq, bytes = n, total),
+        }
+        self.log_lines += 1;
     }
 
     /// Gives up saving: the partial file, if any, is removed now (not when the receiver is
@@ -164,7 +191,7 @@ impl Receiver {
     }
 
     /// The report as it stands, complete or not. Every counted byte must have been hashed.
-    pub fn report(&self, server_io: ServerIo, log: LogMode, rcvbuf: u32) -> Report {
+    pub fn report(&self, server_io: ServerIo, rcvbuf: u32) -> Report {
         debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
         let cpu = CpuTime::thread().since(self.cpu_start);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
@@ -183,7 +210,7 @@ impl Receiver {
             rcvbuf,
             output_dropped: 0,
             server_io: Some(server_io),
-            log: Some(log),
+            log: Some(self.log),
             saved_to: String::new(),
         }
     }

@@ -40,7 +40,7 @@ impl Read for Trickle<'_> {
 fn digest_matches_one_shot() {
     let data: Vec<u8> = (0..700_001u32).map(|i| (i * 7 % 256) as u8).collect();
     for rs in [1u32, 102, 1024, 10240, 300_000] {
-        let mut rx = Receiver::new(&hello(data.len() as u64), rs, 0, false);
+        let mut rx = Receiver::new(&hello(data.len() as u64), rs, 0, LogMode::None);
         let mut block = Block::new(rs as usize, data.len() as u64);
         let mut src = Trickle {
             data: &data,
@@ -56,7 +56,7 @@ fn digest_matches_one_shot() {
             }
         }
         assert!(src.asked.iter().all(|&n| n > 0 && n <= rs as usize));
-        let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
+        let rep = rx.report(ServerIo::Blocking, 0);
         assert_eq!(rep.bytes, data.len() as u64);
         assert_eq!(
             rep.digest,
@@ -71,8 +71,8 @@ fn digest_matches_one_shot() {
 #[test]
 fn shared_block_keeps_transfers_apart() {
     let (a, b) = (vec![b'a'; 100_000], vec![b'b'; 70_000]);
-    let mut ra = Receiver::new(&hello(a.len() as u64), 1024, 0, false);
-    let mut rb = Receiver::new(&hello(b.len() as u64), 10240, 0, false);
+    let mut ra = Receiver::new(&hello(a.len() as u64), 1024, 0, LogMode::None);
+    let mut rb = Receiver::new(&hello(b.len() as u64), 10240, 0, LogMode::None);
     let mut sa = Trickle {
         data: &a,
         piece: 3000,
@@ -90,7 +90,7 @@ fn shared_block_keeps_transfers_apart() {
         read_all(&mut block, &mut sa, &mut ra);
         read_all(&mut block, &mut sb, &mut rb);
     }
-    let digest = |r: &Receiver| r.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+    let digest = |r: &Receiver| r.report(ServerIo::EventLoop, 0).digest;
     assert_eq!(digest(&ra), xxhash_rust::xxh3::xxh3_64(&a));
     assert_eq!(digest(&rb), xxhash_rust::xxh3::xxh3_64(&b));
 }
@@ -102,7 +102,7 @@ fn shared_block_keeps_transfers_apart() {
 #[test]
 fn turns_end_on_a_source_that_never_runs_dry() {
     let len = 3 * TURN_BYTES as u64 + 5;
-    let mut small = Receiver::new(&hello(len), 16, 0, false);
+    let mut small = Receiver::new(&hello(len), 16, 0, LogMode::None);
     let mut block = Block::new(16, len);
     let mut src = io::repeat(b'r');
     assert!(matches!(
@@ -112,7 +112,7 @@ fn turns_end_on_a_source_that_never_runs_dry() {
     assert_eq!(small.bytes(), 16 * TURN_READS);
 
     let rs = 256 << 10;
-    let mut rx = Receiver::new(&hello(len), rs as u32, 0, false);
+    let mut rx = Receiver::new(&hello(len), rs as u32, 0, LogMode::None);
     let mut block = Block::new(rs, len);
     let mut turns = Vec::new();
     loop {
@@ -128,7 +128,7 @@ fn turns_end_on_a_source_that_never_runs_dry() {
     let (rs, mib) = (rs as u64, TURN_BYTES as u64);
     // The first read sets the mark; 1 MiB turns; the read that enters the tail; the rest.
     assert_eq!(turns, [rs, mib, mib, 3 * rs, 5]);
-    let digest = rx.report(ServerIo::EventLoop, LogMode::None, 0).digest;
+    let digest = rx.report(ServerIo::EventLoop, 0).digest;
     assert_eq!(
         digest,
         xxhash_rust::xxh3::xxh3_64(&vec![b'r'; len as usize])
@@ -138,7 +138,7 @@ fn turns_end_on_a_source_that_never_runs_dry() {
 /// The receiver never asks for more than the bytes still announced.
 #[test]
 fn never_reads_past_announced_length() {
-    let mut r = Receiver::new(&hello(150), 102, 0, false);
+    let mut r = Receiver::new(&hello(150), 102, 0, LogMode::None);
     assert_eq!(r.want(), 102);
     r.count(100);
     assert_eq!(r.want(), 50);
@@ -150,9 +150,9 @@ fn never_reads_past_announced_length() {
 /// An empty transfer is complete at once and reports zero bytes and no timestamps.
 #[test]
 fn empty_transfer() {
-    let r = Receiver::new(&hello(0), 1024, 0, false);
+    let r = Receiver::new(&hello(0), 1024, 0, LogMode::None);
     assert!(r.is_complete());
-    let rep = r.report(ServerIo::Blocking, LogMode::None, 0);
+    let rep = r.report(ServerIo::Blocking, 0);
     assert_eq!((rep.bytes, rep.reads, rep.first_byte_unix_us), (0, 0, 0));
     assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(&[]));
 }
@@ -160,14 +160,14 @@ fn empty_transfer() {
 /// A transfer cut short reports what arrived, with the digest of exactly those bytes.
 #[test]
 fn eof_reports_partial() {
-    let mut rx = Receiver::new(&hello(1000), 64, 0, false);
+    let mut rx = Receiver::new(&hello(1000), 64, 0, LogMode::None);
     let mut block = Block::new(64, 1000);
     let mut src: &[u8] = b"0123456789";
     assert!(matches!(
         read_all(&mut block, &mut src, &mut rx),
         ReadEnd::Eof
     ));
-    let rep = rx.report(ServerIo::Blocking, LogMode::None, 0);
+    let rep = rx.report(ServerIo::Blocking, 0);
     assert_eq!(rep.bytes, 10);
     assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));
     assert_eq!(rep.last_byte_unix_us, rep.first_byte_unix_us);
