@@ -11,8 +11,8 @@
 #   --file PATH     the file to stream (default testdata/tsl.txt, 36 MiB, generated if missing)
 #   --chunks LIST   chunk sizes, comma-separated (default 102,1024,10240)
 #   --io LIST       client I/O strategies as a grid dimension: write,writev,sendfile (default write)
-#   --host HOST     run the client grid against a tsserver already running on HOST (the real LAN
-#                   case: start `tsserver` there, with the --log you want to measure)
+#   --host HOST     run the whole grid against a tsserver already running on HOST (the real LAN
+#                   case: start `tsserver --allow-client-log` there; each transfer asks for its sink)
 #   --port PORT     that server's port (default 7433)
 #   --lan           run across an emulated gigabit LAN: two network namespaces (needs root)
 #   --rate RATE     the emulated LAN's rate (default 1gbit)

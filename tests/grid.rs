@@ -497,3 +497,98 @@ fn interrupted_tsmatrix_removes_its_scratch() {
         "temporary files left after SIGINT: {left:?}"
     );
 }
+
+/// Issue 16 (4): the two namespaces as two hosts. One `tsserver --allow-client-log` runs in the
+/// far namespace (its stdout on a pseudo-terminal); `matrix.sh --quick --host` runs from the
+/// other, with no server of its own. Every cell is verified, all three sinks are present, the
+/// server said its stdout was a terminal, and every transfer's clock offset is within its error
+/// bound of 0 (both namespaces share one kernel clock). Skips where namespaces cannot be made.
+#[test]
+fn quick_grid_between_two_hosts() {
+    if !can_make_namespaces() {
+        eprintln!("skipped: cannot create network namespaces here (needs root and iproute2)");
+        return;
+    }
+    let _grid = grid_lock();
+    let name = format!("tsh{}", std::process::id() % 100_000);
+    let up = script("lan.sh", &["up", "--name", &name]);
+    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+    let dir = tempfile::tempdir().unwrap();
+    let log_file = dir.path().join("far.log");
+    let bins = PathBuf::from(bin_dir());
+    let wrap = ["ip", "netns", "exec", &format!("{name}-srv")].map(String::from);
+    let server = tsperf::harness::ServerProcess::start(&tsperf::harness::ServerOptions {
+        bin_dir: &bins,
+        wrap: &wrap,
+        args: [
+            "--bind",
+            "198.18.0.1:0",
+            "--allow-client-log",
+            "--log-file",
+            log_file.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec(),
+        stdout: tsperf::harness::Sink::Pty {
+            tmux_session: format!("{name}-far"),
+        },
+        stderr: Some(dir.path().join("far.err")),
+    });
+    let out = dir.path().join("two");
+    let run = server.as_ref().map_err(|e| format!("{e:#}")).map(|s| {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &format!("{name}-cli")])
+            .arg(root().join("scripts/matrix.sh"))
+            .args(["--quick", "--host", "198.18.0.1", "--port"])
+            .arg(s.port.to_string())
+            .arg("--out")
+            .arg(&out)
+            .args(["--bin-dir", &bin_dir()]);
+        assert_cmd::Command::from_std(cmd)
+            .timeout(std::time::Duration::from_secs(300))
+            .output()
+            .unwrap()
+    });
+    drop(server);
+    let down = script("lan.sh", &["down", "--name", &name]);
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+
+    let o = run.unwrap_or_else(|e| panic!("the far server did not start: {e}"));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    check_results(&out, 18, 10);
+    let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    for sink in ["none", "file", "stdout"] {
+        assert!(
+            md.lines().any(|l| l.contains(&format!(" | {sink} | "))),
+            "no {sink} rows:\n{md}"
+        );
+    }
+    assert!(md.contains("(the server saw a terminal)"), "{md}");
+    assert!(md.contains("Clock offset, server minus client"), "{md}");
+    let setup: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("setup.json")).unwrap()).unwrap();
+    assert_eq!(setup["server_stdout"], "terminal");
+    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    let mut measured = 0;
+    for r in &runs {
+        if let ClientJson::Stream(s) = &r.result {
+            let (offset, err) = (s.clock.offset_us.unwrap(), s.clock.offset_err_us.unwrap());
+            assert!(offset.abs() <= err + 0.001, "offset {offset} ± {err}");
+            assert_eq!(
+                s.peer,
+                format!("198.18.0.1:{}", s.peer.rsplit(':').next().unwrap())
+            );
+            measured += 1;
+        }
+    }
+    assert_eq!(measured, 18);
+    // The file cells' lines are in the operator's file on the far host.
+    let logged = std::fs::read_to_string(&log_file).unwrap();
+    assert!(logged.lines().any(|l| l.contains(" seq=")), "{logged}");
+}

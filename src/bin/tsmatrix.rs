@@ -32,7 +32,8 @@ struct Args {
     /// Requests per latency cell that stalls on Nagle (each takes about 88 ms).
     #[arg(long, default_value_t = 20)]
     stall_count: u64,
-    /// Run the client grid against a tsserver already running on HOST (the real LAN case).
+    /// Run the whole grid against a tsserver already running on HOST (the real LAN case; start
+    /// it with --allow-client-log, each transfer asks for its sink).
     #[arg(long)]
     host: Option<String>,
     /// The port of the tsserver on --host.

@@ -11,9 +11,8 @@ pub struct StreamCell {
     pub chunk: u32,
     pub io: ClientIo,
     pub strategy: Strategy,
-    /// The sink of a server this grid started; `None` for a server on another host, whose
-    /// sink is what its report says.
-    pub log: Option<LogMode>,
+    /// The server log sink the client asks for (`tsclient --server-log`).
+    pub log: LogMode,
 }
 
 impl StreamCell {
@@ -38,19 +37,16 @@ impl StreamCell {
         if self.strategy != Strategy::Write {
             a.extend(["--io".to_owned(), self.strategy.to_string()]);
         }
+        a.extend(["--server-log".to_owned(), self.log.to_string()]);
         a
     }
 
-    /// The cell as `runs.jsonl` records it; `reported` is the sink the server's report named.
-    pub fn cell(&self, reported: Option<LogMode>) -> Cell {
-        let log = self
-            .log
-            .or(reported)
-            .map_or("remote".to_owned(), |l| l.to_string());
+    /// The cell as `runs.jsonl` records it.
+    pub fn cell(&self) -> Cell {
         Cell::Stream {
             chunk: self.chunk,
             io: self.label(),
-            log,
+            log: self.log.to_string(),
         }
     }
 }
@@ -152,7 +148,7 @@ mod tests {
             chunk: 1024,
             io: ClientIo::Nonblocking,
             strategy: Strategy::Writev,
-            log: Some(LogMode::Stdout),
+            log: LogMode::Stdout,
         };
         assert_eq!(
             c.args("f.txt"),
@@ -162,26 +158,26 @@ mod tests {
                 "f.txt",
                 "--nonblocking",
                 "--io",
-                "writev"
+                "writev",
+                "--server-log",
+                "stdout"
             ]
         );
         assert_eq!(
-            c.cell(None),
+            c.cell(),
             Cell::Stream {
                 chunk: 1024,
                 io: "nonblocking writev".into(),
                 log: "stdout".into()
             }
         );
-        let remote = StreamCell {
-            log: None,
+        let plain = StreamCell {
+            log: LogMode::File,
             strategy: Strategy::Write,
             ..c
         };
-        assert_eq!(remote.label(), "nonblocking");
-        assert!(
-            matches!(remote.cell(Some(LogMode::File)), Cell::Stream { log, .. } if log == "file")
-        );
+        assert_eq!(plain.label(), "nonblocking");
+        assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
         let l = latency_cells();
         assert_eq!(l.len(), 10);
         assert_eq!(

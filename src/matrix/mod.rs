@@ -3,10 +3,12 @@
 //! Stream cells are chunk × client io × server log (× client I/O strategy, when asked: a cell
 //! whose strategy is not the default `write` has it in its io label, e.g. `blocking writev`);
 //! latency cells are codec × framing × nodelay,
-//! plus reconnect. The grid starts its own servers (one per log sink; `stdout` on a pseudo-
-//! terminal), or uses a server already running elsewhere (`--host`). Every repetition's client
-//! JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are written
-//! again after every cell, so a failure late in a grid loses nothing already measured.
+//! plus reconnect. Every cell runs against one server started with `--allow-client-log`, each
+//! transfer asking for its log sink (`tsclient --server-log`): the grid starts that server
+//! itself (its stdout on a pseudo-terminal, or a file), or uses one already running elsewhere
+//! (`--host`), so a real two-host run is the same grid as the loopback one. Every repetition's
+//! client JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are
+//! written again after every cell, so a failure late in a grid loses nothing already measured.
 
 mod cells;
 
@@ -72,64 +74,66 @@ pub struct GridConfig {
 #[error("interrupted")]
 pub struct Interrupted;
 
-/// One server of the grid: ours (killed when dropped) with its sink, or the remote one.
-struct SinkServer {
-    log: Option<LogMode>,
+/// The server log sinks of the stream grid, in the order each repetition runs them.
+pub const SINKS: [LogMode; 3] = [LogMode::None, LogMode::File, LogMode::Stdout];
+
+/// The grid's server: ours (killed when dropped), or the remote one.
+struct GridServer {
     _own: Option<ServerProcess>,
     port: u16,
 }
 
 impl GridConfig {
-    /// Starts a server with `--log log`; stdout goes per `stdout_to` for the stdout sink.
-    fn start_server(&self, log: LogMode, tmp: &Path) -> Result<ServerProcess> {
-        let mut args: Vec<String> = ["--bind", &self.bind, "--port", "0", "--log"]
-            .map(String::from)
-            .to_vec();
-        args.push(log.to_string());
-        if log == LogMode::File {
-            args.push("--log-file".into());
-            args.push(tmp.join("server-file.log").display().to_string());
-        }
-        let stdout = match (log, self.stdout_to) {
-            (LogMode::Stdout, StdoutTo::Pty) => Sink::Pty {
+    /// Starts our server: `--allow-client-log`, its log file in `tmp`, its stdout per
+    /// `stdout_to`.
+    fn start_server(&self, tmp: &Path) -> Result<ServerProcess> {
+        let log_file = tmp.join("server-file.log").display().to_string();
+        let args = [
+            "--bind",
+            &self.bind,
+            "--port",
+            "0",
+            "--log",
+            "none",
+            "--allow-client-log",
+            "--log-file",
+            &log_file,
+        ]
+        .map(String::from)
+        .to_vec();
+        let stdout = match self.stdout_to {
+            StdoutTo::Pty => Sink::Pty {
                 tmux_session: self.tmux_session.clone(),
             },
-            (LogMode::Stdout, StdoutTo::File) => Sink::File(tmp.join("server-stdout.txt")),
-            _ => Sink::Null,
+            StdoutTo::File => Sink::File(tmp.join("server-stdout.txt")),
         };
         ServerProcess::start(&ServerOptions {
             bin_dir: &self.bin_dir,
             wrap: &self.server_wrap,
             args,
             stdout,
-            stderr: Some(tmp.join(format!("server-{log}.err"))),
+            stderr: Some(tmp.join("server.err")),
         })
     }
 
-    /// Our servers, one per log sink, or the one given; and where the stdout sink's output went.
-    fn servers(&self, tmp: &Path) -> Result<(Vec<SinkServer>, String)> {
+    /// Our server, or the one given; and where its stdout goes, as far as the grid knows.
+    fn server(&self, tmp: &Path) -> Result<(GridServer, String)> {
         if let Some((_, port)) = &self.host {
-            let remote = SinkServer {
-                log: None,
+            let remote = GridServer {
                 _own: None,
                 port: *port,
             };
-            return Ok((vec![remote], "not measured (the server is remote)".into()));
+            return Ok((remote, "the remote server's stdout".into()));
         }
-        let mut servers = Vec::new();
-        let mut stdout_is = String::new();
-        for log in [LogMode::None, LogMode::File, LogMode::Stdout] {
-            let server = self.start_server(log, tmp)?;
-            if log == LogMode::Stdout {
-                stdout_is = server.stdout_is.clone();
-            }
-            servers.push(SinkServer {
-                log: Some(log),
+        let server = self.start_server(tmp)?;
+        let stdout_is = server.stdout_is.clone();
+        Ok((
+            GridServer {
                 port: server.port,
                 _own: Some(server),
-            });
-        }
-        Ok((servers, stdout_is))
+            },
+            stdout_is,
+        ))
     }
 }
 
@@ -169,6 +173,7 @@ impl Recorder<'_> {
     fn record(&mut self, run: Run) -> Result<()> {
         if let ClientJson::Stream(s) = &run.result {
             self.setup.digest = s.digest.clone();
+            self.setup.server_stdout = Some(s.server.stdout);
         }
         writeln!(self.file, "{}", serde_json::to_string(&run)?)?;
         self.file.flush()?;
@@ -230,7 +235,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         .truncate(true)
         .open(&runs_path)
         .with_context(|| format!("cannot write '{}'", runs_path.display()))?;
-    let (servers, stdout_to) = cfg.servers(&tmp)?;
+    let (server, stdout_to) = cfg.server(&tmp)?;
     let setup = Setup {
         machine: crate::machine::Machine::probe(&cfg.commit),
         file: cfg
@@ -242,6 +247,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         reps: cfg.reps,
         network: cfg.network.clone(),
         stdout_to,
+        server_stdout: None,
         date: crate::timing::utc_now_rfc3339(),
         line_gbit: cfg.line_gbit,
     };
@@ -255,12 +261,12 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     let latency = latency_cells();
     let columns = client_columns(&cfg.strategies);
     let bar = progress_bar(
-        cfg.chunks.len() * columns.len() * servers.len() * cfg.reps as usize + latency.len(),
+        cfg.chunks.len() * columns.len() * SINKS.len() * cfg.reps as usize + latency.len(),
     );
-    stream_grid(&mut rec, &servers, &columns, &bar)?;
-    latency_grid(&mut rec, servers[0].port, &latency, &bar)?;
+    stream_grid(&mut rec, server.port, &columns, &bar)?;
+    latency_grid(&mut rec, server.port, &latency, &bar)?;
     bar.finish_and_clear();
-    drop(servers);
+    drop(server);
     let m = rec.export()?;
     Ok(report::markdown::render(&m))
 }
@@ -269,7 +275,7 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
 /// repetition, so drift hits every sink alike; the tables are written after each column.
 fn stream_grid(
     rec: &mut Recorder,
-    servers: &[SinkServer],
+    port: u16,
     columns: &[(crate::client::ClientIo, Strategy)],
     bar: &ProgressBar,
 ) -> Result<()> {
@@ -277,30 +283,35 @@ fn stream_grid(
     let file = cfg.file.display().to_string();
     for &chunk in &cfg.chunks {
         for &(io, strategy) in columns {
-            let cells: Vec<StreamCell> = servers
-                .iter()
-                .map(|s| StreamCell {
-                    chunk,
-                    io,
-                    strategy,
-                    log: s.log,
-                })
-                .collect();
+            let cells = SINKS.map(|log| StreamCell {
+                chunk,
+                io,
+                strategy,
+                log,
+            });
             let label = cells[0].label();
             for rep in 1..=cfg.reps {
-                for (cell, server) in cells.iter().zip(servers) {
-                    let log = cell.log.map_or("remote".to_owned(), |l| l.to_string());
+                for cell in &cells {
                     bar.set_message(format!(
-                        "stream chunk {chunk} {label} log {log} rep {rep}/{}",
-                        cfg.reps
+                        "stream chunk {chunk} {label} log {} rep {rep}/{}",
+                        cell.log, cfg.reps
                     ));
-                    let result = rec.measure(server.port, &cell.args(&file))?;
+                    let result = rec.measure(port, &cell.args(&file))?;
                     let reported = match &result {
                         ClientJson::Stream(s) => s.server.log,
                         ClientJson::Latency(_) => None,
                     };
-                    let cell = cell.cell(reported);
-                    rec.record(Run { cell, rep, result })?;
+                    anyhow::ensure!(
+                        reported == Some(cell.log),
+                        "the server logged to {} when --server-log {} was asked for",
+                        reported.map_or("?".to_owned(), |l| l.to_string()),
+                        cell.log
+                    );
+                    rec.record(Run {
+                        cell: cell.cell(),
+                        rep,
+                        result,
+                    })?;
                     bar.inc(1);
                 }
             }
@@ -328,7 +339,7 @@ fn stream_grid(
     Ok(())
 }
 
-/// Every latency cell, against the first server (`--log none` when it is ours).
+/// Every latency cell (a latency session logs nothing per read).
 fn latency_grid(
     rec: &mut Recorder,
     port: u16,

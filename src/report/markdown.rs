@@ -62,6 +62,21 @@ pub fn render(m: &Matrix) -> String {
         bufs(|r| r.rcvbuf)
     );
 
+    if let Some(c) = &m.clock {
+        let _ = writeln!(
+            o,
+            "- Clock offset, server minus client, from each transfer's clock queries: median \
+             {:+.1} µs ± {:.1} µs (from {:+.1} to {:+.1} µs over {}; largest error bound \
+             {:.1} µs).",
+            c.median_offset_us,
+            c.median_err_us,
+            c.min_offset_us,
+            c.max_offset_us,
+            units::count(c.transfers as u64, "transfer"),
+            c.max_err_us
+        );
+    }
+
     if !m.stream.is_empty() {
         stream_table(m, &mut o);
     }
@@ -76,9 +91,12 @@ fn stream_table(m: &Matrix, o: &mut String) {
     let s = &m.setup;
     let slowest = m.slowest_stream();
     let _ = writeln!(o, "\n## Stream: throughput\n");
+    let seen = s.server_stdout.map_or(String::new(), |k| {
+        format!(" (the server saw {})", k.describe())
+    });
     let _ = writeln!(
         o,
-        "Server `--log stdout` cells: stdout went to {}.\n",
+        "Server `--log stdout` cells: stdout went to {}{seen}.\n",
         s.stdout_to
     );
     let (line_head, line_rule) = match s.line_gbit {

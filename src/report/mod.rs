@@ -59,6 +59,9 @@ pub struct Setup {
     pub network: String,
     /// Where `--log stdout` cells sent stdout (a file, or a pty and its reader).
     pub stdout_to: String,
+    /// What the server said its stdout was (protocol version 3 on).
+    #[serde(default)]
+    pub server_stdout: Option<crate::protocol::StdoutKind>,
     /// When the run started, UTC.
     pub date: String,
     /// The link's rate in Gbit/s when it is known (the emulated LAN's); tables then give each
@@ -104,6 +107,45 @@ pub struct Matrix {
     pub setup: Setup,
     pub stream: Vec<StreamRow>,
     pub latency: Vec<LatencyRow>,
+    /// The clock offsets the stream transfers measured, when they did (protocol version 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSummary>,
+}
+
+/// The server's clock against the client's, over the grid's stream transfers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClockSummary {
+    /// Transfers that measured an offset.
+    pub transfers: usize,
+    pub median_offset_us: f64,
+    pub min_offset_us: f64,
+    pub max_offset_us: f64,
+    pub median_err_us: f64,
+    pub max_err_us: f64,
+}
+
+/// The offsets of the stream runs that measured one; `None` if none did.
+fn clock_summary(runs: &[Run]) -> Option<ClockSummary> {
+    let (mut offsets, mut errs): (Vec<f64>, Vec<f64>) = runs
+        .iter()
+        .filter_map(|r| match &r.result {
+            ClientJson::Stream(s) => s.clock.offset_us.zip(s.clock.offset_err_us),
+            ClientJson::Latency(_) => None,
+        })
+        .unzip();
+    if offsets.is_empty() {
+        return None;
+    }
+    let (min_offset_us, max_offset_us) = crate::stats::min_max(&offsets);
+    let (_, max_err_us) = crate::stats::min_max(&errs);
+    Some(ClockSummary {
+        transfers: offsets.len(),
+        median_offset_us: median(&mut offsets),
+        min_offset_us,
+        max_offset_us,
+        median_err_us: median(&mut errs),
+        max_err_us,
+    })
 }
 
 impl Matrix {
@@ -200,6 +242,7 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
         setup,
         stream,
         latency,
+        clock: clock_summary(runs),
     }
 }
 
@@ -351,6 +394,7 @@ pub(crate) mod fixture {
             file: "tsl.txt".into(),
             bytes: 37748736,
             digest: "ec40a45bcc9c239d".into(),
+            server_stdout: None,
             reps: 3,
             network: "loopback".into(),
             stdout_to: "a pty read by tmux".into(),

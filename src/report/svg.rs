@@ -450,6 +450,7 @@ mod tests {
             setup: Default::default(),
             stream: vec![],
             latency: vec![],
+            clock: None,
         };
         well_formed(&ThroughputSvg.serialize(&m).unwrap());
         well_formed(&LatencySvg.serialize(&m).unwrap());
