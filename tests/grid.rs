@@ -569,7 +569,7 @@ fn quick_grid_between_two_hosts() {
             "no {sink} rows:\n{md}"
         );
     }
-    assert!(md.contains("(the server saw a terminal)"), "{md}");
+    assert!(md.contains("; the server saw a terminal."), "{md}");
     assert!(md.contains("Clock offset, server minus client"), "{md}");
     let setup: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("setup.json")).unwrap()).unwrap();

@@ -92,7 +92,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
     let slowest = m.slowest_stream();
     let _ = writeln!(o, "\n## Stream: throughput\n");
     let seen = s.server_stdout.map_or(String::new(), |k| {
-        format!(" (the server saw {})", k.describe())
+        format!("; the server saw {}", k.describe())
     });
     let _ = writeln!(
         o,
