@@ -155,8 +155,9 @@ pub struct ClockJson {
 }
 
 /// One-way times on the client's clock, from its first byte sent (`begin_unix_us`): to the
-/// server's first byte received, and to its last. `null` ("unknown") when the error bound
-/// `err_us` is more than a tenth of the figure, or without clock queries.
+/// server's first read of data (stamped when read, not when it arrived), and to its last.
+/// `null` ("unknown") when the error bound `err_us` is more than a tenth of the figure, or
+/// without clock queries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OneWayJson {
     pub first_byte_us: Option<f64>,

@@ -227,8 +227,8 @@ fn clock_human(r: &StreamResult) -> String {
         None => "unknown".to_owned(),
     };
     format!(
-        "  clock: server {sign}{} ± {} against ours ({}, fastest {}); one way from the first \
-         byte sent (± {}): first byte received {}, last byte received {}\n",
+        "  clock: server minus client {sign}{} ± {} ({}, fastest round trip {}); one way from \
+         the first byte sent (± {}): to the server's first read {}, to its last {}\n",
         d(c.offset.offset_ns.unsigned_abs()),
         d(c.offset.err_ns),
         units::count(u64::from(c.queries), "query"),
