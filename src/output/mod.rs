@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::client::StreamResult;
 use crate::latency::{LatencyResult, Stopped};
+use crate::protocol::clock::Offset;
 use crate::text::{Peer, json_inert};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
@@ -88,14 +89,12 @@ impl From<&StreamResult> for StreamJson {
 
 /// A server time (µs since the epoch, 0 for none) on the client's clock, in µs.
 fn on_client(r: &StreamResult, server_unix_us: u64) -> Option<f64> {
-    let clock = r.clock?;
-    (server_unix_us != 0).then(|| clock.offset.to_client(server_unix_us * 1000) as f64 / 1e3)
+    to_client(r.clock.map(|c| c.offset), server_unix_us)
 }
 
-/// The error bound of a one-way figure, in µs: the offset's, plus the µs the server's stamps
-/// are rounded to.
-fn one_way_err_us(r: &StreamResult) -> Option<f64> {
-    r.clock.map(|c| c.offset.err_ns as f64 / 1e3 + 1.0)
+fn to_client(offset: Option<Offset>, server_unix_us: u64) -> Option<f64> {
+    let offset = offset?;
+    (server_unix_us != 0).then(|| offset.to_client(server_unix_us * 1000) as f64 / 1e3)
 }
 
 /// A one-way figure is known when its error bound is at most this fraction of it.
@@ -103,15 +102,26 @@ pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
 
 /// The one-way times from the client's first byte sent, where the error bound allows.
 fn one_way(r: &StreamResult) -> OneWayJson {
-    let err = one_way_err_us(r);
+    one_way_of(
+        r.begin_unix_us,
+        r.server.first_byte_unix_us,
+        r.server.last_byte_unix_us,
+        r.clock.map(|c| c.offset),
+    )
+}
+
+/// From the client's first byte sent at `begin_us` (its clock) to the server's first and last
+/// read at `first_us` and `last_us` (the server's clock), given the offset between the clocks.
+/// The error bound is the offset's, plus the µs the server's stamps are rounded to.
+fn one_way_of(begin_us: u64, first_us: u64, last_us: u64, offset: Option<Offset>) -> OneWayJson {
+    let err = offset.map(|o| o.err_ns as f64 / 1e3 + 1.0);
     let from_begin = |server_us: u64| {
-        let at = on_client(r, server_us)?;
-        let figure = at - r.begin_unix_us as f64;
+        let figure = to_client(offset, server_us)? - begin_us as f64;
         (err? <= ONE_WAY_MAX_ERROR * figure).then_some(figure)
     };
     OneWayJson {
-        first_byte_us: from_begin(r.server.first_byte_unix_us),
-        last_byte_us: from_begin(r.server.last_byte_unix_us),
+        first_byte_us: from_begin(first_us),
+        last_byte_us: from_begin(last_us),
         err_us: err,
     }
 }
@@ -369,4 +379,33 @@ pub fn latency_human(r: &LatencyResult) -> String {
         let _ = writeln!(s, "hint: {hint}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offset moves the server's times onto the client's clock; a figure is known only
+    /// when its error bound is at most a tenth of it, and nothing is known without an offset.
+    #[test]
+    fn one_way_known_only_within_its_bound() {
+        // The server's clock is 2 ms ahead, known to ± 9 µs (10 µs with the rounding).
+        let offset = Offset {
+            offset_ns: 2_000_000,
+            err_ns: 9_000,
+        };
+        let begin = 1_000_000_000;
+        // First read 50 µs after the first byte sent, last one 100 ms after, on the client's clock.
+        let w = one_way_of(begin, begin + 2_050, begin + 102_000, Some(offset));
+        assert_eq!(w.err_us, Some(10.0));
+        assert_eq!(w.first_byte_us, None, "50 µs ± 10 µs is unknown");
+        assert_eq!(w.last_byte_us, Some(100_000.0));
+        let w = one_way_of(begin, begin + 2_100, begin + 102_000, Some(offset));
+        assert_eq!(w.first_byte_us, Some(100.0), "100 µs ± 10 µs is known");
+        let w = one_way_of(begin, begin + 2_100, begin + 102_000, None);
+        assert_eq!(
+            (w.first_byte_us, w.last_byte_us, w.err_us),
+            (None, None, None)
+        );
+    }
 }

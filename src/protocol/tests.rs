@@ -348,3 +348,17 @@ proptest! {
         prop_assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
     }
 }
+
+/// NTP's estimate: exact for a symmetric path, and the true offset always within its bound.
+#[test]
+fn offset_estimate_and_bound() {
+    // Server 1000 ns ahead; 300 ns each way; the server takes 50 ns.
+    let o = clock::Offset::of(10_000, 11_300, 11_350, 10_650);
+    assert_eq!(o.offset_ns, 1000);
+    assert_eq!(o.err_ns, 300);
+    assert_eq!(o.to_client(11_300), 10_300);
+    // An asymmetric path (100 ns there, 500 back): the estimate is off, but by no more than
+    // its bound.
+    let o = clock::Offset::of(10_000, 11_100, 11_150, 10_650);
+    assert!((o.offset_ns - 1000).unsigned_abs() <= o.err_ns, "{o:?}");
+}
