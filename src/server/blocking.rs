@@ -27,7 +27,7 @@ use super::outbox::Outbox;
 use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
 use crate::console;
 use crate::net;
-use crate::protocol::{Frame, LogMode, ServerIo, encode_frame};
+use crate::protocol::{Frame, ServerIo, encode_frame};
 use crate::server::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
@@ -262,7 +262,7 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
     loop {
         // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
         // up if stdout takes nothing for the idle timeout.
-        if rx_logs_to_stdout(conv)
+        if conv.logs_to_stdout()
             && !console::wait_room(
                 crate::server::receiver::LOG_TURN_RESERVE,
                 Instant::now() + cfg.idle_timeout,
@@ -296,11 +296,6 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
             return step;
         }
     }
-}
-
-fn rx_logs_to_stdout(conv: &mut Conversation) -> bool {
-    conv.receiver()
-        .is_some_and(|rx| rx.log() == LogMode::Stdout)
 }
 
 /// Answers clock queries until the client closes. The first request is due within the hello

@@ -380,6 +380,12 @@ impl Conversation {
         }
     }
 
+    /// True while the transfer's data is read and its per-read lines go to stdout: both models
+    /// read it only while stdout has room for a turn's lines.
+    pub fn logs_to_stdout(&self) -> bool {
+        matches!(&self.state, State::Data { rx, .. } if rx.log() == crate::protocol::LogMode::Stdout)
+    }
+
     /// The latency session, once accepted.
     pub fn latency(&mut self) -> Option<&mut LatencySession> {
         match &mut self.state {

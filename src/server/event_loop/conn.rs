@@ -13,7 +13,7 @@ use super::super::outbox::{LATENCY_CAP, Outbox};
 use super::super::{Outcome, ServerConfig};
 use crate::console;
 use crate::net;
-use crate::protocol::{Frame, LogMode};
+use crate::protocol::Frame;
 use crate::server::receiver::{Block, ReadEnd, TURN_READS};
 
 pub(super) struct Conn {
@@ -84,10 +84,7 @@ impl Conn {
                 }
                 Phase::Data => {
                     // A logged transfer is read only while stdout has room for a turn's lines.
-                    self.log_wait = self
-                        .conv
-                        .receiver()
-                        .is_some_and(|rx| rx.log() == LogMode::Stdout)
+                    self.log_wait = self.conv.logs_to_stdout()
                         && !console::room(crate::server::receiver::LOG_TURN_RESERVE);
                     if self.log_wait {
                         self.more = false;
