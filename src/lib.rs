@@ -23,10 +23,12 @@ pub mod scale;
 pub mod server;
 pub mod source;
 pub mod stats;
+pub mod tcpinfo;
 pub mod testdata;
 pub mod text;
 pub mod timing;
 pub mod units;
+pub mod verdict;
 
 /// The port both binaries use unless told otherwise (iperf3 has 5201).
 pub const DEFAULT_PORT: u16 = 7433;

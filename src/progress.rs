@@ -70,6 +70,15 @@ impl Progress {
         }
     }
 
+    /// Prints `line` on stdout, above the bar if it is shown. Output that cannot be written (a
+    /// closed pipe) is dropped: the run's result is what matters.
+    pub fn println(&self, line: &str) {
+        use std::io::Write;
+        self.bar.suspend(|| {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        });
+    }
+
     /// Sets the total once the file's size is known.
     pub fn start(&mut self, total: u64) {
         self.bar.set_length(total);

@@ -103,6 +103,8 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         server_log: None,
         // Only the aggregate rate is measured: no clock queries ahead of the start.
         clock_queries: 0,
+        interval: None,
+        live_intervals: false,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

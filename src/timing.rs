@@ -103,6 +103,16 @@ impl CpuTime {
     }
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU (the run queue), from
+/// Linux's `/proc/thread-self/schedstat` (its second field, in ns). `None` where the kernel
+/// does not keep it. On a machine with fewer cores than busy threads this is the part of a
+/// CPU-bound sender's time that `getrusage` does not show.
+pub fn run_queue_wait() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = s.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
 fn rusage(who: libc::c_int) -> CpuTime {
     // SAFETY: getrusage only writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -121,6 +131,14 @@ fn rusage(who: libc::c_int) -> CpuTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Linux keeps the run-queue wait of every thread, and this reads it.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn run_queue_wait_is_read() {
+        let wait = run_queue_wait().expect("/proc/thread-self/schedstat");
+        assert!(wait < Duration::from_secs(3600), "{wait:?}");
+    }
 
     /// The stamp keeps the seed's exact format, microseconds unpadded as its printf wrote them.
     #[test]

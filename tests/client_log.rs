@@ -181,7 +181,7 @@ fn first_stderr_port(child: &mut std::process::Child) -> u16 {
 }
 
 /// A version 2 hello (24 bytes) is refused at once with both versions named, not left to time
-/// out waiting for the longer version 3 hello.
+/// out waiting for the longer hello of later versions; so is a version 3 hello.
 #[test]
 fn older_protocol_is_refused_by_version() {
     for model in MODELS {
@@ -199,10 +199,27 @@ fn older_protocol_is_refused_by_version() {
         hello.extend_from_slice(&1u32.to_be_bytes());
         assert_eq!(hello.len(), 24);
         s.write_all(&hello).unwrap();
+        let this = format!("version {}", tsperf::protocol::VERSION);
         match read_one_frame(&mut s) {
             Some(tsperf::protocol::Frame::Refuse(reason)) => {
                 assert!(
-                    reason.contains("version 2") && reason.contains("version 3"),
+                    reason.contains("version 2") && reason.contains(&this),
+                    "{model:?}: {reason}"
+                );
+            }
+            other => panic!("{model:?}: expected a refusal, got {other:?}"),
+        }
+        // Version 3's stream hello has version 4's layout; only its version differs.
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut hello = Vec::new();
+        tsperf::protocol::encode_hello(&tsperf::protocol::Hello::stream(10, 1, "x"), &mut hello);
+        hello[4..6].copy_from_slice(&3u16.to_be_bytes());
+        s.write_all(&hello).unwrap();
+        match read_one_frame(&mut s) {
+            Some(tsperf::protocol::Frame::Refuse(reason)) => {
+                assert!(
+                    reason.contains("version 3") && reason.contains(&this),
                     "{model:?}: {reason}"
                 );
             }

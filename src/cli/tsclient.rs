@@ -61,6 +61,11 @@ struct Args {
           value_parser = clap::value_parser!(u8).range(0..=crate::protocol::MAX_CLOCK_QUERIES as i64),
           value_name = "N")]
     clock_queries: u8,
+    /// Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate
+    /// and what the kernel's TCP_INFO says changed; printed as they happen, or in the JSON's
+    /// `intervals`. Off by default.
+    #[arg(long, value_parser = parse_interval, value_name = "SECS")]
+    interval: Option<f64>,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
@@ -117,14 +122,25 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_interval(s: &str) -> Result<f64, String> {
+    use client::intervals::{MAX_INTERVAL_S, MIN_INTERVAL_S};
+    match s.parse::<f64>() {
+        Ok(v) if (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid interval '{s}': expected seconds from {MIN_INTERVAL_S} to {MAX_INTERVAL_S}"
+        )),
+    }
+}
+
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 6] = [
+const STREAM_ONLY: [&str; 7] = [
     "chunk",
     "sndbuf",
     "strategy",
     "batch",
     "server_log",
     "clock_queries",
+    "interval",
 ];
 const LATENCY_ONLY: [&str; 6] = [
     "count",
@@ -215,6 +231,8 @@ fn run() -> anyhow::Result<ExitCode> {
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
+        interval: args.interval.map(Duration::from_secs_f64),
+        live_intervals: !args.json,
     };
     let mut progress = Progress::new(!args.no_progress);
     cli::exit_on_interrupt("tsclient", progress.clone())?;

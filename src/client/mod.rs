@@ -12,6 +12,7 @@
 //! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
 pub mod blocking;
+pub mod intervals;
 pub mod nonblocking;
 mod send;
 
@@ -33,7 +34,7 @@ use crate::text::Peer;
 use crate::timing::{CpuTime, unix_ns_now, unix_us_now};
 use blocking::Blocking;
 use nonblocking::MioConn;
-use send::{Stop, send_data};
+use send::{Stop, Ticks, send_data};
 
 /// The client's I/O model: blocking sockets, or mio non-blocking ones (`--nonblocking`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -130,6 +131,10 @@ pub struct StreamConfig {
     pub server_log: Option<LogMode>,
     /// Clock queries before the data (0 to [`crate::protocol::MAX_CLOCK_QUERIES`]).
     pub clock_queries: u8,
+    /// Take a sample this often (`--interval`).
+    pub interval: Option<Duration>,
+    /// Print each sample as it is taken (a human run).
+    pub live_intervals: bool,
 }
 
 /// Clock queries a stream transfer makes before its data unless told otherwise.
@@ -191,6 +196,12 @@ pub struct StreamResult {
     /// The clock offset, when clock queries were made.
     pub clock: Option<Clock>,
     pub server: Report,
+    /// The client socket's `TCP_INFO` once the report arrived.
+    pub tcp: crate::tcpinfo::SenderTcp,
+    /// Time the sending thread waited for a CPU during the transfer (Linux).
+    pub run_queue: Option<Duration>,
+    /// Samples in time, with `--interval`.
+    pub intervals: Vec<intervals::Interval>,
     /// The file's size or modification time changed while it was sent (checked only when the
     /// digests disagree, to say why).
     pub source_changed: bool,
@@ -200,6 +211,16 @@ impl StreamResult {
     /// True when the server counted every byte and its digest equals ours.
     pub fn verified(&self) -> bool {
         self.server.bytes == self.bytes && self.server.digest == self.digest
+    }
+
+    /// What limited the transfer.
+    pub fn verdict(&self) -> crate::verdict::Verdict {
+        crate::verdict::judge(
+            &self.tcp,
+            self.cpu.user + self.cpu.sys,
+            self.run_queue,
+            self.elapsed,
+        )
     }
 }
 
@@ -286,18 +307,34 @@ fn transfer<T: Transport>(
 
     progress.restart();
     let cpu_start = CpuTime::process();
+    let queue_start = crate::timing::run_queue_wait();
     let begin = Instant::now();
     let begin_unix_us = unix_us_now();
     let mut writes = WriteStats::default();
     let mut sent = 0u64;
-    let digest = match send_data(
+    let mut ticks = Ticks {
+        sampler: cfg
+            .interval
+            .map(|every| intervals::Sampler::new(every, &*conn.socket())),
+        live: cfg.live_intervals,
+        progress,
+    };
+    let sent_data = send_data(
         &mut conn,
         &mut source,
         cfg,
-        progress,
+        &mut ticks,
         &mut writes,
         &mut sent,
-    ) {
+    );
+    let samples = ticks.sampler.take().map(|s| {
+        let (all, last) = s.finish(sent, &*conn.socket());
+        if let (Some(i), true) = (last, cfg.live_intervals) {
+            progress.println(&intervals::line(&i));
+        }
+        all
+    });
+    let digest = match sent_data {
         Ok(digest) => digest,
         Err(stop) => {
             // What a failure's report says was sent.
@@ -317,6 +354,11 @@ fn transfer<T: Transport>(
     let elapsed = begin.elapsed();
     let end_unix_us = unix_us_now();
     let cpu = CpuTime::process().since(cpu_start);
+    let run_queue = queue_start
+        .zip(crate::timing::run_queue_wait())
+        .map(|(a, b)| b.saturating_sub(a));
+    let tcp =
+        crate::tcpinfo::TcpInfo::of(&*conn.socket()).map_or_else(Default::default, |i| i.sender());
     (writes.would_block, writes.polls) = conn.waits();
     let source_changed = server.digest != digest && source.changed();
 
@@ -339,6 +381,9 @@ fn transfer<T: Transport>(
         server_stdout: accepted.stdout,
         clock,
         server,
+        tcp,
+        run_queue,
+        intervals: samples.unwrap_or_default(),
         source_changed,
     })
 }

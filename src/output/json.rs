@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::client::{ClientIo, Strategy};
 use crate::protocol::clock::{Codec, Framing};
 use crate::protocol::{LogMode, ServerIo, StdoutKind};
+use crate::tcpinfo::{ReceiverTcp, SenderTcp};
+use crate::verdict::{LimitedBy, Limits};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.
@@ -103,6 +105,8 @@ pub struct ServerSide {
     pub cpu: Cpu,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub saved_to: String,
+    #[serde(default)]
+    pub time_split: TimeSplitJson,
 }
 
 impl ServerSide {
@@ -138,8 +142,62 @@ pub struct StreamJson {
     pub clock: ClockJson,
     #[serde(default)]
     pub one_way: OneWayJson,
+    /// Both sockets' `TCP_INFO` at the end. Added with protocol version 4, as are `limited_by`,
+    /// `limits` and `server.time_split`.
+    #[serde(default)]
+    pub tcp: TcpJson,
+    /// What limited the transfer ([`crate::verdict`]); `null` in results from before it.
+    #[serde(default)]
+    pub limited_by: Option<LimitedBy>,
+    #[serde(default)]
+    pub limits: Limits,
+    /// Samples in time, with `--interval` (empty without).
+    #[serde(default)]
+    pub intervals: Vec<crate::client::intervals::Interval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// `TCP_INFO` of both ends; `available` is false where the client's kernel did not say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpJson {
+    pub available: bool,
+    pub client: SenderTcp,
+    pub server: ReceiverTcp,
+}
+
+/// Where the server's time went, in µs, from its first data byte to its report: the phases
+/// add up to `total_us`; `largest` names the phase with the most, `largest_pct` its share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSplitJson {
+    pub read_us: f64,
+    pub hash_us: f64,
+    pub log_us: f64,
+    pub save_us: f64,
+    pub fsync_us: f64,
+    pub wait_us: f64,
+    pub total_us: f64,
+    pub largest: Option<String>,
+    pub largest_pct: Option<f64>,
+}
+
+impl TimeSplitJson {
+    /// The JSON of a report's split.
+    pub fn of(s: &crate::protocol::TimeSplit) -> TimeSplitJson {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let top = s.largest();
+        TimeSplitJson {
+            read_us: us(s.read_ns),
+            hash_us: us(s.hash_ns),
+            log_us: us(s.log_ns),
+            save_us: us(s.save_ns),
+            fsync_us: us(s.fsync_ns),
+            wait_us: us(s.wait_ns),
+            total_us: us(s.total_ns()),
+            largest: top.map(|(p, _)| p.name().to_owned()),
+            largest_pct: top.map(|(_, pct)| pct),
+        }
+    }
 }
 
 /// The server's clock against the client's, from the clock queries before the data.

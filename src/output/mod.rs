@@ -18,7 +18,7 @@ use crate::timing::{CpuTime, Stamp};
 use crate::units;
 use json::{
     ClientJson, ClientSide, ClockJson, FailureJson, LatencyJson, OneWayJson, Rtt, ServerSide,
-    StreamFailureJson, StreamJson,
+    StreamFailureJson, StreamJson, TcpJson, TimeSplitJson,
 };
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -27,6 +27,7 @@ impl From<&StreamResult> for StreamJson {
     fn from(r: &StreamResult) -> StreamJson {
         let s = &r.server;
         let nonzero = |v: u64| (v != 0).then_some(v);
+        let verdict = r.verdict();
         StreamJson {
             tsperf: VERSION.into(),
             file: r.name.clone(),
@@ -74,6 +75,7 @@ impl From<&StreamResult> for StreamJson {
                 }
                 .into(),
                 saved_to: s.saved_to.clone(),
+                time_split: TimeSplitJson::of(&s.split),
             },
             clock: ClockJson {
                 queries: r.clock.map_or(0, |c| c.queries),
@@ -82,6 +84,14 @@ impl From<&StreamResult> for StreamJson {
                 rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
             },
             one_way: one_way(r),
+            tcp: TcpJson {
+                available: r.tcp.available(),
+                client: r.tcp,
+                server: s.tcp,
+            },
+            limited_by: Some(verdict.limited_by),
+            limits: verdict.limits,
+            intervals: r.intervals.clone(),
             error: (!r.verified()).then(|| mismatch(r)),
         }
     }
@@ -207,6 +217,7 @@ pub fn stream_human(r: &StreamResult) -> String {
         s.log.map_or("?".to_owned(), |v| v.to_string()),
         r.server_stdout.describe(),
     ) + &clock_human(r)
+        + &why_human(r)
         + &if s.saved_to.is_empty() {
             String::new()
         } else {
@@ -221,6 +232,36 @@ pub fn stream_human(r: &StreamResult) -> String {
                 units::count(s.output_dropped, "line")
             )
         }
+}
+
+/// The verdict, its shares, and where the server's time went.
+fn why_human(r: &StreamResult) -> String {
+    let v = r.verdict();
+    let mut out = format!(
+        "  {}
+    ({})
+",
+        v.sentence(),
+        v.shares()
+    );
+    let split = &r.server.split;
+    if split.total_ns() > 0 {
+        let total = split.total_ns() as f64;
+        let parts: Vec<String> = crate::protocol::TimePhase::ALL
+            .into_iter()
+            .filter(|p| split.get(*p) > 0)
+            .map(|p| match 100.0 * split.get(p) as f64 / total {
+                pct if pct < 0.5 => format!("{} <1%", p.name()),
+                pct => format!("{} {pct:.0}%", p.name()),
+            })
+            .collect();
+        out += &format!(
+            "  server's time ({}): {}\n",
+            units::duration(Duration::from_nanos(split.total_ns())),
+            parts.join(", ")
+        );
+    }
+    out
 }
 
 /// The clock line of the human report: the offset, and the one-way times it allows.

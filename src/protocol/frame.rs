@@ -57,6 +57,12 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             out.push(server_io_code(r.server_io));
             out.push(log_code(r.log));
             out.extend_from_slice(&r.output_dropped.to_be_bytes());
+            for phase in TimePhase::ALL {
+                out.extend_from_slice(&r.split.get(phase).to_be_bytes());
+            }
+            for v in r.tcp.to_array() {
+                out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
+            }
             put_string(out, &r.saved_to);
             TAG_REPORT
         }
@@ -139,6 +145,16 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                 log: log_from(body[81])?,
                 output_dropped: be32(&body[82..86]),
                 saved_to,
+                split: {
+                    let mut split = TimeSplit::default();
+                    for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
+                        split.add(phase, be64(&body[86 + 8 * i..]));
+                    }
+                    split
+                },
+                tcp: crate::tcpinfo::ReceiverTcp::from_array(std::array::from_fn(|i| {
+                    Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
+                })),
             })
         }
     };

@@ -1,8 +1,9 @@
-//! The tsperf wire protocol, version 3. This module doc is the specification.
+//! The tsperf wire protocol, version 4. This module doc is the specification.
 //!
 //! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
 //! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
-//! the Accept's `stdout`, and the [`Frame::Time`] answer. Peers of different versions refuse
+//! the Accept's `stdout`, and the [`Frame::Time`] answer. Version 4 added the report's time
+//! split (where the server's time went) and the server's `TCP_INFO`. Peers of different versions refuse
 //! each other at the hello, with a reason naming both versions: a server reads the version as
 //! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
 //! left waiting for bytes that never come.
@@ -52,7 +53,7 @@
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (3); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (4); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
@@ -83,7 +84,7 @@
 //! |----:|--------|---------------------------------------------------------------------------|
 //! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
-//! | 3   | Report | 86 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
+//! | 3   | Report | 214 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
@@ -113,7 +114,18 @@
 //! | 81     | 1    | log                | as in Accept                                            |
 //! | 82     | 4    | output_dropped     | lines of the server's own output (summaries, failures) it could not print since it started, because its stdout or stderr was not being read; per-read log lines are never dropped |
 //!
+//! | 86     | 8    | read_ns            | the time split, from the first data byte to the report (monotonic ns): in read calls (in the blocking model, their waits for data too) |
+//! | 94     | 8    | hash_ns            | checksumming                                            |
+//! | 102    | 8    | log_ns             | writing per-read log lines, and waiting for room on stdout for them |
+//! | 110    | 8    | save_ns            | writing received bytes to the `--save` file             |
+//! | 118    | 8    | fsync_ns           | syncing and renaming the saved file into place          |
+//! | 126    | 8    | wait_ns            | the rest: waiting for data or the trailer (event loop), for the CPU, for other connections |
+//! | 134    | 80   | tcp                | the server socket's `TCP_INFO` at the end, 10 × u64, `u64::MAX` = not known: `rcv_space`, `rcv_rtt` (µs), `rcv_mss`, `advmss`, `rcv_ssthresh`, `rcv_wnd`, `segs_in`, `data_segs_in`, `rcv_ooopack`, `bytes_received` |
+//!
 //! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold.
+//! The six times add up to the time from the first data byte until the report was ready, so
+//! they cover `elapsed_ns` (first to last data byte) and what came after it (the last
+//! checksum, the trailer, the save's sync).
 //!
 //! # Latency mode: clock queries ([`clock`])
 //!
@@ -148,7 +160,7 @@ use std::fmt;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -170,7 +182,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
-const REPORT_FIXED: usize = 86;
+const REPORT_FIXED: usize = 214;
 const ACCEPT_BODY: usize = 7;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
@@ -372,10 +384,107 @@ pub struct Report {
     pub server_io: Option<ServerIo>,
     pub log: Option<LogMode>,
     pub saved_to: String,
+    /// Where the server's time went.
+    pub split: TimeSplit,
+    /// The server socket's `TCP_INFO` at the end of the transfer.
+    pub tcp: crate::tcpinfo::ReceiverTcp,
+}
+
+/// Where the server's time went during one transfer, from its first data byte until its report
+/// was ready, in monotonic ns (the report's table above says what each phase holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TimeSplit {
+    pub read_ns: u64,
+    pub hash_ns: u64,
+    pub log_ns: u64,
+    pub save_ns: u64,
+    pub fsync_ns: u64,
+    pub wait_ns: u64,
+}
+
+/// One phase of a [`TimeSplit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimePhase {
+    Read,
+    Hash,
+    Log,
+    Save,
+    Fsync,
+    Wait,
+}
+
+impl TimePhase {
+    /// Every phase, in the split's order.
+    pub const ALL: [TimePhase; 6] = [
+        TimePhase::Read,
+        TimePhase::Hash,
+        TimePhase::Log,
+        TimePhase::Save,
+        TimePhase::Fsync,
+        TimePhase::Wait,
+    ];
+
+    /// The phase's name in output: `read`, `hash`, `log`, `save`, `fsync`, `wait`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimePhase::Read => "read",
+            TimePhase::Hash => "hash",
+            TimePhase::Log => "log",
+            TimePhase::Save => "save",
+            TimePhase::Fsync => "fsync",
+            TimePhase::Wait => "wait",
+        }
+    }
+}
+
+impl TimeSplit {
+    /// The time of `phase`, in ns.
+    pub fn get(&self, phase: TimePhase) -> u64 {
+        match phase {
+            TimePhase::Read => self.read_ns,
+            TimePhase::Hash => self.hash_ns,
+            TimePhase::Log => self.log_ns,
+            TimePhase::Save => self.save_ns,
+            TimePhase::Fsync => self.fsync_ns,
+            TimePhase::Wait => self.wait_ns,
+        }
+    }
+
+    /// Adds `ns` to `phase`.
+    #[inline]
+    pub fn add(&mut self, phase: TimePhase, ns: u64) {
+        let slot = match phase {
+            TimePhase::Read => &mut self.read_ns,
+            TimePhase::Hash => &mut self.hash_ns,
+            TimePhase::Log => &mut self.log_ns,
+            TimePhase::Save => &mut self.save_ns,
+            TimePhase::Fsync => &mut self.fsync_ns,
+            TimePhase::Wait => &mut self.wait_ns,
+        };
+        *slot += ns;
+    }
+
+    /// All phases together, in ns.
+    pub fn total_ns(&self) -> u64 {
+        TimePhase::ALL.iter().map(|p| self.get(*p)).sum()
+    }
+
+    /// The phase with the most time, and its share of the total in percent; `None` when nothing
+    /// was timed (an older server, or no data).
+    pub fn largest(&self) -> Option<(TimePhase, f64)> {
+        let total = self.total_ns();
+        if total == 0 {
+            return None;
+        }
+        let top = TimePhase::ALL.into_iter().max_by_key(|p| self.get(*p))?;
+        Some((top, 100.0 * self.get(top) as f64 / total as f64))
+    }
 }
 
 /// A server-to-client message.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// A report is one frame per transfer, never on a hot path: boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Frame {
     Accept {
         read_size: u32,

@@ -41,6 +41,21 @@ fn report() -> Report {
         server_io: Some(ServerIo::EventLoop),
         log: Some(LogMode::File),
         saved_to: "/srv/ünïcode".into(),
+        split: TimeSplit {
+            read_ns: 13,
+            hash_ns: 14,
+            log_ns: 15,
+            save_ns: 16,
+            fsync_ns: 17,
+            wait_ns: u64::MAX - 1,
+        },
+        tcp: crate::tcpinfo::ReceiverTcp {
+            rcv_space: Some(18),
+            rcv_rtt_us: Some(0),
+            rcv_wnd: None,
+            bytes_received: Some(u64::MAX - 1),
+            ..crate::tcpinfo::ReceiverTcp::default()
+        },
     }
 }
 
@@ -361,4 +376,50 @@ fn offset_estimate_and_bound() {
     // its bound.
     let o = clock::Offset::of(10_000, 11_100, 11_150, 10_650);
     assert!((o.offset_ns - 1000).unsigned_abs() <= o.err_ns, "{o:?}");
+}
+
+/// Version 4's report carries the time split and the server's TCP_INFO; a version 3 report (86
+/// fixed bytes) does not decode as one, and a version 3 hello is refused by its version.
+#[test]
+fn version_4_report_and_older_peers() {
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(report()), &mut b);
+    assert_eq!(b.len(), FRAME_HEADER + 214 + 2 + "/srv/ünïcode".len());
+    let Ok(Some((Frame::Report(r), _))) = decode_frame(&b) else {
+        panic!("did not decode");
+    };
+    assert_eq!(r.split.wait_ns, u64::MAX - 1);
+    assert_eq!(r.tcp.rcv_wnd, None, "u64::MAX is not known");
+    assert_eq!(r.tcp.rcv_rtt_us, Some(0));
+    let mut v3 = vec![3, 0, 88];
+    v3.extend_from_slice(&[0; 86]);
+    v3.extend_from_slice(&[0, 0]);
+    assert_eq!(
+        decode_frame(&v3),
+        Err(ProtocolError::BadBodyLength {
+            tag: 3,
+            len: 88,
+            expected: 216
+        })
+    );
+    let mut hello = encoded(&Hello::stream(1, 1, "x"));
+    hello[4..6].copy_from_slice(&3u16.to_be_bytes());
+    assert_eq!(
+        decode_hello(&hello),
+        Err(ProtocolError::UnsupportedVersion(3))
+    );
+}
+
+/// The time split's total and largest share.
+#[test]
+fn time_split_largest_share() {
+    assert_eq!(TimeSplit::default().largest(), None);
+    let s = TimeSplit {
+        read_ns: 10,
+        log_ns: 70,
+        wait_ns: 20,
+        ..TimeSplit::default()
+    };
+    assert_eq!(s.total_ns(), 100);
+    assert_eq!(s.largest(), Some((TimePhase::Log, 70.0)));
 }

@@ -27,7 +27,7 @@ use super::outbox::Outbox;
 use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
 use crate::console;
 use crate::net;
-use crate::protocol::{Frame, ServerIo, encode_frame};
+use crate::protocol::{Frame, ServerIo, TimePhase, encode_frame};
 use crate::server::receiver::{Block, ReadEnd};
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
@@ -262,13 +262,21 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
     loop {
         // A logged transfer reads only while stdout takes its lines (back-pressure), and gives
         // up if stdout takes nothing for the idle timeout.
-        if conv.logs_to_stdout()
-            && !console::wait_room(
+        if conv.logs_to_stdout() {
+            if let Some(rx) = conv.receiver() {
+                rx.lap(TimePhase::Wait);
+            }
+            let room = console::wait_room(
                 crate::server::receiver::LOG_TURN_RESERVE,
                 Instant::now() + cfg.idle_timeout,
-            )
-        {
-            return conv.timed_out(cfg, true, false);
+            );
+            if !room {
+                return conv.timed_out(cfg, true, false);
+            }
+            // The wait for stdout's room is the log's.
+            if let Some(rx) = conv.receiver() {
+                rx.lap(TimePhase::Log);
+            }
         }
         let Some(rx) = conv.receiver() else {
             return Step::default();

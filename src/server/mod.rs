@@ -31,7 +31,7 @@ use std::time::Duration;
 use tracing::warn;
 
 use crate::console::{self, Stream};
-use crate::protocol::{Frame, Hello, LogMode, Mode, Report, ServerIo};
+use crate::protocol::{Frame, Hello, LogMode, Mode, Report, ServerIo, TimePhase};
 use crate::text::Peer;
 use crate::timing::{Stamp, unix_us_now};
 use crate::units;
@@ -456,18 +456,25 @@ pub fn finish_transfer(
     peer: SocketAddr,
     server_io: ServerIo,
     rcvbuf: u32,
+    tcp: crate::tcpinfo::ReceiverTcp,
     client_digest: u64,
 ) -> Frame {
+    // Since the last data turn: the trailer's wait.
+    rx.lap(TimePhase::Wait);
     let saved = match rx.sink.take() {
         None => Ok(String::new()),
         Some(_) if rx.digest() != client_digest => {
             warn!(%peer, "'{}' not saved: the digests differ", Peer(&hello.name));
             Ok(String::new())
         }
-        Some(partial) => match partial.commit() {
-            Ok(path) => Ok(path.display().to_string()),
-            Err(e) => Err(save_failed(hello, &e)),
-        },
+        Some(partial) => {
+            let committed = partial.commit();
+            rx.lap(TimePhase::Fsync);
+            match committed {
+                Ok(path) => Ok(path.display().to_string()),
+                Err(e) => Err(save_failed(hello, &e)),
+            }
+        }
     };
     rx.log_end(if saved.is_ok() {
         "complete"
@@ -477,12 +484,17 @@ pub fn finish_transfer(
     if let Err(e) = readlog::flush() {
         warn!("cannot write the log file: {e}");
     }
+    rx.lap(if rx.log() == LogMode::None {
+        TimePhase::Wait
+    } else {
+        TimePhase::Log
+    });
     match saved {
         Ok(saved_to) => {
             let report = Report {
                 saved_to,
                 output_dropped: console::dropped(),
-                ..rx.report(server_io, rcvbuf)
+                ..rx.report_with(server_io, rcvbuf, tcp)
             };
             print_complete(&hello.name, peer, rx.read_size() as u32, &report);
             Frame::Report(report)

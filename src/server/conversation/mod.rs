@@ -514,7 +514,17 @@ impl Conversation {
             return Step::default();
         };
         let rcvbuf = crate::net::recv_buffer(socket);
-        let frame = finish_transfer(&mut rx, &hello, self.peer, self.server_io, rcvbuf, digest);
+        let tcp =
+            crate::tcpinfo::TcpInfo::of(socket).map_or_else(Default::default, |i| i.receiver());
+        let frame = finish_transfer(
+            &mut rx,
+            &hello,
+            self.peer,
+            self.server_io,
+            rcvbuf,
+            tcp,
+            digest,
+        );
         let outcome = match &frame {
             Frame::Report(_) => Outcome::Complete,
             _ => Outcome::Incomplete(format!("'{}' could not be saved", Peer(&hello.name))),

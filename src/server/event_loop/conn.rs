@@ -13,7 +13,7 @@ use super::super::outbox::{LATENCY_CAP, Outbox};
 use super::super::{Outcome, ServerConfig};
 use crate::console;
 use crate::net;
-use crate::protocol::Frame;
+use crate::protocol::{Frame, TimePhase};
 use crate::server::receiver::{Block, ReadEnd, TURN_READS};
 
 pub(super) struct Conn {
@@ -84,8 +84,17 @@ impl Conn {
                 }
                 Phase::Data => {
                     // A logged transfer is read only while stdout has room for a turn's lines.
+                    let was_waiting = self.log_wait;
                     self.log_wait = self.conv.logs_to_stdout()
                         && !console::room(crate::server::receiver::LOG_TURN_RESERVE);
+                    if let Some(rx) = self.conv.receiver() {
+                        // Time left unread for stdout's room is the log's, not a wait for data.
+                        match (was_waiting, self.log_wait) {
+                            (false, true) => rx.lap(TimePhase::Wait),
+                            (true, false) => rx.lap(TimePhase::Log),
+                            _ => {}
+                        }
+                    }
                     if self.log_wait {
                         self.more = false;
                         return Step::default();

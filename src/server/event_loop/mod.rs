@@ -224,6 +224,10 @@ impl Loop<'_> {
                 continue;
             }
             c.log_wait = false;
+            // Its time unread since it found no room was the log's.
+            if let Some(rx) = c.conv.receiver() {
+                rx.lap(crate::protocol::TimePhase::Log);
+            }
             if let Some(done) = self.turn_and_requeue(key, false) {
                 return Some(done);
             }

@@ -7,6 +7,12 @@
 //!   go. The blocking server gives each connection thread a block; the event loop has one block
 //!   for all connections and checksums it before it turns to the next connection.
 //!
+//! The receiver also keeps the transfer's time split ([`TimeSplit`]): from the first byte on,
+//! each phase boundary reads the monotonic clock once and charges the time since the last
+//! boundary to the phase that just ended ([`Receiver::lap`]), so the phases add up to the whole
+//! time with no gap and no overlap. A read that returns data costs one clock read (two when it
+//! is logged); a checksummed block one more.
+//!
 //! Each read is offered exactly `min(read_size, bytes still announced)` bytes: never more than
 //! the client announced, so a read never swallows what follows the data.
 
@@ -16,7 +22,7 @@ use std::time::Instant;
 
 use twox_hash::XxHash3_64;
 
-use crate::protocol::{Hello, LogMode, Report, ServerIo};
+use crate::protocol::{Hello, LogMode, Report, ServerIo, TimePhase, TimeSplit};
 use crate::server::readlog::{TO_FILE, TO_STDOUT};
 use crate::timing::{CpuTime, unix_us_now};
 
@@ -50,6 +56,9 @@ pub struct Receiver {
     log_lines: u32,
     /// Where received bytes are saved, with `--save`.
     pub sink: Option<crate::server::save::Partial>,
+    split: TimeSplit,
+    /// The last phase boundary; `None` until the first byte.
+    lap_at: Option<Instant>,
 }
 
 impl Receiver {
@@ -71,7 +80,30 @@ impl Receiver {
             log,
             log_lines: 0,
             sink: None,
+            split: TimeSplit::default(),
+            lap_at: None,
         }
+    }
+
+    /// Charges the time since the last phase boundary to `phase`, which ends now. Nothing
+    /// before the first byte is charged.
+    #[inline]
+    pub fn lap(&mut self, phase: TimePhase) {
+        if let Some(at) = self.lap_at {
+            self.lap_to(phase, at, Instant::now());
+        }
+    }
+
+    #[inline]
+    fn lap_to(&mut self, phase: TimePhase, at: Instant, now: Instant) {
+        self.split
+            .add(phase, now.saturating_duration_since(at).as_nanos() as u64);
+        self.lap_at = Some(now);
+    }
+
+    /// The time split so far.
+    pub fn split(&self) -> TimeSplit {
+        self.split
     }
 
     /// Where this transfer's per-read lines go.
@@ -127,16 +159,22 @@ impl Receiver {
     /// through [`Receiver::hash`].
     #[inline]
     pub fn count(&mut self, n: usize) {
-        if self.first.is_none() {
-            self.first = Some((Instant::now(), unix_us_now()));
+        let now = Instant::now();
+        match self.lap_at {
+            Some(at) => self.lap_to(TimePhase::Read, at, now),
+            None => {
+                self.first = Some((now, unix_us_now()));
+                self.lap_at = Some(now);
+            }
         }
         self.bytes += n as u64;
         self.reads += 1;
+        if self.bytes == self.expected {
+            self.last = Some((now, unix_us_now()));
+        }
         if self.log != LogMode::None {
             self.log_read(n);
-        }
-        if self.bytes == self.expected {
-            self.last = Some((Instant::now(), unix_us_now()));
+            self.lap(TimePhase::Log);
         }
     }
 
@@ -162,10 +200,18 @@ impl Receiver {
 
     /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
     pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
         self.hasher.write(data);
         self.hashed += data.len() as u64;
+        self.lap(TimePhase::Hash);
         match &mut self.sink {
-            Some(sink) => sink.write(data),
+            Some(sink) => {
+                let written = sink.write(data);
+                self.lap(TimePhase::Save);
+                written
+            }
             None => Ok(()),
         }
     }
@@ -192,6 +238,16 @@ impl Receiver {
 
     /// The report as it stands, complete or not. Every counted byte must have been hashed.
     pub fn report(&self, server_io: ServerIo, rcvbuf: u32) -> Report {
+        self.report_with(server_io, rcvbuf, crate::tcpinfo::ReceiverTcp::default())
+    }
+
+    /// The report, with the socket's `TCP_INFO` (`tcp`).
+    pub fn report_with(
+        &self,
+        server_io: ServerIo,
+        rcvbuf: u32,
+        tcp: crate::tcpinfo::ReceiverTcp,
+    ) -> Report {
         debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
         let cpu = CpuTime::thread().since(self.cpu_start);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
@@ -212,6 +268,8 @@ impl Receiver {
             server_io: Some(server_io),
             log: Some(self.log),
             saved_to: String::new(),
+            split: self.split,
+            tcp,
         }
     }
 }
@@ -275,6 +333,8 @@ impl Block {
         max_bytes: usize,
     ) -> ReadEnd {
         let (mut reads, mut bytes) = (0u64, 0usize);
+        // Since the last turn this transfer waited: for data, for the CPU, for others.
+        rx.lap(TimePhase::Wait);
         let mark = rx.wake_at();
         let end = loop {
             let want = rx.want();
