@@ -8,6 +8,12 @@
 //!
 //! Each answer is due within `--timeout` of its request (a deadline, however the bytes trickle
 //! in). A run that stops early, interrupted or failed, still returns what it measured.
+//!
+//! **Under load** (`--under-load FILE`, after crusader and flent's RRUL): first the queries on
+//! an idle connection, then the same number again on a second connection while FILE streams to
+//! the same server on a third, so the two sets compare how the server answers idle and busy
+//! (with `--server-log stdout`, busy logging). The loaded queries start once the stream's first
+//! bytes are out and stop when it ends; only answers that arrived while it ran count.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +54,16 @@ pub struct LatencyConfig {
     pub timeout: Duration,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<crate::auth::Key>>,
+    /// Measure again while this transfer runs (`--under-load`).
+    pub under_load: Option<crate::client::StreamConfig>,
+}
+
+/// The queries made while a stream ran, and the stream's own result.
+pub struct Loaded {
+    /// Round trips answered while the stream ran, in ns.
+    pub rtt: Histogram<u64>,
+    /// The stream, or why it failed.
+    pub stream: std::result::Result<crate::client::StreamResult, String>,
 }
 
 /// The measurements.
@@ -62,6 +78,8 @@ pub struct LatencyResult {
     pub offset_err_ns: u64,
     /// Why the run ended before `count` queries, if it did.
     pub stopped: Option<Stopped>,
+    /// With `--under-load`: the queries made while the file streamed.
+    pub loaded: Option<Loaded>,
 }
 
 /// Why a latency run ended early.
@@ -113,10 +131,17 @@ fn run<T: Transport>(
     progress: &mut Progress,
     stop: &AtomicBool,
 ) -> LatencyResult {
-    let mut rtt =
-        Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+    let mut rtt = histogram();
     let mut best: Best = None;
-    let stopped = measure::<T>(cfg, progress, stop, &mut rtt, &mut best).err();
+    let mut stopped = measure::<T>(cfg, progress, stop, &mut rtt, &mut best, &|| true).err();
+    let loaded = match (&cfg.under_load, &stopped) {
+        (Some(stream), None) => {
+            let (loaded, why) = under_load::<T>(cfg, stream, progress, stop);
+            stopped = why;
+            Some(loaded)
+        }
+        _ => None,
+    };
     let (_, est) = best.unwrap_or_default();
     LatencyResult {
         cfg: cfg.clone(),
@@ -125,16 +150,77 @@ fn run<T: Transport>(
         offset_ns: est.offset_ns,
         offset_err_ns: est.err_ns,
         stopped,
+        loaded,
     }
 }
 
-/// Makes the queries, recording each counted round trip in `rtt` and the fastest in `best`.
+fn histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Streams `stream`'s file on a thread of its own and, once its bytes flow, makes the queries
+/// again on a new connection until the stream ends (or `count` are answered).
+fn under_load<T: Transport>(
+    cfg: &LatencyConfig,
+    stream: &crate::client::StreamConfig,
+    progress: &mut Progress,
+    stop: &AtomicBool,
+) -> (Loaded, Option<Stopped>) {
+    let sending = Progress::new(false);
+    let (scfg, mut p) = (stream.clone(), sending.clone());
+    let streamer = std::thread::Builder::new()
+        .name("under load".into())
+        .spawn(move || crate::client::run_stream(&scfg, &mut p).map_err(|e| format!("{e:#}")));
+    let streamer = match streamer {
+        Ok(t) => t,
+        Err(e) => {
+            let why = format!("cannot start the stream: {e}");
+            let loaded = Loaded {
+                rtt: histogram(),
+                stream: Err(why.clone()),
+            };
+            return (loaded, Some(Stopped::Failed(anyhow::anyhow!(why))));
+        }
+    };
+    // The stream's first bytes, within its timeout.
+    let by = Instant::now() + stream.timeout;
+    while sending.sent() == 0 && !streamer.is_finished() && Instant::now() < by {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    progress.start(cfg.count);
+    let mut rtt = histogram();
+    let running = || !streamer.is_finished();
+    let stopped = if running() {
+        measure::<T>(cfg, progress, stop, &mut rtt, &mut None, &running).err()
+    } else {
+        None
+    };
+    let stream = streamer
+        .join()
+        .unwrap_or_else(|_| Err("the stream's thread panicked".into()));
+    let stopped = stopped.or_else(|| match (&stream, rtt.len()) {
+        (Err(e), _) => Some(Stopped::Failed(anyhow::anyhow!(
+            "the loading stream failed: {e}"
+        ))),
+        (Ok(s), 0) => Some(Stopped::Failed(anyhow::anyhow!(
+            "the loading stream took {} ms, too short for one query under load: use a larger \
+             file or smaller chunks",
+            s.elapsed.as_millis()
+        ))),
+        _ => None,
+    });
+    (Loaded { rtt, stream }, stopped)
+}
+
+/// Makes the queries, recording each counted round trip in `rtt` and the fastest in `best`,
+/// while `go()` holds: an answer that arrives after it turned false is not counted.
 fn measure<T: Transport>(
     cfg: &LatencyConfig,
     progress: &mut Progress,
     stop: &AtomicBool,
     rtt: &mut Histogram<u64>,
     best: &mut Best,
+    go: &dyn Fn() -> bool,
 ) -> Result<(), Stopped> {
     let mut conn = None;
     let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
@@ -142,6 +228,9 @@ fn measure<T: Transport>(
     for seq in 0..cfg.warmup + cfg.count {
         if stop.load(Ordering::Relaxed) {
             return Err(Stopped::Interrupted);
+        }
+        if !go() {
+            return Ok(());
         }
         let start = Instant::now();
         if cfg.reconnect || conn.is_none() {
@@ -181,6 +270,9 @@ fn measure<T: Transport>(
         }
         if seq < cfg.warmup {
             continue;
+        }
+        if !go() {
+            return Ok(());
         }
         let ns = (elapsed.as_nanos() as u64).max(1);
         rtt.saturating_record(ns);

@@ -93,7 +93,28 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
         1 + stream_cells + latency_cells,
         "{csv}"
     );
-    for svg in ["throughput.svg", "latency.svg"] {
+    // Issue 17: every transfer has a verdict and a time split; the latency table has its rows
+    // under load; the timeline is drawn.
+    for r in &runs {
+        match &r.result {
+            ClientJson::Stream(s) => {
+                let by = s.limited_by.expect("a verdict");
+                assert_ne!(by, tsperf::verdict::LimitedBy::Unknown, "{:?}", s.tcp);
+                assert!(s.server.time_split.total_us > 0.0);
+            }
+            ClientJson::Latency(l) => {
+                if let Some(u) = &l.under_load {
+                    assert!(u.count > 0 && u.stream_verified, "{u:?}");
+                }
+            }
+        }
+    }
+    for load in ["none", "stdout"] {
+        let row = format!("| binary | single | on | no | stream, log {load} |");
+        assert!(md.contains(&row), "{row} missing:\n{md}");
+    }
+    assert!(md.contains("| limited by | server's time |"), "{md}");
+    for svg in ["throughput.svg", "latency.svg", "timeline.svg"] {
         let text = std::fs::read_to_string(out.join(svg)).unwrap();
         roxmltree::Document::parse(&text)
             .unwrap_or_else(|e| panic!("{svg} is not well-formed: {e}"));
@@ -137,7 +158,7 @@ fn quick_grid_on_loopback() {
         text.contains("## Stream: throughput"),
         "no final tables: {text}"
     );
-    check_results(&out, 18, 10);
+    check_results(&out, 18, 12);
     assert_eq!(leftovers(), "", "left behind");
 }
 
@@ -168,7 +189,7 @@ fn tsreport_rerenders() {
     assert_eq!(setup["file"], "small.txt");
     assert_eq!(setup["bytes"], 1 << 20);
     let before = std::fs::read_to_string(out.join("matrix.md")).unwrap();
-    check_results(&out, 18, 10);
+    check_results(&out, 18, 12);
     for label in [
         "| blocking |",
         "| nonblocking writev |",
@@ -450,7 +471,7 @@ fn quick_grid_on_emulated_lan() {
         stdout(&o),
         stderr(&o)
     );
-    check_results(&out, 6, 10);
+    check_results(&out, 6, 12);
     let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
     assert!(
         md.contains("an emulated LAN") && md.contains("of 1 Gbit/s line"),
@@ -561,7 +582,7 @@ fn quick_grid_between_two_hosts() {
         stdout(&o),
         stderr(&o)
     );
-    check_results(&out, 18, 10);
+    check_results(&out, 18, 12);
     let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
     for sink in ["none", "file", "stdout"] {
         assert!(

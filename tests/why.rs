@@ -199,3 +199,63 @@ fn intervals_add_up_to_the_transfer() {
     assert!(text.starts_with("  [  0.000-"), "{text}");
     assert!(text.contains("\nbegin sec["), "{text}");
 }
+
+/// `--latency --under-load FILE`: the queries again while FILE streams to the same server with
+/// the sink asked for; idle and loaded figures side by side, and the stream's own result.
+#[test]
+fn latency_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "load.txt", 8 << 20);
+    let log = dir.path().join("server.log");
+    let server = Server::start(&["--allow-client-log", "--log-file", log.to_str().unwrap()]);
+    let (o, v) = client_json(
+        server.port,
+        &[
+            "--latency",
+            "--nodelay",
+            "--count",
+            "50",
+            "--under-load",
+            file.to_str().unwrap(),
+            "--chunk",
+            "102",
+            "--server-log",
+            "file",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(v["count"], 50, "the idle queries");
+    let u = &v["under_load"];
+    let n = u["count"].as_u64().unwrap();
+    assert!(n > 0 && n <= 50, "{u}");
+    assert_eq!(u["file"], "load.txt");
+    assert_eq!(u["chunk"], 102);
+    assert_eq!(u["server_log"], "file");
+    assert_eq!(u["stream_verified"], true);
+    assert!(u["rtt_us"]["p50"].as_f64().unwrap() > 0.0, "{u}");
+    assert!(u["p50_ratio"].as_f64().unwrap() > 0.0, "{u}");
+    assert!(u["stream_limited_by"].is_string(), "{u}");
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("bytes=102"),
+        "the stream was logged to the file"
+    );
+    // Without --under-load, a stream's flags stay refused in latency mode.
+    let port = server.port.to_string();
+    assert_fails(
+        &client(&["--port", &port, "--latency", "--chunk", "102"]),
+        2,
+        "--chunk applies to stream transfers only",
+    );
+    let missing = dir.path().join("missing.txt");
+    assert_fails(
+        &client(&[
+            "--port",
+            &port,
+            "--latency",
+            "--under-load",
+            missing.to_str().unwrap(),
+        ]),
+        1,
+        "--under-load: cannot open file",
+    );
+}

@@ -9,6 +9,7 @@ use crate::progress::Progress;
 use crate::protocol::LogMode;
 use crate::protocol::clock::{Codec, Framing};
 use crate::{DEFAULT_PORT, cli, client, latency, output, units};
+use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
@@ -91,6 +92,10 @@ struct Args {
     /// Latency: a new TCP connection for every request (like netperf TCP_CRR).
     #[arg(long)]
     reconnect: bool,
+    /// Latency: after the idle queries, make them again on a second connection while FILE
+    /// streams to the same server (in --chunk-byte chunks, with --server-log), and compare.
+    #[arg(long, value_name = "FILE", conflicts_with = "reconnect")]
+    under_load: Option<PathBuf>,
     /// The file to send (not with --latency).
     #[arg(required_unless_present = "latency", conflicts_with = "latency")]
     file: Option<PathBuf>,
@@ -142,13 +147,14 @@ const STREAM_ONLY: [&str; 7] = [
     "clock_queries",
     "interval",
 ];
-const LATENCY_ONLY: [&str; 6] = [
+const LATENCY_ONLY: [&str; 7] = [
     "count",
     "warmup",
     "codec",
     "framing",
     "nodelay",
     "reconnect",
+    "under_load",
 ];
 
 /// Refuses (exit 2) a flag given for the mode it does not apply to, and a --host:PORT that
@@ -163,7 +169,13 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
     } else {
         (&LATENCY_ONLY[..], "--latency", "a stream transfer")
     };
-    if let Some(id) = own.iter().find(|id| cli::given(m, id)) {
+    // With --under-load, the loading stream takes --chunk and --server-log.
+    let loads = |id: &&&str| args.under_load.is_some() && matches!(**id, "chunk" | "server_log");
+    if let Some(id) = own
+        .iter()
+        .filter(|id| !loads(id))
+        .find(|id| cli::given(m, id))
+    {
         cli::usage_error::<Args>(format!(
             "{} applies to {other} only, not to {mode}",
             flag(id)
@@ -269,6 +281,26 @@ fn latency_run(
     port: u16,
     auth: Option<std::sync::Arc<crate::auth::Key>>,
 ) -> anyhow::Result<ExitCode> {
+    // The loading stream's file is checked before any query, as a stream's is.
+    if let Some(file) = &args.under_load {
+        crate::source::Source::open(file, args.chunk, 1).context("--under-load")?;
+    }
+    let under_load = args.under_load.as_ref().map(|file| client::StreamConfig {
+        host: host.clone(),
+        port,
+        chunk: args.chunk,
+        file: file.clone(),
+        timeout: Duration::from_secs_f64(args.timeout),
+        nonblocking: args.nonblocking,
+        sndbuf: None,
+        auth: auth.clone(),
+        strategy: client::Strategy::Write,
+        batch: client::DEFAULT_BATCH,
+        server_log: args.server_log.map(LogMode::from),
+        clock_queries: 0,
+        interval: None,
+        live_intervals: false,
+    });
     let cfg = latency::LatencyConfig {
         host,
         port,
@@ -280,6 +312,7 @@ fn latency_run(
         reconnect: args.reconnect,
         nonblocking: args.nonblocking,
         timeout: Duration::from_secs_f64(args.timeout),
+        under_load,
         auth,
     };
     let mut progress = Progress::queries(!args.no_progress);

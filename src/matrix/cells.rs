@@ -13,7 +13,12 @@ pub struct StreamCell {
     pub strategy: Strategy,
     /// The server log sink the client asks for (`tsclient --server-log`).
     pub log: LogMode,
+    /// Samples every this many ms (`tsclient --interval`), for the timeline.
+    pub interval_ms: Option<u32>,
 }
+
+/// The timeline's sampling interval, for the smallest and largest chunk's cells.
+pub const TIMELINE_INTERVAL_MS: u32 = 5;
 
 impl StreamCell {
     /// The io column: `blocking`, or `blocking writev` for a strategy other than `write`.
@@ -38,6 +43,12 @@ impl StreamCell {
             a.extend(["--io".to_owned(), self.strategy.to_string()]);
         }
         a.extend(["--server-log".to_owned(), self.log.to_string()]);
+        if let Some(ms) = self.interval_ms {
+            a.extend([
+                "--interval".to_owned(),
+                format!("{}", f64::from(ms) / 1000.0),
+            ]);
+        }
         a
     }
 
@@ -72,6 +83,16 @@ pub struct LatencyCell {
     pub framing: Framing,
     pub nodelay: bool,
     pub reconnect: bool,
+    /// Measured again while the grid's file streams with this server log sink
+    /// (`tsclient --under-load`).
+    pub under_load: Option<LogMode>,
+}
+
+/// What a cell under load streams: the grid's file, in its smallest chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Load {
+    pub file: String,
+    pub chunk: u32,
 }
 
 impl LatencyCell {
@@ -81,8 +102,9 @@ impl LatencyCell {
         self.framing == Framing::Split && !self.nodelay
     }
 
-    /// The tsclient arguments that measure this cell with `count` requests.
-    pub fn args(&self, count: u64) -> Vec<String> {
+    /// The tsclient arguments that measure this cell with `count` requests (a cell under load
+    /// streams `load`).
+    pub fn args(&self, count: u64, load: &Load) -> Vec<String> {
         let mut a: Vec<String> = ["--latency", "--codec", self.codec.as_str()]
             .into_iter()
             .chain(["--framing", self.framing.as_str(), "--count"])
@@ -95,6 +117,16 @@ impl LatencyCell {
         if self.reconnect {
             a.push("--reconnect".into());
         }
+        if let Some(log) = self.under_load {
+            a.extend([
+                "--under-load".to_owned(),
+                load.file.clone(),
+                "--chunk".to_owned(),
+                load.chunk.to_string(),
+                "--server-log".to_owned(),
+                log.to_string(),
+            ]);
+        }
         a
     }
 
@@ -106,12 +138,14 @@ impl LatencyCell {
             nodelay: self.nodelay,
             reconnect: self.reconnect,
             count,
+            under_load: self.under_load.map(|l| l.to_string()),
         }
     }
 }
 
 /// The latency grid: codec × framing × nodelay, then reconnect with single and split framing
-/// (Nagle on).
+/// (Nagle on), then binary single-write queries (nodelay on) under the load of a stream the
+/// server logs nowhere, and one it logs to stdout.
 pub fn latency_cells() -> Vec<LatencyCell> {
     let mut cells = Vec::new();
     for codec in [Codec::Binary, Codec::Object] {
@@ -122,6 +156,7 @@ pub fn latency_cells() -> Vec<LatencyCell> {
                     framing,
                     nodelay,
                     reconnect: false,
+                    under_load: None,
                 });
             }
         }
@@ -132,6 +167,16 @@ pub fn latency_cells() -> Vec<LatencyCell> {
             framing,
             nodelay: false,
             reconnect: true,
+            under_load: None,
+        });
+    }
+    for log in [LogMode::None, LogMode::Stdout] {
+        cells.push(LatencyCell {
+            codec: Codec::Binary,
+            framing: Framing::Single,
+            nodelay: true,
+            reconnect: false,
+            under_load: Some(log),
         });
     }
     cells
@@ -149,6 +194,7 @@ mod tests {
             io: ClientIo::Nonblocking,
             strategy: Strategy::Writev,
             log: LogMode::Stdout,
+            interval_ms: None,
         };
         assert_eq!(
             c.args("f.txt"),
@@ -174,14 +220,35 @@ mod tests {
         let plain = StreamCell {
             log: LogMode::File,
             strategy: Strategy::Write,
+            interval_ms: Some(TIMELINE_INTERVAL_MS),
             ..c
         };
         assert_eq!(plain.label(), "nonblocking");
+        assert_eq!(plain.args("f")[7..], ["--interval", "0.005"]);
         assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
         let l = latency_cells();
-        assert_eq!(l.len(), 10);
+        assert_eq!(l.len(), 12);
+        let load = Load {
+            file: "f.txt".into(),
+            chunk: 102,
+        };
         assert_eq!(
-            l[3].args(20),
+            l[11].args(20, &load)[7..],
+            [
+                "--nodelay",
+                "--under-load",
+                "f.txt",
+                "--chunk",
+                "102",
+                "--server-log",
+                "stdout"
+            ]
+        );
+        assert!(
+            matches!(&l[10].cell(20), Cell::Latency { under_load: Some(u), .. } if u == "none")
+        );
+        assert_eq!(
+            l[3].args(20, &load),
             [
                 "--latency",
                 "--codec",

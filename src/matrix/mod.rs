@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub use cells::{LatencyCell, StreamCell, client_columns, latency_cells};
+pub use cells::{LatencyCell, Load, StreamCell, client_columns, latency_cells};
 
 use crate::client::Strategy;
 use crate::harness::{Client, ServerOptions, ServerProcess, Sink};
@@ -283,11 +283,15 @@ fn stream_grid(
     let file = cfg.file.display().to_string();
     for &chunk in &cfg.chunks {
         for &(io, strategy) in columns {
+            // The smallest and largest chunk are sampled in time, for the timeline.
+            let extreme =
+                cfg.chunks.iter().min() == Some(&chunk) || cfg.chunks.iter().max() == Some(&chunk);
             let cells = SINKS.map(|log| StreamCell {
                 chunk,
                 io,
                 strategy,
                 log,
+                interval_ms: extreme.then_some(cells::TIMELINE_INTERVAL_MS),
             });
             let label = cells[0].label();
             for rep in 1..=cfg.reps {
@@ -346,6 +350,10 @@ fn latency_grid(
     cells: &[LatencyCell],
     bar: &ProgressBar,
 ) -> Result<()> {
+    let load = Load {
+        file: rec.cfg.file.display().to_string(),
+        chunk: rec.cfg.chunks.iter().copied().min().unwrap_or(102),
+    };
     for lc in cells {
         let count = if lc.stalls() {
             rec.cfg.stall_count
@@ -353,13 +361,19 @@ fn latency_grid(
             rec.cfg.latency_count
         };
         let (codec, framing) = (lc.codec.as_str(), lc.framing.as_str());
+        let loaded = lc
+            .under_load
+            .map_or(String::new(), |l| format!(" under load (log {l})"));
         bar.set_message(format!(
-            "latency {codec} {framing} nodelay {} reconnect {}",
+            "latency {codec} {framing} nodelay {} reconnect {}{loaded}",
             lc.nodelay, lc.reconnect
         ));
-        let result = rec.measure(port, &lc.args(count))?;
+        let result = rec.measure(port, &lc.args(count, &load))?;
         let rtt = match &result {
-            ClientJson::Latency(l) => l.rtt_us.clone().unwrap_or_default(),
+            ClientJson::Latency(l) => match &l.under_load {
+                Some(u) => u.rtt_us.clone().unwrap_or_default(),
+                None => l.rtt_us.clone().unwrap_or_default(),
+            },
             ClientJson::Stream(_) => Default::default(),
         };
         rec.record(Run {
@@ -370,7 +384,7 @@ fn latency_grid(
         bar.inc(1);
         bar.suspend(|| {
             println!(
-                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs",
+                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs{loaded}",
                 if lc.nodelay { "on" } else { "off" },
                 if lc.reconnect { "yes" } else { "no" },
                 rtt.p50,

@@ -272,6 +272,28 @@ pub struct LatencyJson {
     pub interrupted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `--under-load`: the same queries while a file streamed (`rtt_us` above is idle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<UnderLoadJson>,
+}
+
+/// Clock queries made while a file streamed to the same server, and that stream's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UnderLoadJson {
+    pub file: String,
+    pub chunk: u32,
+    /// The log sink the server used for the stream.
+    pub server_log: Option<LogMode>,
+    /// Queries answered while the stream ran.
+    pub count: u64,
+    pub rtt_us: Option<Rtt>,
+    /// Loaded p50 over idle p50.
+    pub p50_ratio: Option<f64>,
+    pub stream_mib_per_s: Option<f64>,
+    pub stream_verified: bool,
+    pub stream_limited_by: Option<LimitedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_error: Option<String>,
 }
 
 impl Default for LatencyJson {
@@ -292,6 +314,7 @@ impl Default for LatencyJson {
             hint: None,
             interrupted: false,
             error: None,
+            under_load: None,
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::timing::{CpuTime, Stamp};
 use crate::units;
 use json::{
     ClientJson, ClientSide, ClockJson, FailureJson, LatencyJson, OneWayJson, Rtt, ServerSide,
-    StreamFailureJson, StreamJson, TcpJson, TimeSplitJson,
+    StreamFailureJson, StreamJson, TcpJson, TimeSplitJson, UnderLoadJson,
 };
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -340,6 +340,33 @@ impl From<&LatencyResult> for LatencyJson {
                 Some(Stopped::Failed(e)) => Some(format!("{e:#}")),
                 _ => None,
             },
+            under_load: r.loaded.as_ref().map(|l| {
+                let load = c.under_load.as_ref();
+                UnderLoadJson {
+                    file: load
+                        .and_then(|s| s.file.file_name())
+                        .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+                    chunk: load.map_or(0, |s| s.chunk),
+                    server_log: match &l.stream {
+                        Ok(s) => s.server.log,
+                        Err(_) => load.and_then(|s| s.server_log),
+                    },
+                    count: l.rtt.len(),
+                    rtt_us: (!l.rtt.is_empty()).then(|| Rtt::of(&l.rtt)),
+                    p50_ratio: (!l.rtt.is_empty() && measured).then(|| {
+                        l.rtt.value_at_quantile(0.5) as f64
+                            / r.rtt.value_at_quantile(0.5).max(1) as f64
+                    }),
+                    stream_mib_per_s: l
+                        .stream
+                        .as_ref()
+                        .ok()
+                        .map(|s| units::mib_per_s(s.bytes, s.elapsed)),
+                    stream_verified: l.stream.as_ref().is_ok_and(|s| s.verified()),
+                    stream_limited_by: l.stream.as_ref().ok().map(|s| s.verdict().limited_by),
+                    stream_error: l.stream.as_ref().err().cloned(),
+                }
+            }),
         }
     }
 }
@@ -416,6 +443,51 @@ pub fn latency_human(r: &LatencyResult) -> String {
         d(r.offset_ns.unsigned_abs()),
         d(r.offset_err_ns)
     );
+    if let Some(l) = &r.loaded {
+        let j = LatencyJson::from(r).under_load.unwrap_or_default();
+        let what = format!(
+            "{} in {}-byte chunks, server log {}",
+            j.file,
+            j.chunk,
+            j.server_log.map_or("?".to_owned(), |l| l.to_string())
+        );
+        if l.rtt.is_empty() {
+            let _ = writeln!(
+                s,
+                "  under load ({what}): no query answered while it streamed"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  under load ({what}): {} answered while it streamed: p50 {}, p99 {} \
+                 ({:.1}× the idle p50)",
+                units::count(l.rtt.len(), "query"),
+                d(l.rtt.value_at_quantile(0.5)),
+                d(l.rtt.value_at_quantile(0.99)),
+                j.p50_ratio.unwrap_or(0.0)
+            );
+        }
+        match &l.stream {
+            Ok(st) => {
+                let _ = writeln!(
+                    s,
+                    "  the stream: {} in {}, {:.1} MiB/s, {}, {}",
+                    units::size(st.bytes),
+                    units::duration(st.elapsed),
+                    units::mib_per_s(st.bytes, st.elapsed),
+                    if st.verified() {
+                        "verified"
+                    } else {
+                        "NOT VERIFIED"
+                    },
+                    st.verdict().sentence()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "  the stream failed: {e}");
+            }
+        }
+    }
     if let Some(hint) = r.hint() {
         let _ = writeln!(s, "hint: {hint}");
     }

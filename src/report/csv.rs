@@ -6,7 +6,7 @@ use super::{Exporter, Matrix};
 
 pub struct Csv;
 
-const HEADER: [&str; 17] = [
+const HEADER: [&str; 22] = [
     "kind",
     "chunk",
     "io",
@@ -24,6 +24,11 @@ const HEADER: [&str; 17] = [
     "p50_us",
     "p99_us",
     "verified",
+    "limited_by",
+    "server_largest",
+    "server_largest_pct",
+    "under_load",
+    "idle_p50_us",
 ];
 
 impl Exporter for Csv {
@@ -53,6 +58,12 @@ impl Exporter for Csv {
                 "",
                 "",
                 &r.verified.to_string(),
+                r.limited_by.as_deref().unwrap_or(""),
+                r.server_largest.as_deref().unwrap_or(""),
+                &r.server_largest_pct
+                    .map_or(String::new(), |p| format!("{p:.1}")),
+                "",
+                "",
             ])?;
         }
         for r in &m.latency {
@@ -74,6 +85,11 @@ impl Exporter for Csv {
                 &format!("{:.3}", r.p50_us),
                 &format!("{:.3}", r.p99_us),
                 "",
+                r.stream_limited_by.as_deref().unwrap_or(""),
+                "",
+                "",
+                r.under_load.as_deref().unwrap_or(""),
+                &r.idle_p50_us.map_or(String::new(), |p| format!("{p:.3}")),
             ])?;
         }
         Ok(w.into_inner()?)

@@ -105,11 +105,11 @@ fn stream_table(m: &Matrix, o: &mut String) {
     };
     let _ = writeln!(
         o,
-        "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | verified |"
+        "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | limited by | server's time | verified |"
     );
     let _ = writeln!(
         o,
-        "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|"
+        "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|---|---|"
     );
     for r in &m.stream {
         let line = s.line_gbit.map_or(String::new(), |g| {
@@ -117,7 +117,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
         });
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} | {} | {} |",
             r.chunk,
             r.io,
             r.log,
@@ -131,7 +131,28 @@ fn stream_table(m: &Matrix, o: &mut String) {
             } else {
                 0.0
             },
+            match &r.limited_by {
+                Some(l) if r.limited_by_reps < r.reps => {
+                    format!("{l} ({}/{})", r.limited_by_reps, r.reps)
+                }
+                Some(l) => l.clone(),
+                None => "—".into(),
+            },
+            match (&r.server_largest, r.server_largest_pct) {
+                (Some(p), Some(pct)) => format!("{p} {pct:.0}%"),
+                _ => "—".into(),
+            },
             if r.verified { "yes" } else { "**NO**" }
+        );
+    }
+    if m.stream.iter().any(|r| r.limited_by.is_some()) {
+        let _ = writeln!(
+            o,
+            "\n*limited by*: the verdict of most repetitions (how many gave it, when not all): \
+             `receiver` when the server's window was full for half the time the client had \
+             data to send, `sender-cpu` when the client was on (or waiting for) its CPU 90% of \
+             the time, and so on (README, \"Why it was slow\"). *server's time*: the phase \
+             the server spent most of its time in, and its share."
         );
     }
 }
@@ -143,9 +164,9 @@ fn latency_table(m: &Matrix, o: &mut String) {
     let _ = writeln!(o, "\n## Latency: clock query round trip\n");
     let _ = writeln!(
         o,
-        "| codec | framing | nodelay | reconnect | requests | p50 | p99 | vs slowest | note |"
+        "| codec | framing | nodelay | reconnect | under load | requests | p50 | p99 | vs slowest | note |"
     );
-    let _ = writeln!(o, "|---|---|---|---|---:|---:|---:|---:|---|");
+    let _ = writeln!(o, "|---|---|---|---|---|---:|---:|---:|---:|---|");
     for r in &m.latency {
         let mut note = Vec::new();
         if r.count < most {
@@ -154,14 +175,30 @@ fn latency_table(m: &Matrix, o: &mut String) {
         if r.hint {
             note.push("Nagle + delayed ACK");
         }
+        let us = |v: f64| units::duration(Duration::from_secs_f64(v / 1e6));
+        let idle = match (r.idle_p50_us, r.idle_p99_us) {
+            (Some(p50), Some(p99)) => format!(
+                "idle p50 {}, p99 {}; the stream: {}",
+                us(p50),
+                us(p99),
+                r.stream_limited_by.as_deref().unwrap_or("?")
+            ),
+            _ => String::new(),
+        };
+        if !idle.is_empty() {
+            note.push(&idle);
+        }
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.0}× | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0}× | {} |",
             r.codec,
             r.framing,
             on(r.nodelay),
             if r.reconnect { "yes" } else { "no" },
+            r.under_load
+                .as_ref()
+                .map_or("—".to_owned(), |l| format!("stream, log {l}")),
             r.count,
             units::duration(Duration::from_secs_f64(r.p50_us / 1e6)),
             units::duration(Duration::from_secs_f64(r.p99_us / 1e6)),

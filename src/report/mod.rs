@@ -35,6 +35,9 @@ pub enum Cell {
         nodelay: bool,
         reconnect: bool,
         count: u64,
+        /// The server log sink of the stream the queries ran beside (`--under-load`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        under_load: Option<String>,
     },
 }
 
@@ -85,6 +88,14 @@ pub struct StreamRow {
     pub verified: bool,
     pub sndbuf: u64,
     pub rcvbuf: u64,
+    /// The verdict most repetitions gave (`None` for results from before verdicts), and how
+    /// many of the repetitions gave it.
+    pub limited_by: Option<String>,
+    pub limited_by_reps: usize,
+    /// The phase the server spent most of its time in, in most repetitions, and its median
+    /// share over those (`None` before the time split).
+    pub server_largest: Option<String>,
+    pub server_largest_pct: Option<f64>,
 }
 
 /// A latency row: one cell's repetitions summarised (medians of each statistic).
@@ -99,6 +110,12 @@ pub struct LatencyRow {
     pub p99_us: f64,
     pub reps: usize,
     pub hint: bool,
+    /// Under load: the stream's server log sink; `p50_us` and `p99_us` are then the loaded
+    /// figures, these the idle ones, and `stream_limited_by` the stream's verdict.
+    pub under_load: Option<String>,
+    pub idle_p50_us: Option<f64>,
+    pub idle_p99_us: Option<f64>,
+    pub stream_limited_by: Option<String>,
 }
 
 /// Everything the exporters render.
@@ -110,6 +127,72 @@ pub struct Matrix {
     /// The clock offsets the stream transfers measured, when they did (protocol version 3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockSummary>,
+    /// Throughput over time of the smallest and largest chunk, per log sink and client io
+    /// (from the runs' `intervals`; empty for results without them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Timeline>,
+}
+
+/// One transfer's throughput over time: the repetition whose rate was the cell's median.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    pub log: String,
+    pub chunk: u32,
+    pub io: String,
+    /// `(start_s, end_s, mib_per_s)` per interval.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// The timelines of the smallest and largest chunk's cells that have intervals.
+fn timelines(runs: &[Run]) -> Vec<Timeline> {
+    let sampled = |r: &&Run| matches!(&r.result, ClientJson::Stream(s) if !s.intervals.is_empty());
+    let chunks: Vec<u32> = runs
+        .iter()
+        .filter(sampled)
+        .filter_map(|r| match &r.cell {
+            Cell::Stream { chunk, .. } => Some(*chunk),
+            Cell::Latency { .. } => None,
+        })
+        .collect();
+    let (Some(&lo), Some(&hi)) = (chunks.iter().min(), chunks.iter().max()) else {
+        return Vec::new();
+    };
+    let mut cells: Vec<&Cell> = Vec::new();
+    for r in runs.iter().filter(sampled) {
+        if matches!(&r.cell, Cell::Stream { chunk, .. } if *chunk == lo || *chunk == hi)
+            && !cells.contains(&&r.cell)
+        {
+            cells.push(&r.cell);
+        }
+    }
+    cells
+        .into_iter()
+        .filter_map(|cell| {
+            let Cell::Stream { chunk, io, log } = cell else {
+                return None;
+            };
+            let mut reps: Vec<&StreamJson> = runs
+                .iter()
+                .filter(|r| &r.cell == cell)
+                .filter_map(|r| match &r.result {
+                    ClientJson::Stream(s) if !s.intervals.is_empty() => Some(s),
+                    _ => None,
+                })
+                .collect();
+            reps.sort_by(|a, b| a.mib_per_s.total_cmp(&b.mib_per_s));
+            let s = reps.get(reps.len() / 2)?;
+            Some(Timeline {
+                log: log.clone(),
+                chunk: *chunk,
+                io: io.clone(),
+                points: s
+                    .intervals
+                    .iter()
+                    .map(|i| (i.start_s, i.end_s, i.mib_per_s))
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// The server's clock against the client's, over the grid's stream transfers.
@@ -178,6 +261,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(csv::Csv),
         Box::new(svg::ThroughputSvg),
         Box::new(svg::LatencySvg),
+        Box::new(svg::TimelineSvg),
     ]
 }
 
@@ -209,6 +293,7 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
                 nodelay,
                 reconnect,
                 count,
+                under_load,
             } => {
                 let reps: Vec<&LatencyJson> = of_cell
                     .filter_map(|r| match r {
@@ -216,13 +301,33 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
                         ClientJson::Stream(_) => None,
                     })
                     .collect();
-                let p = |f: fn(&crate::output::json::Rtt) -> f64| {
+                let idle = |f: fn(&crate::output::json::Rtt) -> f64| {
                     median(
                         &mut reps
                             .iter()
                             .map(|l| l.rtt_us.as_ref().map_or(0.0, f))
                             .collect::<Vec<_>>(),
                     )
+                };
+                let loaded = |f: fn(&crate::output::json::Rtt) -> f64| {
+                    median(
+                        &mut reps
+                            .iter()
+                            .map(|l| {
+                                l.under_load
+                                    .as_ref()
+                                    .and_then(|u| u.rtt_us.as_ref())
+                                    .map_or(0.0, f)
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let p = |f| {
+                    if under_load.is_some() {
+                        loaded(f)
+                    } else {
+                        idle(f)
+                    }
                 };
                 latency.push(LatencyRow {
                     codec: codec.clone(),
@@ -234,6 +339,15 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
                     p99_us: p(|r| r.p99),
                     reps: reps.len(),
                     hint: reps.iter().any(|l| l.hint.is_some()),
+                    under_load: under_load.clone(),
+                    idle_p50_us: under_load.is_some().then(|| idle(|r| r.p50)),
+                    idle_p99_us: under_load.is_some().then(|| idle(|r| r.p99)),
+                    stream_limited_by: most_common(reps.iter().filter_map(|l| {
+                        l.under_load
+                            .as_ref()
+                            .and_then(|u| u.stream_limited_by)
+                            .map(|v| v.to_string())
+                    })),
                 });
             }
         }
@@ -243,6 +357,7 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
         stream,
         latency,
         clock: clock_summary(runs),
+        timeline: timelines(runs),
     }
 }
 
@@ -251,6 +366,14 @@ fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRo
     let of = |f: fn(&StreamJson) -> f64| -> Vec<f64> { reps.iter().map(|s| f(s)).collect() };
     let mut mib = of(|s| s.mib_per_s);
     let (min, max) = crate::stats::min_max(&mib);
+    let limited_by = most_common(
+        reps.iter()
+            .filter_map(|s| s.limited_by.map(|l| l.to_string())),
+    );
+    let largest = most_common(
+        reps.iter()
+            .filter_map(|s| s.server.time_split.largest.clone()),
+    );
     StreamRow {
         chunk,
         io: io.to_owned(),
@@ -264,7 +387,35 @@ fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRo
         verified: reps.iter().all(|s| s.verified),
         sndbuf: median(&mut of(|s| s.client.sndbuf as f64)) as u64,
         rcvbuf: median(&mut of(|s| s.server.rcvbuf as f64)) as u64,
+        limited_by: limited_by.clone(),
+        limited_by_reps: reps
+            .iter()
+            .filter(|s| s.limited_by.map(|l| l.to_string()) == limited_by && limited_by.is_some())
+            .count(),
+        server_largest_pct: largest.as_ref().map(|top| {
+            median(
+                &mut reps
+                    .iter()
+                    .filter(|s| s.server.time_split.largest.as_ref() == Some(top))
+                    .filter_map(|s| s.server.time_split.largest_pct)
+                    .collect::<Vec<_>>(),
+            )
+        }),
+        server_largest: largest,
     }
+}
+
+/// The value most often seen (the first of those tied), if any.
+fn most_common(values: impl Iterator<Item = String>) -> Option<String> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for v in values {
+        match counts.iter_mut().find(|(k, _)| *k == v) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((v, 1)),
+        }
+    }
+    let top = counts.iter().map(|(_, n)| *n).max()?;
+    counts.into_iter().find(|(_, n)| *n == top).map(|(k, _)| k)
 }
 
 /// Reads `runs.jsonl`, one [`Run`] per line.
@@ -318,7 +469,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 pub(crate) mod fixture {
     //! A fixed matrix input for the exporters' snapshot tests.
     use super::*;
-    use crate::output::json::{Cpu, Rtt};
+    use crate::client::intervals::Interval;
+    use crate::output::json::{Cpu, Rtt, UnderLoadJson};
+    use crate::verdict::LimitedBy;
 
     pub fn runs() -> Vec<Run> {
         let mut runs = Vec::new();
@@ -339,6 +492,27 @@ pub(crate) mod fixture {
                         };
                         s.client.sndbuf = 2626560;
                         s.server.rcvbuf = 131072;
+                        // Stdout cells are the receiver's doing; one 102-byte none rep is
+                        // called another way than the others.
+                        s.limited_by = Some(match (log, chunk, rep) {
+                            ("stdout", ..) => LimitedBy::Receiver,
+                            (_, 102, 3) => LimitedBy::Network,
+                            _ => LimitedBy::SenderCpu,
+                        });
+                        s.server.time_split.largest =
+                            Some(if log == "stdout" { "log" } else { "wait" }.into());
+                        s.server.time_split.largest_pct = Some(90.0 + rep as f64);
+                        if rep == 2 {
+                            let secs = if log == "stdout" { 2.0 } else { 0.2 };
+                            s.intervals = (0..4)
+                                .map(|i| Interval {
+                                    start_s: secs * i as f64 / 4.0,
+                                    end_s: secs * (i + 1) as f64 / 4.0,
+                                    mib_per_s: if i == 2 { mib / 4.0 } else { mib },
+                                    ..Interval::default()
+                                })
+                                .collect();
+                        }
                         runs.push(Run {
                             cell: Cell::Stream {
                                 chunk,
@@ -360,6 +534,7 @@ pub(crate) mod fixture {
                     nodelay,
                     reconnect: false,
                     count: 20,
+                    under_load: None,
                 },
                 rep: 1,
                 result: ClientJson::Latency(LatencyJson {
@@ -373,6 +548,34 @@ pub(crate) mod fixture {
                 }),
             });
         }
+        runs.push(Run {
+            cell: Cell::Latency {
+                codec: "binary".into(),
+                framing: "single".into(),
+                nodelay: true,
+                reconnect: false,
+                count: 20,
+                under_load: Some("stdout".into()),
+            },
+            rep: 1,
+            result: ClientJson::Latency(LatencyJson {
+                rtt_us: Some(Rtt {
+                    p50: 100.0,
+                    p99: 150.0,
+                    ..Default::default()
+                }),
+                under_load: Some(UnderLoadJson {
+                    rtt_us: Some(Rtt {
+                        p50: 400.0,
+                        p99: 2000.0,
+                        ..Default::default()
+                    }),
+                    stream_limited_by: Some(LimitedBy::Receiver),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        });
         runs
     }
 
@@ -424,9 +627,37 @@ mod tests {
             (81.0, 82.0, 83.0)
         );
         assert!(r.verified && r.reps == 3);
-        assert_eq!(m.latency.len(), 2);
+        assert_eq!(
+            (r.limited_by.as_deref(), r.limited_by_reps),
+            (Some("sender-cpu"), 2)
+        );
+        assert_eq!(
+            (r.server_largest.as_deref(), r.server_largest_pct),
+            (Some("wait"), Some(92.0))
+        );
+        assert_eq!(m.stream[1].limited_by.as_deref(), Some("receiver"));
+        assert_eq!(m.latency.len(), 3);
         assert!(m.latency[1].hint && !m.latency[0].hint);
         assert_eq!(m.slowest_latency(), 88000.0);
+        let loaded = &m.latency[2];
+        assert_eq!(loaded.under_load.as_deref(), Some("stdout"));
+        assert_eq!((loaded.p50_us, loaded.idle_p50_us), (400.0, Some(100.0)));
+        assert_eq!(loaded.stream_limited_by.as_deref(), Some("receiver"));
+    }
+
+    /// The timeline keeps the smallest and largest chunk's cells, each from its median
+    /// repetition.
+    #[test]
+    fn timeline_of_the_extreme_chunks() {
+        let m = fixture::matrix();
+        assert_eq!(m.timeline.len(), 8);
+        let t = &m.timeline[0];
+        assert_eq!(
+            (t.chunk, t.io.as_str(), t.log.as_str()),
+            (102, "blocking", "none")
+        );
+        assert_eq!(t.points.len(), 4);
+        assert_eq!((t.points[2].0, t.points[2].2), (0.1, 82.0 / 4.0));
     }
 
     /// One unverified repetition marks the whole cell unverified.

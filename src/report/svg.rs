@@ -12,6 +12,8 @@ use super::{Exporter, Matrix};
 
 pub struct ThroughputSvg;
 pub struct LatencySvg;
+/// `timeline.svg`: throughput over time, one panel per log sink.
+pub struct TimelineSvg;
 
 const SIZE: (u32, u32) = (1000, 560);
 
@@ -216,11 +218,14 @@ impl Exporter for LatencySvg {
             .iter()
             .map(|r| {
                 format!(
-                    "{} {}{}{}",
+                    "{} {}{}{}{}",
                     r.codec,
                     r.framing,
                     if r.nodelay { " nodelay" } else { "" },
-                    if r.reconnect { " reconnect" } else { "" }
+                    if r.reconnect { " reconnect" } else { "" },
+                    r.under_load
+                        .as_ref()
+                        .map_or(String::new(), |l| format!(" under load (log {l})"))
                 )
             })
             .collect();
@@ -275,6 +280,97 @@ impl Exporter for LatencySvg {
                 chart.draw_series(bars).map_err(plot_err)?;
                 entries.push((which.to_owned(), color.mix(shade)));
             }
+            legend(&key, &entries)?;
+            root.present().map_err(plot_err)?;
+        }
+        Ok(svg.into_bytes())
+    }
+}
+
+impl Exporter for TimelineSvg {
+    fn file_name(&self) -> &'static str {
+        "timeline.svg"
+    }
+
+    /// One panel per log sink, one line per chunk and client io: MiB/s in each interval, drawn
+    /// as steps, on a linear axis from 0 so a stall shows as a drop to the floor. Each panel has
+    /// its own scales (a logged transfer can take a hundred times longer).
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        let mut logs: Vec<&str> = Vec::new();
+        for t in &m.timeline {
+            if !logs.contains(&t.log.as_str()) {
+                logs.push(&t.log);
+            }
+        }
+        let label = |t: &super::Timeline| format!("{} B, {}", t.chunk, t.io);
+        let mut keys: Vec<String> = Vec::new();
+        for t in &m.timeline {
+            if !keys.contains(&label(t)) {
+                keys.push(label(t));
+            }
+        }
+        let side = legend_width(keys.iter().map(|k| k.chars().count()));
+        let panel_h = 300u32;
+        let height = 40 + panel_h * logs.len().max(1) as u32;
+        let mut svg = String::new();
+        {
+            let root =
+                SVGBackend::with_string(&mut svg, (SIZE.0 + side, height)).into_drawing_area();
+            root.fill(&WHITE).map_err(plot_err)?;
+            let (title, body) = root.split_vertically(40);
+            title
+                .draw(&Text::new(
+                    format!("Throughput over time, {}", m.setup.network),
+                    (14, 24),
+                    ("sans-serif", 22).into_font(),
+                ))
+                .map_err(plot_err)?;
+            let (plots, key) = body.split_horizontally(SIZE.0);
+            let panels = plots.split_evenly((logs.len().max(1), 1));
+            let color = |k: &str| {
+                let i = keys.iter().position(|x| x == k).unwrap_or(0);
+                Palette99::pick(i).to_rgba()
+            };
+            for (panel, log) in panels.iter().zip(&logs) {
+                let lines: Vec<&super::Timeline> =
+                    m.timeline.iter().filter(|t| t.log == *log).collect();
+                let x_hi = lines
+                    .iter()
+                    .filter_map(|t| t.points.last().map(|p| p.1))
+                    .fold(0f64, f64::max)
+                    .max(1e-3);
+                let y_hi = lines
+                    .iter()
+                    .flat_map(|t| t.points.iter().map(|p| p.2))
+                    .fold(0f64, f64::max)
+                    .max(1e-3)
+                    * 1.1;
+                let mut chart = ChartBuilder::on(panel)
+                    .caption(format!("server log {log}"), ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(36)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
+                    .map_err(plot_err)?;
+                chart
+                    .configure_mesh()
+                    .x_desc("seconds since the first byte")
+                    .y_desc("MiB/s")
+                    .draw()
+                    .map_err(plot_err)?;
+                for t in lines {
+                    let steps = t
+                        .points
+                        .iter()
+                        .flat_map(|&(a, b, v)| [(a, v), (b, v)])
+                        .collect::<Vec<_>>();
+                    chart
+                        .draw_series(LineSeries::new(steps, color(&label(t)).stroke_width(2)))
+                        .map_err(plot_err)?;
+                }
+            }
+            let entries: Vec<(String, RGBAColor)> =
+                keys.iter().map(|k| (k.clone(), color(k))).collect();
             legend(&key, &entries)?;
             root.present().map_err(plot_err)?;
         }
@@ -451,8 +547,28 @@ mod tests {
             stream: vec![],
             latency: vec![],
             clock: None,
+            timeline: vec![],
         };
         well_formed(&ThroughputSvg.serialize(&m).unwrap());
         well_formed(&LatencySvg.serialize(&m).unwrap());
+        well_formed(&TimelineSvg.serialize(&m).unwrap());
+    }
+
+    /// The timeline has a panel per log sink and a legend entry per chunk and client io.
+    #[test]
+    fn timeline_panels_and_legend() {
+        let svg = TimelineSvg
+            .serialize(&super::super::fixture::matrix())
+            .unwrap();
+        let t = texts(&svg);
+        for want in [
+            "server log none",
+            "server log stdout",
+            "102 B, blocking",
+            "10240 B, nonblocking",
+            "seconds since the first byte",
+        ] {
+            assert!(t.iter().any(|x| x == want), "{want} not in {t:?}");
+        }
     }
 }
