@@ -38,12 +38,17 @@ pub fn seed_file() -> PathBuf {
 
 /// Starts `tsserver --bind 127.0.0.1 --port 0 ARGS` with stdout discarded.
 pub fn server(args: &[&str]) -> ServerProcess {
+    server_from(&bin_dir(), args)
+}
+
+/// [`server`], from the tsserver in `dir` (another build, for an A/B).
+pub fn server_from(dir: &Path, args: &[&str]) -> ServerProcess {
     let mut all: Vec<String> = ["--bind", "127.0.0.1", "--port", "0"]
         .map(String::from)
         .to_vec();
     all.extend(args.iter().map(|a| a.to_string()));
     ServerProcess::start(&ServerOptions {
-        bin_dir: &bin_dir(),
+        bin_dir: dir,
         wrap: &[],
         args: all,
         stdout: Sink::Null,
@@ -53,9 +58,12 @@ pub fn server(args: &[&str]) -> ServerProcess {
 }
 
 fn client(port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
-    let bin = bin_dir();
+    client_from(&bin_dir(), port, args)
+}
+
+fn client_from(dir: &Path, port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
     let c = Client {
-        bin_dir: &bin,
+        bin_dir: dir,
         wrap: &[],
         host: "127.0.0.1",
         port,
@@ -67,6 +75,16 @@ fn client(port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
 /// A verified stream transfer to `port` with tsclient `ARGS`; panics on any failure.
 pub fn stream(port: u16, args: &[&str]) -> StreamJson {
     let s = client(port, args).stream().expect("a stream result");
+    assert!(s.verified, "not verified: {s:?}");
+    s
+}
+
+/// [`stream`], with the tsclient in `dir` (another build, for an A/B; its JSON reads as ours,
+/// fields added since then at their defaults).
+pub fn stream_from(dir: &Path, port: u16, args: &[&str]) -> StreamJson {
+    let s = client_from(dir, port, args)
+        .stream()
+        .expect("a stream result");
     assert!(s.verified, "not verified: {s:?}");
     s
 }
