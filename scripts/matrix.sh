@@ -100,4 +100,4 @@ args+=(--commit "$commit")
 mkdir -p "$out"
 "$bin/tsmatrix" "${args[@]}"
 echo
-echo "matrix.sh: results in $out/: matrix.md, matrix.csv, throughput.svg, latency.svg, runs.jsonl, setup.json"
+echo "matrix.sh: results in $out/: matrix.md, matrix.csv, throughput.svg, latency.svg, timeline.svg, runs.jsonl, setup.json"

@@ -182,13 +182,17 @@ impl Verdict {
         let p = |v: Option<f64>| v.map_or("?".to_owned(), |v| format!("{v:.0}%"));
         format!(
             "window full {}, send buffer full {} of busy time; busy {}, client on CPU {:.0}% and \
-             waiting for one {} of elapsed; {} retransmits",
+             waiting for one {} of elapsed; {}",
             p(l.rwnd_limited_pct),
             p(l.sndbuf_limited_pct),
             p(l.busy_pct),
             l.client_cpu_pct,
             p(l.client_run_queue_pct),
-            l.retransmits.map_or("?".to_owned(), |n| n.to_string())
+            l.retransmits
+                .map_or("? retransmits".to_owned(), |n| crate::units::count(
+                    n,
+                    "retransmit"
+                ))
         )
     }
 }

@@ -154,7 +154,7 @@ fn summary_says_why() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(text.contains("  limited by "), "{text}");
-    assert!(text.contains("retransmits)"), "{text}");
+    assert!(text.contains(" retransmit"), "{text}");
     assert!(text.contains("  server's time ("), "{text}");
 }
 

@@ -1,14 +1,16 @@
 //! `--interval SECS`: samples of a transfer in time, like iperf3 `-i`, so a stall shows where it
-//! happened. Each sample covers the time since the last one: the bytes handed to the socket,
-//! their rate, and what the sender's `TCP_INFO` says changed (the limited times and retransmits
-//! as differences, the round trip and windows as they stand at its end).
+//! happened. A thread of its own wakes every interval while the data is sent ([`sample_while`])
+//! and reads two things: the bytes handed to the socket so far (the progress counter, updated
+//! once per 128 KiB file block) and the socket's `TCP_INFO` (bytes the receiver acknowledged,
+//! the limited times, retransmits, round trip, windows). Each sample covers the time since the
+//! last one; the last ends when the last byte is handed over. The sending loop pays nothing: it
+//! never looks at the clock for this.
 //!
-//! The clock is read once per file block (128 KiB, see [`crate::source::BLOCK_TARGET`]), never
-//! per chunk, so a sample ends at the first block boundary after its interval is up, and says
-//! exactly when. `TCP_INFO` is read once per sample. At most [`MAX_SAMPLES`] are kept: when a
-//! long transfer reaches that, neighbours are merged in pairs and the interval doubles.
+//! At most [`MAX_SAMPLES`] are kept: when a long transfer reaches that, neighbours are merged
+//! in pairs and the interval doubles.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -27,11 +29,14 @@ pub const MAX_SAMPLES: usize = 10_000;
 pub struct Interval {
     pub start_s: f64,
     pub end_s: f64,
-    /// Bytes handed to the socket in the interval.
+    /// Bytes handed to the socket in the interval (counted per 128 KiB file block).
     pub bytes: u64,
     pub mib_per_s: f64,
-    /// Bytes the receiver acknowledged in the interval.
+    /// Bytes the receiver acknowledged in the interval, and their rate: what it took, exact in
+    /// time.
     pub acked_bytes: Option<u64>,
+    #[serde(default)]
+    pub acked_mib_per_s: Option<f64>,
     /// Time in the interval the receiver's window was full, and the send buffer, in µs (the
     /// kernel counts in jiffies, 4 ms on most kernels).
     pub rwnd_limited_us: Option<u64>,
@@ -78,43 +83,22 @@ impl Sampler {
         }
     }
 
-    /// At a block boundary, `sent` bytes handed over so far: a sample if its interval is up.
-    #[inline]
-    pub fn at<S: AsFd>(&mut self, sent: u64, sock: &S) -> Option<&Interval> {
-        let now = Instant::now();
-        if now < self.next {
-            return None;
-        }
-        self.take(now, sent, sock);
-        while self.next <= now {
-            self.next += self.every;
-        }
-        self.samples.last()
-    }
-
-    /// Ends the last sample at the last byte; returns them all.
-    pub fn finish<S: AsFd>(mut self, sent: u64, sock: &S) -> (Vec<Interval>, Option<Interval>) {
-        let now = Instant::now();
-        let last = (sent > self.last_bytes || self.samples.is_empty()).then(|| {
-            self.take(now, sent, sock);
-            self.samples.last().cloned()
-        });
-        (self.samples, last.flatten())
-    }
-
-    fn take<S: AsFd>(&mut self, now: Instant, sent: u64, sock: &S) {
-        let tcp = read_tcp(sock);
+    /// Ends a sample now, `sent` bytes handed over so far, the socket saying `tcp`.
+    pub fn take(&mut self, now: Instant, sent: u64, tcp: SenderTcp) -> &Interval {
         let (was, secs) = (
             &self.last_tcp,
             now.duration_since(self.last_at).as_secs_f64(),
         );
-        let bytes = sent - self.last_bytes;
+        let bytes = sent.saturating_sub(self.last_bytes);
+        let rate = |b: u64| b as f64 / (1024.0 * 1024.0) / secs.max(1e-9);
+        let acked = diff(tcp.bytes_acked, was.bytes_acked);
         self.samples.push(Interval {
             start_s: self.last_at.duration_since(self.start).as_secs_f64(),
             end_s: now.duration_since(self.start).as_secs_f64(),
             bytes,
-            mib_per_s: bytes as f64 / (1024.0 * 1024.0) / secs.max(1e-9),
-            acked_bytes: diff(tcp.bytes_acked, was.bytes_acked),
+            mib_per_s: rate(bytes),
+            acked_bytes: acked,
+            acked_mib_per_s: acked.map(rate),
             rwnd_limited_us: diff(tcp.rwnd_limited_us, was.rwnd_limited_us),
             sndbuf_limited_us: diff(tcp.sndbuf_limited_us, was.sndbuf_limited_us),
             retransmits: diff(tcp.total_retrans, was.total_retrans),
@@ -130,7 +114,74 @@ impl Sampler {
             self.samples = merge_pairs(std::mem::take(&mut self.samples));
             self.every *= 2;
         }
+        self.samples.last().expect("just pushed")
     }
+
+    /// When the next sample is due.
+    pub fn next(&self) -> Instant {
+        self.next
+    }
+
+    /// Moves the next sample's time on past `now`.
+    fn advance(&mut self, now: Instant) {
+        while self.next <= now {
+            self.next += self.every;
+        }
+    }
+
+    /// Every sample taken.
+    pub fn into_samples(self) -> Vec<Interval> {
+        self.samples
+    }
+}
+
+/// Runs `work` (the sending) while a thread samples `sock` every `every`, reading the bytes
+/// handed over from `sent` (the progress counter); `live` prints each sample as it is taken.
+/// The last sample ends when `work` returns. Returns what `work` returned and the samples.
+pub fn sample_while<R>(
+    every: Duration,
+    sock: BorrowedFd<'_>,
+    sent: &(dyn Fn() -> u64 + Sync),
+    live: Option<&(dyn Fn(&Interval) + Sync)>,
+    work: impl FnOnce() -> R,
+) -> (R, Vec<Interval>) {
+    let stop = AtomicBool::new(false);
+    let sent = &sent;
+    std::thread::scope(|scope| {
+        let mut sampler = Sampler::new(every, &sock);
+        let (stop, sock) = (&stop, &sock);
+        let thread = scope.spawn(move || {
+            loop {
+                let due = sampler.next();
+                let mut now = Instant::now();
+                while !stop.load(Ordering::Acquire) && now < due {
+                    std::thread::park_timeout(due - now);
+                    now = Instant::now();
+                }
+                let done = stop.load(Ordering::Acquire);
+                let bytes = sent();
+                // At the end, a sample only if something came since the last one.
+                if !done || bytes > sampler.last_bytes || sampler.samples.is_empty() {
+                    let i = sampler.take(now, bytes, read_tcp(sock));
+                    if let (Some(print), false) = (live, done) {
+                        print(i);
+                    }
+                }
+                if done {
+                    return sampler;
+                }
+                sampler.advance(now);
+            }
+        });
+        let r = work();
+        stop.store(true, Ordering::Release);
+        thread.thread().unpark();
+        let sampler = thread.join().expect("the sampling thread does not panic");
+        if let (Some(print), Some(last)) = (live, sampler.samples.last()) {
+            print(last);
+        }
+        (r, sampler.into_samples())
+    })
 }
 
 /// Neighbours merged in pairs: sums of what adds up, the later one's gauges.
@@ -150,6 +201,8 @@ pub fn merge_pairs(samples: Vec<Interval>) -> Vec<Interval> {
                     bytes,
                     mib_per_s: bytes as f64 / (1024.0 * 1024.0) / (b.end_s - a.start_s).max(1e-9),
                     acked_bytes: add(a.acked_bytes, b.acked_bytes),
+                    acked_mib_per_s: add(a.acked_bytes, b.acked_bytes)
+                        .map(|n| n as f64 / (1024.0 * 1024.0) / (b.end_s - a.start_s).max(1e-9)),
                     rwnd_limited_us: add(a.rwnd_limited_us, b.rwnd_limited_us),
                     sndbuf_limited_us: add(a.sndbuf_limited_us, b.sndbuf_limited_us),
                     retransmits: add(a.retransmits, b.retransmits),
@@ -166,11 +219,14 @@ pub fn merge_pairs(samples: Vec<Interval>) -> Vec<Interval> {
 pub fn line(i: &Interval) -> String {
     let opt = |v: Option<u64>, f: &dyn Fn(u64) -> String| v.map_or("?".to_owned(), f);
     format!(
-        "  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s  rtt {}  cwnd {}  window full {}  retrans {}",
+        "  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s  acked {:>9}  rtt {}  cwnd {}  window full {}  \
+         retrans {}",
         i.start_s,
         i.end_s,
         crate::units::size(i.bytes),
         i.mib_per_s,
+        i.acked_mib_per_s
+            .map_or("?".to_owned(), |r| format!("{r:.1} MiB/s")),
         opt(i.rtt_us, &|v| format!("{v} µs")),
         opt(i.snd_cwnd, &|v| v.to_string()),
         opt(i.rwnd_limited_us, &|v| format!("{} ms", v / 1000)),
@@ -208,25 +264,41 @@ mod tests {
         assert_eq!(m[2], sample(4.0, 5.0, 500));
     }
 
-    /// Samples over a real socket add up to what was sent, and cover the time without gaps.
+    /// Samples taken by the thread cover the work without gaps and add up to what it handed
+    /// over; the last ends when the work does.
     #[test]
     fn samples_add_up_to_what_was_sent() {
+        use std::sync::atomic::AtomicU64;
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let mut s = Sampler::new(Duration::from_millis(1), &c);
-        let mut sent = 0;
-        for _ in 0..20 {
-            std::thread::sleep(Duration::from_micros(600));
-            sent += 1000;
-            s.at(sent, &c);
-        }
-        let (all, last) = s.finish(sent + 7, &c);
-        assert!(last.is_some());
+        let sent = AtomicU64::new(0);
+        let printed = std::sync::Mutex::new(0);
+        let print = |_: &Interval| *printed.lock().unwrap() += 1;
+        let (r, all) = sample_while(
+            Duration::from_millis(1),
+            c.as_fd(),
+            &|| sent.load(Ordering::Relaxed),
+            Some(&print),
+            || {
+                for _ in 0..20 {
+                    std::thread::sleep(Duration::from_micros(600));
+                    sent.fetch_add(1000, Ordering::Relaxed);
+                }
+                sent.fetch_add(7, Ordering::Relaxed);
+                42
+            },
+        );
+        assert_eq!(r, 42);
         assert!(all.len() >= 5, "{}", all.len());
-        assert_eq!(all.iter().map(|i| i.bytes).sum::<u64>(), sent + 7);
+        assert_eq!(all.iter().map(|i| i.bytes).sum::<u64>(), 20_007);
         for w in all.windows(2) {
             assert_eq!(w[0].end_s, w[1].start_s);
         }
         assert_eq!(all[0].start_s, 0.0);
+        assert!(
+            all.iter().all(|i| i.rtt_us.is_some()),
+            "TCP_INFO per sample"
+        );
+        assert_eq!(*printed.lock().unwrap(), all.len(), "each printed once");
     }
 }

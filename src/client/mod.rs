@@ -34,7 +34,7 @@ use crate::text::Peer;
 use crate::timing::{CpuTime, unix_ns_now, unix_us_now};
 use blocking::Blocking;
 use nonblocking::MioConn;
-use send::{Stop, Ticks, send_data};
+use send::{Stop, send_data};
 
 /// The client's I/O model: blocking sockets, or mio non-blocking ones (`--nonblocking`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -312,28 +312,44 @@ fn transfer<T: Transport>(
     let begin_unix_us = unix_us_now();
     let mut writes = WriteStats::default();
     let mut sent = 0u64;
-    let mut ticks = Ticks {
-        sampler: cfg
-            .interval
-            .map(|every| intervals::Sampler::new(every, &*conn.socket())),
-        live: cfg.live_intervals,
-        progress,
-    };
-    let sent_data = send_data(
-        &mut conn,
-        &mut source,
-        cfg,
-        &mut ticks,
-        &mut writes,
-        &mut sent,
-    );
-    let samples = ticks.sampler.take().map(|s| {
-        let (all, last) = s.finish(sent, &*conn.socket());
-        if let (Some(i), true) = (last, cfg.live_intervals) {
-            progress.println(&intervals::line(&i));
+    let every = cfg.interval;
+    let (sent_data, samples) = match every {
+        None => (
+            send_data(
+                &mut conn,
+                &mut source,
+                cfg,
+                progress,
+                &mut writes,
+                &mut sent,
+            ),
+            Vec::new(),
+        ),
+        Some(every) => {
+            // The sampler reads the socket through its own descriptor number while this
+            // thread writes; the socket outlives the scope the sampler runs in.
+            use std::os::fd::{AsRawFd, BorrowedFd};
+            let fd = conn.socket().as_raw_fd();
+            // SAFETY: `conn` owns the socket and is not dropped before `sample_while` returns
+            // (it joins the sampling thread first).
+            let sock = unsafe { BorrowedFd::borrow_raw(fd) };
+            let counter = progress.clone();
+            let shown = progress.clone();
+            let print = move |i: &intervals::Interval| shown.println(&intervals::line(i));
+            let live: Option<&(dyn Fn(&intervals::Interval) + Sync)> =
+                cfg.live_intervals.then_some(&print);
+            intervals::sample_while(every, sock, &|| counter.sent(), live, || {
+                send_data(
+                    &mut conn,
+                    &mut source,
+                    cfg,
+                    progress,
+                    &mut writes,
+                    &mut sent,
+                )
+            })
         }
-        all
-    });
+    };
     let digest = match sent_data {
         Ok(digest) => digest,
         Err(stop) => {
@@ -383,7 +399,7 @@ fn transfer<T: Transport>(
         server,
         tcp,
         run_queue,
-        intervals: samples.unwrap_or_default(),
+        intervals: samples,
         source_changed,
     })
 }

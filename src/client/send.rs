@@ -3,7 +3,6 @@
 
 use std::io::{self, IoSlice};
 
-use super::intervals::{Sampler, line};
 use super::{MAX_BATCH, Strategy, StreamConfig, Transport, WriteStats};
 use crate::progress::Progress;
 use crate::source::Source;
@@ -33,42 +32,20 @@ impl From<io::Error> for Stop {
     }
 }
 
-/// What happens at each block boundary: the progress bar, and with `--interval` a sample
-/// (printed at once in a human run).
-pub(super) struct Ticks<'a> {
-    pub progress: &'a mut Progress,
-    pub sampler: Option<Sampler>,
-    /// Print each sample as it is taken.
-    pub live: bool,
-}
-
-impl Ticks<'_> {
-    #[inline]
-    fn at<T: Transport>(&mut self, conn: &T, sent: u64) {
-        self.progress.update(sent);
-        if let Some(s) = &mut self.sampler
-            && let Some(i) = s.at(sent, &*conn.socket())
-            && self.live
-        {
-            self.progress.println(&line(i));
-        }
-    }
-}
-
 /// Sends every byte of `source` the way `cfg.strategy` says, counting calls into `writes` and
 /// bytes into `sent` as they go. Returns the xxh3-64 of what was sent.
 pub(super) fn send_data<T: Transport>(
     conn: &mut T,
     source: &mut Source,
     cfg: &StreamConfig,
-    ticks: &mut Ticks,
+    progress: &mut Progress,
     writes: &mut WriteStats,
     sent: &mut u64,
 ) -> Result<u64, Stop> {
     let chunk = cfg.chunk as usize;
     if cfg.strategy == Strategy::Sendfile {
         let checksum = source.digest_in_background().map_err(Stop::File)?;
-        send_file(conn, source, chunk, ticks, writes, sent)?;
+        send_file(conn, source, chunk, progress, writes, sent)?;
         return checksum
             .join()
             .map_err(|_| Stop::File(anyhow::anyhow!("the checksum thread panicked")))?
@@ -94,7 +71,7 @@ pub(super) fn send_data<T: Transport>(
                 *sent += piece.len() as u64;
             }
         }
-        ticks.at(conn, *sent);
+        progress.update(*sent);
     }
     Ok(source.digest())
 }
@@ -105,7 +82,7 @@ fn send_file<T: Transport>(
     conn: &mut T,
     source: &Source,
     chunk: usize,
-    ticks: &mut Ticks,
+    progress: &mut Progress,
     writes: &mut WriteStats,
     sent: &mut u64,
 ) -> Result<(), Stop> {
@@ -129,10 +106,10 @@ fn send_file<T: Transport>(
         *sent += want as u64;
         if *sent - shown >= crate::source::BLOCK_TARGET as u64 {
             shown = *sent;
-            ticks.at(conn, shown);
+            progress.update(shown);
         }
     }
-    ticks.progress.update(*sent);
+    progress.update(*sent);
     Ok(())
 }
 

@@ -224,7 +224,7 @@ mod tests {
             ..c
         };
         assert_eq!(plain.label(), "nonblocking");
-        assert_eq!(plain.args("f")[7..], ["--interval", "0.005"]);
+        assert_eq!(plain.args("f")[6..], ["--interval", "0.005"]);
         assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
         let l = latency_cells();
         assert_eq!(l.len(), 12);

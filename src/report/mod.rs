@@ -139,7 +139,8 @@ pub struct Timeline {
     pub log: String,
     pub chunk: u32,
     pub io: String,
-    /// `(start_s, end_s, mib_per_s)` per interval.
+    /// `(start_s, end_s, MiB/s)` per interval: the rate the receiver acknowledged, where the
+    /// kernel said (exact in time), else the rate handed to the socket.
     pub points: Vec<(f64, f64, f64)>,
 }
 
@@ -188,7 +189,7 @@ fn timelines(runs: &[Run]) -> Vec<Timeline> {
                 points: s
                     .intervals
                     .iter()
-                    .map(|i| (i.start_s, i.end_s, i.mib_per_s))
+                    .map(|i| (i.start_s, i.end_s, i.acked_mib_per_s.unwrap_or(i.mib_per_s)))
                     .collect(),
             })
         })
