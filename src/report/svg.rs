@@ -292,26 +292,29 @@ impl Exporter for TimelineSvg {
         "timeline.svg"
     }
 
-    /// One panel per log sink, one line per chunk and client io: MiB/s in each interval, drawn
-    /// as steps, on a linear axis from 0 so a stall shows as a drop to the floor. Each panel has
-    /// its own scales (a logged transfer can take a hundred times longer).
+    /// A panel per log sink (rows) and chunk (columns), a line per client io: MiB/s in each
+    /// interval, drawn as steps, on a linear axis from 0 so a stall shows as a drop to the
+    /// floor. Each panel has its own scales (a logged transfer can take a hundred times longer).
     fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
         let mut logs: Vec<&str> = Vec::new();
+        let mut chunks: Vec<u32> = Vec::new();
+        let mut ios: Vec<&str> = Vec::new();
         for t in &m.timeline {
             if !logs.contains(&t.log.as_str()) {
                 logs.push(&t.log);
             }
-        }
-        let label = |t: &super::Timeline| format!("{} B, {}", t.chunk, t.io);
-        let mut keys: Vec<String> = Vec::new();
-        for t in &m.timeline {
-            if !keys.contains(&label(t)) {
-                keys.push(label(t));
+            if !chunks.contains(&t.chunk) {
+                chunks.push(t.chunk);
+            }
+            if !ios.contains(&t.io.as_str()) {
+                ios.push(&t.io);
             }
         }
-        let side = legend_width(keys.iter().map(|k| k.chars().count()));
-        let panel_h = 300u32;
+        chunks.sort_unstable();
+        let side = legend_width(ios.iter().map(|k| k.chars().count()));
+        let panel_h = 260u32;
         let height = 40 + panel_h * logs.len().max(1) as u32;
+        let color = |io: &str| Palette99::pick(ios.iter().position(|x| *x == io).unwrap_or(0));
         let mut svg = String::new();
         {
             let root =
@@ -320,20 +323,28 @@ impl Exporter for TimelineSvg {
             let (title, body) = root.split_vertically(40);
             title
                 .draw(&Text::new(
-                    format!("Throughput over time, {}", m.setup.network),
+                    format!(
+                        "Throughput over time (acknowledged MiB/s per interval), {}",
+                        m.setup.network
+                    ),
                     (14, 24),
-                    ("sans-serif", 22).into_font(),
+                    ("sans-serif", 20).into_font(),
                 ))
                 .map_err(plot_err)?;
             let (plots, key) = body.split_horizontally(SIZE.0);
-            let panels = plots.split_evenly((logs.len().max(1), 1));
-            let color = |k: &str| {
-                let i = keys.iter().position(|x| x == k).unwrap_or(0);
-                Palette99::pick(i).to_rgba()
-            };
-            for (panel, log) in panels.iter().zip(&logs) {
-                let lines: Vec<&super::Timeline> =
-                    m.timeline.iter().filter(|t| t.log == *log).collect();
+            let panels = plots.split_evenly((logs.len().max(1), chunks.len().max(1)));
+            for (i, panel) in panels.iter().enumerate() {
+                let (Some(log), Some(chunk)) = (
+                    logs.get(i / chunks.len().max(1)),
+                    chunks.get(i % chunks.len().max(1)),
+                ) else {
+                    continue;
+                };
+                let lines: Vec<&super::Timeline> = m
+                    .timeline
+                    .iter()
+                    .filter(|t| t.log == *log && t.chunk == *chunk)
+                    .collect();
                 let x_hi = lines
                     .iter()
                     .filter_map(|t| t.points.last().map(|p| p.1))
@@ -346,14 +357,19 @@ impl Exporter for TimelineSvg {
                     .max(1e-3)
                     * 1.1;
                 let mut chart = ChartBuilder::on(panel)
-                    .caption(format!("server log {log}"), ("sans-serif", 16))
-                    .margin(10)
-                    .x_label_area_size(36)
-                    .y_label_area_size(70)
+                    .caption(
+                        format!("server log {log}, chunk {chunk} B"),
+                        ("sans-serif", 15),
+                    )
+                    .margin(8)
+                    .x_label_area_size(34)
+                    .y_label_area_size(60)
                     .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
                     .map_err(plot_err)?;
                 chart
                     .configure_mesh()
+                    .x_labels(6)
+                    .y_labels(5)
                     .x_desc("seconds since the first byte")
                     .y_desc("MiB/s")
                     .draw()
@@ -365,12 +381,14 @@ impl Exporter for TimelineSvg {
                         .flat_map(|&(a, b, v)| [(a, v), (b, v)])
                         .collect::<Vec<_>>();
                     chart
-                        .draw_series(LineSeries::new(steps, color(&label(t)).stroke_width(2)))
+                        .draw_series(LineSeries::new(steps, color(&t.io).stroke_width(2)))
                         .map_err(plot_err)?;
                 }
             }
-            let entries: Vec<(String, RGBAColor)> =
-                keys.iter().map(|k| (k.clone(), color(k))).collect();
+            let entries: Vec<(String, RGBAColor)> = ios
+                .iter()
+                .map(|io| (io.to_string(), color(io).to_rgba()))
+                .collect();
             legend(&key, &entries)?;
             root.present().map_err(plot_err)?;
         }
@@ -554,7 +572,7 @@ mod tests {
         well_formed(&TimelineSvg.serialize(&m).unwrap());
     }
 
-    /// The timeline has a panel per log sink and a legend entry per chunk and client io.
+    /// The timeline has a panel per log sink and chunk, and a legend entry per client io.
     #[test]
     fn timeline_panels_and_legend() {
         let svg = TimelineSvg
@@ -562,10 +580,10 @@ mod tests {
             .unwrap();
         let t = texts(&svg);
         for want in [
-            "server log none",
-            "server log stdout",
-            "102 B, blocking",
-            "10240 B, nonblocking",
+            "server log none, chunk 102 B",
+            "server log stdout, chunk 10240 B",
+            "blocking",
+            "nonblocking",
             "seconds since the first byte",
         ] {
             assert!(t.iter().any(|x| x == want), "{want} not in {t:?}");
