@@ -13,7 +13,8 @@
 //! an idle connection, then the same number again on a second connection while FILE streams to
 //! the same server on a third, so the two sets compare how the server answers idle and busy
 //! (with `--server-log stdout`, busy logging). The loaded queries start once the stream's first
-//! bytes are out and stop when it ends; only answers that arrived while it ran count.
+//! bytes are out; the file is sent again and again until they are done (the stream in flight
+//! then is the last), so even a small file loads every query.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,12 +59,12 @@ pub struct LatencyConfig {
     pub under_load: Option<crate::client::StreamConfig>,
 }
 
-/// The queries made while a stream ran, and the stream's own result.
+/// The queries made while the file streamed, and the streams' own results.
 pub struct Loaded {
-    /// Round trips answered while the stream ran, in ns.
+    /// Round trips answered while the file streamed, in ns.
     pub rtt: Histogram<u64>,
-    /// The stream, or why it failed.
-    pub stream: std::result::Result<crate::client::StreamResult, String>,
+    /// Each stream of the file (it is sent again until the queries are done), or why it failed.
+    pub streams: Vec<std::result::Result<crate::client::StreamResult, String>>,
 }
 
 /// The measurements.
@@ -158,8 +159,9 @@ fn histogram() -> Histogram<u64> {
     Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Streams `stream`'s file on a thread of its own and, once its bytes flow, makes the queries
-/// again on a new connection until the stream ends (or `count` are answered).
+/// Streams `stream`'s file on a thread of its own, again and again, and once its bytes flow,
+/// makes the queries again on a new connection; when they are done the stream in flight is the
+/// last. A stream that fails ends the queries.
 fn under_load<T: Transport>(
     cfg: &LatencyConfig,
     stream: &crate::client::StreamConfig,
@@ -167,49 +169,63 @@ fn under_load<T: Transport>(
     stop: &AtomicBool,
 ) -> (Loaded, Option<Stopped>) {
     let sending = Progress::new(false);
-    let (scfg, mut p) = (stream.clone(), sending.clone());
-    let streamer = std::thread::Builder::new()
-        .name("under load".into())
-        .spawn(move || crate::client::run_stream(&scfg, &mut p).map_err(|e| format!("{e:#}")));
-    let streamer = match streamer {
-        Ok(t) => t,
-        Err(e) => {
-            let why = format!("cannot start the stream: {e}");
-            let loaded = Loaded {
-                rtt: histogram(),
-                stream: Err(why.clone()),
-            };
-            return (loaded, Some(Stopped::Failed(anyhow::anyhow!(why))));
+    let done = AtomicBool::new(false);
+    let (rtt, streams, stopped) = std::thread::scope(|scope| {
+        let streamer = std::thread::Builder::new()
+            .name("under load".into())
+            .spawn_scoped(scope, || {
+                let mut streams = Vec::new();
+                loop {
+                    let mut p = sending.clone();
+                    let r = crate::client::run_stream(stream, &mut p).map_err(|e| format!("{e:#}"));
+                    let failed = r.is_err();
+                    streams.push(r);
+                    if failed || done.load(Ordering::Acquire) || stop.load(Ordering::Relaxed) {
+                        return streams;
+                    }
+                }
+            });
+        let streamer = match streamer {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("cannot start the stream: {e}");
+                return (
+                    histogram(),
+                    vec![Err(why.clone())],
+                    Some(Stopped::Failed(anyhow::anyhow!(why))),
+                );
+            }
+        };
+        // The stream's first bytes, within its timeout.
+        let by = Instant::now() + stream.timeout;
+        while sending.sent() == 0 && !streamer.is_finished() && Instant::now() < by {
+            std::thread::sleep(Duration::from_micros(200));
         }
-    };
-    // The stream's first bytes, within its timeout.
-    let by = Instant::now() + stream.timeout;
-    while sending.sent() == 0 && !streamer.is_finished() && Instant::now() < by {
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    progress.start(cfg.count);
-    let mut rtt = histogram();
-    let running = || !streamer.is_finished();
-    let stopped = if running() {
-        measure::<T>(cfg, progress, stop, &mut rtt, &mut None, &running).err()
-    } else {
-        None
-    };
-    let stream = streamer
-        .join()
-        .unwrap_or_else(|_| Err("the stream's thread panicked".into()));
-    let stopped = stopped.or_else(|| match (&stream, rtt.len()) {
-        (Err(e), _) => Some(Stopped::Failed(anyhow::anyhow!(
+        progress.start(cfg.count);
+        let mut rtt = histogram();
+        let running = || !streamer.is_finished();
+        let stopped = if running() {
+            measure::<T>(cfg, progress, stop, &mut rtt, &mut None, &running).err()
+        } else {
+            None
+        };
+        done.store(true, Ordering::Release);
+        let streams = streamer
+            .join()
+            .unwrap_or_else(|_| vec![Err("the stream's thread panicked".into())]);
+        (rtt, streams, stopped)
+    });
+    let failure = streams.iter().find_map(|s| s.as_ref().err());
+    let stopped = stopped.or_else(|| match (failure, rtt.len()) {
+        (Some(e), _) => Some(Stopped::Failed(anyhow::anyhow!(
             "the loading stream failed: {e}"
         ))),
-        (Ok(s), 0) => Some(Stopped::Failed(anyhow::anyhow!(
-            "the loading stream took {} ms, too short for one query under load: use a larger \
-             file or smaller chunks",
-            s.elapsed.as_millis()
+        (None, 0) => Some(Stopped::Failed(anyhow::anyhow!(
+            "no query was answered while the file streamed"
         ))),
         _ => None,
     });
-    (Loaded { rtt, stream }, stopped)
+    (Loaded { rtt, streams }, stopped)
 }
 
 /// Makes the queries, recording each counted round trip in `rtt` and the fastest in `best`,

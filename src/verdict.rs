@@ -18,7 +18,9 @@
 //! 5. **network**: the rest. The window had room and the sender kept it busy: the congestion
 //!    window, loss (`total_retrans`) or the line's rate set the pace.
 //!
-//! Without `TCP_INFO` (not Linux) the verdict is `unknown`.
+//! Without `TCP_INFO` (not Linux) the verdict is `unknown`, and so it is when the kernel counted
+//! no busy time at all: it keeps these times in jiffies (4 ms at 250 Hz), so a transfer over
+//! before the clock ticked is too short to tell.
 
 use std::fmt;
 use std::time::Duration;
@@ -117,7 +119,7 @@ pub fn judge(
     };
     let cpu_bound = limits.client_cpu_pct + limits.client_run_queue_pct.unwrap_or(0.0);
     let over = |share: Option<f64>, at: f64| share.is_some_and(|s| s >= at);
-    let limited_by = if busy.is_none() {
+    let limited_by = if busy.is_none_or(|b| b == 0) {
         LimitedBy::Unknown
     } else if over(limits.rwnd_limited_pct, RECEIVER_SHARE) {
         LimitedBy::Receiver
@@ -172,6 +174,9 @@ impl Verdict {
                     Some(n) => format!(", {n} segments retransmitted"),
                 }
             ),
+            LimitedBy::Unknown if l.busy_pct.is_some() => "limited by: unknown (the transfer \
+                 was over before the kernel's clock ticked: too short to tell)"
+                .into(),
             LimitedBy::Unknown => "limited by: unknown (TCP_INFO is not available here)".into(),
         }
     }
@@ -231,6 +236,18 @@ mod tests {
             v(SenderTcp::default(), 100, 1000),
             LimitedBy::Unknown,
             "no TCP_INFO"
+        );
+        let short = judge(&tcp(0, 0, 0), MS, None, MS * 2);
+        assert_eq!(short.limited_by, LimitedBy::Unknown, "no tick of busy time");
+        assert!(
+            short.sentence().contains("too short to tell"),
+            "{}",
+            short.sentence()
+        );
+        assert!(
+            judge(&SenderTcp::default(), MS, None, MS)
+                .sentence()
+                .contains("not available")
         );
         // A full window outranks a busy CPU: the sender waited on the receiver.
         assert_eq!(

@@ -289,6 +289,10 @@ pub struct UnderLoadJson {
     pub rtt_us: Option<Rtt>,
     /// Loaded p50 over idle p50.
     pub p50_ratio: Option<f64>,
+    /// Times the file was sent (again until the queries were done), their median rate, whether
+    /// all verified, and the verdict most of them got.
+    #[serde(default)]
+    pub streams: u32,
     pub stream_mib_per_s: Option<f64>,
     pub stream_verified: bool,
     pub stream_limited_by: Option<LimitedBy>,

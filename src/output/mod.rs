@@ -342,29 +342,37 @@ impl From<&LatencyResult> for LatencyJson {
             },
             under_load: r.loaded.as_ref().map(|l| {
                 let load = c.under_load.as_ref();
+                let ok: Vec<&crate::client::StreamResult> =
+                    l.streams.iter().filter_map(|s| s.as_ref().ok()).collect();
+                let mut rates: Vec<f64> = ok
+                    .iter()
+                    .map(|s| units::mib_per_s(s.bytes, s.elapsed))
+                    .collect();
                 UnderLoadJson {
                     file: load
                         .and_then(|s| s.file.file_name())
                         .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
                     chunk: load.map_or(0, |s| s.chunk),
-                    server_log: match &l.stream {
-                        Ok(s) => s.server.log,
-                        Err(_) => load.and_then(|s| s.server_log),
-                    },
+                    server_log: ok
+                        .first()
+                        .and_then(|s| s.server.log)
+                        .or_else(|| load.and_then(|s| s.server_log)),
                     count: l.rtt.len(),
                     rtt_us: (!l.rtt.is_empty()).then(|| Rtt::of(&l.rtt)),
                     p50_ratio: (!l.rtt.is_empty() && measured).then(|| {
                         l.rtt.value_at_quantile(0.5) as f64
                             / r.rtt.value_at_quantile(0.5).max(1) as f64
                     }),
-                    stream_mib_per_s: l
-                        .stream
-                        .as_ref()
-                        .ok()
-                        .map(|s| units::mib_per_s(s.bytes, s.elapsed)),
-                    stream_verified: l.stream.as_ref().is_ok_and(|s| s.verified()),
-                    stream_limited_by: l.stream.as_ref().ok().map(|s| s.verdict().limited_by),
-                    stream_error: l.stream.as_ref().err().cloned(),
+                    streams: l.streams.len() as u32,
+                    stream_mib_per_s: (!rates.is_empty()).then(|| crate::stats::median(&mut rates)),
+                    stream_verified: !l.streams.is_empty()
+                        && l.streams
+                            .iter()
+                            .all(|s| s.as_ref().is_ok_and(|s| s.verified())),
+                    stream_limited_by: crate::report::most_common(
+                        ok.iter().map(|s| s.verdict().limited_by),
+                    ),
+                    stream_error: l.streams.iter().find_map(|s| s.as_ref().err().cloned()),
                 }
             }),
         }
@@ -467,25 +475,24 @@ pub fn latency_human(r: &LatencyResult) -> String {
                 j.p50_ratio.unwrap_or(0.0)
             );
         }
-        match &l.stream {
-            Ok(st) => {
-                let _ = writeln!(
-                    s,
-                    "  the stream: {} in {}, {:.1} MiB/s, {}, {}",
-                    units::size(st.bytes),
-                    units::duration(st.elapsed),
-                    units::mib_per_s(st.bytes, st.elapsed),
-                    if st.verified() {
-                        "verified"
-                    } else {
-                        "NOT VERIFIED"
-                    },
-                    st.verdict().sentence()
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(s, "  the stream failed: {e}");
-            }
+        let (ok, failed): (Vec<_>, Vec<_>) = l.streams.iter().partition(|s| s.is_ok());
+        if let Some(Err(e)) = failed.first() {
+            let _ = writeln!(s, "  the stream failed: {e}");
+        }
+        if let Some(Ok(last)) = ok.last() {
+            let _ = writeln!(
+                s,
+                "  the stream ({} of {}): median {:.1} MiB/s, {}, {}",
+                units::count(l.streams.len() as u64, "transfer"),
+                units::size(last.bytes),
+                j.stream_mib_per_s.unwrap_or(0.0),
+                if j.stream_verified {
+                    "verified"
+                } else {
+                    "NOT VERIFIED"
+                },
+                last.verdict().sentence()
+            );
         }
     }
     if let Some(hint) = r.hint() {

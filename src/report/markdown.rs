@@ -169,8 +169,11 @@ fn latency_table(m: &Matrix, o: &mut String) {
     let _ = writeln!(o, "|---|---|---|---|---|---:|---:|---:|---:|---|");
     for r in &m.latency {
         let mut note = Vec::new();
-        if r.count < most {
+        if r.count < most && r.under_load.is_none() {
             note.push("fewer requests: each stalls");
+        }
+        if r.count < most && r.under_load.is_some() {
+            note.push("fewer answered under load");
         }
         if r.hint {
             note.push("Nagle + delayed ACK");

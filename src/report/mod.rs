@@ -335,7 +335,16 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
                     framing: framing.clone(),
                     nodelay: *nodelay,
                     reconnect: *reconnect,
-                    count: *count,
+                    // Under load, the queries answered while the stream ran (it may end first).
+                    count: match under_load {
+                        Some(_) => median(
+                            &mut reps
+                                .iter()
+                                .map(|l| l.under_load.as_ref().map_or(0, |u| u.count) as f64)
+                                .collect::<Vec<_>>(),
+                        ) as u64,
+                        None => *count,
+                    },
                     p50_us: p(|r| r.p50),
                     p99_us: p(|r| r.p99),
                     reps: reps.len(),
@@ -407,8 +416,8 @@ fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRo
 }
 
 /// The value most often seen (the first of those tied), if any.
-fn most_common(values: impl Iterator<Item = String>) -> Option<String> {
-    let mut counts: Vec<(String, usize)> = Vec::new();
+pub fn most_common<T: PartialEq>(values: impl Iterator<Item = T>) -> Option<T> {
+    let mut counts: Vec<(T, usize)> = Vec::new();
     for v in values {
         match counts.iter_mut().find(|(k, _)| *k == v) {
             Some((_, n)) => *n += 1,
@@ -566,6 +575,7 @@ pub(crate) mod fixture {
                     ..Default::default()
                 }),
                 under_load: Some(UnderLoadJson {
+                    count: 17,
                     rtt_us: Some(Rtt {
                         p50: 400.0,
                         p99: 2000.0,
@@ -643,6 +653,7 @@ mod tests {
         let loaded = &m.latency[2];
         assert_eq!(loaded.under_load.as_deref(), Some("stdout"));
         assert_eq!((loaded.p50_us, loaded.idle_p50_us), (400.0, Some(100.0)));
+        assert_eq!(loaded.count, 17, "the queries answered under load");
         assert_eq!(loaded.stream_limited_by.as_deref(), Some("receiver"));
     }
 

@@ -59,7 +59,15 @@ pub struct Receiver {
     split: TimeSplit,
     /// The last phase boundary; `None` until the first byte.
     lap_at: Option<Instant>,
+    /// Logged reads timed as one (read and line together), and the read and log time of the
+    /// logged reads timed apart, whose division is applied to them.
+    read_and_log_ns: u64,
+    sampled_read_ns: u64,
+    sampled_log_ns: u64,
 }
+
+/// One logged read in this many is timed in two parts, read and line ([`Receiver::count`]).
+pub const SPLIT_SAMPLE: u64 = 16;
 
 impl Receiver {
     /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With a `log`
@@ -82,6 +90,9 @@ impl Receiver {
             sink: None,
             split: TimeSplit::default(),
             lap_at: None,
+            read_and_log_ns: 0,
+            sampled_read_ns: 0,
+            sampled_log_ns: 0,
         }
     }
 
@@ -101,9 +112,20 @@ impl Receiver {
         self.lap_at = Some(now);
     }
 
-    /// The time split so far.
+    /// The time split so far: the logged reads timed as one divided between read and log as
+    /// the sampled ones were.
     pub fn split(&self) -> TimeSplit {
-        self.split
+        let mut split = self.split;
+        let both = self.read_and_log_ns;
+        let sampled = self.sampled_read_ns + self.sampled_log_ns;
+        let read = if sampled == 0 {
+            both / 2
+        } else {
+            (u128::from(both) * u128::from(self.sampled_read_ns) / u128::from(sampled)) as u64
+        };
+        split.add(TimePhase::Read, read);
+        split.add(TimePhase::Log, both - read);
+        split
     }
 
     /// Where this transfer's per-read lines go.
@@ -157,19 +179,48 @@ impl Receiver {
 
     /// Counts a read that returned `n` (> 0) bytes. The bytes are checksummed later, in order,
     /// through [`Receiver::hash`].
+    ///
+    /// A logged read is timed with one clock read, after its line: the time since the last
+    /// boundary is its read and its line together. Every [`SPLIT_SAMPLE`]th logged read also
+    /// reads the clock between the two, and the division those reads show is applied to the
+    /// rest when the split is reported ([`Receiver::split`]).
     #[inline]
     pub fn count(&mut self, n: usize) {
-        let now = Instant::now();
-        match self.lap_at {
-            Some(at) => self.lap_to(TimePhase::Read, at, now),
-            None => {
-                self.first = Some((now, unix_us_now()));
-                self.lap_at = Some(now);
-            }
-        }
         self.bytes += n as u64;
         self.reads += 1;
-        if self.bytes == self.expected {
+        let ends = self.bytes == self.expected;
+        let logged = self.log != LogMode::None;
+        let Some(at) = self.lap_at else {
+            let now = Instant::now();
+            self.first = Some((now, unix_us_now()));
+            self.lap_at = Some(now);
+            return self.counted(n, ends, now);
+        };
+        if logged && !ends && !self.reads.is_multiple_of(SPLIT_SAMPLE) {
+            self.log_read(n);
+            let now = Instant::now();
+            self.read_and_log_ns += now.saturating_duration_since(at).as_nanos() as u64;
+            self.lap_at = Some(now);
+            return;
+        }
+        let now = Instant::now();
+        let read = now.saturating_duration_since(at).as_nanos() as u64;
+        self.lap_to(TimePhase::Read, at, now);
+        if logged {
+            self.sampled_read_ns += read;
+            let log_from = self.split.log_ns;
+            self.counted(n, ends, now);
+            self.sampled_log_ns += self.split.log_ns - log_from;
+        } else {
+            self.counted(n, ends, now);
+        }
+    }
+
+    /// The rest of [`Receiver::count`] for a read timed at `now`: the last byte's stamp, the
+    /// line and its time.
+    #[inline]
+    fn counted(&mut self, n: usize, ends: bool, now: Instant) {
+        if ends {
             self.last = Some((now, unix_us_now()));
         }
         if self.log != LogMode::None {
@@ -268,7 +319,7 @@ impl Receiver {
             server_io: Some(server_io),
             log: Some(self.log),
             saved_to: String::new(),
-            split: self.split,
+            split: self.split(),
             tcp,
         }
     }
