@@ -93,7 +93,8 @@ struct Args {
     #[arg(long)]
     reconnect: bool,
     /// Latency: after the idle queries, make them again on a second connection while FILE
-    /// streams to the same server (in --chunk-byte chunks, with --server-log), and compare.
+    /// streams to the same server, and compare. The stream takes the chunk size and the server
+    /// log sink given for it with the stream flags.
     #[arg(long, value_name = "FILE", conflicts_with = "reconnect")]
     under_load: Option<PathBuf>,
     /// The file to send (not with --latency).
