@@ -88,7 +88,8 @@ pub struct LatencyCell {
     pub under_load: Option<LogMode>,
 }
 
-/// What a cell under load streams: the grid's file, in its smallest chunk.
+/// What a cell under load streams: the grid's file, in its largest chunk (the one that fills
+/// the path, as a load should).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
     pub file: String,

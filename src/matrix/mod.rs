@@ -352,7 +352,7 @@ fn latency_grid(
 ) -> Result<()> {
     let load = Load {
         file: rec.cfg.file.display().to_string(),
-        chunk: rec.cfg.chunks.iter().copied().min().unwrap_or(102),
+        chunk: rec.cfg.chunks.iter().copied().max().unwrap_or(10240),
     };
     for lc in cells {
         let count = if lc.stalls() {
