@@ -107,6 +107,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
                     s.tcp
                 );
                 assert!(s.server.time_split.total_us > 0.0);
+                assert!(s.intervals.len() <= tsperf::matrix::TIMELINE_MAX_SAMPLES);
             }
             ClientJson::Latency(l) => {
                 if let Some(u) = &l.under_load {

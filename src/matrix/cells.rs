@@ -19,6 +19,9 @@ pub struct StreamCell {
 
 /// The timeline's sampling interval, for the smallest and largest chunk's cells.
 pub const TIMELINE_INTERVAL_MS: u32 = 5;
+/// At most this many samples of a run are kept in `runs.jsonl` (neighbours merged in pairs,
+/// the interval doubled, until they fit), so the committed results stay small.
+pub const TIMELINE_MAX_SAMPLES: usize = 128;
 
 impl StreamCell {
     /// The io column: `blocking`, or `blocking writev` for a strategy other than `write`.

@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub use cells::{LatencyCell, Load, StreamCell, client_columns, latency_cells};
+pub use cells::{
+    LatencyCell, Load, StreamCell, TIMELINE_MAX_SAMPLES, client_columns, latency_cells,
+};
 
 use crate::client::Strategy;
 use crate::harness::{Client, ServerOptions, ServerProcess, Sink};
@@ -170,10 +172,15 @@ impl Recorder<'_> {
         result
     }
 
-    fn record(&mut self, run: Run) -> Result<()> {
-        if let ClientJson::Stream(s) = &run.result {
+    fn record(&mut self, mut run: Run) -> Result<()> {
+        if let ClientJson::Stream(s) = &mut run.result {
             self.setup.digest = s.digest.clone();
             self.setup.server_stdout = Some(s.server.stdout);
+            // A chart needs no more: a 2-second transfer sampled every 5 ms is 400 samples.
+            while s.intervals.len() > cells::TIMELINE_MAX_SAMPLES {
+                s.intervals =
+                    crate::client::intervals::merge_pairs(std::mem::take(&mut s.intervals));
+            }
         }
         writeln!(self.file, "{}", serde_json::to_string(&run)?)?;
         self.file.flush()?;
