@@ -147,13 +147,15 @@ fn split_names_log_save_and_fsync() {
 #[test]
 fn summary_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let file = test_file(dir.path(), "h.txt", 4 << 20);
+    // Long enough (102-byte chunks) for the kernel's clock to tick: the verdict is known.
+    let file = test_file(dir.path(), "h.txt", 16 << 20);
     let server = Server::start(&["--log", "none"]);
     let port = server.port.to_string();
-    let o = client(&["--port", &port, file.to_str().unwrap()]);
+    let o = client(&["--port", &port, "--chunk", "102", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("  limited by "), "{text}");
+    assert!(text.contains("\n  limited by "), "{text}");
+    assert!(!text.contains("limited by: unknown"), "{text}");
     assert!(text.contains(" retransmit"), "{text}");
     assert!(text.contains("  server's time ("), "{text}");
 }
