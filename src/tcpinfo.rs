@@ -127,16 +127,6 @@ impl TcpInfo {
         }
     }
 
-    /// Bytes the kernel filled in.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when the kernel filled nothing in.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The sender's side: what it sent and what limited it.
     pub fn sender(&self) -> SenderTcp {
         SenderTcp {

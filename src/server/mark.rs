@@ -100,31 +100,9 @@ pub fn recv_lowat<S: std::os::fd::AsFd>(sock: &S, bytes: u32) -> io::Result<()> 
 /// The MSS this end advertised to its peer (Linux `TCP_INFO`'s `tcpi_advmss`): the largest
 /// segment that can arrive, 65483 on loopback, 1448 on an Ethernet path. None elsewhere or if
 /// the kernel will not say.
-#[cfg(target_os = "linux")]
 pub fn advertised_mss<S: std::os::fd::AsFd>(sock: &S) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: tcp_info is plain integers; all zeroes is a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` and `len` are live locals of the sizes passed; the kernel writes at most
-    // `len` bytes and says how many.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            &mut info as *mut libc::tcp_info as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    (rc == 0 && len as usize >= std::mem::offset_of!(libc::tcp_info, tcpi_advmss) + 4)
-        .then_some(info.tcpi_advmss)
-}
-
-/// Linux only.
-#[cfg(not(target_os = "linux"))]
-pub fn advertised_mss<S: std::os::fd::AsFd>(_sock: &S) -> Option<u32> {
-    None
+    let mss = crate::tcpinfo::TcpInfo::of(sock)?.receiver().advmss?;
+    u32::try_from(mss).ok()
 }
 
 #[cfg(test)]
