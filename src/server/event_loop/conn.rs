@@ -26,8 +26,10 @@ pub(super) struct Conn {
     /// A logged transfer left unread until stdout has room for its lines.
     pub(super) log_wait: bool,
     pub(super) wakeups: u64,
-    /// Its last turn ended with data maybe still waiting: it is in the ready list and gets
-    /// another turn without waiting for an event (edge-triggered epoll sends no new one).
+    /// Its last turn stopped with work it could still do (its read budget used up, a clock
+    /// answer just queued): it is in the ready list and gets another turn without waiting for
+    /// an event (edge-triggered epoll sends no new one). Every turn starts by clearing it, so a
+    /// turn that ends waiting for the socket leaves the connection off the list.
     pub(super) more: bool,
     /// The socket's receive low-water mark.
     pub(super) mark: crate::server::WakeMark,
@@ -36,6 +38,7 @@ pub(super) struct Conn {
 impl Conn {
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
     pub(super) fn advance(&mut self, block: &mut Block, cfg: &ServerConfig) -> Option<Outcome> {
+        self.more = false;
         if self.closing.is_none() {
             let step = self.converse(block, cfg);
             self.apply(step);
@@ -96,7 +99,6 @@ impl Conn {
                         }
                     }
                     if self.log_wait {
-                        self.more = false;
                         return Step::default();
                     }
                     let step = self.read_data(block, cfg);
@@ -221,15 +223,11 @@ impl Conn {
                     }
                     self.conv.request_at(cfg, Instant::now());
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.more = false;
-                    return Step::default();
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break self.conv.end_latency(Some(e.to_string())),
             }
         };
-        self.more = false;
         Step {
             send: None,
             end: Some(end),
