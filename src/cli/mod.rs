@@ -20,12 +20,21 @@ pub fn env_filter() -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
 }
 
-/// Sends diagnostics (`RUST_LOG`, default `warn`) to stderr, never to stdout.
+/// Sends diagnostics (`RUST_LOG`, default `warn`) to stderr, never to stdout; coloured only on
+/// a terminal ([`colour`]).
 pub fn init_diagnostics() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(env_filter())
+        .with_ansi(colour(libc::STDERR_FILENO))
         .with_writer(io::stderr)
         .try_init();
+}
+
+/// True if output to `fd` may be coloured: it is a terminal and `NO_COLOR` is not set
+/// (<https://no-color.org>: any non-empty value).
+pub fn colour(fd: i32) -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && crate::console::kind_of(fd) == crate::protocol::StdoutKind::Terminal
 }
 
 /// Runs a program's `run` and turns its result into the exit code: an error is printed as

@@ -213,13 +213,8 @@ fn run() -> anyhow::Result<ExitCode> {
     for w in &warnings {
         eprintln!("tsserver: {w}");
     }
+    // Every transfer writes out its own log lines when it ends, cut off or not.
     let served = server::serve(listener, &cfg);
-    if let Err(e) = crate::server::readlog::flush() {
-        crate::console::message(
-            crate::console::Stream::Err,
-            &format!("tsserver: cannot write the log file: {e}\n"),
-        );
-    }
     // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
     crate::console::finish();
     Ok(if served? {

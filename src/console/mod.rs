@@ -244,13 +244,17 @@ pub fn wait_room(reserve: usize, until: Instant) -> bool {
 }
 
 /// Queues a log line (or several) for stdout; never drops it. Waits while stdout is full,
-/// except on the event loop's thread, for at most the line wait.
-pub fn line(bytes: &[u8]) {
+/// except on the event loop's thread, for at most the line wait. False if the line was
+/// discarded because stdout is gone (a closed pipe).
+pub fn line(bytes: &[u8]) -> bool {
     let c = channel(Stream::Out);
     let mut q = lock(&c.q);
+    if q.broken {
+        return false;
+    }
     let bytes = write_now(c, &mut q, bytes);
     if bytes.is_empty() {
-        return;
+        return !q.broken;
     }
     if !NO_WAIT.with(Cell::get) && q.waiting() >= LINE_CAP {
         let until = Instant::now() + *lock(&LINE_WAIT);
@@ -264,6 +268,7 @@ pub fn line(bytes: &[u8]) {
     }
     q.buf.extend_from_slice(bytes);
     kick(c, &q);
+    true
 }
 
 /// Queues `text` (whole lines) for `stream`, or drops and counts it if the stream is full.
@@ -396,23 +401,9 @@ fn write_fully(out: &mut File, mut piece: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// A `tracing` writer: each event it is given becomes one queued log line (stdout).
-#[derive(Clone, Copy, Default)]
-pub struct Lines;
-
 /// A `tracing` writer: each event it is given becomes one message on `stream`.
 #[derive(Clone, Copy)]
 pub struct Messages(pub Stream);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        line(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 impl Write for Messages {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -421,13 +412,6 @@ impl Write for Messages {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
-    type Writer = Lines;
-    fn make_writer(&'a self) -> Lines {
-        Lines
     }
 }
 
@@ -441,17 +425,22 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Messages {
 /// What this process's stdout is: a terminal, a pipe, a file, the null device... (`fstat` and
 /// `isatty` of descriptor 1, the server's own view, sent to clients in its Accept).
 pub fn stdout_kind() -> crate::protocol::StdoutKind {
+    kind_of(libc::STDOUT_FILENO)
+}
+
+/// What descriptor `fd` is: a terminal, a pipe, a regular file, the null device...
+pub fn kind_of(fd: i32) -> crate::protocol::StdoutKind {
     use crate::protocol::StdoutKind;
     // SAFETY: fstat writes into the zeroed struct we own; isatty only reads the descriptor.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(libc::STDOUT_FILENO, &mut st) } != 0 {
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return StdoutKind::Closed;
     }
     match st.st_mode & libc::S_IFMT {
         libc::S_IFIFO => StdoutKind::Pipe,
         libc::S_IFREG => StdoutKind::File,
         libc::S_IFSOCK => StdoutKind::Socket,
-        libc::S_IFCHR if unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1 => StdoutKind::Terminal,
+        libc::S_IFCHR if unsafe { libc::isatty(fd) } == 1 => StdoutKind::Terminal,
         // /dev/null is character device 1:3 on Linux.
         libc::S_IFCHR if libc::major(st.st_rdev) == 1 && libc::minor(st.st_rdev) == 3 => {
             StdoutKind::Null

@@ -85,6 +85,10 @@ pub struct ServerSide {
     pub io: Option<ServerIo>,
     pub log: Option<LogMode>,
     pub log_lines: u32,
+    /// Log lines that could not be written (a full disk, a closed stdout). Added with protocol
+    /// version 5.
+    #[serde(default)]
+    pub log_lines_lost: u32,
     /// Added with protocol version 2.
     #[serde(default)]
     pub output_dropped: u32,

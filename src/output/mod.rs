@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::client::StreamResult;
 use crate::latency::{LatencyResult, Stopped};
 use crate::protocol::clock::Offset;
+use crate::protocol::{LogMode, Report};
 use crate::text::{Peer, json_inert};
 use crate::timing::{CpuTime, Stamp};
 use crate::units;
@@ -60,6 +61,7 @@ impl From<&StreamResult> for StreamJson {
                 io: s.server_io,
                 log: s.log,
                 log_lines: s.log_lines,
+                log_lines_lost: s.log_lines_lost,
                 output_dropped: s.output_dropped,
                 first_byte_unix_us: nonzero(s.first_byte_unix_us),
                 last_byte_unix_us: nonzero(s.last_byte_unix_us),
@@ -232,6 +234,23 @@ pub fn stream_human(r: &StreamResult) -> String {
                 units::count(s.output_dropped, "line")
             )
         }
+        + &lost_log_lines(s)
+}
+
+/// A line when some of the transfer's per-read log lines could not be written.
+fn lost_log_lines(s: &Report) -> String {
+    if s.log_lines_lost == 0 {
+        return String::new();
+    }
+    let sink = match s.log {
+        Some(LogMode::Stdout) => "its stdout was closed",
+        _ => "the log file could not be written (a full disk?)",
+    };
+    format!(
+        "  the server's log lost {} of {} lines: {sink}\n",
+        units::count(u64::from(s.log_lines_lost), "line"),
+        u64::from(s.log_lines) + u64::from(s.log_lines_lost)
+    )
 }
 
 /// The verdict, its shares, and where the server's time went.

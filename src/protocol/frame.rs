@@ -63,6 +63,7 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             for v in r.tcp.to_array() {
                 out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
             }
+            out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
             put_string(out, &r.saved_to);
             TAG_REPORT
         }
@@ -119,16 +120,16 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                 server_send_unix_ns: be64(&body[16..24]),
             })
         }
-        TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
-        TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.unwrap_or(bad_len(len)))?),
+        TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.or_len(bad_len))?),
+        TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.or_len(bad_len))?),
         TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
         _ => {
             if len < REPORT_FIXED + 2 {
                 return Err(bad_len(REPORT_FIXED + 2));
             }
             let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
-            let saved_to =
-                whole_string(&body[REPORT_FIXED..]).map_err(|e| e.unwrap_or(bad_len(len)))?;
+            let saved_to = whole_string(&body[REPORT_FIXED..])
+                .map_err(|e| e.or_len(|n| bad_len(REPORT_FIXED + n)))?;
             Frame::Report(Report {
                 bytes: u(0),
                 digest: u(1),
@@ -155,6 +156,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                 tcp: crate::tcpinfo::ReceiverTcp::from_array(std::array::from_fn(|i| {
                     Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
                 })),
+                log_lines_lost: be32(&body[214..218]),
             })
         }
     };
@@ -184,21 +186,38 @@ fn put_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&s.as_bytes()[..end]);
 }
 
-/// Decodes a string that must fill `body` exactly. `Err(None)` means the sizes disagree.
-fn whole_string(body: &[u8]) -> Result<String, Option<ProtocolError>> {
+/// Why a string body did not decode: a protocol error, or a body of the wrong size.
+enum StringError {
+    Bad(ProtocolError),
+    /// The body's size does not fit the string it holds: it should have been this many bytes.
+    Len(usize),
+}
+
+impl StringError {
+    /// The protocol error, a wrong size made into one by `bad_len` (given the size expected).
+    fn or_len(self, bad_len: impl FnOnce(usize) -> ProtocolError) -> ProtocolError {
+        match self {
+            StringError::Bad(e) => e,
+            StringError::Len(n) => bad_len(n),
+        }
+    }
+}
+
+/// Decodes a string that must fill `body` exactly.
+fn whole_string(body: &[u8]) -> Result<String, StringError> {
     if body.len() < 2 {
-        return Err(None);
+        return Err(StringError::Len(2));
     }
     let n = usize::from(be16(&body[0..2]));
     if n > MAX_REASON {
-        return Err(Some(ProtocolError::StringTooLong(n)));
+        return Err(StringError::Bad(ProtocolError::StringTooLong(n)));
     }
     if body.len() != 2 + n {
-        return Err(None);
+        return Err(StringError::Len(2 + n));
     }
     std::str::from_utf8(&body[2..])
         .map(str::to_owned)
-        .map_err(|_| Some(ProtocolError::StringNotUtf8))
+        .map_err(|_| StringError::Bad(ProtocolError::StringNotUtf8))
 }
 
 fn server_io_code(io: Option<ServerIo>) -> u8 {

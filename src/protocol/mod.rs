@@ -1,10 +1,11 @@
-//! The tsperf wire protocol, version 4. This module doc is the specification.
+//! The tsperf wire protocol, version 5. This module doc is the specification.
 //!
 //! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
 //! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
 //! the Accept's `stdout`, and the [`Frame::Time`] answer. Version 4 added the report's time
-//! split (where the server's time went) and the server's `TCP_INFO`. Peers of different versions refuse
-//! each other at the hello, with a reason naming both versions: a server reads the version as
+//! split (where the server's time went) and the server's `TCP_INFO`. Version 5 added the
+//! report's `log_lines_lost` (lines of the transfer's log that could not be written). Peers of
+//! different versions refuse each other at the hello, with a reason naming both versions: a server reads the version as
 //! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
 //! left waiting for bytes that never come.
 //!
@@ -53,7 +54,7 @@
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (4); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (5); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
@@ -84,7 +85,7 @@
 //! |----:|--------|---------------------------------------------------------------------------|
 //! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
-//! | 3   | Report | 214 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
+//! | 3   | Report | 218 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
@@ -108,7 +109,7 @@
 //! | 48     | 8    | wakeups            | event-loop wake-ups for this connection (0 if blocking) |
 //! | 56     | 8    | cpu_user_us        | server CPU in user mode during the transfer             |
 //! | 64     | 8    | cpu_sys_us         | server CPU in kernel mode during the transfer           |
-//! | 72     | 4    | log_lines          | per-read log lines written for this transfer            |
+//! | 72     | 4    | log_lines          | per-read log lines written for this transfer (stdout: handed to its queue) |
 //! | 76     | 4    | rcvbuf             | the receive buffer (SO_RCVBUF) the server's socket got  |
 //! | 80     | 1    | server_io          | as in Accept                                            |
 //! | 81     | 1    | log                | as in Accept                                            |
@@ -121,6 +122,7 @@
 //! | 118    | 8    | fsync_ns           | syncing and renaming the saved file into place          |
 //! | 126    | 8    | wait_ns            | the rest: waiting for data or the trailer (event loop), for the CPU, for other connections |
 //! | 134    | 80   | tcp                | the server socket's `TCP_INFO` at the end, 10 × u64, `u64::MAX` = not known: `rcv_space`, `rcv_rtt` (µs), `rcv_mss`, `advmss`, `rcv_ssthresh`, `rcv_wnd`, `segs_in`, `data_segs_in`, `rcv_ooopack`, `bytes_received` |
+//! | 214    | 4    | log_lines_lost     | per-read log lines of this transfer that could not be written (the log file's disk was full, stdout was closed) |
 //!
 //! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold.
 //! The six times add up to the time from the first data byte until the report was ready, so
@@ -160,7 +162,7 @@ use std::fmt;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -182,7 +184,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
-const REPORT_FIXED: usize = 214;
+const REPORT_FIXED: usize = 218;
 const ACCEPT_BODY: usize = 7;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
@@ -376,7 +378,10 @@ pub struct Report {
     pub wakeups: u64,
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
+    /// Per-read log lines written (for stdout: handed to its queue).
     pub log_lines: u32,
+    /// Per-read log lines that could not be written.
+    pub log_lines_lost: u32,
     pub rcvbuf: u32,
     /// Lines of the server's own output it could not print since it started (stuck stdout or
     /// stderr).

@@ -36,6 +36,7 @@ fn report() -> Report {
         cpu_user_us: 8,
         cpu_sys_us: 9,
         log_lines: 10,
+        log_lines_lost: 19,
         rcvbuf: 11,
         output_dropped: 12,
         server_io: Some(ServerIo::EventLoop),
@@ -313,11 +314,24 @@ fn frame_refusals() {
         Err(ProtocolError::BadBodyLength { tag: 6, .. })
     ));
     assert_eq!(decode_frame(&[7, 0, 0]), Err(ProtocolError::BadTag(7)));
-    // A string length that disagrees with the body length.
-    assert!(matches!(
+    // A string length that disagrees with the body length: the body its string needs is the
+    // size expected (issue 23: it said "a body of 3 bytes: expected 3").
+    assert_eq!(
         decode_frame(&[2, 0, 3, 0, 5, b'x']),
-        Err(ProtocolError::BadBodyLength { tag: 2, .. })
-    ));
+        Err(ProtocolError::BadBodyLength {
+            tag: 2,
+            len: 3,
+            expected: 7
+        })
+    );
+    assert_eq!(
+        decode_frame(&[4, 0, 1, 0]),
+        Err(ProtocolError::BadBodyLength {
+            tag: 4,
+            len: 1,
+            expected: 2
+        })
+    );
     assert_eq!(
         decode_frame(&[2, 0, 4, 0, 2, 0xff, 0xfe]),
         Err(ProtocolError::StringNotUtf8)
@@ -378,13 +392,18 @@ fn offset_estimate_and_bound() {
     assert!((o.offset_ns - 1000).unsigned_abs() <= o.err_ns, "{o:?}");
 }
 
-/// Version 4's report carries the time split and the server's TCP_INFO; a version 3 report (86
-/// fixed bytes) does not decode as one, and a version 3 hello is refused by its version.
+/// Version 5's report carries the time split, the server's TCP_INFO and the log lines lost; a
+/// version 3 report (86 fixed bytes) or a version 4 one (214) does not decode as one, and an
+/// older hello is refused by its version.
 #[test]
-fn version_4_report_and_older_peers() {
+fn version_5_report_and_older_peers() {
     let mut b = Vec::new();
     encode_frame(&Frame::Report(report()), &mut b);
-    assert_eq!(b.len(), FRAME_HEADER + 214 + 2 + "/srv/ünïcode".len());
+    assert_eq!(b.len(), FRAME_HEADER + 218 + 2 + "/srv/ünïcode".len());
+    assert_eq!(
+        decode_frame(&b),
+        Ok(Some((Frame::Report(report()), b.len())))
+    );
     let Ok(Some((Frame::Report(r), _))) = decode_frame(&b) else {
         panic!("did not decode");
     };
@@ -399,15 +418,23 @@ fn version_4_report_and_older_peers() {
         Err(ProtocolError::BadBodyLength {
             tag: 3,
             len: 88,
-            expected: 216
+            expected: 220
         })
     );
-    let mut hello = encoded(&Hello::stream(1, 1, "x"));
-    hello[4..6].copy_from_slice(&3u16.to_be_bytes());
-    assert_eq!(
-        decode_hello(&hello),
-        Err(ProtocolError::UnsupportedVersion(3))
-    );
+    let mut v4 = vec![3, 0, 216];
+    v4.extend_from_slice(&[0; 216]);
+    assert!(matches!(
+        decode_frame(&v4),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
+    for old in [3u16, 4] {
+        let mut hello = encoded(&Hello::stream(1, 1, "x"));
+        hello[4..6].copy_from_slice(&old.to_be_bytes());
+        assert_eq!(
+            decode_hello(&hello),
+            Err(ProtocolError::UnsupportedVersion(old))
+        );
+    }
 }
 
 /// The time split's total and largest share.

@@ -254,6 +254,7 @@ fn serve_data(stream: &mut TcpStream, conv: &mut Conversation, cfg: &ServerConfi
     };
     let mut block = Block::new(rx.read_size(), rx.expected());
     let mut mark = super::WakeMark::new(stream);
+    rx.large_segments = mark.usable();
     // The first byte is due by the conversation's deadline; after it, each read waits at most
     // the idle timeout (set once: no system call per turn).
     if !until_deadline(stream, conv) {

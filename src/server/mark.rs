@@ -16,22 +16,28 @@ pub const WAKE_BYTES: u32 = 64 << 10;
 pub const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
 
 /// The receive low-water mark (`SO_RCVLOWAT`) the next wait for a transfer should use, given
-/// its read size and the bytes it has and expects.
+/// its read size, the bytes it has and expects, its log gate and whether the path's segments
+/// are large.
 ///
-/// [`WAKE_BYTES`] while the transfer is in full flow, so the reader is woken once per
-/// 64 KiB instead of once per segment: on loopback, waking the reader is a sixth of what a
-/// 10240-byte stream costs the sender. Otherwise 1 (the kernel's default): before the first
-/// byte, so the first byte is timed when it arrives; for the last [`WAKE_TAIL`] bytes and
-/// the trailer, so no wait needs bytes the client holds back; and when reads are smaller
-/// than two thresholds (per-read logging reads a chunk at a time, and its reads are the
-/// point). A read returns whatever is waiting either way: the mark only changes wake-ups.
-pub fn wake_at(read_size: usize, bytes: u64, expected: u64) -> u32 {
-    let bulk = read_size >= 2 * WAKE_BYTES as usize;
-    if bulk && bytes > 0 && expected - bytes >= WAKE_TAIL {
-        WAKE_BYTES
-    } else {
-        1
+/// [`WAKE_BYTES`] while a bulk transfer is in full flow on a path of large segments, so the
+/// reader is woken once per 64 KiB instead of once per segment: on loopback, waking the reader
+/// is a sixth of what a 10240-byte stream costs the sender. For a logged transfer, its log gate
+/// (`--log-min-read`, or the rest of the transfer if less), so a client sending a byte at a time
+/// does not get a read, and a log line, per byte: a blocking read waits for that many bytes
+/// (or its timeout), the event loop is woken only once they are there. Otherwise 1 (the
+/// kernel's default): before the first byte, so the first byte is timed when it arrives; for a
+/// bulk transfer's last [`WAKE_TAIL`] bytes and the trailer, so no wait needs bytes the client
+/// holds back; and when bulk reads are smaller than two thresholds. A non-blocking read
+/// returns whatever is waiting either way: the mark only changes wake-ups.
+pub fn wake_at(read_size: usize, bytes: u64, expected: u64, gate: u32, large: bool) -> u32 {
+    if bytes == 0 || bytes >= expected {
+        return 1;
     }
+    let left = expected - bytes;
+    if large && read_size >= 2 * WAKE_BYTES as usize && left >= WAKE_TAIL {
+        return WAKE_BYTES;
+    }
+    u64::from(gate).min(left) as u32
 }
 
 /// Segments at least this large (the receiver's advertised MSS) make a connection use the
@@ -41,7 +47,7 @@ pub const MARK_MIN_MSS: u32 = 16 << 10;
 /// A connection's receive low-water mark, kept where its transfer wants it
 /// ([`Receiver::wake_at`]).
 ///
-/// Only on paths with large segments (loopback's MSS is 65483): there each segment wakes the
+/// A bulk mark only on paths with large segments (loopback's MSS is 65483): there each segment wakes the
 /// reader, and the mark took the server's CPU per 36 MiB at 1024-byte chunks from ~18 to ~7 ms
 /// and receiver throughput up 7-20%. With 1448-byte segments (the emulated gigabit LAN, two
 /// network namespaces on one host) a mark of 16, 32 or 64 KiB sent 7-8 of 15 transfers at
@@ -72,9 +78,15 @@ impl WakeMark {
         self.set > 1
     }
 
+    /// True if the path's segments are large enough for a bulk mark (the receiver's
+    /// `large_segments`).
+    pub fn usable(&self) -> bool {
+        self.usable
+    }
+
     /// Sets the mark `rx` wants now, if it differs from the one set.
     pub fn follow<S: std::os::fd::AsFd>(&mut self, stream: &S, rx: &Receiver) {
-        let want = if self.usable { rx.wake_at() } else { 1 };
+        let want = rx.wake_at();
         if want == self.set || (want > 1 && crate::net::recv_buffer(stream) < 4 * want) {
             return;
         }
@@ -122,6 +134,7 @@ mod tests {
     fn wake_at_follows_the_transfer() {
         let len = 1 << 20;
         let mut rx = Receiver::new(&hello(len), 256 << 10, 0, crate::protocol::LogMode::None);
+        rx.large_segments = true;
         assert_eq!(rx.wake_at(), 1, "before the first byte");
         rx.count(1);
         assert_eq!(rx.wake_at(), WAKE_BYTES);
@@ -139,6 +152,7 @@ mod tests {
             0,
             crate::protocol::LogMode::None,
         );
+        small.large_segments = true;
         small.count(1);
         assert_eq!(small.wake_at(), 1, "reads smaller than two marks");
         let mut short = Receiver::new(
@@ -147,8 +161,40 @@ mod tests {
             0,
             crate::protocol::LogMode::None,
         );
+        short.large_segments = true;
         short.count(1);
         assert_eq!(short.wake_at(), 1, "a transfer shorter than the tail");
+        let mut small_segments =
+            Receiver::new(&hello(len), 256 << 10, 0, crate::protocol::LogMode::None);
+        small_segments.count(1);
+        assert_eq!(
+            small_segments.wake_at(),
+            1,
+            "no bulk mark on small segments"
+        );
+    }
+
+    /// Issue 23 (3): a logged transfer's mark is its log gate after the first byte (whatever
+    /// the segments), the rest of the transfer when less is left, and 1 once complete.
+    #[test]
+    fn logged_transfers_wait_for_their_log_gate() {
+        let mut rx = Receiver::new(&hello(1000), 1024, 0, crate::protocol::LogMode::File);
+        rx.set_log_gate(64);
+        assert_eq!(rx.wake_at(), 1, "before the first byte");
+        rx.count(1);
+        assert_eq!(rx.wake_at(), 64);
+        rx.count(949);
+        assert_eq!(rx.wake_at(), 50, "the rest of the transfer");
+        rx.count(50);
+        assert_eq!(rx.wake_at(), 1, "complete: the trailer follows");
+        let mut small_reads = Receiver::new(&hello(1000), 16, 0, crate::protocol::LogMode::Stdout);
+        small_reads.set_log_gate(64);
+        small_reads.count(1);
+        assert_eq!(small_reads.wake_at(), 16, "never more than a read takes");
+        let mut unlogged = Receiver::new(&hello(1000), 1024, 0, crate::protocol::LogMode::None);
+        unlogged.set_log_gate(64);
+        unlogged.count(1);
+        assert_eq!(unlogged.wake_at(), 1, "no gate without a log");
     }
 
     fn readable(s: &TcpStream, ms: i32) -> bool {

@@ -431,6 +431,7 @@ pub fn start_transfer(
 ) -> Result<Receiver, String> {
     let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
+    rx.set_log_gate(cfg.log_min_read);
     if let Some(dir) = &cfg.save {
         let partial = dir
             .create(&hello.name)
@@ -447,8 +448,9 @@ pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
 }
 
 /// Ends a transfer whose bytes and the client's digest (the trailer) have all arrived: with
-/// `--save` and matching digests, syncs and renames the file into place; logs the end, flushes
-/// the log so the file holds every line before the client hears back, prints the summary, and
+/// `--save` and matching digests, syncs and renames the file into place; logs the end (which
+/// writes out the transfer's log, so the file holds every line before the client hears back, or
+/// the report counts the lines it lost), prints the summary, and
 /// returns the frame to send (the report, or an abort if the file could not be saved).
 pub fn finish_transfer(
     rx: &mut Receiver,
@@ -481,9 +483,6 @@ pub fn finish_transfer(
     } else {
         "not saved"
     });
-    if let Err(e) = readlog::flush() {
-        warn!("cannot write the log file: {e}");
-    }
     rx.lap(if rx.log() == LogMode::None {
         TimePhase::Wait
     } else {
@@ -507,13 +506,10 @@ pub fn finish_transfer(
 }
 
 /// The outcome of a transfer that stopped short: how far it got, and why it stopped. Removes any
-/// partial file first, then logs the end and flushes the log.
+/// partial file first, then logs the end (and writes out the transfer's log).
 pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
     rx.discard();
     rx.log_end(why);
-    if let Err(e) = readlog::flush() {
-        warn!("cannot write the log file: {e}");
-    }
     Outcome::Incomplete(format!(
         "'{}': {} of {} bytes, then {why}",
         Peer(&hello.name),

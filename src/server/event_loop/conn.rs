@@ -137,6 +137,7 @@ impl Conn {
             // The hello and its accept made this look like an interactive exchange to the
             // kernel, which would now hold back ACKs of the stream (see `net::quickack`).
             let _ = net::quickack(&self.stream);
+            rx.large_segments = self.mark.usable();
         }
         let end = block.read_turn(&mut self.stream, rx);
         self.mark.follow(&self.stream, rx);

@@ -96,7 +96,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         poll,
         listener: Some(listener),
         conns: Slab::new(),
-        block: Block::new(HASH_BLOCK, u64::MAX),
+        block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
         cfg,
         ready: Vec::new(),
         log_waiters: Vec::new(),

@@ -23,7 +23,7 @@ use std::time::Instant;
 use twox_hash::XxHash3_64;
 
 use crate::protocol::{Hello, LogMode, Report, ServerIo, TimePhase, TimeSplit};
-use crate::server::readlog::{TO_FILE, TO_STDOUT};
+use crate::server::readlog::TransferLog;
 use crate::timing::{CpuTime, unix_us_now};
 
 /// Bytes gathered before they are checksummed, unless one read is larger.
@@ -51,9 +51,12 @@ pub struct Receiver {
     cpu_start: CpuTime,
     /// Event-loop wake-ups for this connection, counted by the event loop.
     pub wakeups: u64,
-    conn: u64,
-    log: LogMode,
-    log_lines: u32,
+    log: TransferLog,
+    /// With a log sink, the fewest bytes a read should wait for ([`Receiver::set_log_gate`]).
+    log_gate: u32,
+    /// The path's segments are large enough for a bulk low-water mark
+    /// ([`super::mark::MARK_MIN_MSS`]); set by the I/O model.
+    pub large_segments: bool,
     /// Where received bytes are saved, with `--save`.
     pub sink: Option<crate::server::save::Partial>,
     split: TimeSplit,
@@ -84,9 +87,9 @@ impl Receiver {
             last: None,
             cpu_start: CpuTime::thread(),
             wakeups: 0,
-            conn,
-            log,
-            log_lines: 0,
+            log: TransferLog::new(log, conn),
+            log_gate: 1,
+            large_segments: false,
             sink: None,
             split: TimeSplit::default(),
             lap_at: None,
@@ -130,34 +133,27 @@ impl Receiver {
 
     /// Where this transfer's per-read lines go.
     pub fn log(&self) -> LogMode {
-        self.log
+        self.log.mode()
+    }
+
+    /// With a log sink, a read waits for at least `log_min_read` bytes (or the read size, if
+    /// smaller, or the rest of the transfer) before it is made, so a client that sends bytes one
+    /// at a time does not get a log line per byte ([`Receiver::wake_at`]).
+    pub fn set_log_gate(&mut self, log_min_read: u32) {
+        if self.log() != LogMode::None {
+            self.log_gate = log_min_read.min(self.read_size as u32).max(1);
+        }
     }
 
     /// Logs the start of the transfer (when logging).
     pub fn log_start(&mut self, peer: std::net::SocketAddr, hello: &Hello) {
-        let file = crate::text::Peer(&hello.name);
-        let (length, chunk) = (hello.length, hello.chunk);
-        match self.log {
-            LogMode::None => return,
-            LogMode::Stdout => tracing::info!(target: TO_STDOUT, conn = self.conn, event = "start",
-                %peer, file = %file, length, chunk, read_size = self.read_size),
-            LogMode::File => tracing::info!(target: TO_FILE, conn = self.conn, event = "start",
-                %peer, file = %file, length, chunk, read_size = self.read_size),
-        }
-        self.log_lines += 1;
+        self.log.start(peer, hello, self.read_size);
     }
 
-    /// Logs the end of the transfer (when logging): complete, or how it stopped.
+    /// Logs the end of the transfer (when logging), complete or how it stopped, and writes out
+    /// every line still buffered.
     pub fn log_end(&mut self, status: &str) {
-        let (total, reads) = (self.bytes, self.reads);
-        match self.log {
-            LogMode::None => return,
-            LogMode::Stdout => tracing::info!(target: TO_STDOUT, conn = self.conn, event = "end",
-                total, reads, status),
-            LogMode::File => tracing::info!(target: TO_FILE, conn = self.conn, event = "end",
-                total, reads, status),
-        }
-        self.log_lines += 1;
+        self.log.end(self.bytes, self.reads, status);
     }
 
     /// Bytes the next read should ask for: 0 once complete.
@@ -169,7 +165,13 @@ impl Receiver {
     /// The receive low-water mark the next wait for this transfer should use
     /// ([`super::mark::wake_at`]).
     pub fn wake_at(&self) -> u32 {
-        super::mark::wake_at(self.read_size, self.bytes, self.expected)
+        super::mark::wake_at(
+            self.read_size,
+            self.bytes,
+            self.expected,
+            self.log_gate,
+            self.large_segments,
+        )
     }
 
     /// The read size this transfer uses.
@@ -189,7 +191,7 @@ impl Receiver {
         self.bytes += n as u64;
         self.reads += 1;
         let ends = self.bytes == self.expected;
-        let logged = self.log != LogMode::None;
+        let logged = self.log() != LogMode::None;
         let Some(at) = self.lap_at else {
             let now = Instant::now();
             self.first = Some((now, unix_us_now()));
@@ -223,24 +225,16 @@ impl Receiver {
         if ends {
             self.last = Some((now, unix_us_now()));
         }
-        if self.log != LogMode::None {
+        if self.log() != LogMode::None {
             self.log_read(n);
             self.lap(TimePhase::Log);
         }
     }
 
     /// The line of one read of `n` bytes, in this transfer's sink.
-    #[inline(never)]
+    #[inline]
     fn log_read(&mut self, n: usize) {
-        let (conn, seq, total) = (self.conn, self.reads, self.bytes);
-        match self.log {
-            LogMode::None => return,
-            LogMode::Stdout => {
-                tracing::info!(target: TO_STDOUT, conn, seq, bytes = n, total)
-            }
-            LogMode::File => tracing::info!(target: TO_FILE, conn, seq, bytes = n, total),
-        }
-        self.log_lines += 1;
+        self.log.read(self.reads, n, self.bytes);
     }
 
     /// Gives up saving: the partial file, if any, is removed now (not when the receiver is
@@ -313,11 +307,12 @@ impl Receiver {
             wakeups: self.wakeups,
             cpu_user_us: cpu.user.as_micros() as u64,
             cpu_sys_us: cpu.sys.as_micros() as u64,
-            log_lines: self.log_lines,
+            log_lines: self.log.written(),
+            log_lines_lost: self.log.lost(),
             rcvbuf,
             output_dropped: 0,
             server_io: Some(server_io),
-            log: Some(self.log),
+            log: Some(self.log()),
             saved_to: String::new(),
             split: self.split(),
             tcp,
@@ -347,6 +342,11 @@ pub enum ReadEnd {
 pub struct Block {
     buf: Vec<u8>,
     pos: usize,
+    /// Reads are non-blocking (the event loop's): a read that returns less than it asked for
+    /// found the socket empty for now, and a logged transfer's turn ends there, so its next
+    /// read waits for its low-water mark ([`Receiver::wake_at`]) instead of taking the few bytes
+    /// that trickled in meanwhile (a line each).
+    nonblocking: bool,
 }
 
 impl Block {
@@ -357,6 +357,7 @@ impl Block {
         Block {
             buf: vec![0; cap],
             pos: 0,
+            nonblocking: false,
         }
     }
 
@@ -376,6 +377,15 @@ impl Block {
         self.read_some(src, rx, 1, TURN_BYTES)
     }
 
+    /// The same block for non-blocking reads (the event loop's): a logged transfer's turn ends at
+    /// a short read.
+    pub fn nonblocking(self) -> Block {
+        Block {
+            nonblocking: true,
+            ..self
+        }
+    }
+
     fn read_some<R: Read>(
         &mut self,
         src: &mut R,
@@ -387,6 +397,7 @@ impl Block {
         // Since the last turn this transfer waited: for data, for the CPU, for others.
         rx.lap(TimePhase::Wait);
         let mark = rx.wake_at();
+        let drains = self.nonblocking && rx.log() != LogMode::None;
         let end = loop {
             let want = rx.want();
             if want == 0 {
@@ -412,6 +423,9 @@ impl Block {
                     rx.count(n);
                     reads += 1;
                     bytes += n;
+                    if drains && n < want && !rx.is_complete() {
+                        break ReadEnd::WouldBlock;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break ReadEnd::WouldBlock,
