@@ -18,7 +18,8 @@ pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
 }
 
 /// Splits what a user typed for `--host` into a host and, if it named one, a port: `name`,
-/// `192.0.2.1`, `::1`, `[::1]`, and each of those but the bare IPv6 form with `:PORT`.
+/// `192.0.2.1`, `::1`, `[::1]`, and each of those but the bare IPv6 form with `:PORT`. An IPv6
+/// address may carry its zone (`fe80::1%eth0`, `[fe80::1%eth0]:7433`).
 pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
     let bad = || {
         format!(
@@ -28,7 +29,13 @@ pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
     let port = |p: &str| p.parse::<u16>().map_err(|_| bad());
     if let Some(rest) = text.strip_prefix('[') {
         let (host, after) = rest.split_once(']').ok_or_else(bad)?;
-        if host.parse::<std::net::Ipv6Addr>().is_err() {
+        // An address, with its zone after a '%' (`fe80::1%eth0`) if it has one.
+        let addr = match host.split_once('%') {
+            Some((addr, zone)) if !zone.is_empty() => addr,
+            Some(_) => return Err(bad()),
+            None => host,
+        };
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
             return Err(bad());
         }
         return match after {
@@ -242,11 +249,17 @@ mod host_tests {
         ok("[::1]:7433", "::1", Some(7433));
         ok("host:80", "host", Some(80));
         ok("192.0.2.1:5201", "192.0.2.1", Some(5201));
+        // Issue 23 (13): a link-local address with its zone, bare or in brackets.
+        ok("fe80::1%lo", "fe80::1%lo", None);
+        ok("[fe80::1%lo]", "fe80::1%lo", None);
+        ok("[fe80::1%lo]:7433", "fe80::1%lo", Some(7433));
         for bad in [
             "",
             "[::1",
             "[::1]x",
             "[nothost]:1",
+            "[fe80::1%]:1",
+            "[192.0.2.1%lo]:1",
             "host:",
             "host:99999",
             ":80",

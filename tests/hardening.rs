@@ -382,3 +382,99 @@ fn diagnostics_are_coloured_only_on_a_terminal() {
         "no colour on a terminal: {terminal:?}"
     );
 }
+
+/// Issue 23 (13): after the server resets the connection, the client's count of bytes sent is
+/// every byte the kernel took (at least what the server read), and what it says the server's
+/// TCP acknowledged is no more than that, for every strategy over both transports (`--io writev`
+/// counted only whole batches: "sending 0 of N bytes (the server's TCP acknowledged 0)").
+#[test]
+fn a_reset_says_what_the_server_acknowledged() {
+    const READ: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let file = sparse_file(dir.path(), "reset.bin", 256 << 20);
+    let strategies: [&[&str]; 3] = [&[], &["--io", "writev"], &["--io", "sendfile"]];
+    for strategy in strategies {
+        for transport in [&[][..], &["--nonblocking"][..]] {
+            let port = fake_server(|mut s, _| {
+                let mut buf = vec![0u8; READ];
+                s.read_exact(&mut buf).unwrap();
+                socket2::SockRef::from(&s)
+                    .set_linger(Some(Duration::ZERO))
+                    .unwrap();
+            });
+            // At the default chunk a writev group is 640 KiB: with a small send buffer the reset
+            // comes inside the first.
+            let mut args = vec![
+                "--port".to_owned(),
+                port.to_string(),
+                "--sndbuf".into(),
+                "65536".into(),
+            ];
+            args.extend(strategy.iter().chain(transport).map(|a| a.to_string()));
+            args.push(file.to_str().unwrap().into());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = client(&args);
+            let err = stderr(&out);
+            assert_fails(&out, 1, "connection lost after sending ");
+            let acked: u64 = err
+                .split("the server's TCP acknowledged ")
+                .nth(1)
+                .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{strategy:?} {transport:?}: {err}"));
+            let sent: u64 = err
+                .split("connection lost after sending ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap();
+            assert!(
+                sent >= READ as u64 && acked <= sent,
+                "{strategy:?} {transport:?}: sent {sent}, acknowledged {acked}, the server read \
+                 {READ}: {err}"
+            );
+        }
+    }
+}
+
+/// Issue 23 (13): the refusal of a client-chosen sink reads as one sentence; a timeout below a
+/// millisecond is refused by both programs; a bracketed IPv6 address with its zone is a host,
+/// not a usage error.
+#[test]
+fn small_ones_read_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "s.txt", 1000);
+    let server = Server::start(&[]);
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "--server-log",
+        "stdout",
+        file.to_str().unwrap(),
+    ]);
+    assert_fails(
+        &out,
+        1,
+        "does not let clients choose (--server-log stdout was asked for): its operator",
+    );
+    for secs in ["1e-300", "0.0009", "0"] {
+        let out = client(&["--timeout", secs, file.to_str().unwrap()]);
+        assert_fails(
+            &out,
+            2,
+            &format!("invalid timeout '{secs}': expected seconds from 0.001"),
+        );
+        let out = run(bin("tsserver"), &["--idle-timeout", secs]);
+        assert_fails(&out, 2, &format!("invalid timeout '{secs}'"));
+    }
+    let out = client(&[
+        "--host",
+        "[fe80::1%lo]:9",
+        "--timeout",
+        "1",
+        file.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("invalid host"), "{err}");
+}

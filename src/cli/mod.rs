@@ -63,6 +63,22 @@ pub fn fail(prog: &str, err: &anyhow::Error) -> ExitCode {
     ExitCode::from(FAILURE)
 }
 
+/// The shortest timeout a flag takes: below a millisecond no deadline can be kept, and the
+/// error would read "no answer within 0 s".
+pub const MIN_SECS: f64 = 0.001;
+/// The longest: a day.
+pub const MAX_SECS: f64 = 86_400.0;
+
+/// Parses a timeout or a grace period in seconds, [`MIN_SECS`] to [`MAX_SECS`].
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (MIN_SECS..=MAX_SECS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid timeout '{s}': expected seconds from {MIN_SECS} (1 ms) to {MAX_SECS}"
+        )),
+    }
+}
+
 /// Exit code after Ctrl-C, as shells report a SIGINT death.
 pub const INTERRUPTED: i32 = 130;
 

@@ -36,7 +36,7 @@ struct Args {
     /// Seconds for each phase, as a deadline: connecting, the server's answer to the hello, and
     /// its report after the last byte (in latency mode: each answer). Also the longest the
     /// server may take no data before the transfer fails.
-    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, value_name = "SECS")]
+    #[arg(long, default_value_t = 30.0, value_parser = cli::parse_secs, value_name = "SECS")]
     timeout: f64,
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
     #[arg(long)]
@@ -116,15 +116,6 @@ impl From<ServerLog> for LogMode {
             ServerLog::Stdout => LogMode::Stdout,
             ServerLog::File => LogMode::File,
         }
-    }
-}
-
-fn parse_timeout(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!(
-            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
-        )),
     }
 }
 

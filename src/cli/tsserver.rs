@@ -62,7 +62,7 @@ struct Args {
     max_clients: u64,
     /// Seconds a new connection has to send its hello (and answer the authentication
     /// challenge), counted from the accept, and then to send its first byte or request.
-    #[arg(long, default_value_t = server::HELLO_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::HELLO_TIMEOUT.as_secs_f64(), value_parser = cli::parse_secs, value_name = "SECS")]
     hello_timeout: f64,
     /// Save each received file into DIR under its announced name: written to a hidden temporary,
     /// renamed into place only when every byte arrived and the digests match.
@@ -77,26 +77,17 @@ struct Args {
     overwrite: bool,
     /// Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then
     /// aborted with a reason (and any partial file removed).
-    #[arg(long, default_value_t = server::GRACE.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::GRACE.as_secs_f64(), value_parser = cli::parse_secs, value_name = "SECS")]
     grace: f64,
     /// Seconds a connection may go without data or requests, or without taking its answers,
     /// before it is closed and logged as incomplete.
-    #[arg(long, default_value_t = server::IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_secs, value_name = "SECS")]
+    #[arg(long, default_value_t = server::IDLE_TIMEOUT.as_secs_f64(), value_parser = cli::parse_secs, value_name = "SECS")]
     idle_timeout: f64,
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
     units::parse_size(s)
         .ok_or_else(|| format!("invalid size '{s}': expected bytes such as 1048576 or 64GiB"))
-}
-
-fn parse_secs(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!(
-            "invalid timeout '{s}': expected seconds, more than 0 and at most 86400"
-        )),
-    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -61,14 +61,12 @@ pub(super) fn send_data<T: Transport>(
             // The iovecs live on the stack, filled afresh for each batch of the block.
             let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
             for group in block.chunks(chunk * batch) {
-                write_batch(conn, group, chunk, &mut slots, writes)
+                write_batch(conn, group, chunk, &mut slots, writes, sent)
                     .map_err(|e| Stop::write(e, *sent))?;
-                *sent += group.len() as u64;
             }
         } else {
             for piece in block.chunks(chunk) {
-                write_chunk(conn, piece, writes).map_err(|e| Stop::write(e, *sent))?;
-                *sent += piece.len() as u64;
+                write_chunk(conn, piece, writes, sent).map_err(|e| Stop::write(e, *sent))?;
             }
         }
         progress.update(*sent);
@@ -77,7 +75,7 @@ pub(super) fn send_data<T: Transport>(
 }
 
 /// Sends the file with one `sendfile` of up to `chunk` bytes per call, continuing a short call
-/// from where it stopped.
+/// from where it stopped; every byte a call takes counts in `sent` at once.
 fn send_file<T: Transport>(
     conn: &mut T,
     source: &Source,
@@ -89,21 +87,20 @@ fn send_file<T: Transport>(
     let len = source.len();
     let mut shown = 0u64;
     while *sent < len {
-        let want = (len - *sent).min(chunk as u64) as usize;
-        let mut done = 0;
-        while done < want {
-            match conn.sendfile(source.file(), *sent + done as u64, want - done)? {
-                0 => return Err(Stop::File(source.shrank(*sent + done as u64))),
+        let chunk_end = (*sent + chunk as u64).min(len);
+        while *sent < chunk_end {
+            let want = (chunk_end - *sent) as usize;
+            match conn.sendfile(source.file(), *sent, want)? {
+                0 => return Err(Stop::File(source.shrank(*sent))),
                 n => {
                     writes.writes += 1;
-                    if n < want - done {
+                    if n < want {
                         writes.partial_writes += 1;
                     }
-                    done += n;
+                    *sent += n as u64;
                 }
             }
         }
-        *sent += want as u64;
         if *sent - shown >= crate::source::BLOCK_TARGET as u64 {
             shown = *sent;
             progress.update(shown);
@@ -114,7 +111,8 @@ fn send_file<T: Transport>(
 }
 
 /// Writes `group` (whole chunks of `chunk` bytes, the last maybe shorter) with `writev`, each
-/// chunk its own iovec, continuing a short call from where it stopped.
+/// chunk its own iovec, continuing a short call from where it stopped. Every byte a call takes
+/// counts in `sent` at once, so a failure says exactly how many the kernel took.
 #[inline]
 fn write_batch<'a, T: Transport>(
     conn: &mut T,
@@ -122,6 +120,7 @@ fn write_batch<'a, T: Transport>(
     chunk: usize,
     slots: &mut [IoSlice<'a>],
     stats: &mut WriteStats,
+    sent: &mut u64,
 ) -> io::Result<()> {
     let mut used = 0;
     for (slot, piece) in slots.iter_mut().zip(group.chunks(chunk)) {
@@ -139,6 +138,7 @@ fn write_batch<'a, T: Transport>(
                     stats.partial_writes += 1;
                 }
                 left -= n;
+                *sent += n as u64;
                 IoSlice::advance_slices(&mut bufs, n);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -148,23 +148,27 @@ fn write_batch<'a, T: Transport>(
     Ok(())
 }
 
-/// Writes one chunk, finishing it from where a short write stopped.
+/// Writes one chunk, finishing it from where a short write stopped; counts what each call took
+/// in `sent`.
 #[inline]
 fn write_chunk<T: Transport>(
     conn: &mut T,
     mut piece: &[u8],
     stats: &mut WriteStats,
+    sent: &mut u64,
 ) -> io::Result<()> {
     loop {
         match conn.write(piece) {
             Ok(n) if n == piece.len() => {
                 stats.writes += 1;
+                *sent += n as u64;
                 return Ok(());
             }
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
                 stats.writes += 1;
                 stats.partial_writes += 1;
+                *sent += n as u64;
                 piece = &piece[n..];
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

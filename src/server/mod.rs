@@ -309,7 +309,8 @@ pub fn transfer_log(hello: &Hello, cfg: &ServerConfig) -> Result<LogMode, String
         None => Ok(cfg.log),
         Some(asked) if asked == cfg.log || cfg.allow_client_log => Ok(asked),
         Some(asked) => Err(format!(
-            "this server logs to {} and does not let clients choose (--server-log {asked} was              asked for): its operator can allow it with tsserver --allow-client-log",
+            "this server logs to {} and does not let clients choose (--server-log {asked} was \
+             asked for): its operator can allow it with tsserver --allow-client-log",
             cfg.log
         )),
     }
