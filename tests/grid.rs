@@ -620,3 +620,29 @@ fn quick_grid_between_two_hosts() {
     let logged = std::fs::read_to_string(&log_file).unwrap();
     assert!(logged.lines().any(|l| l.contains(" seq=")), "{logged}");
 }
+
+/// Issue 23 (13): `matrix.sh --host` against a server that does not let clients choose its log
+/// sink stops before the first cell, saying how to start the server; nothing is measured.
+#[test]
+fn grid_against_a_server_without_client_log_stops_at_once() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = script(
+        "matrix.sh",
+        &[
+            "--quick",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &server.port.to_string(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ],
+    );
+    assert_fails(&out, 1, "tsserver --allow-client-log");
+    let runs = std::fs::read_to_string(out_dir.join("runs.jsonl")).unwrap_or_default();
+    assert!(runs.is_empty(), "cells ran before the check: {runs}");
+}

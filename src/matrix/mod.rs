@@ -265,6 +265,9 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
         runs: Vec::new(),
         stop,
     };
+    if let Some((host, port)) = &cfg.host {
+        preflight(&rec, host, *port, &tmp)?;
+    }
     let latency = latency_cells();
     let columns = client_columns(&cfg.strategies);
     let bar = progress_bar(
@@ -276,6 +279,32 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     drop(server);
     let m = rec.export()?;
     Ok(report::markdown::render(&m))
+}
+
+/// Before any cell, a server given with `--host` must serve the grid: a small transfer to each
+/// of its log sinks, so one that does not let clients choose (started without
+/// `--allow-client-log`) stops the grid now, with how to start it, not at its first file cell.
+fn preflight(rec: &Recorder, host: &str, port: u16, tmp: &Path) -> Result<()> {
+    let probe = tmp.join("preflight.txt");
+    crate::testdata::generate(&probe, 4096)?;
+    let probe = probe.display().to_string();
+    for sink in [LogMode::File, LogMode::Stdout] {
+        let args = [
+            "--server-log",
+            &sink.to_string(),
+            "--clock-queries",
+            "0",
+            &probe,
+        ];
+        rec.measure(port, &args.map(String::from)).with_context(|| {
+            format!(
+                "the server at {host}:{port} did not serve a transfer asking for its {sink} log \
+                 sink, as every grid cell does: start it with `tsserver --allow-client-log \
+                 --port {port}` (and --log-file PATH for the file sink)"
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Every stream cell: per chunk and client column, the log sinks alternate within each
