@@ -18,6 +18,8 @@
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::client::interrupt;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -63,8 +65,80 @@ pub struct LatencyConfig {
 pub struct Loaded {
     /// Round trips answered while the file streamed, in ns.
     pub rtt: Histogram<u64>,
-    /// Each stream of the file (it is sent again until the queries are done), or why it failed.
-    pub streams: Vec<std::result::Result<crate::client::StreamResult, String>>,
+    /// The streams of the file (it is sent again until the queries are done).
+    pub streams: Streams,
+}
+
+/// The loading streams, summed up as each ends: a long run sends a small file hundreds of
+/// thousands of times, and keeping every result would grow without bound (127,060 results held
+/// 115 MB). What is kept is the same size however many there were.
+pub struct Streams {
+    /// Streams that ended, verified or not, and failures.
+    pub count: u64,
+    pub verified: u64,
+    /// Each completed stream's rate, in thousandths of a MiB/s.
+    rates: Histogram<u64>,
+    /// How many completed streams got each verdict.
+    verdicts: Vec<(crate::verdict::LimitedBy, u64)>,
+    /// The last stream that completed (its size, its verdict).
+    pub last: Option<crate::client::StreamResult>,
+    /// The first failure.
+    pub error: Option<String>,
+}
+
+impl Default for Streams {
+    fn default() -> Streams {
+        Streams {
+            count: 0,
+            verified: 0,
+            rates: Histogram::new_with_bounds(1, 1 << 40, 3).expect("valid histogram bounds"),
+            verdicts: Vec::new(),
+            last: None,
+            error: None,
+        }
+    }
+}
+
+impl Streams {
+    /// Adds one stream's end.
+    pub fn add(&mut self, r: std::result::Result<crate::client::StreamResult, String>) {
+        self.count += 1;
+        match r {
+            Ok(s) => {
+                self.verified += u64::from(s.verified());
+                let rate = crate::units::mib_per_s(s.bytes, s.elapsed);
+                self.rates.saturating_record(((rate * 1e3) as u64).max(1));
+                let v = s.verdict().limited_by;
+                match self.verdicts.iter_mut().find(|(k, _)| *k == v) {
+                    Some((_, n)) => *n += 1,
+                    None => self.verdicts.push((v, 1)),
+                }
+                self.last = Some(s);
+            }
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The median rate of the completed streams, in MiB/s (to 3 significant digits).
+    pub fn median_mib_per_s(&self) -> Option<f64> {
+        (!self.rates.is_empty()).then(|| self.rates.value_at_quantile(0.5) as f64 / 1e3)
+    }
+
+    /// True if there were streams and every one was verified.
+    pub fn all_verified(&self) -> bool {
+        self.count > 0 && self.verified == self.count
+    }
+
+    /// The verdict most completed streams got.
+    pub fn usual_verdict(&self) -> Option<crate::verdict::LimitedBy> {
+        let top = self.verdicts.iter().map(|(_, n)| *n).max()?;
+        self.verdicts
+            .iter()
+            .find(|(_, n)| *n == top)
+            .map(|(k, _)| *k)
+    }
 }
 
 /// The measurements.
@@ -107,18 +181,14 @@ impl LatencyResult {
 }
 
 /// Runs the latency test over the configured transport, showing `progress`, until `count`
-/// queries are answered, `stop` is set, or something fails; what was measured is returned in
-/// every case.
-pub fn run_latency(
-    cfg: &LatencyConfig,
-    progress: &mut Progress,
-    stop: &AtomicBool,
-) -> LatencyResult {
+/// queries are answered, a stop is asked for ([`interrupt`]), or something fails; what was
+/// measured is returned in every case.
+pub fn run_latency(cfg: &LatencyConfig, progress: &mut Progress) -> LatencyResult {
     progress.start(cfg.count);
     let result = if cfg.nonblocking {
-        run::<MioConn>(cfg, progress, stop)
+        run::<MioConn>(cfg, progress)
     } else {
-        run::<Blocking>(cfg, progress, stop)
+        run::<Blocking>(cfg, progress)
     };
     progress.clear();
     result
@@ -127,22 +197,22 @@ pub fn run_latency(
 /// The best (fastest) round trip so far: its time and the offset it gives.
 type Best = Option<(u64, Offset)>;
 
-fn run<T: Transport>(
-    cfg: &LatencyConfig,
-    progress: &mut Progress,
-    stop: &AtomicBool,
-) -> LatencyResult {
+fn run<T: Transport>(cfg: &LatencyConfig, progress: &mut Progress) -> LatencyResult {
     let mut rtt = histogram();
     let mut best: Best = None;
-    let mut stopped = measure::<T>(cfg, progress, stop, &mut rtt, &mut best, &|| true).err();
+    let mut stopped = measure::<T>(cfg, progress, &mut rtt, &mut best, &|| true).err();
     let loaded = match (&cfg.under_load, &stopped) {
         (Some(stream), None) => {
-            let (loaded, why) = under_load::<T>(cfg, stream, progress, stop);
+            let (loaded, why) = under_load::<T>(cfg, stream, progress);
             stopped = why;
             Some(loaded)
         }
         _ => None,
     };
+    // Whatever a stop made fail (a read cut off, a stream shut down), the run was interrupted.
+    if stopped.is_some() && interrupt::requested() {
+        stopped = Some(Stopped::Interrupted);
+    }
     let (_, est) = best.unwrap_or_default();
     LatencyResult {
         cfg: cfg.clone(),
@@ -166,7 +236,6 @@ fn under_load<T: Transport>(
     cfg: &LatencyConfig,
     stream: &crate::client::StreamConfig,
     progress: &mut Progress,
-    stop: &AtomicBool,
 ) -> (Loaded, Option<Stopped>) {
     let sending = Progress::new(false);
     let done = AtomicBool::new(false);
@@ -174,13 +243,13 @@ fn under_load<T: Transport>(
         let streamer = std::thread::Builder::new()
             .name("under load".into())
             .spawn_scoped(scope, || {
-                let mut streams = Vec::new();
+                let mut streams = Streams::default();
                 loop {
                     let mut p = sending.clone();
-                    let r = crate::client::run_stream(stream, &mut p).map_err(|e| format!("{e:#}"));
+                    let r = crate::client::run_stream(stream, &mut p).map_err(|e| e.to_string());
                     let failed = r.is_err();
-                    streams.push(r);
-                    if failed || done.load(Ordering::Acquire) || stop.load(Ordering::Relaxed) {
+                    streams.add(r);
+                    if failed || done.load(Ordering::Acquire) || interrupt::requested() {
                         return streams;
                     }
                 }
@@ -189,9 +258,11 @@ fn under_load<T: Transport>(
             Ok(t) => t,
             Err(e) => {
                 let why = format!("cannot start the stream: {e}");
+                let mut streams = Streams::default();
+                streams.add(Err(why.clone()));
                 return (
                     histogram(),
-                    vec![Err(why.clone())],
+                    streams,
                     Some(Stopped::Failed(anyhow::anyhow!(why))),
                 );
             }
@@ -205,18 +276,19 @@ fn under_load<T: Transport>(
         let mut rtt = histogram();
         let running = || !streamer.is_finished();
         let stopped = if running() {
-            measure::<T>(cfg, progress, stop, &mut rtt, &mut None, &running).err()
+            measure::<T>(cfg, progress, &mut rtt, &mut None, &running).err()
         } else {
             None
         };
         done.store(true, Ordering::Release);
-        let streams = streamer
-            .join()
-            .unwrap_or_else(|_| vec![Err("the stream's thread panicked".into())]);
+        let streams = streamer.join().unwrap_or_else(|_| {
+            let mut streams = Streams::default();
+            streams.add(Err("the stream's thread panicked".into()));
+            streams
+        });
         (rtt, streams, stopped)
     });
-    let failure = streams.iter().find_map(|s| s.as_ref().err());
-    let stopped = stopped.or_else(|| match (failure, rtt.len()) {
+    let stopped = stopped.or_else(|| match (&streams.error, rtt.len()) {
         (Some(e), _) => Some(Stopped::Failed(anyhow::anyhow!(
             "the loading stream failed: {e}"
         ))),
@@ -233,7 +305,6 @@ fn under_load<T: Transport>(
 fn measure<T: Transport>(
     cfg: &LatencyConfig,
     progress: &mut Progress,
-    stop: &AtomicBool,
     rtt: &mut Histogram<u64>,
     best: &mut Best,
     go: &dyn Fn() -> bool,
@@ -242,7 +313,7 @@ fn measure<T: Transport>(
     let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
     let mut inbuf = vec![0u8; PREFIX + MAX_MESSAGE];
     for seq in 0..cfg.warmup + cfg.count {
-        if stop.load(Ordering::Relaxed) {
+        if interrupt::requested() {
             return Err(Stopped::Interrupted);
         }
         if !go() {

@@ -118,6 +118,21 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
 #[error("timed out waiting for the server's {0}")]
 pub struct TimedOut(pub String);
 
+/// The server closed the connection before the frame awaited (named).
+#[derive(Debug, thiserror::Error)]
+#[error("the server closed the connection before its {0}")]
+pub struct Closed(pub String);
+
+/// The server's bytes do not decode as a frame: what was awaited, what the decoder said, and
+/// the bytes it was given.
+#[derive(Debug, thiserror::Error)]
+#[error("bad {what} from the server: {error}")]
+pub struct BadFrame {
+    pub what: String,
+    pub error: crate::protocol::ProtocolError,
+    pub bytes: Vec<u8>,
+}
+
 /// Reads exactly one frame from a socket with blocking meaning, keeping nothing past it. `what`
 /// names the frame the caller waits for, for the error message; a timeout is [`TimedOut`].
 pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
@@ -127,7 +142,14 @@ pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
         match decode_frame(&buf[..have]) {
             Ok(Some((frame, _))) => return Ok(frame),
             Ok(None) => {}
-            Err(e) => return Err(e).with_context(|| format!("bad {what} from the server")),
+            Err(error) => {
+                return Err(BadFrame {
+                    what: what.to_owned(),
+                    error,
+                    bytes: buf[..have].to_vec(),
+                }
+                .into());
+            }
         }
         // Read only what the frame still needs, so no byte after it is consumed.
         let need = if have < crate::protocol::FRAME_HEADER {
@@ -137,7 +159,7 @@ pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
             crate::protocol::FRAME_HEADER + body - have
         };
         match stream.read(&mut buf[have..have + need]) {
-            Ok(0) => bail!("the server closed the connection before its {what}"),
+            Ok(0) => return Err(Closed(what.to_owned()).into()),
             Ok(n) => have += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if is_timeout(&e) => return Err(TimedOut(what.to_owned()).into()),

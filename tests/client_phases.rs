@@ -291,9 +291,12 @@ fn json_failure_is_one_object_with_the_error() {
     let port = fake_server(|mut s, len| {
         let mut buf = vec![0u8; len as usize + 8];
         s.read_exact(&mut buf).unwrap();
+        // A report consistent in itself (issue 23: one that is not is refused), but for
+        // other bytes than the client sent.
         let report = Report {
             bytes: len,
             digest: 1,
+            reads: 1,
             ..Report::default()
         };
         send(&mut s, &Frame::Report(report));

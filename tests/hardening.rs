@@ -478,3 +478,482 @@ fn small_ones_read_right() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(!err.contains("invalid host"), "{err}");
 }
+
+/// Starts tsclient with `args`, waits `after`, sends it SIGINT, and returns its output.
+fn interrupt_client(args: &[&str], after: Duration) -> std::process::Output {
+    let child = std::process::Command::new(bin("tsclient"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    wait_child(child)
+}
+
+/// A server that reads 16 bytes at a time through a small window: a transfer that is still
+/// running when a test interrupts it.
+fn slow_server() -> Server {
+    Server::start(&["--read-size", "16", "--rcvbuf", "65536"])
+}
+
+/// Issue 23 (7): Ctrl-C during a stream prints what was measured so far, in one JSON object with
+/// `"interrupted": true` (bytes sent, what the server's TCP acknowledged, the rate so far, the
+/// intervals so far), or as a line for people; exit 130. Before, --json printed nothing.
+#[test]
+fn ctrl_c_during_a_stream_prints_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
+    let server = slow_server();
+    let port = server.port.to_string();
+    let out = interrupt_client(
+        &[
+            "--port",
+            &port,
+            "--sndbuf",
+            "65536",
+            "--json",
+            "--interval",
+            "0.05",
+            big.to_str().unwrap(),
+        ],
+        Duration::from_millis(500),
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {:?}", stdout(&out)));
+    assert_eq!(v["interrupted"], true, "{v:#}");
+    assert_eq!(v["verified"], false);
+    assert_eq!(v["bytes"], 256u64 << 20);
+    let (sent, acked) = (
+        v["sent"].as_u64().unwrap(),
+        v["acked_bytes"].as_u64().unwrap(),
+    );
+    assert!(acked > 0 && acked <= sent, "{v:#}");
+    assert!(v["elapsed_s"].as_f64().unwrap() > 0.0, "{v:#}");
+    assert!(v["acked_mib_per_s"].as_f64().unwrap() > 0.0, "{v:#}");
+    let samples = v["intervals"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{v:#}");
+    // For people: the figures so far on stdout, the interruption on stderr.
+    let out = interrupt_client(
+        &["--port", &port, "--sndbuf", "65536", big.to_str().unwrap()],
+        Duration::from_millis(300),
+    );
+    assert_fails(&out, 130, "tsclient: interrupted");
+    let text = stdout(&out);
+    assert!(
+        text.contains("interrupted after ") && text.contains(" so far"),
+        "{text}"
+    );
+    assert!(text.contains("the server's TCP acknowledged "), "{text}");
+}
+
+/// Issue 23 (7): a client blocked in a write to a server that stopped reading (a full window)
+/// still stops on Ctrl-C and prints its result: no blocking call keeps it from doing so.
+#[test]
+fn ctrl_c_while_blocked_on_a_full_window_prints_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
+    for transport in [&[][..], &["--nonblocking"][..]] {
+        let port = fake_server(|s, _| {
+            // Never reads: the client's writes block once both buffers are full.
+            std::thread::sleep(Duration::from_secs(20));
+            drop(s);
+        });
+        let port = port.to_string();
+        let mut args = vec![
+            "--port",
+            &port,
+            "--json",
+            "--timeout",
+            "60",
+            big.to_str().unwrap(),
+        ];
+        args.extend_from_slice(transport);
+        let out = interrupt_client(&args, Duration::from_millis(500));
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{transport:?}: {}",
+            stderr(&out)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{transport:?}: not one JSON object ({e}): {:?}",
+                stdout(&out)
+            )
+        });
+        assert_eq!(v["interrupted"], true, "{v:#}");
+        assert!(v["sent"].as_u64().unwrap() > 0, "{v:#}");
+    }
+}
+
+/// A fake latency server: accepts the hello, answers `answered` binary requests, then reads on
+/// without answering (a server gone silent) until the client goes.
+fn silent_latency_server(answered: u64) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut hello = [0u8; tsperf::protocol::HELLO_FIXED];
+        s.read_exact(&mut hello).unwrap();
+        send(
+            &mut s,
+            &Frame::Accept {
+                read_size: 0,
+                server_io: tsperf::protocol::ServerIo::Blocking,
+                log: tsperf::protocol::LogMode::None,
+                stdout: tsperf::protocol::StdoutKind::Unknown,
+            },
+        );
+        for _ in 0..answered {
+            let mut req = [0u8; 4 + 16];
+            s.read_exact(&mut req).unwrap();
+            let mut answer = 24u32.to_be_bytes().to_vec();
+            answer.extend_from_slice(&req[4..12]);
+            answer.extend_from_slice(&[0u8; 16]);
+            s.write_all(&answer).unwrap();
+        }
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+    });
+    port
+}
+
+/// Issue 23 (7): Ctrl-C while a latency query waits on a server gone silent prints the
+/// statistics of the queries answered so far (JSON `interrupted: true`), exit 130. Before, the
+/// client waited out its 2 s patience and printed nothing.
+#[test]
+fn ctrl_c_while_a_query_waits_prints_the_statistics_so_far() {
+    for json in [true, false] {
+        let port = silent_latency_server(12).to_string();
+        let mut args = vec![
+            "--port",
+            &port,
+            "--latency",
+            "--count",
+            "1000",
+            "--timeout",
+            "60",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = interrupt_client(&args, Duration::from_millis(500));
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        if json {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {:?}", stdout(&out)));
+            assert_eq!(v["interrupted"], true, "{v:#}");
+            // 12 answered, the first 5 warm-up.
+            assert!(v["rtt_us"]["p50"].as_f64().is_some(), "{v:#}");
+        } else {
+            assert!(
+                stdout(&out).contains("round trip: min "),
+                "{}",
+                stdout(&out)
+            );
+        }
+    }
+}
+
+/// Issue 23 (8): with --json every exit prints exactly one object on stdout: a usage error
+/// (`"usage": true`, exit 2), a missing or empty --under-load file (exit 1).
+#[test]
+fn every_json_exit_prints_one_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.txt", 100);
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, b"").unwrap();
+    let missing = dir.path().join("missing.txt");
+    let f = file.to_str().unwrap();
+    let port = dead_port().to_string();
+    let cases: [(&[&str], i32, &str, bool); 6] = [
+        (
+            &["--json", "--chunk", "0", f],
+            2,
+            "invalid chunk size '0'",
+            true,
+        ),
+        (&["--json", "--latency", "--bogus"], 2, "--bogus", true),
+        (
+            &["--json", "--batch", "4", f],
+            2,
+            "--batch applies to --io writev only",
+            true,
+        ),
+        (&["--json", "--latency", "--count", "5", f], 2, "", true),
+        (
+            &[
+                "--json",
+                "--latency",
+                "--port",
+                &port,
+                "--under-load",
+                missing.to_str().unwrap(),
+            ],
+            1,
+            "--under-load",
+            false,
+        ),
+        (
+            &[
+                "--json",
+                "--latency",
+                "--port",
+                &port,
+                "--under-load",
+                empty.to_str().unwrap(),
+            ],
+            1,
+            "--under-load",
+            false,
+        ),
+    ];
+    for (args, code, needle, usage) in cases {
+        let out = client(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON object ({e}): {:?}", stdout(&out)));
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(error.contains(needle), "{args:?}: {v:#}");
+        assert_eq!(v["usage"] == true, usage, "{args:?}: {v:#}");
+        assert!(v["mode"].is_string(), "{args:?}: {v:#}");
+    }
+}
+
+/// A fake server that accepts a stream, answers each clock query after `delay`, and keeps
+/// the connection until the client goes.
+fn slow_clock_server(delay: Duration) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 512];
+        let hello = loop {
+            if let Ok(Some((h, _))) = tsperf::protocol::decode_hello(&buf) {
+                break h;
+            }
+            let n = s.read(&mut tmp).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&tmp[..n]);
+        };
+        send(
+            &mut s,
+            &Frame::Accept {
+                read_size: hello.chunk,
+                server_io: tsperf::protocol::ServerIo::Blocking,
+                log: tsperf::protocol::LogMode::None,
+                stdout: tsperf::protocol::StdoutKind::Unknown,
+            },
+        );
+        for _ in 0..hello.clock_queries {
+            let mut q = [0u8; tsperf::protocol::CLOCK_QUERY];
+            if s.read_exact(&mut q).is_err() {
+                return;
+            }
+            std::thread::sleep(delay);
+            let seq = u64::from_be_bytes(q[..8].try_into().unwrap());
+            let t = tsperf::protocol::clock::TimeResponse {
+                seq,
+                server_recv_unix_ns: 1,
+                server_send_unix_ns: 1,
+            };
+            let mut out = Vec::new();
+            tsperf::protocol::encode_frame(&Frame::Time(t), &mut out);
+            if s.write_all(&out).is_err() {
+                return;
+            }
+        }
+        let _ = s.read_to_end(&mut Vec::new());
+    });
+    port
+}
+
+/// Issue 23 (9): the clock queries are one phase with one deadline: a server answering each
+/// after 0.6 s fails four queries under --timeout 1 (before, each query had its own second and
+/// the phase took 2.4 s).
+#[test]
+fn the_clock_phase_has_one_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "c.txt", 1000);
+    let port = slow_clock_server(Duration::from_millis(600)).to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "--timeout",
+        "1",
+        "--clock-queries",
+        "4",
+        file.to_str().unwrap(),
+    ]);
+    assert_fails(&out, 1, "1 of 4 clock queries answered within 1 s");
+}
+
+/// A fake server that takes a whole transfer and its trailer, then sends `report` (its bytes and
+/// digest made right for the data) and closes.
+fn reporting_server(report: tsperf::protocol::Report) -> u16 {
+    fake_server(move |mut s, len| {
+        let mut data = vec![0u8; len as usize + 8];
+        s.read_exact(&mut data).unwrap();
+        let (data, trailer) = data.split_at(len as usize);
+        let r = tsperf::protocol::Report {
+            bytes: len,
+            digest: u64::from_be_bytes(trailer.try_into().unwrap()),
+            reads: 1,
+            server_io: Some(tsperf::protocol::ServerIo::Blocking),
+            log: Some(tsperf::protocol::LogMode::None),
+            ..report
+        };
+        assert_eq!(xxhash_rust::xxh3::xxh3_64(data), r.digest);
+        send(&mut s, &Frame::Report(r));
+    })
+}
+
+/// Issue 23 (10): a report whose numbers contradict each other, or this transfer, is a protocol
+/// error naming the figure; a server time outside the transfer is shown as unknown, never as a
+/// one-way time of billions of seconds or a share above 100%.
+#[test]
+fn absurd_report_numbers_are_refused_or_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "r.txt", 1000);
+    let f = file.to_str().unwrap();
+    let split = |read_ns, wait_ns| tsperf::protocol::TimeSplit {
+        read_ns,
+        wait_ns,
+        ..Default::default()
+    };
+    let overflowing = tsperf::protocol::Report {
+        split: split(u64::MAX, 10),
+        ..Default::default()
+    };
+    let port = reporting_server(overflowing).to_string();
+    let out = client(&["--port", &port, f]);
+    assert_fails(
+        &out,
+        1,
+        "the report's time split contradicts the rest of it",
+    );
+    // An hour of server time in a transfer of milliseconds.
+    let long = tsperf::protocol::Report {
+        split: split(1000, 3_600_000_000_000),
+        ..Default::default()
+    };
+    let port = reporting_server(long).to_string();
+    let out = client(&["--port", &port, f]);
+    assert_fails(
+        &out,
+        1,
+        "the server's report contradicts this transfer: its time split took",
+    );
+    // First and last byte at the end of time: consistent in itself, but not in this transfer.
+    let far = tsperf::protocol::Report {
+        first_byte_unix_us: u64::MAX,
+        last_byte_unix_us: u64::MAX,
+        split: split(1000, 1000),
+        ..Default::default()
+    };
+    let port = reporting_server(far.clone()).to_string();
+    let (out, v) = client_json(port.parse().unwrap(), &[f]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(v["one_way"]["first_byte_us"].is_null(), "{v:#}");
+    assert!(v["one_way"]["last_byte_us"].is_null(), "{v:#}");
+    let port = reporting_server(far).to_string();
+    let out = client(&["--port", &port, f]);
+    let text = stdout(&out);
+    assert!(
+        !text.contains("16650588101") && !text.contains("16,650,588,101"),
+        "{text}"
+    );
+}
+
+/// Issue 23 (11): a failed transfer's JSON keeps its interval samples, exactly when they show
+/// the stall.
+#[test]
+fn a_failed_transfers_json_keeps_its_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "stall.bin", 256 << 20);
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 1 << 20];
+        s.read_exact(&mut buf).unwrap();
+        // A stall, then a reset.
+        std::thread::sleep(Duration::from_millis(300));
+        socket2::SockRef::from(&s)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    });
+    let (out, v) = client_json(
+        port,
+        &[
+            "--interval",
+            "0.02",
+            "--sndbuf",
+            "65536",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        v["error"].as_str().unwrap().contains("connection lost"),
+        "{v:#}"
+    );
+    let samples = v["intervals"].as_array().unwrap();
+    assert!(samples.len() >= 5, "{v:#}");
+    assert!(
+        samples.iter().any(|i| i["bytes"] == 0),
+        "the stall is not in the samples: {v:#}"
+    );
+}
+
+/// Issue 23 (12): a server that does not speak tsperf is named at once with what it sent (an
+/// HTTP server's status line, an iperf3 server's state byte); one that says nothing is named
+/// when the hello's answer is late; latency mode fails the same way instead of reporting
+/// "0 clock queries".
+#[test]
+fn the_wrong_server_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "w.txt", 1000);
+    let f = file.to_str().unwrap();
+    let answering = |answer: &'static [u8]| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for _ in 0..2 {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let _ = s.read(&mut [0u8; 512]);
+                let _ = s.write_all(answer);
+                std::thread::sleep(Duration::from_secs(3));
+            }
+        });
+        port.to_string()
+    };
+    let http = answering(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let out = client(&["--port", &http, "--timeout", "20", f]);
+    assert_fails(
+        &out,
+        1,
+        "does not speak the tsperf protocol (it sent \"HTTP/1.1 400 Bad Request\")",
+    );
+    let out = client(&["--port", &http, "--timeout", "20", "--latency"]);
+    assert_fails(&out, 1, "does not speak the tsperf protocol");
+    assert!(
+        !stdout(&out).contains("0 clock queries"),
+        "{}",
+        stdout(&out)
+    );
+    let iperf3 = answering(&[9]);
+    let out = client(&["--port", &iperf3, "--timeout", "20", f]);
+    assert_fails(&out, 1, "as an iperf3 server does");
+    let silent = answering(b"");
+    let out = client(&["--port", &silent, "--timeout", "1", f]);
+    assert_fails(
+        &out,
+        1,
+        "took the connection but said nothing (is it a tsserver?)",
+    );
+}

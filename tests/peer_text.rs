@@ -82,6 +82,7 @@ fn client_escapes_a_saved_path() {
                 bytes: len,
                 digest: xxhash_rust::xxh3::xxh3_64(&buf[..len as usize]),
                 saved_to: HOSTILE.into(),
+                reads: 1,
                 ..Report::default()
             };
             send(&mut s, &Frame::Report(report));

@@ -224,6 +224,7 @@ fn mismatch_is_a_failure() {
             let report = Report {
                 bytes: len,
                 digest: xxhash_rust::xxh3::xxh3_64(&buf) ^ 1,
+                reads: 1,
                 ..Report::default()
             };
             send(&mut s, &Frame::Report(report));

@@ -82,43 +82,49 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
 /// Exit code after Ctrl-C, as shells report a SIGINT death.
 pub const INTERRUPTED: i32 = 130;
 
-/// On SIGINT or SIGTERM: clears the progress bar, says how far the transfer got, exits 130.
-pub fn exit_on_interrupt(
-    prog: &'static str,
-    progress: crate::progress::Progress,
-) -> io::Result<()> {
-    on_signal(move || {
-        progress.clear();
-        let (sent, total) = (progress.sent(), progress.total());
-        if total > 0 {
-            eprintln!("{prog}: interrupted after sending {sent} of {total} bytes");
-        } else {
-            eprintln!("{prog}: interrupted");
-        }
-        std::process::exit(INTERRUPTED);
-    })
+/// Set when the run prints one JSON object (`--json`): the mode it names.
+static JSON_MODE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+/// The run's result has been printed (at most once, whoever gets there first).
+static PRINTED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// This run prints one JSON object on stdout whatever happens (`--json`), for `mode`: usage
+/// errors and failures print theirs ([`usage_error`], [`print_result`]).
+pub fn set_json_mode(mode: &'static str) {
+    let _ = JSON_MODE.set(mode);
 }
 
-/// How long a run asked to stop by a signal has to stop by itself before the process exits.
-pub const STOP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+/// The mode of a `--json` run, if this is one.
+pub fn json_mode() -> Option<&'static str> {
+    JSON_MODE.get().copied()
+}
 
-/// On SIGINT or SIGTERM: clears the progress bar and sets the returned flag, so the run can stop
-/// and report what it measured; if it has not ended within [`STOP_PATIENCE`] (stuck in a wait),
-/// says so and exits 130.
-pub fn stop_on_interrupt(
-    prog: &'static str,
-    progress: crate::progress::Progress,
-) -> io::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = stop.clone();
-    on_signal(move || {
-        progress.clear();
-        flag.store(true, std::sync::atomic::Ordering::Relaxed);
-        std::thread::sleep(STOP_PATIENCE);
-        eprintln!("{prog}: interrupted");
-        std::process::exit(INTERRUPTED);
-    })?;
-    Ok(stop)
+/// True if `--json` is among the program's arguments (before a `--`): known before they are
+/// parsed, so even a usage error prints its object.
+pub fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// Prints the run's result on stdout, unless one was printed already (the run and the signal
+/// thread's last resort may both try: exactly one object comes out).
+pub fn print_result(text: &str) -> io::Result<()> {
+    let mut printed = PRINTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if *printed {
+        return Ok(());
+    }
+    *printed = true;
+    print(text)
+}
+
+/// With `--json`, prints the failure's object (unless a result was printed already).
+pub fn print_failure_json(err: &anyhow::Error) {
+    if let Some(mode) = json_mode() {
+        let _ = print_result(&(crate::output::failure_json(mode, err) + "\n"));
+    }
 }
 
 /// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
@@ -142,9 +148,27 @@ pub fn given(m: &clap::ArgMatches, id: &str) -> bool {
 
 /// Exits with clap's usage-error format and code 2: `msg` names the flag and what it needs.
 pub fn usage_error<A: clap::CommandFactory>(msg: impl std::fmt::Display) -> ! {
-    A::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, msg)
-        .exit()
+    clap_exit(A::command().error(clap::error::ErrorKind::ArgumentConflict, msg))
+}
+
+/// Exits as clap does for `e` (help and version on stdout, exit 0; a usage error on stderr,
+/// exit 2), first printing, in a `--json` run, the usage error's object
+/// (`{"error": ..., "usage": true}`).
+pub fn clap_exit(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let asked = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if let (Some(mode), false) = (json_mode(), asked) {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let msg = first.strip_prefix("error: ").unwrap_or(first);
+        let _ = print_result(&(crate::output::usage_json(mode, msg) + "\n"));
+    }
+    e.exit()
 }
 
 /// Loads a key file for `--auth-key`; the warning, if any, is for the caller to print.

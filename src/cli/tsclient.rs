@@ -198,35 +198,56 @@ pub fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<ExitCode> {
-    let matches = Args::command().get_matches();
-    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // With --json every exit prints exactly one object on stdout, a usage error's included, so
+    // the mode is known before the arguments are parsed.
+    if cli::json_asked() {
+        let latency = std::env::args_os().any(|a| a == "--latency");
+        cli::set_json_mode(if latency { "latency" } else { "stream" });
+    }
+    let matches = Args::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| cli::clap_exit(e));
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
     let (host, port) = check(&matches, &args);
     cli::init_diagnostics();
-    let auth = match args.auth_key.as_deref().map(cli::load_key).transpose() {
-        Ok(Some((key, warning))) => {
-            if let Some(w) = warning {
-                eprintln!("tsclient: {w}");
-            }
-            Some(key)
-        }
-        Ok(None) => None,
-        Err(e) => {
-            if args.json {
-                let mode = if args.latency { "latency" } else { "stream" };
-                let _ = cli::print(&(output::failure_json(mode, &e) + "\n"));
-            }
-            return Err(e);
-        }
+    let ran = if args.latency {
+        latency_run(&args, host, port)
+    } else {
+        stream_run(&args, host, port)
     };
-    if args.latency {
-        return latency_run(&args, host, port, auth);
+    // A failure with nothing printed yet still prints its object.
+    ran.inspect_err(cli::print_failure_json)
+}
+
+/// The key for --auth-key, if given (its warning printed).
+fn auth_key(args: &Args) -> anyhow::Result<Option<std::sync::Arc<crate::auth::Key>>> {
+    let Some((key, warning)) = args.auth_key.as_deref().map(cli::load_key).transpose()? else {
+        return Ok(None);
+    };
+    if let Some(w) = warning {
+        eprintln!("tsclient: {w}");
     }
+    Ok(Some(key))
+}
+
+/// On Ctrl-C or SIGTERM the run stops and prints what it measured ([`client::interrupt`]); if it
+/// cannot within the patience, this says so (with --json, in the one object) and exits 130.
+fn on_interrupt(progress: &Progress) -> anyhow::Result<()> {
+    client::interrupt::on_signals(progress.clone(), || {
+        cli::print_failure_json(&anyhow::anyhow!("interrupted"));
+        eprintln!("tsclient: interrupted");
+    })
+    .context("cannot watch for Ctrl-C")
+}
+
+fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> {
+    let auth = auth_key(args)?;
     let file = args.file.clone().unwrap_or_default();
     let cfg = client::StreamConfig {
         host,
         port,
         chunk: args.chunk,
-        file: file.clone(),
+        file,
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
@@ -239,20 +260,21 @@ fn run() -> anyhow::Result<ExitCode> {
         live_intervals: !args.json,
     };
     let mut progress = Progress::new(!args.no_progress);
-    cli::exit_on_interrupt("tsclient", progress.clone())?;
+    on_interrupt(&progress)?;
     let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
-        Err(e) => {
+        Err(f) => {
             if args.json {
-                let name = file
-                    .file_name()
-                    .map_or(String::new(), |n| n.to_string_lossy().into());
-                let size = std::fs::metadata(&file).ok().map(|m| m.len());
-                let _ = cli::print(
-                    &(output::stream_failure_json(&name, size, progress.sent(), &e) + "\n"),
-                );
+                cli::print_result(&(output::stream_failure_json(&f) + "\n"))?;
+            } else if f.interrupted {
+                cli::print_result(&output::stream_interrupted_human(&f))?;
             }
-            return Err(e);
+            if !f.interrupted {
+                return Err(f.error);
+            }
+            let total = f.bytes.map_or(String::new(), |b| format!(" of {b} bytes"));
+            eprintln!("tsclient: interrupted after sending {}{total}", f.sent);
+            return Ok(ExitCode::from(cli::INTERRUPTED as u8));
         }
     };
     let text = if args.json {
@@ -260,19 +282,15 @@ fn run() -> anyhow::Result<ExitCode> {
     } else {
         output::stream_human(&result)
     };
-    cli::print(&text)?;
+    cli::print_result(&text)?;
     if !result.verified() {
         anyhow::bail!(output::mismatch(&result));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn latency_run(
-    args: &Args,
-    host: String,
-    port: u16,
-    auth: Option<std::sync::Arc<crate::auth::Key>>,
-) -> anyhow::Result<ExitCode> {
+fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> {
+    let auth = auth_key(args)?;
     // The loading stream's file is checked before any query, as a stream's is.
     if let Some(file) = &args.under_load {
         crate::source::Source::open(file, args.chunk, 1).context("--under-load")?;
@@ -308,14 +326,18 @@ fn latency_run(
         auth,
     };
     let mut progress = Progress::queries(!args.no_progress);
-    let stop = cli::stop_on_interrupt("tsclient", progress.clone())?;
-    let mut result = latency::run_latency(&cfg, &mut progress, &stop);
-    let text = if args.json {
-        output::latency_json(&result) + "\n"
-    } else {
-        output::latency_human(&result)
-    };
-    cli::print(&text)?;
+    on_interrupt(&progress)?;
+    let mut result = latency::run_latency(&cfg, &mut progress);
+    // A run that failed before its first answer has no statistics to show people: its error
+    // says it all (the JSON object still comes, with `error`).
+    let failed_at_once = matches!(result.stopped, Some(latency::Stopped::Failed(_)))
+        && result.rtt.is_empty()
+        && result.loaded.is_none();
+    if args.json {
+        cli::print_result(&(output::latency_json(&result) + "\n"))?;
+    } else if !failed_at_once {
+        cli::print_result(&output::latency_human(&result))?;
+    }
     match result.stopped.take() {
         None => Ok(ExitCode::SUCCESS),
         Some(latency::Stopped::Interrupted) => {

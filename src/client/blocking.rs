@@ -26,6 +26,8 @@ use crate::net;
 
 /// A connected blocking socket with bounded waits.
 pub struct Blocking {
+    /// Before `stream`: it stops watching before the socket closes.
+    _watch: super::interrupt::Watch,
     stream: TcpStream,
     timeout: Duration,
     /// The receive timeout the socket has now.
@@ -45,6 +47,7 @@ pub fn slice(timeout: Duration) -> Duration {
 impl Blocking {
     fn new(stream: TcpStream, timeout: Duration) -> io::Result<Blocking> {
         let mut b = Blocking {
+            _watch: super::interrupt::Watch::new(&stream),
             stream,
             timeout,
             rcvtimeo: Duration::ZERO,

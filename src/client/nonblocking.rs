@@ -20,6 +20,8 @@ const CONN: Token = Token(0);
 
 /// A connected non-blocking socket and the poll it waits in.
 pub struct MioConn {
+    /// Before `stream`: it stops watching before the socket closes.
+    _watch: super::interrupt::Watch,
     stream: TcpStream,
     poll: Poll,
     events: Events,
@@ -53,6 +55,7 @@ impl MioConn {
             .register(&mut stream, CONN, Interest::READABLE | Interest::WRITABLE)
             .context("cannot register the socket")?;
         let mut conn = MioConn {
+            _watch: super::interrupt::Watch::new(&stream),
             stream,
             poll,
             events: Events::with_capacity(8),

@@ -7,12 +7,13 @@ use super::{MAX_BATCH, Strategy, StreamConfig, Transport, WriteStats};
 use crate::progress::Progress;
 use crate::source::Source;
 
-/// Why sending stopped early: the file, or the connection.
+/// Why sending stopped early: the file, the connection, or a stop asked for (Ctrl-C).
 pub(super) enum Stop {
     File(anyhow::Error),
     /// A write met pages of the mapped file that are gone: the file shrank to less than this.
     Shrank(u64),
     Net(io::Error),
+    Interrupted,
 }
 
 impl Stop {
@@ -33,7 +34,8 @@ impl From<io::Error> for Stop {
 }
 
 /// Sends every byte of `source` the way `cfg.strategy` says, counting calls into `writes` and
-/// bytes into `sent` as they go. Returns the xxh3-64 of what was sent.
+/// bytes into `sent` as they go, and stopping at the next file block once a stop is asked for
+/// ([`super::interrupt`]). Returns the xxh3-64 of what was sent.
 pub(super) fn send_data<T: Transport>(
     conn: &mut T,
     source: &mut Source,
@@ -53,6 +55,9 @@ pub(super) fn send_data<T: Transport>(
     }
     let batch = cfg.batch.clamp(1, MAX_BATCH) as usize;
     loop {
+        if super::interrupt::requested() {
+            return Err(Stop::Interrupted);
+        }
         let block = source.next_block().map_err(Stop::File)?;
         if block.is_empty() {
             break;
@@ -104,6 +109,9 @@ fn send_file<T: Transport>(
         if *sent - shown >= crate::source::BLOCK_TARGET as u64 {
             shown = *sent;
             progress.update(shown);
+            if super::interrupt::requested() {
+                return Err(Stop::Interrupted);
+            }
         }
     }
     progress.update(*sent);

@@ -327,16 +327,23 @@ impl Default for LatencyJson {
     }
 }
 
-/// A run that failed before it measured anything (a bad key file, say): `mode` and `error`.
+/// A run that failed before it measured anything (a bad key file, a usage error, Ctrl-C
+/// during the connect): `mode` and `error`; `usage` for a usage error (exit 2), `interrupted`
+/// for a signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailureJson {
     pub tsperf: String,
     pub mode: String,
     pub error: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
-/// A stream transfer that failed: the file, its size if known, the bytes handed to the socket
-/// before the failure, and the error with its causes.
+/// A stream transfer that failed or was interrupted: the file, its size if known, the bytes
+/// handed to the socket, those the server's TCP acknowledged and their rate since the first
+/// byte, the samples so far, and the error with its causes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamFailureJson {
     pub tsperf: String,
@@ -344,7 +351,20 @@ pub struct StreamFailureJson {
     pub file: String,
     pub bytes: Option<u64>,
     pub sent: u64,
+    /// Of `sent`, what the server's TCP acknowledged (`null` where the kernel did not say).
+    #[serde(default)]
+    pub acked_bytes: Option<u64>,
+    /// From the first byte handed over to the stop (`null` if it stopped before the data).
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    #[serde(default)]
+    pub acked_mib_per_s: Option<f64>,
     pub verified: bool,
+    /// Stopped by Ctrl-C or SIGTERM.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::client::intervals::Interval>,
     pub error: String,
 }
 

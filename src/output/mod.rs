@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::client::StreamResult;
+use crate::client::{StreamFailure, StreamResult};
 use crate::latency::{LatencyResult, Stopped};
 use crate::protocol::clock::Offset;
 use crate::protocol::{LogMode, Report};
@@ -106,7 +106,8 @@ fn on_client(r: &StreamResult, server_unix_us: u64) -> Option<f64> {
 
 fn to_client(offset: Option<Offset>, server_unix_us: u64) -> Option<f64> {
     let offset = offset?;
-    (server_unix_us != 0).then(|| offset.to_client(server_unix_us * 1000) as f64 / 1e3)
+    let ns = server_unix_us.checked_mul(1000)?;
+    (server_unix_us != 0).then(|| offset.to_client(ns) as f64 / 1e3)
 }
 
 /// A one-way figure is known when its error bound is at most this fraction of it.
@@ -115,7 +116,7 @@ pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
 /// The one-way times from the client's first byte sent, where the error bound allows.
 fn one_way(r: &StreamResult) -> OneWayJson {
     one_way_of(
-        r.begin_unix_us,
+        (r.begin_unix_us, r.end_unix_us),
         r.server.first_byte_unix_us,
         r.server.last_byte_unix_us,
         r.clock.map(|c| c.offset),
@@ -124,12 +125,22 @@ fn one_way(r: &StreamResult) -> OneWayJson {
 
 /// From the client's first byte sent at `begin_us` (its clock) to the server's first and last
 /// read at `first_us` and `last_us` (the server's clock), given the offset between the clocks.
-/// The error bound is the offset's, plus the µs the server's stamps are rounded to.
-fn one_way_of(begin_us: u64, first_us: u64, last_us: u64, offset: Option<Offset>) -> OneWayJson {
+/// The error bound is the offset's, plus the µs the server's stamps are rounded to. A read
+/// that lands outside the transfer (before its first byte or after the report came, by more
+/// than the bound: a server clock stepped mid-run, or a report that says nonsense) is unknown.
+fn one_way_of(
+    (begin_us, end_us): (u64, u64),
+    first_us: u64,
+    last_us: u64,
+    offset: Option<Offset>,
+) -> OneWayJson {
     let err = offset.map(|o| o.err_ns as f64 / 1e3 + 1.0);
+    let whole = end_us.saturating_sub(begin_us) as f64;
     let from_begin = |server_us: u64| {
         let figure = to_client(offset, server_us)? - begin_us as f64;
-        (err? <= ONE_WAY_MAX_ERROR * figure).then_some(figure)
+        let err = err?;
+        let inside = figure >= -err && figure <= whole + err;
+        (inside && err <= ONE_WAY_MAX_ERROR * figure).then_some(figure)
     };
     OneWayJson {
         first_byte_us: from_begin(first_us),
@@ -155,21 +166,65 @@ pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
         tsperf: VERSION.into(),
         mode: mode.into(),
         error: format!("{e:#}"),
+        usage: false,
+        interrupted: crate::client::interrupt::requested(),
     })
 }
 
-/// The JSON object for a stream transfer that failed: the file, its size if known, the bytes
-/// handed to the socket before the failure, and the error with its causes.
-pub fn stream_failure_json(file: &str, bytes: Option<u64>, sent: u64, e: &anyhow::Error) -> String {
+/// The JSON object for a usage error (exit 2).
+pub fn usage_json(mode: &str, msg: &str) -> String {
+    to_json(&FailureJson {
+        tsperf: VERSION.into(),
+        mode: mode.into(),
+        error: msg.into(),
+        usage: true,
+        interrupted: false,
+    })
+}
+
+/// The JSON object for a stream transfer that failed or was interrupted, with what it had
+/// measured ([`StreamFailureJson`]).
+pub fn stream_failure_json(f: &StreamFailure) -> String {
+    let elapsed = f.elapsed.map(|d| d.as_secs_f64());
     to_json(&StreamFailureJson {
         tsperf: VERSION.into(),
         mode: "stream".into(),
-        file: file.into(),
-        bytes,
-        sent,
+        file: f.name.clone(),
+        bytes: f.bytes,
+        sent: f.sent,
+        acked_bytes: f.acked,
+        elapsed_s: elapsed,
+        acked_mib_per_s: f.acked.zip(f.elapsed).map(|(b, d)| units::mib_per_s(b, d)),
         verified: false,
-        error: format!("{e:#}"),
+        interrupted: f.interrupted,
+        intervals: f.intervals.clone(),
+        error: format!("{:#}", f.error),
     })
+}
+
+/// What an interrupted stream had done, for people: how long, how much sent of the file, how
+/// much the server's TCP acknowledged, the rate so far.
+pub fn stream_interrupted_human(f: &StreamFailure) -> String {
+    let total = f
+        .bytes
+        .map_or(String::new(), |b| format!(" of {}", units::size(b)));
+    let Some(elapsed) = f.elapsed else {
+        return format!("interrupted before the data: sent 0 bytes{total}\n");
+    };
+    let acked = f.acked.map_or(String::new(), |a| {
+        format!(
+            "; the server's TCP acknowledged {}: {:.1} MiB/s so far",
+            units::size(a),
+            units::mib_per_s(a, elapsed)
+        )
+    });
+    format!(
+        "interrupted after {}: sent {}{total} ({:.1} MiB/s so far){acked}; not verified (the \
+         transfer did not finish)\n",
+        units::duration(elapsed),
+        units::size(f.sent),
+        units::mib_per_s(f.sent, elapsed),
+    )
 }
 
 /// The human report: the seed's three lines, then what both ends saw.
@@ -361,19 +416,15 @@ impl From<&LatencyResult> for LatencyJson {
             },
             under_load: r.loaded.as_ref().map(|l| {
                 let load = c.under_load.as_ref();
-                let ok: Vec<&crate::client::StreamResult> =
-                    l.streams.iter().filter_map(|s| s.as_ref().ok()).collect();
-                let mut rates: Vec<f64> = ok
-                    .iter()
-                    .map(|s| units::mib_per_s(s.bytes, s.elapsed))
-                    .collect();
                 UnderLoadJson {
                     file: load
                         .and_then(|s| s.file.file_name())
                         .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
                     chunk: load.map_or(0, |s| s.chunk),
-                    server_log: ok
-                        .first()
+                    server_log: l
+                        .streams
+                        .last
+                        .as_ref()
                         .and_then(|s| s.server.log)
                         .or_else(|| load.and_then(|s| s.server_log)),
                     count: l.rtt.len(),
@@ -382,16 +433,11 @@ impl From<&LatencyResult> for LatencyJson {
                         l.rtt.value_at_quantile(0.5) as f64
                             / r.rtt.value_at_quantile(0.5).max(1) as f64
                     }),
-                    streams: l.streams.len() as u32,
-                    stream_mib_per_s: (!rates.is_empty()).then(|| crate::stats::median(&mut rates)),
-                    stream_verified: !l.streams.is_empty()
-                        && l.streams
-                            .iter()
-                            .all(|s| s.as_ref().is_ok_and(|s| s.verified())),
-                    stream_limited_by: crate::report::most_common(
-                        ok.iter().map(|s| s.verdict().limited_by),
-                    ),
-                    stream_error: l.streams.iter().find_map(|s| s.as_ref().err().cloned()),
+                    streams: u32::try_from(l.streams.count).unwrap_or(u32::MAX),
+                    stream_mib_per_s: l.streams.median_mib_per_s(),
+                    stream_verified: l.streams.all_verified(),
+                    stream_limited_by: l.streams.usual_verdict(),
+                    stream_error: l.streams.error.clone(),
                 }
             }),
         }
@@ -494,15 +540,14 @@ pub fn latency_human(r: &LatencyResult) -> String {
                 j.p50_ratio.unwrap_or(0.0)
             );
         }
-        let (ok, failed): (Vec<_>, Vec<_>) = l.streams.iter().partition(|s| s.is_ok());
-        if let Some(Err(e)) = failed.first() {
+        if let Some(e) = &l.streams.error {
             let _ = writeln!(s, "  the stream failed: {e}");
         }
-        if let Some(Ok(last)) = ok.last() {
+        if let Some(last) = &l.streams.last {
             let _ = writeln!(
                 s,
                 "  the stream ({} of {}): median {:.1} MiB/s, {}, {}",
-                units::count(l.streams.len() as u64, "transfer"),
+                units::count(l.streams.count, "transfer"),
                 units::size(last.bytes),
                 j.stream_mib_per_s.unwrap_or(0.0),
                 if j.stream_verified {
@@ -534,17 +579,25 @@ mod tests {
             err_ns: 9_000,
         };
         let begin = 1_000_000_000;
+        // The report came 110 ms after the first byte.
+        let span = (begin, begin + 110_000);
         // First read 50 µs after the first byte sent, last one 100 ms after, on the client's clock.
-        let w = one_way_of(begin, begin + 2_050, begin + 102_000, Some(offset));
+        let w = one_way_of(span, begin + 2_050, begin + 102_000, Some(offset));
         assert_eq!(w.err_us, Some(10.0));
         assert_eq!(w.first_byte_us, None, "50 µs ± 10 µs is unknown");
         assert_eq!(w.last_byte_us, Some(100_000.0));
-        let w = one_way_of(begin, begin + 2_100, begin + 102_000, Some(offset));
+        let w = one_way_of(span, begin + 2_100, begin + 102_000, Some(offset));
         assert_eq!(w.first_byte_us, Some(100.0), "100 µs ± 10 µs is known");
-        let w = one_way_of(begin, begin + 2_100, begin + 102_000, None);
+        let w = one_way_of(span, begin + 2_100, begin + 102_000, None);
         assert_eq!(
             (w.first_byte_us, w.last_byte_us, w.err_us),
             (None, None, None)
         );
+        // Issue 23 (10): a read after the report came, or one so far off its µs overflow ns, is
+        // unknown, not a one-way time of 16,650,588,101 s.
+        let w = one_way_of(span, begin + 2_100, begin + 200_000, Some(offset));
+        assert_eq!(w.last_byte_us, None, "98 ms after the report came");
+        let w = one_way_of(span, u64::MAX, u64::MAX, Some(offset));
+        assert_eq!((w.first_byte_us, w.last_byte_us), (None, None));
     }
 }

@@ -130,7 +130,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
             let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
             let saved_to = whole_string(&body[REPORT_FIXED..])
                 .map_err(|e| e.or_len(|n| bad_len(REPORT_FIXED + n)))?;
-            Frame::Report(Report {
+            let report = Frame::Report(Report {
                 bytes: u(0),
                 digest: u(1),
                 first_byte_unix_us: u(2),
@@ -157,7 +157,11 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                     Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
                 })),
                 log_lines_lost: be32(&body[214..218]),
-            })
+            });
+            if let Frame::Report(r) = &report {
+                r.check()?;
+            }
+            report
         }
     };
     Ok(Some((frame, FRAME_HEADER + len)))

@@ -250,6 +250,8 @@ pub enum ProtocolError {
     BadMessageLength(u32),
     #[error("bad message: {0}")]
     BadMessage(String),
+    #[error("the report's {field} contradicts the rest of it: {why}")]
+    BadReport { field: &'static str, why: String },
 }
 
 /// What a connection is for.
@@ -395,6 +397,64 @@ pub struct Report {
     pub tcp: crate::tcpinfo::ReceiverTcp,
 }
 
+impl Report {
+    /// Checks that the report's numbers agree with one another, as a server's always do; the
+    /// first that does not is named. The decoder refuses a report that fails this, so a client
+    /// never prints a share above 100% or a time outside the transfer from one.
+    pub fn check(&self) -> Result<(), ProtocolError> {
+        let bad = |field, why: String| Err(ProtocolError::BadReport { field, why });
+        let Some(total) = self.split.checked_total_ns() else {
+            return bad(
+                "time split",
+                "its phases add up to more than 2^64 ns".into(),
+            );
+        };
+        if self.reads > self.bytes || (self.bytes > 0 && self.reads == 0) {
+            return bad(
+                "reads",
+                format!(
+                    "{} reads of {} bytes (every read returns at least one byte)",
+                    self.reads, self.bytes
+                ),
+            );
+        }
+        if self.first_byte_unix_us > self.last_byte_unix_us {
+            return bad(
+                "first_byte_unix_us",
+                format!(
+                    "the first byte ({}) comes after the last ({})",
+                    self.first_byte_unix_us, self.last_byte_unix_us
+                ),
+            );
+        }
+        if self.elapsed_ns > total && (total > 0 || self.bytes > 0) {
+            return bad(
+                "elapsed_ns",
+                format!(
+                    "first to last byte ({} ns) is longer than the time split ({total} ns), \
+                     which runs from the first byte to the report",
+                    self.elapsed_ns
+                ),
+            );
+        }
+        let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);
+        let most = match self.log {
+            Some(LogMode::None) | None => 0,
+            _ => self.reads.saturating_add(2),
+        };
+        if lines > most {
+            return bad(
+                "log_lines",
+                format!(
+                    "{lines} log lines for {} reads (at most one per read, a start and an end)",
+                    self.reads
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Where the server's time went during one transfer, from its first data byte until its report
 /// was ready, in monotonic ns (the report's table above says what each phase holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -469,9 +529,17 @@ impl TimeSplit {
         *slot += ns;
     }
 
-    /// All phases together, in ns.
+    /// All phases together, in ns (at most `u64::MAX`: a decoded report's phases always fit,
+    /// [`Report::check`]).
     pub fn total_ns(&self) -> u64 {
-        TimePhase::ALL.iter().map(|p| self.get(*p)).sum()
+        self.checked_total_ns().unwrap_or(u64::MAX)
+    }
+
+    /// All phases together, in ns, if that fits in a u64.
+    pub fn checked_total_ns(&self) -> Option<u64> {
+        TimePhase::ALL
+            .iter()
+            .try_fold(0u64, |sum, p| sum.checked_add(self.get(*p)))
     }
 
     /// The phase with the most time, and its share of the total in percent; `None` when nothing

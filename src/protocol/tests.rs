@@ -26,7 +26,7 @@ fn encoded(h: &Hello) -> Vec<u8> {
 
 fn report() -> Report {
     Report {
-        bytes: 1,
+        bytes: 100,
         digest: 2,
         first_byte_unix_us: 3,
         last_byte_unix_us: 4,
@@ -35,8 +35,8 @@ fn report() -> Report {
         wakeups: 7,
         cpu_user_us: 8,
         cpu_sys_us: 9,
-        log_lines: 10,
-        log_lines_lost: 19,
+        log_lines: 6,
+        log_lines_lost: 2,
         rcvbuf: 11,
         output_dropped: 12,
         server_io: Some(ServerIo::EventLoop),
@@ -48,7 +48,7 @@ fn report() -> Report {
             log_ns: 15,
             save_ns: 16,
             fsync_ns: 17,
-            wait_ns: u64::MAX - 1,
+            wait_ns: u64::MAX - 100,
         },
         tcp: crate::tcpinfo::ReceiverTcp {
             rcv_space: Some(18),
@@ -407,7 +407,7 @@ fn version_5_report_and_older_peers() {
     let Ok(Some((Frame::Report(r), _))) = decode_frame(&b) else {
         panic!("did not decode");
     };
-    assert_eq!(r.split.wait_ns, u64::MAX - 1);
+    assert_eq!(r.split.wait_ns, u64::MAX - 100);
     assert_eq!(r.tcp.rcv_wnd, None, "u64::MAX is not known");
     assert_eq!(r.tcp.rcv_rtt_us, Some(0));
     let mut v3 = vec![3, 0, 88];
@@ -435,6 +435,81 @@ fn version_5_report_and_older_peers() {
             Err(ProtocolError::UnsupportedVersion(old))
         );
     }
+}
+
+/// Issue 23 (10): a report whose numbers contradict each other is refused, naming the field:
+/// phases that overflow, more reads than bytes, a first byte after the last, first to last
+/// byte longer than the whole split, more log lines than reads.
+#[test]
+fn contradictory_reports_are_refused() {
+    assert_eq!(report().check(), Ok(()));
+    let field = |r: Report| match r.check() {
+        Err(ProtocolError::BadReport { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    let mut r = report();
+    r.split.read_ns = u64::MAX;
+    assert_eq!(field(r), "time split");
+    assert_eq!(
+        field(Report {
+            reads: 101,
+            ..report()
+        }),
+        "reads"
+    );
+    assert_eq!(
+        field(Report {
+            first_byte_unix_us: u64::MAX,
+            ..report()
+        }),
+        "first_byte_unix_us"
+    );
+    assert_eq!(
+        field(Report {
+            elapsed_ns: u64::MAX,
+            ..report()
+        }),
+        "elapsed_ns"
+    );
+    assert_eq!(
+        field(Report {
+            log_lines: 9,
+            ..report()
+        }),
+        "log_lines"
+    );
+    assert_eq!(
+        field(Report {
+            log: Some(LogMode::None),
+            ..report()
+        }),
+        "log_lines"
+    );
+    // The decoder refuses one on the wire.
+    let mut r = report();
+    r.split.hash_ns = u64::MAX;
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(r), &mut b);
+    assert!(matches!(
+        decode_frame(&b),
+        Err(ProtocolError::BadReport {
+            field: "time split",
+            ..
+        })
+    ));
+    // A transfer of no bytes: nothing read, nothing timed.
+    let empty = Report {
+        bytes: 0,
+        reads: 0,
+        first_byte_unix_us: 0,
+        last_byte_unix_us: 0,
+        elapsed_ns: 0,
+        log_lines: 2,
+        log_lines_lost: 0,
+        split: TimeSplit::default(),
+        ..report()
+    };
+    assert_eq!(empty.check(), Ok(()));
 }
 
 /// The time split's total and largest share.
