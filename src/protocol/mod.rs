@@ -124,7 +124,11 @@
 //! | 134    | 80   | tcp                | the server socket's `TCP_INFO` at the end, 10 × u64, `u64::MAX` = not known: `rcv_space`, `rcv_rtt` (µs), `rcv_mss`, `advmss`, `rcv_ssthresh`, `rcv_wnd`, `segs_in`, `data_segs_in`, `rcv_ooopack`, `bytes_received` |
 //! | 214    | 4    | log_lines_lost     | per-read log lines of this transfer that could not be written (the log file's disk was full, stdout was closed) |
 //!
-//! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold.
+//! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold. The
+//! values must agree with one another ([`Report::check`]; else `BadReport`, naming the field):
+//! the six times fit in a u64 together, `reads` is between 1 and `bytes` (0 for no bytes),
+//! `first_byte_unix_us` ≤ `last_byte_unix_us`, `elapsed_ns` is no longer than the six times
+//! together, and `log_lines` + `log_lines_lost` is 0 without a log, else at most `reads` + 2.
 //! The six times add up to the time from the first data byte until the report was ready, so
 //! they cover `elapsed_ns` (first to last data byte) and what came after it (the last
 //! checksum, the trailer, the save's sync).
