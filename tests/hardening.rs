@@ -994,6 +994,8 @@ fn ctrl_c_under_a_slow_load_prints_the_statistics() {
 
 /// Runs tsclient with `args` to its end and returns its exit code, its peak resident memory in
 /// KiB (from wait4's rusage, the child's own) and its stdout (small: it fits the pipe).
+// The child is reaped by wait4 (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn client_peak_rss(args: &[&str]) -> (i32, i64, String) {
     let mut child = std::process::Command::new(bin("tsclient"))
         .args(args)
