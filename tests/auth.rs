@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use tsperf::auth::Key;
-use tsperf::protocol::{Frame, decode_frame};
+use tsperf_proto::{Frame, decode_frame};
+use tsperf_sys::auth::Key;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

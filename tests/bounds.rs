@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::Frame;
+use tsperf_proto::Frame;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
@@ -505,7 +505,7 @@ fn hello_deadline_counts_from_the_accept() {
             sent < hello.len(),
             "{model:?}: the whole trickled hello was read"
         );
-        match tsperf::protocol::decode_frame(&reply) {
+        match tsperf_proto::decode_frame(&reply) {
             Ok(Some((Frame::Refuse(r), _))) => {
                 assert!(r.contains("no complete hello within 1 s"), "{model:?}: {r}")
             }
@@ -534,7 +534,7 @@ fn auth_answer_deadline_counts_from_the_accept() {
         );
         let (sent, reply) = trickle(s, &[0u8; 32], Duration::from_millis(250));
         assert!(sent < 32, "{model:?}: the whole trickled answer was read");
-        match tsperf::protocol::decode_frame(&reply) {
+        match tsperf_proto::decode_frame(&reply) {
             Ok(Some((Frame::Refuse(r), _))) => assert!(
                 r.contains("no authentication answer within 1 s"),
                 "{model:?}: {r}"

@@ -199,9 +199,9 @@ fn older_protocol_is_refused_by_version() {
         hello.extend_from_slice(&1u32.to_be_bytes());
         assert_eq!(hello.len(), 24);
         s.write_all(&hello).unwrap();
-        let this = format!("version {}", tsperf::protocol::VERSION);
+        let this = format!("version {}", tsperf_proto::VERSION);
         match read_one_frame(&mut s) {
-            Some(tsperf::protocol::Frame::Refuse(reason)) => {
+            Some(tsperf_proto::Frame::Refuse(reason)) => {
                 assert!(
                     reason.contains("version 2") && reason.contains(&this),
                     "{model:?}: {reason}"
@@ -213,11 +213,11 @@ fn older_protocol_is_refused_by_version() {
         let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         s.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut hello = Vec::new();
-        tsperf::protocol::encode_hello(&tsperf::protocol::Hello::stream(10, 1, "x"), &mut hello);
+        tsperf_proto::encode_hello(&tsperf_proto::Hello::stream(10, 1, "x"), &mut hello);
         hello[4..6].copy_from_slice(&3u16.to_be_bytes());
         s.write_all(&hello).unwrap();
         match read_one_frame(&mut s) {
-            Some(tsperf::protocol::Frame::Refuse(reason)) => {
+            Some(tsperf_proto::Frame::Refuse(reason)) => {
                 assert!(
                     reason.contains("version 3") && reason.contains(&this),
                     "{model:?}: {reason}"

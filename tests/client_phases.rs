@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::{Frame, Report, encode_frame};
+use tsperf_proto::{Frame, Report, encode_frame};
 
 /// Writes `bytes` one at a time, `gap` apart, until the peer goes away.
 fn trickle_out(s: &mut TcpStream, bytes: &[u8], gap: Duration) {
@@ -70,9 +70,9 @@ fn hello_answer_deadline_is_not_reset_by_a_trickle() {
         let _ = s.read(&mut buf);
         let accept = Frame::Accept {
             read_size: 1024,
-            server_io: tsperf::protocol::ServerIo::Blocking,
-            log: tsperf::protocol::LogMode::None,
-            stdout: tsperf::protocol::StdoutKind::Unknown,
+            server_io: tsperf_proto::ServerIo::Blocking,
+            log: tsperf_proto::LogMode::None,
+            stdout: tsperf_proto::StdoutKind::Unknown,
         };
         trickle_out(&mut s, &frame_bytes(&accept), Duration::from_millis(700));
         thread::sleep(Duration::from_secs(30));
@@ -96,13 +96,13 @@ fn latency_answer_deadline_is_not_reset_by_a_trickle() {
         let mut req = [0u8; 20];
         s.read_exact(&mut req).unwrap();
         let mut answer = Vec::new();
-        tsperf::protocol::clock::encode_response(
-            &tsperf::protocol::clock::TimeResponse {
+        tsperf_proto::clock::encode_response(
+            &tsperf_proto::clock::TimeResponse {
                 seq: 0,
                 server_recv_unix_ns: 1,
                 server_send_unix_ns: 2,
             },
-            tsperf::protocol::clock::Codec::Binary,
+            tsperf_proto::clock::Codec::Binary,
             &mut answer,
         );
         trickle_out(&mut s, &answer, Duration::from_millis(700));

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::{Frame, decode_frame};
+use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

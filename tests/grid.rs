@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use tsperf::client::Strategy;
-use tsperf::output::json::ClientJson;
+use tsperf_results::json::ClientJson;
+use tsperf_results::strategy::Strategy;
 
 /// Grid runs take this lock, so one run's clean-up check never sees another run's servers.
 static GRID: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -81,7 +81,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
         "{md}"
     );
 
-    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    let runs = tsperf_lab::report::read_runs(&out.join("runs.jsonl")).unwrap();
     assert_eq!(runs.len(), stream_cells + latency_cells);
     assert!(runs.iter().all(|r| match &r.result {
         ClientJson::Stream(s) => s.verified,
@@ -101,13 +101,13 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
                 // Unknown only when the transfer was over before the kernel's clock ticked.
                 let by = s.limited_by.expect("a verdict");
                 assert!(
-                    by != tsperf::verdict::LimitedBy::Unknown
+                    by != tsperf_results::verdict::LimitedBy::Unknown
                         || s.tcp.client.busy_time_us == Some(0),
                     "{:?}",
                     s.tcp
                 );
                 assert!(s.server.time_split.total_us > 0.0);
-                assert!(s.intervals.len() <= tsperf::matrix::TIMELINE_MAX_SAMPLES);
+                assert!(s.intervals.len() <= tsperf_lab::matrix::TIMELINE_MAX_SAMPLES);
             }
             ClientJson::Latency(l) => {
                 if let Some(u) = &l.under_load {
@@ -204,7 +204,7 @@ fn tsreport_rerenders() {
     ] {
         assert!(before.contains(label), "{label} missing:\n{before}");
     }
-    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    let runs = tsperf_lab::report::read_runs(&out.join("runs.jsonl")).unwrap();
     let strategies: Vec<Strategy> = runs
         .iter()
         .filter_map(|r| match &r.result {
@@ -545,7 +545,7 @@ fn quick_grid_between_two_hosts() {
     let log_file = dir.path().join("far.log");
     let bins = PathBuf::from(bin_dir());
     let wrap = ["ip", "netns", "exec", &format!("{name}-srv")].map(String::from);
-    let server = tsperf::harness::ServerProcess::start(&tsperf::harness::ServerOptions {
+    let server = tsperf_lab::harness::ServerProcess::start(&tsperf_lab::harness::ServerOptions {
         bin_dir: &bins,
         wrap: &wrap,
         args: [
@@ -557,7 +557,7 @@ fn quick_grid_between_two_hosts() {
         ]
         .map(String::from)
         .to_vec(),
-        stdout: tsperf::harness::Sink::Pty {
+        stdout: tsperf_lab::harness::Sink::Pty {
             tmux_session: format!("{name}-far"),
         },
         stderr: Some(dir.path().join("far.err")),
@@ -602,7 +602,7 @@ fn quick_grid_between_two_hosts() {
     let setup: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("setup.json")).unwrap()).unwrap();
     assert_eq!(setup["server_stdout"], "terminal");
-    let runs = tsperf::report::read_runs(&out.join("runs.jsonl")).unwrap();
+    let runs = tsperf_lab::report::read_runs(&out.join("runs.jsonl")).unwrap();
     let mut measured = 0;
     for r in &runs {
         if let ClientJson::Stream(s) = &r.result {

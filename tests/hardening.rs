@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::*;
-use tsperf::protocol::Frame;
+use tsperf_proto::Frame;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
@@ -39,10 +39,10 @@ fn stream_with_queries(port: u16, queries: u8) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
     let mut hello = Vec::new();
-    tsperf::protocol::encode_hello(
-        &tsperf::protocol::Hello {
+    tsperf_proto::encode_hello(
+        &tsperf_proto::Hello {
             clock_queries: queries,
-            ..tsperf::protocol::Hello::stream(1 << 20, 1024, "paused.bin")
+            ..tsperf_proto::Hello::stream(1 << 20, 1024, "paused.bin")
         },
         &mut hello,
     );
@@ -60,7 +60,7 @@ fn paused_clock_queries_do_not_spin_the_server() {
     for model in MODELS {
         let server = Server::start(model);
         let mut s = stream_with_queries(server.port, 2);
-        let mut query = [0u8; tsperf::protocol::CLOCK_QUERY];
+        let mut query = [0u8; tsperf_proto::CLOCK_QUERY];
         query[15] = 1;
         s.write_all(&query).unwrap();
         match read_one_frame(&mut s) {
@@ -107,7 +107,7 @@ fn clients_paused_in_every_phase_do_not_spin_the_server() {
         no_trailer.write_all(&vec![b'y'; 1 << 20]).unwrap();
         let mut between = stream_with_queries(server.port, 3);
         between
-            .write_all(&[0u8; tsperf::protocol::CLOCK_QUERY])
+            .write_all(&[0u8; tsperf_proto::CLOCK_QUERY])
             .unwrap();
         // The latency answer and the clock answer are out: everyone now waits.
         let mut answer = [0u8; 4];
@@ -601,15 +601,15 @@ fn silent_latency_server(answered: u64) -> u16 {
     std::thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(DEADLINE)).unwrap();
-        let mut hello = [0u8; tsperf::protocol::HELLO_FIXED];
+        let mut hello = [0u8; tsperf_proto::HELLO_FIXED];
         s.read_exact(&mut hello).unwrap();
         send(
             &mut s,
             &Frame::Accept {
                 read_size: 0,
-                server_io: tsperf::protocol::ServerIo::Blocking,
-                log: tsperf::protocol::LogMode::None,
-                stdout: tsperf::protocol::StdoutKind::Unknown,
+                server_io: tsperf_proto::ServerIo::Blocking,
+                log: tsperf_proto::LogMode::None,
+                stdout: tsperf_proto::StdoutKind::Unknown,
             },
         );
         for _ in 0..answered {
@@ -739,7 +739,7 @@ fn slow_clock_server(delay: Duration) -> u16 {
         let mut buf = Vec::new();
         let mut tmp = [0u8; 512];
         let hello = loop {
-            if let Ok(Some((h, _))) = tsperf::protocol::decode_hello(&buf) {
+            if let Ok(Some((h, _))) = tsperf_proto::decode_hello(&buf) {
                 break h;
             }
             let n = s.read(&mut tmp).unwrap();
@@ -750,25 +750,25 @@ fn slow_clock_server(delay: Duration) -> u16 {
             &mut s,
             &Frame::Accept {
                 read_size: hello.chunk,
-                server_io: tsperf::protocol::ServerIo::Blocking,
-                log: tsperf::protocol::LogMode::None,
-                stdout: tsperf::protocol::StdoutKind::Unknown,
+                server_io: tsperf_proto::ServerIo::Blocking,
+                log: tsperf_proto::LogMode::None,
+                stdout: tsperf_proto::StdoutKind::Unknown,
             },
         );
         for _ in 0..hello.clock_queries {
-            let mut q = [0u8; tsperf::protocol::CLOCK_QUERY];
+            let mut q = [0u8; tsperf_proto::CLOCK_QUERY];
             if s.read_exact(&mut q).is_err() {
                 return;
             }
             std::thread::sleep(delay);
             let seq = u64::from_be_bytes(q[..8].try_into().unwrap());
-            let t = tsperf::protocol::clock::TimeResponse {
+            let t = tsperf_proto::clock::TimeResponse {
                 seq,
                 server_recv_unix_ns: 1,
                 server_send_unix_ns: 1,
             };
             let mut out = Vec::new();
-            tsperf::protocol::encode_frame(&Frame::Time(t), &mut out);
+            tsperf_proto::encode_frame(&Frame::Time(t), &mut out);
             if s.write_all(&out).is_err() {
                 return;
             }
@@ -800,17 +800,17 @@ fn the_clock_phase_has_one_deadline() {
 
 /// A fake server that takes a whole transfer and its trailer, then sends `report` (its bytes and
 /// digest made right for the data) and closes.
-fn reporting_server(report: tsperf::protocol::Report) -> u16 {
+fn reporting_server(report: tsperf_proto::Report) -> u16 {
     fake_server(move |mut s, len| {
         let mut data = vec![0u8; len as usize + 8];
         s.read_exact(&mut data).unwrap();
         let (data, trailer) = data.split_at(len as usize);
-        let r = tsperf::protocol::Report {
+        let r = tsperf_proto::Report {
             bytes: len,
             digest: u64::from_be_bytes(trailer.try_into().unwrap()),
             reads: 1,
-            server_io: Some(tsperf::protocol::ServerIo::Blocking),
-            log: Some(tsperf::protocol::LogMode::None),
+            server_io: Some(tsperf_proto::ServerIo::Blocking),
+            log: Some(tsperf_proto::LogMode::None),
             ..report
         };
         assert_eq!(xxhash_rust::xxh3::xxh3_64(data), r.digest);
@@ -826,12 +826,12 @@ fn absurd_report_numbers_are_refused_or_unknown() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "r.txt", 1000);
     let f = file.to_str().unwrap();
-    let split = |read_ns, wait_ns| tsperf::protocol::TimeSplit {
+    let split = |read_ns, wait_ns| tsperf_proto::TimeSplit {
         read_ns,
         wait_ns,
         ..Default::default()
     };
-    let overflowing = tsperf::protocol::Report {
+    let overflowing = tsperf_proto::Report {
         split: split(u64::MAX, 10),
         ..Default::default()
     };
@@ -843,7 +843,7 @@ fn absurd_report_numbers_are_refused_or_unknown() {
         "the report's time split contradicts the rest of it",
     );
     // An hour of server time in a transfer of milliseconds.
-    let long = tsperf::protocol::Report {
+    let long = tsperf_proto::Report {
         split: split(1000, 3_600_000_000_000),
         ..Default::default()
     };
@@ -855,7 +855,7 @@ fn absurd_report_numbers_are_refused_or_unknown() {
         "the server's report contradicts this transfer: its time split took",
     );
     // First and last byte at the end of time: consistent in itself, but not in this transfer.
-    let far = tsperf::protocol::Report {
+    let far = tsperf_proto::Report {
         first_byte_unix_us: u64::MAX,
         last_byte_unix_us: u64::MAX,
         split: split(1000, 1000),

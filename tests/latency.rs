@@ -193,9 +193,9 @@ fn bad_request_does_not_stop_the_server() {
         s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
             .unwrap();
         let mut hello = Vec::new();
-        tsperf::protocol::encode_hello(
-            &tsperf::protocol::Hello {
-                mode: tsperf::protocol::Mode::Latency,
+        tsperf_proto::encode_hello(
+            &tsperf_proto::Hello {
+                mode: tsperf_proto::Mode::Latency,
                 nodelay: false,
                 codec: 1,
                 framing: 1,

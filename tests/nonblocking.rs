@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tsperf::protocol::{Frame, decode_frame};
+use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
 
@@ -47,7 +47,7 @@ fn edge_sizes_nonblocking_both_models() {
 fn seed_file_nonblocking() {
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let path = test_file(dir.path(), "tsl.txt", tsperf::testdata::SEED_FILE_LEN);
+    let path = test_file(dir.path(), "tsl.txt", tsperf_sys::testdata::SEED_FILE_LEN);
     for chunk in [102u64, 1024, 10240] {
         let c = chunk.to_string();
         let (out, v) = client_json(

@@ -7,7 +7,7 @@ mod common;
 use std::io::Read;
 
 use common::*;
-use tsperf::protocol::{Frame, Report};
+use tsperf_proto::{Frame, Report};
 
 /// Screen-clearing, title-setting and right-to-left text, as a hostile server would send.
 const HOSTILE: &str = "x\u{1b}[2J\u{1b}]0;owned\u{7}y\u{202e}txt.exe\u{2066}z";

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use tsperf::protocol::{Frame, decode_frame};
+use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

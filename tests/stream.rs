@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::*;
-use tsperf::protocol::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
+use tsperf_proto::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
 
 /// Issue 2: every chunk size with file sizes 1, chunk-1, chunk, chunk+1 and a few chunks (an
 /// empty file is refused: issue 14, tests/client_phases.rs).
@@ -37,7 +37,7 @@ fn edge_sizes_at_every_chunk() {
 fn seed_file_at_every_chunk() {
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let path = test_file(dir.path(), "tsl.txt", tsperf::testdata::SEED_FILE_LEN);
+    let path = test_file(dir.path(), "tsl.txt", tsperf_sys::testdata::SEED_FILE_LEN);
     for chunk in [102u64, 1024, 10240] {
         let c = chunk.to_string();
         let (out, v) = client_json(server.port, &["--chunk", &c, path.to_str().unwrap()]);

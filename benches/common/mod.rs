@@ -1,14 +1,14 @@
-//! What the benchmark programs share, on top of [`tsperf::harness`]: the built binaries, the
+//! What the benchmark programs share, on top of [`tsperf_lab::harness`]: the built binaries, the
 //! seed file, and the repetition count.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-use tsperf::harness::{Client, ServerOptions, ServerProcess, Sink};
-use tsperf::output::json::{LatencyJson, StreamJson};
+use tsperf_lab::harness::{Client, ServerOptions, ServerProcess, Sink};
+use tsperf_results::json::{LatencyJson, StreamJson};
 
-pub use tsperf::stats::median;
+pub use tsperf_results::stats::median;
 
 /// Where cargo put tsserver and tsclient for this bench.
 pub fn bin_dir() -> PathBuf {
@@ -30,7 +30,7 @@ pub fn reps(default: usize) -> usize {
 pub fn seed_file() -> PathBuf {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl.txt");
     if !file.exists() {
-        tsperf::testdata::generate(&file, tsperf::testdata::SEED_FILE_LEN)
+        tsperf_sys::testdata::generate(&file, tsperf_sys::testdata::SEED_FILE_LEN)
             .expect("generate testdata/tsl.txt");
     }
     file
@@ -57,11 +57,11 @@ pub fn server_from(dir: &Path, args: &[&str]) -> ServerProcess {
     .expect("start tsserver")
 }
 
-fn client(port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
+fn client(port: u16, args: &[&str]) -> tsperf_results::json::ClientJson {
     client_from(&bin_dir(), port, args)
 }
 
-fn client_from(dir: &Path, port: u16, args: &[&str]) -> tsperf::output::json::ClientJson {
+fn client_from(dir: &Path, port: u16, args: &[&str]) -> tsperf_results::json::ClientJson {
     let c = Client {
         bin_dir: dir,
         wrap: &[],

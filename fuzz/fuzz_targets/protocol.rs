@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tsperf::protocol::clock::{Codec, decode_request, decode_response, split_message};
-use tsperf::protocol::{decode_frame, decode_hello};
+use tsperf_proto::clock::{Codec, decode_request, decode_response, split_message};
+use tsperf_proto::{decode_frame, decode_hello};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Some((_, used))) = decode_hello(data) {

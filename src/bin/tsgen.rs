@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tsperf::{cli, testdata, units};
+use tsperf::cli;
+use tsperf_results::units;
+use tsperf_sys::testdata;
 
 /// Write SIZE bytes of deterministic text to PATH: the same size always gives the same bytes.
 #[derive(Parser)]

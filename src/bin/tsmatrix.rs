@@ -4,8 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tsperf::matrix::{self, GridConfig, StdoutTo};
-use tsperf::{cli, units};
+use tsperf::cli;
+use tsperf::cli::values::StdoutToArg;
+use tsperf_lab::matrix::{self, GridConfig};
+use tsperf_results::units;
 
 /// Run the stream and latency grid and write tables, charts and raw JSON to --out.
 #[derive(Parser)]
@@ -25,7 +27,7 @@ struct Args {
     chunks: Vec<u32>,
     /// tsclient --io strategies to add as a grid dimension, comma-separated.
     #[arg(long, value_enum, default_value = "write", value_delimiter = ',')]
-    io: Vec<tsperf::client::Strategy>,
+    io: Vec<tsperf::cli::values::StrategyArg>,
     /// Requests per latency cell.
     #[arg(long, default_value_t = 1000)]
     latency_count: u64,
@@ -37,7 +39,7 @@ struct Args {
     #[arg(long)]
     host: Option<String>,
     /// The port of the tsserver on --host.
-    #[arg(long, default_value_t = tsperf::DEFAULT_PORT)]
+    #[arg(long, default_value_t = tsperf_proto::DEFAULT_PORT)]
     port: u16,
     /// The address our own servers listen on and clients connect to.
     #[arg(long, default_value = "127.0.0.1")]
@@ -49,8 +51,8 @@ struct Args {
     #[arg(long, default_value = "")]
     client_wrap: String,
     /// Where the --log stdout server's stdout goes.
-    #[arg(long, value_enum, default_value_t = StdoutTo::Pty)]
-    stdout_to: StdoutTo,
+    #[arg(long, value_enum, default_value_t = StdoutToArg::Pty)]
+    stdout_to: StdoutToArg,
     /// The tmux session name for the pty server.
     #[arg(long, default_value = "tsperf-matrix")]
     tmux_session: String,
@@ -82,14 +84,14 @@ fn run() -> anyhow::Result<ExitCode> {
         file: args.file,
         reps: args.reps,
         chunks: args.chunks,
-        strategies: args.io,
+        strategies: args.io.into_iter().map(Into::into).collect(),
         latency_count: args.latency_count,
         stall_count: args.stall_count,
         host: args.host.map(|h| (h, args.port)),
         bind: args.bind,
         server_wrap: words(&args.server_wrap),
         client_wrap: words(&args.client_wrap),
-        stdout_to: args.stdout_to,
+        stdout_to: args.stdout_to.into(),
         tmux_session: args.tmux_session,
         network: args.network,
         commit: args.commit,

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tsperf::peers::{self, PeersConfig};
-use tsperf::{cli, machine::Machine, units};
+use tsperf::cli;
+use tsperf_lab::machine;
+use tsperf_lab::peers::{self, PeersConfig};
+use tsperf_results::units;
 
 /// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md and peers.svg. A tsserver and an
 /// iperf3 server must already listen on the given ports.
@@ -68,10 +70,10 @@ fn main() -> ExitCode {
             &args.file,
             len,
             args.reps,
-            &Machine::probe(&args.commit),
+            &machine::probe(&args.commit),
         );
-        tsperf::report::write_atomic(&args.out, md.as_bytes())?;
-        tsperf::report::write_atomic(&args.out.with_extension("svg"), &peers::svg(&rows)?)?;
+        tsperf_lab::report::write_atomic(&args.out, md.as_bytes())?;
+        tsperf_lab::report::write_atomic(&args.out.with_extension("svg"), &peers::svg(&rows)?)?;
         cli::print(&format!("\n{md}"))?;
         Ok(ExitCode::SUCCESS)
     })

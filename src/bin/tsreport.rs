@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use tsperf::report::{self, Setup};
-use tsperf::{cli, report::markdown};
+use tsperf::cli;
+use tsperf_lab::report::markdown;
+use tsperf_lab::report::{self, Setup};
 
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
 /// into DIR again; print the tables.

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tsperf::scale::{self, ScaleConfig};
-use tsperf::{cli, machine::Machine, units};
+use tsperf::cli;
+use tsperf_lab::machine;
+use tsperf_lab::scale::{self, ScaleConfig};
+use tsperf_results::units;
 
 /// Start a fresh tsserver per measurement, send FILE from N client threads at once (N from
 /// --counts), and write scale.md, scale.json and scale.svg into --out.
@@ -67,11 +69,11 @@ fn main() -> ExitCode {
             )
         })?;
         std::fs::create_dir_all(&args.out)?;
-        let md = scale::markdown(&rows, &cfg, len, &Machine::probe(&args.commit));
-        tsperf::report::write_atomic(&args.out.join("scale.md"), md.as_bytes())?;
+        let md = scale::markdown(&rows, &cfg, len, &machine::probe(&args.commit));
+        tsperf_lab::report::write_atomic(&args.out.join("scale.md"), md.as_bytes())?;
         let json = serde_json::to_string_pretty(&rows)? + "\n";
-        tsperf::report::write_atomic(&args.out.join("scale.json"), json.as_bytes())?;
-        tsperf::report::write_atomic(&args.out.join("scale.svg"), &scale::svg(&rows)?)?;
+        tsperf_lab::report::write_atomic(&args.out.join("scale.json"), json.as_bytes())?;
+        tsperf_lab::report::write_atomic(&args.out.join("scale.svg"), &scale::svg(&rows)?)?;
         cli::print(&md)?;
         Ok(ExitCode::SUCCESS)
     })

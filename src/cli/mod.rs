@@ -6,6 +6,7 @@
 
 pub mod tsclient;
 pub mod tsserver;
+pub mod values;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -21,20 +22,27 @@ pub fn env_filter() -> EnvFilter {
 }
 
 /// Sends diagnostics (`RUST_LOG`, default `warn`) to stderr, never to stdout; coloured only on
-/// a terminal ([`colour`]).
+/// a terminal ([`tsperf_sys::term::colour`]).
 pub fn init_diagnostics() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(env_filter())
-        .with_ansi(colour(libc::STDERR_FILENO))
+        .with_ansi(tsperf_sys::term::colour(libc::STDERR_FILENO))
         .with_writer(io::stderr)
         .try_init();
 }
 
-/// True if output to `fd` may be coloured: it is a terminal and `NO_COLOR` is not set
-/// (<https://no-color.org>: any non-empty value).
-pub fn colour(fd: i32) -> bool {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    !no_color && crate::console::kind_of(fd) == crate::protocol::StdoutKind::Terminal
+/// The server's diagnostics: the same, written through its console as messages that are
+/// dropped (and counted) rather than wait for a stderr nobody reads.
+pub fn init_server_diagnostics() -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use tsperf_server::console::{Messages, Stream};
+    tracing_subscriber::fmt()
+        .with_env_filter(env_filter())
+        .with_ansi(tsperf_sys::term::colour(libc::STDERR_FILENO))
+        .with_writer(Messages(Stream::Err))
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("cannot install the diagnostics")
 }
 
 /// Runs a program's `run` and turns its result into the exit code: an error is printed as
@@ -57,9 +65,12 @@ pub fn print(text: &str) -> io::Result<()> {
 
 /// Prints `prog: error: ...` with the whole cause chain and returns the failure exit code. The
 /// chain may quote the peer (a reason, a name, a decoder's complaint about its bytes), so it is
-/// printed with control and bidi characters escaped ([`crate::text::Peer`]).
+/// printed with control and bidi characters escaped ([`tsperf_sys::text::Peer`]).
 pub fn fail(prog: &str, err: &anyhow::Error) -> ExitCode {
-    eprintln!("{prog}: error: {}", crate::text::Peer(&format!("{err:#}")));
+    eprintln!(
+        "{prog}: error: {}",
+        tsperf_sys::text::Peer(&format!("{err:#}"))
+    );
     ExitCode::from(FAILURE)
 }
 
@@ -80,7 +91,7 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 /// Exit code after Ctrl-C, as shells report a SIGINT death.
-pub const INTERRUPTED: i32 = 130;
+pub const INTERRUPTED: i32 = tsperf_client::interrupt::EXIT_CODE;
 
 /// Set when the run prints one JSON object (`--json`): the mode it names.
 static JSON_MODE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
@@ -123,22 +134,8 @@ pub fn print_result(text: &str) -> io::Result<()> {
 /// With `--json`, prints the failure's object (unless a result was printed already).
 pub fn print_failure_json(err: &anyhow::Error) {
     if let Some(mode) = json_mode() {
-        let _ = print_result(&(crate::output::failure_json(mode, err) + "\n"));
+        let _ = print_result(&(tsperf_client::output::failure_json(mode, err) + "\n"));
     }
-}
-
-/// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
-pub fn on_signal(action: impl FnOnce() + Send + 'static) -> io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if signals.forever().next().is_some() {
-                action();
-            }
-        })?;
-    Ok(())
 }
 
 /// True if the argument `id` was given on the command line (not taken from its default).
@@ -166,7 +163,7 @@ pub fn clap_exit(e: clap::Error) -> ! {
         let text = e.render().to_string();
         let first = text.lines().next().unwrap_or_default();
         let msg = first.strip_prefix("error: ").unwrap_or(first);
-        let _ = print_result(&(crate::output::usage_json(mode, msg) + "\n"));
+        let _ = print_result(&(tsperf_client::output::usage_json(mode, msg) + "\n"));
     }
     e.exit()
 }
@@ -174,8 +171,8 @@ pub fn clap_exit(e: clap::Error) -> ! {
 /// Loads a key file for `--auth-key`; the warning, if any, is for the caller to print.
 pub fn load_key(
     path: &std::path::Path,
-) -> anyhow::Result<(std::sync::Arc<crate::auth::Key>, Option<String>)> {
-    let (key, warning) = crate::auth::Key::load(path)?;
+) -> anyhow::Result<(std::sync::Arc<tsperf_sys::auth::Key>, Option<String>)> {
+    let (key, warning) = tsperf_sys::auth::Key::load(path)?;
     Ok((std::sync::Arc::new(key), warning))
 }
 

@@ -5,12 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::progress::Progress;
-use crate::protocol::LogMode;
-use crate::protocol::clock::{Codec, Framing};
-use crate::{DEFAULT_PORT, cli, client, latency, output, units};
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
+use tsperf_client::progress::Progress;
+use tsperf_client::{self as client, latency, output};
+use tsperf_proto::{DEFAULT_PORT, LogMode};
+use tsperf_results::strategy::Strategy;
+use tsperf_results::units;
+
+use crate::cli;
+use crate::cli::values::{CodecArg, FramingArg, LogArg, StrategyArg};
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
@@ -43,8 +47,8 @@ struct Args {
     nonblocking: bool,
     /// How chunks reach the kernel: one write per chunk (the seed's way), --batch chunks per
     /// writev, or sendfile of one chunk per call from the page cache (zero-copy).
-    #[arg(long = "io", value_enum, default_value_t = client::Strategy::Write, value_name = "STRATEGY")]
-    strategy: client::Strategy,
+    #[arg(long = "io", value_enum, default_value_t = StrategyArg::Write, value_name = "STRATEGY")]
+    strategy: StrategyArg,
     /// Chunks per writev call with --io writev (1 to 1024).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=client::MAX_BATCH as i64), value_name = "K")]
     batch: Option<u32>,
@@ -55,11 +59,11 @@ struct Args {
     /// Served by a server started with --allow-client-log (others refuse a sink other than
     /// their own); by default the server's own --log.
     #[arg(long, value_enum, value_name = "SINK")]
-    server_log: Option<ServerLog>,
+    server_log: Option<LogArg>,
     /// Clock queries before the data (0 to 64): they estimate the server's clock offset, so its
     /// first and last byte times can be read on this clock.
     #[arg(long, default_value_t = client::DEFAULT_CLOCK_QUERIES,
-          value_parser = clap::value_parser!(u8).range(0..=crate::protocol::MAX_CLOCK_QUERIES as i64),
+          value_parser = clap::value_parser!(u8).range(0..=tsperf_proto::MAX_CLOCK_QUERIES as i64),
           value_name = "N")]
     clock_queries: u8,
     /// Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate
@@ -80,11 +84,11 @@ struct Args {
     #[arg(long, default_value_t = latency::DEFAULT_WARMUP, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     warmup: u64,
     /// Latency: message body encoding.
-    #[arg(long, value_enum, default_value_t = Codec::Binary)]
-    codec: Codec,
+    #[arg(long, value_enum, default_value_t = CodecArg::Binary)]
+    codec: CodecArg,
     /// Latency: one write per message, or the length prefix and body in two writes.
-    #[arg(long, value_enum, default_value_t = Framing::Single)]
-    framing: Framing,
+    #[arg(long, value_enum, default_value_t = FramingArg::Single)]
+    framing: FramingArg,
     /// Latency: set TCP_NODELAY on both ends (by default Nagle's algorithm stays on, as in most
     /// programs).
     #[arg(long)]
@@ -100,23 +104,6 @@ struct Args {
     /// The file to send (not with --latency).
     #[arg(required_unless_present = "latency", conflicts_with = "latency")]
     file: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ServerLog {
-    None,
-    Stdout,
-    File,
-}
-
-impl From<ServerLog> for LogMode {
-    fn from(l: ServerLog) -> LogMode {
-        match l {
-            ServerLog::None => LogMode::None,
-            ServerLog::Stdout => LogMode::Stdout,
-            ServerLog::File => LogMode::File,
-        }
-    }
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
@@ -173,13 +160,13 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             flag(id)
         ));
     }
-    if args.batch.is_some() && args.strategy != client::Strategy::Writev {
+    if args.batch.is_some() && args.strategy != StrategyArg::Writev {
         cli::usage_error::<Args>(format!(
             "--batch applies to --io writev only (this run uses --io {})",
-            args.strategy
+            Strategy::from(args.strategy)
         ));
     }
-    let (host, port) = crate::net::split_host(&args.host).unwrap_or_else(|e| {
+    let (host, port) = tsperf_sys::net::split_host(&args.host).unwrap_or_else(|e| {
         cli::usage_error::<Args>(e);
     });
     match port {
@@ -220,7 +207,7 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 /// The key for --auth-key, if given (its warning printed).
-fn auth_key(args: &Args) -> anyhow::Result<Option<std::sync::Arc<crate::auth::Key>>> {
+fn auth_key(args: &Args) -> anyhow::Result<Option<std::sync::Arc<tsperf_sys::auth::Key>>> {
     let Some((key, warning)) = args.auth_key.as_deref().map(cli::load_key).transpose()? else {
         return Ok(None);
     };
@@ -252,7 +239,7 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
         auth,
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
@@ -293,7 +280,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
     let auth = auth_key(args)?;
     // The loading stream's file is checked before any query, as a stream's is.
     if let Some(file) = &args.under_load {
-        crate::source::Source::open(file, args.chunk, 1).context("--under-load")?;
+        tsperf_sys::source::Source::open(file, args.chunk, 1).context("--under-load")?;
     }
     let under_load = args.under_load.as_ref().map(|file| client::StreamConfig {
         host: host.clone(),
@@ -304,7 +291,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         nonblocking: args.nonblocking,
         sndbuf: None,
         auth: auth.clone(),
-        strategy: client::Strategy::Write,
+        strategy: Strategy::Write,
         batch: client::DEFAULT_BATCH,
         server_log: args.server_log.map(LogMode::from),
         clock_queries: 0,
@@ -316,8 +303,8 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         port,
         count: args.count,
         warmup: args.warmup,
-        codec: args.codec,
-        framing: args.framing,
+        codec: args.codec.into(),
+        framing: args.framing.into(),
         nodelay: args.nodelay,
         reconnect: args.reconnect,
         nonblocking: args.nonblocking,
@@ -344,7 +331,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
             eprintln!(
                 "tsclient: interrupted after {} of {}",
                 result.rtt.len(),
-                crate::units::count(cfg.count, "clock query")
+                tsperf_results::units::count(cfg.count, "clock query")
             );
             Ok(ExitCode::from(cli::INTERRUPTED as u8))
         }

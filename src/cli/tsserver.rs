@@ -4,10 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::protocol::LogMode;
-use crate::server::{self, ServerConfig};
-use crate::{DEFAULT_PORT, cli, units};
-use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser};
+use tsperf_proto::{DEFAULT_PORT, LogMode};
+use tsperf_results::units;
+use tsperf_server::{self as server, ServerConfig};
+
+use crate::cli;
+use crate::cli::values::LogArg;
 
 /// Receive files from tsclient, count and checksum every byte, and send back a report.
 #[derive(Parser)]
@@ -16,8 +19,8 @@ struct Args {
     /// Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without
     /// brackets ([::1]:7433 with a port). By default
     /// every interface, IPv6 and IPv4 at once: this is a LAN server.
-    #[arg(long, value_parser = crate::net::parse_bind, value_name = "ADDR")]
-    bind: Option<crate::net::Bind>,
+    #[arg(long, value_parser = tsperf_sys::net::parse_bind, value_name = "ADDR")]
+    bind: Option<tsperf_sys::net::Bind>,
     /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -38,8 +41,8 @@ struct Args {
     rcvbuf: Option<u32>,
     /// Where to write one line per read: stdout (one write per line, like printf to a screen),
     /// file (buffered, see --log-file), or none.
-    #[arg(long, value_enum, default_value_t = Log::None)]
-    log: Log,
+    #[arg(long, value_enum, default_value_t = LogArg::None)]
+    log: LogArg,
     /// Let each client choose its transfer's log sink (tsclient --server-log): none, stdout, or
     /// the --log-file named here (never a path of the client's). --log stays the sink of
     /// clients that do not ask. The log file is opened at start.
@@ -90,20 +93,9 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("invalid size '{s}': expected bytes such as 1048576 or 64GiB"))
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Log {
-    Stdout,
-    File,
-    None,
-}
-
 /// Refuses (exit 2) a log flag given for a sink it does not apply to; returns the sink.
 fn check(matches: &clap::ArgMatches, args: &Args) -> LogMode {
-    let log = match args.log {
-        Log::Stdout => LogMode::Stdout,
-        Log::File => LogMode::File,
-        Log::None => LogMode::None,
-    };
+    let log = LogMode::from(args.log);
     let given = |id| cli::given(matches, id);
     if given("log_file") && log != LogMode::File && !args.allow_client_log {
         cli::usage_error::<Args>(format!(
@@ -148,7 +140,8 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let log = check(&matches, &args);
     let (bind, port) = bind_and_port(&matches, &args);
-    crate::server::readlog::init(log, args.allow_client_log, &args.log_file)?;
+    tsperf_server::readlog::init(log, args.allow_client_log, &args.log_file)?;
+    cli::init_server_diagnostics()?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short.
     let grace = std::time::Duration::from_secs_f64(args.grace);
@@ -188,7 +181,7 @@ fn run() -> anyhow::Result<ExitCode> {
         blocking: args.blocking,
         log,
         allow_client_log: args.allow_client_log,
-        stdout: crate::console::stdout_kind(),
+        stdout: tsperf_sys::term::stdout_kind(),
         log_min_read: args.log_min_read,
         max_bytes: args.max_bytes,
         max_clients: args.max_clients as usize,
@@ -207,7 +200,7 @@ fn run() -> anyhow::Result<ExitCode> {
     // Every transfer writes out its own log lines when it ends, cut off or not.
     let served = server::serve(listener, &cfg);
     // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
-    crate::console::finish();
+    tsperf_server::console::finish();
     Ok(if served? {
         ExitCode::SUCCESS
     } else {

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tsperf::protocol::{Frame, Hello, Mode, decode_hello, encode_frame, encode_hello};
+use tsperf_proto::{Frame, Hello, Mode, decode_hello, encode_frame, encode_hello};
 
 /// The longest any single step of a test may take.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -207,7 +207,7 @@ pub fn assert_fails(out: &Output, code: i32, needle: &str) {
 /// Writes `len` bytes of the deterministic test text to `dir/name`.
 pub fn test_file(dir: &Path, name: &str, len: u64) -> PathBuf {
     let p = dir.join(name);
-    tsperf::testdata::generate(&p, len).expect("generate test file");
+    tsperf_sys::testdata::generate(&p, len).expect("generate test file");
     p
 }
 
@@ -240,9 +240,9 @@ pub fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
             &mut s,
             &Frame::Accept {
                 read_size: hello.chunk,
-                server_io: tsperf::protocol::ServerIo::Blocking,
-                log: tsperf::protocol::LogMode::None,
-                stdout: tsperf::protocol::StdoutKind::Unknown,
+                server_io: tsperf_proto::ServerIo::Blocking,
+                log: tsperf_proto::LogMode::None,
+                stdout: tsperf_proto::StdoutKind::Unknown,
             },
         );
         answer_clock_queries(&mut s, hello.clock_queries);
@@ -373,13 +373,13 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
 /// Answers a stream's `n` clock queries, as a server does before the data.
 pub fn answer_clock_queries(s: &mut TcpStream, n: u8) {
     for _ in 0..n {
-        let mut q = [0u8; tsperf::protocol::CLOCK_QUERY];
+        let mut q = [0u8; tsperf_proto::CLOCK_QUERY];
         s.read_exact(&mut q).unwrap();
         let seq = u64::from_be_bytes(q[..8].try_into().unwrap());
-        let now = tsperf::timing::unix_ns_now();
+        let now = tsperf_sys::timing::unix_ns_now();
         send(
             s,
-            &Frame::Time(tsperf::protocol::clock::TimeResponse {
+            &Frame::Time(tsperf_proto::clock::TimeResponse {
                 seq,
                 server_recv_unix_ns: now,
                 server_send_unix_ns: now,
@@ -409,12 +409,12 @@ pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
 /// One binary clock request (prefix and body), as tsclient sends it.
 pub fn binary_request(seq: u64) -> Vec<u8> {
     let mut b = Vec::new();
-    tsperf::protocol::clock::encode_request(
-        &tsperf::protocol::clock::TimeRequest {
+    tsperf_proto::clock::encode_request(
+        &tsperf_proto::clock::TimeRequest {
             seq,
             client_send_unix_ns: 1,
         },
-        tsperf::protocol::clock::Codec::Binary,
+        tsperf_proto::clock::Codec::Binary,
         &mut b,
     );
     b
@@ -426,7 +426,7 @@ pub fn read_one_frame(s: &mut TcpStream) -> Option<Frame> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     loop {
-        if let Ok(Some((f, _))) = tsperf::protocol::decode_frame(&buf) {
+        if let Ok(Some((f, _))) = tsperf_proto::decode_frame(&buf) {
             return Some(f);
         }
         match s.read(&mut tmp) {
@@ -461,7 +461,7 @@ pub fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::Chi
 
 /// The port of a `tsserver: listening on ADDR:PORT` line.
 pub fn listening_port(line: &str) -> u16 {
-    tsperf::harness::listening_port(line)
+    tsperf_lab::harness::listening_port(line)
         .unwrap_or_else(|| panic!("unexpected first stderr line {line:?}"))
 }
 

@@ -1,0 +1,144 @@
+//! Ctrl-C (SIGINT) and SIGTERM in tsclient: every mode stops and prints what it measured.
+//!
+//! The first signal sets a flag ([`requested`]) that the sending loop reads once per file block
+//! and the query loop once per query, so a run stops where it is and reports. A run blocked in
+//! the kernel (a write into a full window, a read of an answer that does not come) cannot look
+//! at the flag, so [`MOMENT`] later every socket the run holds ([`Watch`]) is shut down: the
+//! blocked call returns at once, and the run reports too. A run that has still not ended after
+//! [`PATIENCE`] (stuck in a connect, say) is ended from the signal thread, exit 130, after
+//! `last_words` (which prints what can be said: with `--json`, one object saying so).
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// How long a run may take to notice the flag by itself before its sockets are shut down.
+pub const MOMENT: Duration = Duration::from_millis(100);
+/// How long after the signal the process ends, whatever the run is doing.
+pub const PATIENCE: Duration = Duration::from_secs(2);
+/// The exit code after an interruption, as shells report a SIGINT death.
+pub const EXIT_CODE: i32 = 130;
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+static WATCHED: Mutex<Vec<(u64, RawFd)>> = Mutex::new(Vec::new());
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn watched() -> MutexGuard<'static, Vec<(u64, RawFd)>> {
+    WATCHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// True once a stop was asked for: the run should end now and report what it measured.
+#[inline]
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::Relaxed)
+}
+
+/// A socket that a stop shuts down, so no call blocked on it outlasts [`MOMENT`]. Keep it no
+/// longer than the socket (declare it before the socket in a struct: fields drop in order).
+#[derive(Debug)]
+pub struct Watch(u64);
+
+impl Watch {
+    /// Watches `sock`; if a stop was already asked for, it is shut down at once.
+    pub fn new(sock: &impl AsRawFd) -> Watch {
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        let fd = sock.as_raw_fd();
+        let mut all = watched();
+        all.push((id, fd));
+        if requested() {
+            shut(fd);
+        }
+        Watch(id)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        watched().retain(|(id, _)| *id != self.0);
+    }
+}
+
+fn shut(fd: RawFd) {
+    // SAFETY: shutdown(2) on a descriptor a live Watch holds open (the lock is held, and a
+    // Watch unregisters before its socket closes).
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+/// Asks the run to stop: sets the flag, and after [`MOMENT`] shuts down every watched socket.
+pub fn request() {
+    REQUESTED.store(true, Ordering::Relaxed);
+    std::thread::sleep(MOMENT);
+    for (_, fd) in watched().iter() {
+        shut(*fd);
+    }
+}
+
+/// On the first SIGINT or SIGTERM: clears the progress bar, asks the run to stop
+/// ([`request`]), and if the process has not ended by [`PATIENCE`], calls `last_words` and
+/// exits [`EXIT_CODE`].
+pub fn on_signals(
+    progress: crate::progress::Progress,
+    last_words: impl FnOnce() + Send + 'static,
+) -> std::io::Result<()> {
+    on_signal(move || {
+        progress.clear();
+        request();
+        std::thread::sleep(PATIENCE.saturating_sub(MOMENT));
+        last_words();
+        std::process::exit(EXIT_CODE);
+    })
+}
+
+/// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
+pub fn on_signal(action: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                action();
+            }
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+
+    /// A stop shuts down watched sockets, so a read blocked on one returns; a socket no longer
+    /// watched is left alone.
+    #[test]
+    fn a_stop_unblocks_watched_sockets_only() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut blocked = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let _peer = l.accept().unwrap();
+        let spared = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let _peer2 = l.accept().unwrap();
+        let watch = Watch::new(&blocked);
+        drop(Watch::new(&spared));
+        blocked
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let reader = std::thread::spawn(move || blocked.read(&mut [0u8; 8]));
+        request();
+        let got = reader.join().unwrap();
+        assert!(matches!(got, Ok(0)), "{got:?}");
+        assert!(requested());
+        drop(watch);
+        spared.set_nonblocking(true).unwrap();
+        let e = (&spared).read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock,
+            "shut down unwatched"
+        );
+        REQUESTED.store(false, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,261 @@
+//! tsclient's stream mode: send a file in chunks of exactly `chunk` bytes and get the server's
+//! verdict.
+//!
+//! The clock starts when the server has accepted the hello and stops when the server's report
+//! arrives, after the server has read and checksummed every byte. A transfer whose byte count or
+//! digest disagrees with the server's is returned with `verified() == false`; the caller treats
+//! that as a failure.
+//!
+//! The same transfer code runs over a blocking `TcpStream` or a mio non-blocking socket
+//! ([`nonblocking`]); the two differ only in how they wait. Three [`Strategy`]s hand the chunks
+//! to the kernel: one `write` per chunk (the seed's way, and the default), `writev` of `--batch`
+//! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
+
+pub mod blocking;
+pub mod interrupt;
+pub mod intervals;
+pub mod latency;
+pub mod nonblocking;
+pub mod output;
+pub mod progress;
+mod send;
+mod session;
+mod transfer;
+
+pub use session::{describe_bytes, handshake, read_frame_within};
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::progress::Progress;
+use blocking::Blocking;
+use nonblocking::MioConn;
+use tsperf_proto::clock::Offset;
+use tsperf_proto::{LogMode, Report, ServerIo, StdoutKind};
+use tsperf_sys::auth::Key;
+use tsperf_sys::source::Source;
+use tsperf_sys::timing::CpuTime;
+
+pub use tsperf_results::strategy::{ClientIo, Strategy};
+
+/// Chunks per `writev` unless `--batch` says otherwise.
+pub const DEFAULT_BATCH: u32 = 64;
+/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
+pub const MAX_BATCH: u32 = 1024;
+
+/// What to send, where, and how.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    pub host: String,
+    pub port: u16,
+    pub chunk: u32,
+    pub file: PathBuf,
+    /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
+    /// and the longest the server may take no data.
+    pub timeout: Duration,
+    /// Use a mio non-blocking socket instead of a blocking one.
+    pub nonblocking: bool,
+    /// Ask the kernel for this send buffer size (SO_SNDBUF).
+    pub sndbuf: Option<u32>,
+    /// The pre-shared key, for a server that asks for one.
+    pub auth: Option<std::sync::Arc<Key>>,
+    /// How chunks reach the kernel.
+    pub strategy: Strategy,
+    /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`MAX_BATCH`]).
+    pub batch: u32,
+    /// The server log sink to ask for; `None`: the server's own.
+    pub server_log: Option<LogMode>,
+    /// Clock queries before the data (0 to [`tsperf_proto::MAX_CLOCK_QUERIES`]).
+    pub clock_queries: u8,
+    /// Take a sample this often (`--interval`).
+    pub interval: Option<Duration>,
+    /// Print each sample as it is taken (a human run).
+    pub live_intervals: bool,
+}
+
+/// Clock queries a stream transfer makes before its data unless told otherwise.
+pub const DEFAULT_CLOCK_QUERIES: u8 = 8;
+
+/// The server's clock against ours, from a transfer's clock queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub queries: u8,
+    /// The estimate from the fastest query.
+    pub offset: Offset,
+    /// That query's round trip, in ns.
+    pub rtt_ns: u64,
+}
+
+/// What the server's Accept said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepted {
+    pub read_size: u32,
+    pub server_io: ServerIo,
+    pub log: LogMode,
+    pub stdout: StdoutKind,
+}
+
+/// Counts of what the client's writes did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Calls (write, writev or sendfile) that moved at least one byte.
+    pub writes: u64,
+    /// Calls that took fewer bytes than offered.
+    pub partial_writes: u64,
+    /// Writes that found the socket full (non-blocking only).
+    pub would_block: u64,
+    /// Wake-ups from poll (non-blocking only).
+    pub polls: u64,
+}
+
+/// Everything measured about one transfer, by both ends.
+#[derive(Debug, Clone)]
+pub struct StreamResult {
+    pub name: String,
+    pub bytes: u64,
+    pub chunk: u32,
+    pub io: ClientIo,
+    pub strategy: Strategy,
+    /// Chunks per call with `writev`; `None` for the other strategies.
+    pub batch: Option<u32>,
+    pub peer: SocketAddr,
+    pub begin_unix_us: u64,
+    pub end_unix_us: u64,
+    pub elapsed: Duration,
+    pub digest: u64,
+    pub writes: WriteStats,
+    pub cpu: CpuTime,
+    pub sndbuf: u32,
+    pub read_size: u32,
+    /// What the server's stdout is, as it said in its Accept.
+    pub server_stdout: StdoutKind,
+    /// The clock offset, when clock queries were made.
+    pub clock: Option<Clock>,
+    pub server: Report,
+    /// The client socket's `TCP_INFO` once the report arrived.
+    pub tcp: tsperf_proto::tcp::SenderTcp,
+    /// Time the sending thread waited for a CPU during the transfer (Linux).
+    pub run_queue: Option<Duration>,
+    /// Samples in time, with `--interval`.
+    pub intervals: Vec<intervals::Interval>,
+    /// The file's size or modification time changed while it was sent (checked only when the
+    /// digests disagree, to say why).
+    pub source_changed: bool,
+}
+
+impl StreamResult {
+    /// True when the server counted every byte and its digest equals ours.
+    pub fn verified(&self) -> bool {
+        self.server.bytes == self.bytes && self.server.digest == self.digest
+    }
+
+    /// What limited the transfer.
+    pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
+        tsperf_results::verdict::judge(
+            &self.tcp,
+            self.cpu.user + self.cpu.sys,
+            self.run_queue,
+            self.elapsed,
+        )
+    }
+}
+
+/// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
+/// non-blocking transport waits in poll inside them and counts what it waited for. Both give up
+/// on a write once the peer has taken nothing for the timeout, and on a read at the deadline
+/// set with [`Transport::read_by`] (or after the timeout without one).
+pub trait Transport: Read + Write + Sized {
+    /// The JSON's `io` value.
+    const IO: ClientIo;
+    /// Connects to `host:port` within `timeout` (all its addresses together).
+    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self>;
+    fn peer(&self) -> io::Result<SocketAddr>;
+    fn socket(&self) -> socket2::SockRef<'_>;
+    /// The longest the peer may take no data, or send nothing, before a call fails.
+    fn set_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// Makes reads fail with `TimedOut` at `deadline` (`None`: after the timeout, as before).
+    fn read_by(&mut self, deadline: Option<Instant>);
+    /// Writes that found the socket full, and wake-ups from poll.
+    fn waits(&self) -> (u64, u64);
+    /// Sends up to `len` bytes of `file` from `offset` with `sendfile`, waiting like `write`.
+    fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize>;
+}
+
+/// A stream transfer that did not finish: why, and what it had measured.
+#[derive(Debug)]
+pub struct StreamFailure {
+    /// The file's name, as sent in the hello.
+    pub name: String,
+    /// The file's size, once it was opened.
+    pub bytes: Option<u64>,
+    /// Bytes of the file handed to the socket.
+    pub sent: u64,
+    /// Of those, the bytes the server's TCP acknowledged (`TCP_INFO`), where known.
+    pub acked: Option<u64>,
+    /// From the first byte handed over to the stop; `None` if it stopped before the data.
+    pub elapsed: Option<Duration>,
+    /// Samples in time so far, with `--interval`.
+    pub intervals: Vec<intervals::Interval>,
+    /// Stopped by Ctrl-C or SIGTERM ([`interrupt`]).
+    pub interrupted: bool,
+    pub error: anyhow::Error,
+}
+
+impl StreamFailure {
+    /// A failure before the file could be sent: nothing measured.
+    fn before(cfg: &StreamConfig, bytes: Option<u64>, error: anyhow::Error) -> StreamFailure {
+        StreamFailure {
+            name: cfg
+                .file
+                .file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+            bytes,
+            sent: 0,
+            acked: None,
+            elapsed: None,
+            intervals: Vec::new(),
+            interrupted: interrupt::requested(),
+            error,
+        }
+    }
+}
+
+impl std::fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for StreamFailure {}
+
+/// Runs one stream transfer over the transport the configuration asks for, showing `progress`.
+pub fn run_stream(
+    cfg: &StreamConfig,
+    progress: &mut Progress,
+) -> Result<StreamResult, StreamFailure> {
+    let batch = match cfg.strategy {
+        Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
+        Strategy::Write | Strategy::Sendfile => 1,
+    };
+    let source = Source::open(&cfg.file, cfg.chunk, batch)
+        .map_err(|e| StreamFailure::before(cfg, None, e))?;
+    // The size is known before anything can fail on the network: a failure's report has it.
+    progress.start(source.len());
+    let size = Some(source.len());
+    let result = if cfg.nonblocking {
+        MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
+            .map_err(|e| StreamFailure::before(cfg, size, e))
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
+    } else {
+        Blocking::connect(&cfg.host, cfg.port, cfg.timeout)
+            .map_err(|e| StreamFailure::before(cfg, size, e))
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
+    };
+    progress.clear();
+    result
+}

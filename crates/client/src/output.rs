@@ -1,0 +1,602 @@
+//! What tsclient prints: the seed's begin/end lines with a summary for people, or one JSON
+//! object for scripts. Field names carry their unit (`elapsed_s`, `begin_unix_us`); names once
+//! published are never renamed. A failed run still prints one JSON object, with `error` and what
+//! was measured before it failed, so a script can always parse stdout (as iperf3 `-J` does).
+//! Text from the server is escaped for the terminal ([`tsperf_sys::text`]).
+
+pub use tsperf_results::json;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::latency::{LatencyResult, Stopped};
+use crate::{StreamFailure, StreamResult};
+use json::{
+    ClientJson, ClientSide, ClockJson, Cpu, FailureJson, LatencyJson, OneWayJson, Rtt, ServerSide,
+    StreamFailureJson, StreamJson, TcpJson, TimeSplitJson, UnderLoadJson,
+};
+use tsperf_proto::clock::Offset;
+use tsperf_proto::{LogMode, Report};
+use tsperf_results::units;
+use tsperf_sys::text::{Peer, json_inert};
+use tsperf_sys::timing::Stamp;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+impl From<&StreamResult> for StreamJson {
+    fn from(r: &StreamResult) -> StreamJson {
+        let s = &r.server;
+        let nonzero = |v: u64| (v != 0).then_some(v);
+        let verdict = r.verdict();
+        StreamJson {
+            tsperf: VERSION.into(),
+            file: r.name.clone(),
+            bytes: r.bytes,
+            chunk: r.chunk,
+            io: r.io,
+            strategy: r.strategy,
+            batch: r.batch,
+            peer: r.peer.to_string(),
+            elapsed_s: r.elapsed.as_secs_f64(),
+            begin_unix_us: r.begin_unix_us,
+            end_unix_us: r.end_unix_us,
+            mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
+            gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+            verified: r.verified(),
+            digest: hex(r.digest),
+            cpu: Cpu::of(r.cpu.user, r.cpu.sys),
+            client: ClientSide {
+                writes: r.writes.writes,
+                partial_writes: r.writes.partial_writes,
+                would_block: r.writes.would_block,
+                polls: r.writes.polls,
+                sndbuf: r.sndbuf,
+            },
+            server: ServerSide {
+                bytes: s.bytes,
+                digest: hex(s.digest),
+                reads: s.reads,
+                read_size: r.read_size,
+                io: s.server_io,
+                log: s.log,
+                log_lines: s.log_lines,
+                log_lines_lost: s.log_lines_lost,
+                output_dropped: s.output_dropped,
+                first_byte_unix_us: nonzero(s.first_byte_unix_us),
+                last_byte_unix_us: nonzero(s.last_byte_unix_us),
+                first_byte_client_unix_us: on_client(r, s.first_byte_unix_us),
+                last_byte_client_unix_us: on_client(r, s.last_byte_unix_us),
+                stdout: r.server_stdout,
+                elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
+                wakeups: s.wakeups,
+                rcvbuf: s.rcvbuf,
+                cpu: Cpu::of(
+                    Duration::from_micros(s.cpu_user_us),
+                    Duration::from_micros(s.cpu_sys_us),
+                ),
+                saved_to: s.saved_to.clone(),
+                time_split: TimeSplitJson::of(&s.split),
+            },
+            clock: ClockJson {
+                queries: r.clock.map_or(0, |c| c.queries),
+                offset_us: r.clock.map(|c| c.offset.offset_ns as f64 / 1e3),
+                offset_err_us: r.clock.map(|c| c.offset.err_ns as f64 / 1e3),
+                rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
+            },
+            one_way: one_way(r),
+            tcp: TcpJson {
+                available: r.tcp.available(),
+                client: r.tcp,
+                server: s.tcp,
+            },
+            limited_by: Some(verdict.limited_by),
+            limits: verdict.limits,
+            intervals: r.intervals.clone(),
+            error: (!r.verified()).then(|| mismatch(r)),
+        }
+    }
+}
+
+/// A server time (µs since the epoch, 0 for none) on the client's clock, in µs.
+fn on_client(r: &StreamResult, server_unix_us: u64) -> Option<f64> {
+    to_client(r.clock.map(|c| c.offset), server_unix_us)
+}
+
+fn to_client(offset: Option<Offset>, server_unix_us: u64) -> Option<f64> {
+    let offset = offset?;
+    let ns = server_unix_us.checked_mul(1000)?;
+    (server_unix_us != 0).then(|| offset.to_client(ns) as f64 / 1e3)
+}
+
+/// A one-way figure is known when its error bound is at most this fraction of it.
+pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
+
+/// The one-way times from the client's first byte sent, where the error bound allows.
+fn one_way(r: &StreamResult) -> OneWayJson {
+    one_way_of(
+        (r.begin_unix_us, r.end_unix_us),
+        r.server.first_byte_unix_us,
+        r.server.last_byte_unix_us,
+        r.clock.map(|c| c.offset),
+    )
+}
+
+/// From the client's first byte sent at `begin_us` (its clock) to the server's first and last
+/// read at `first_us` and `last_us` (the server's clock), given the offset between the clocks.
+/// The error bound is the offset's, plus the µs the server's stamps are rounded to. A read
+/// that lands outside the transfer (before its first byte or after the report came, by more
+/// than the bound: a server clock stepped mid-run, or a report that says nonsense) is unknown.
+fn one_way_of(
+    (begin_us, end_us): (u64, u64),
+    first_us: u64,
+    last_us: u64,
+    offset: Option<Offset>,
+) -> OneWayJson {
+    let err = offset.map(|o| o.err_ns as f64 / 1e3 + 1.0);
+    let whole = end_us.saturating_sub(begin_us) as f64;
+    let from_begin = |server_us: u64| {
+        let figure = to_client(offset, server_us)? - begin_us as f64;
+        let err = err?;
+        let inside = figure >= -err && figure <= whole + err;
+        (inside && err <= ONE_WAY_MAX_ERROR * figure).then_some(figure)
+    };
+    OneWayJson {
+        first_byte_us: from_begin(first_us),
+        last_byte_us: from_begin(last_us),
+        err_us: err,
+    }
+}
+
+/// The one JSON object `tsclient --json` prints for a stream transfer (with `error` when the
+/// digests disagree).
+pub fn stream_json(r: &StreamResult) -> String {
+    to_json(&ClientJson::Stream(r.into()))
+}
+
+/// Serializes one output object, with active characters escaped.
+fn to_json(v: &impl Serialize) -> String {
+    json_inert(serde_json::to_string_pretty(v).expect("plain data always serializes"))
+}
+
+/// The JSON object for a run that failed before it measured anything (a bad key file, say).
+pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
+    to_json(&FailureJson {
+        tsperf: VERSION.into(),
+        mode: mode.into(),
+        error: format!("{e:#}"),
+        usage: false,
+        interrupted: crate::interrupt::requested(),
+    })
+}
+
+/// The JSON object for a usage error (exit 2).
+pub fn usage_json(mode: &str, msg: &str) -> String {
+    to_json(&FailureJson {
+        tsperf: VERSION.into(),
+        mode: mode.into(),
+        error: msg.into(),
+        usage: true,
+        interrupted: false,
+    })
+}
+
+/// The JSON object for a stream transfer that failed or was interrupted, with what it had
+/// measured ([`StreamFailureJson`]).
+pub fn stream_failure_json(f: &StreamFailure) -> String {
+    let elapsed = f.elapsed.map(|d| d.as_secs_f64());
+    to_json(&StreamFailureJson {
+        tsperf: VERSION.into(),
+        mode: "stream".into(),
+        file: f.name.clone(),
+        bytes: f.bytes,
+        sent: f.sent,
+        acked_bytes: f.acked,
+        elapsed_s: elapsed,
+        acked_mib_per_s: f.acked.zip(f.elapsed).map(|(b, d)| units::mib_per_s(b, d)),
+        verified: false,
+        interrupted: f.interrupted,
+        intervals: f.intervals.clone(),
+        error: format!("{:#}", f.error),
+    })
+}
+
+/// What an interrupted stream had done, for people: how long, how much sent of the file, how
+/// much the server's TCP acknowledged, the rate so far.
+pub fn stream_interrupted_human(f: &StreamFailure) -> String {
+    let total = f
+        .bytes
+        .map_or(String::new(), |b| format!(" of {}", units::size(b)));
+    let Some(elapsed) = f.elapsed else {
+        return format!("interrupted before the data: sent 0 bytes{total}\n");
+    };
+    let acked = f.acked.map_or(String::new(), |a| {
+        format!(
+            "; the server's TCP acknowledged {}: {:.1} MiB/s so far",
+            units::size(a),
+            units::mib_per_s(a, elapsed)
+        )
+    });
+    format!(
+        "interrupted after {}: sent {}{total} ({:.1} MiB/s so far){acked}; not verified (the \
+         transfer did not finish)\n",
+        units::duration(elapsed),
+        units::size(f.sent),
+        units::mib_per_s(f.sent, elapsed),
+    )
+}
+
+/// The human report: the seed's three lines, then what both ends saw.
+pub fn stream_human(r: &StreamResult) -> String {
+    let s = &r.server;
+    let verdict = if r.verified() {
+        format!("verified (xxh3 {:016x})", r.digest)
+    } else {
+        "NOT VERIFIED".to_owned()
+    };
+    let server_elapsed = Duration::from_nanos(s.elapsed_ns);
+    format!(
+        "{}\nfile[{}] read over .\n{}\n\
+         sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
+         \x20 client: {} ({} short), cpu {} user + {} sys\n\
+         \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}, \
+         stdout to {}\n",
+        Stamp {
+            label: "begin",
+            unix_us: r.begin_unix_us
+        },
+        r.name,
+        Stamp {
+            label: "end",
+            unix_us: r.end_unix_us
+        },
+        units::size(r.bytes),
+        units::duration(r.elapsed),
+        units::mib_per_s(r.bytes, r.elapsed),
+        units::gbit_per_s(r.bytes, r.elapsed),
+        r.chunk,
+        r.io,
+        match r.batch {
+            Some(k) => format!("writev of {k}"),
+            None => r.strategy.to_string(),
+        },
+        units::count(r.writes.writes, &format!("{} call", r.strategy)),
+        r.writes.partial_writes,
+        units::duration(r.cpu.user),
+        units::duration(r.cpu.sys),
+        units::count(s.reads, "read"),
+        r.read_size,
+        units::duration(server_elapsed),
+        units::duration(Duration::from_micros(s.cpu_user_us)),
+        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        s.server_io.map_or("?".to_owned(), |v| v.to_string()),
+        s.log.map_or("?".to_owned(), |v| v.to_string()),
+        r.server_stdout.describe(),
+    ) + &clock_human(r)
+        + &why_human(r)
+        + &if s.saved_to.is_empty() {
+            String::new()
+        } else {
+            format!("  saved on the server as {}\n", Peer(&s.saved_to))
+        }
+        + &if s.output_dropped == 0 {
+            String::new()
+        } else {
+            format!(
+                "  the server could not print {} of its own output: its stdout or stderr is \
+             not being read\n",
+                units::count(s.output_dropped, "line")
+            )
+        }
+        + &lost_log_lines(s)
+}
+
+/// A line when some of the transfer's per-read log lines could not be written.
+fn lost_log_lines(s: &Report) -> String {
+    if s.log_lines_lost == 0 {
+        return String::new();
+    }
+    let sink = match s.log {
+        Some(LogMode::Stdout) => "its stdout was closed",
+        _ => "the log file could not be written (a full disk?)",
+    };
+    format!(
+        "  the server's log lost {} of {} lines: {sink}\n",
+        units::count(u64::from(s.log_lines_lost), "line"),
+        u64::from(s.log_lines) + u64::from(s.log_lines_lost)
+    )
+}
+
+/// The verdict, its shares, and where the server's time went.
+fn why_human(r: &StreamResult) -> String {
+    let v = r.verdict();
+    let mut out = format!(
+        "  {}
+    ({})
+",
+        v.sentence(),
+        v.shares()
+    );
+    let split = &r.server.split;
+    if split.total_ns() > 0 {
+        let total = split.total_ns() as f64;
+        let parts: Vec<String> = tsperf_proto::TimePhase::ALL
+            .into_iter()
+            .filter(|p| split.get(*p) > 0)
+            .map(|p| match 100.0 * split.get(p) as f64 / total {
+                pct if pct < 0.5 => format!("{} <1%", p.name()),
+                pct => format!("{} {pct:.0}%", p.name()),
+            })
+            .collect();
+        out += &format!(
+            "  server's time ({}): {}\n",
+            units::duration(Duration::from_nanos(split.total_ns())),
+            parts.join(", ")
+        );
+    }
+    out
+}
+
+/// The clock line of the human report: the offset, and the one-way times it allows.
+fn clock_human(r: &StreamResult) -> String {
+    let Some(c) = r.clock else {
+        return "  clock: not compared (--clock-queries 0)\n".to_owned();
+    };
+    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
+    let sign = if c.offset.offset_ns < 0 { "-" } else { "+" };
+    let w = one_way(r);
+    let err = w.err_us.unwrap_or(0.0);
+    let figure = |v: Option<f64>| match v {
+        Some(us) => units::duration(Duration::from_secs_f64(us / 1e6)),
+        None => "unknown".to_owned(),
+    };
+    format!(
+        "  clock: server minus client {sign}{} ± {} ({}, fastest round trip {}); one way from \
+         the first byte sent (± {}): to the server's first read {}, to its last {}\n",
+        d(c.offset.offset_ns.unsigned_abs()),
+        d(c.offset.err_ns),
+        units::count(u64::from(c.queries), "query"),
+        d(c.rtt_ns),
+        units::duration(Duration::from_secs_f64(err / 1e6)),
+        figure(w.first_byte_us),
+        figure(w.last_byte_us),
+    )
+}
+
+/// Why a finished transfer does not verify, for stderr.
+pub fn mismatch(r: &StreamResult) -> String {
+    let why = if r.source_changed {
+        "; the file was written to while it was sent, so the bytes read are a mix of its old \
+         and new contents (send a file nothing is writing to)"
+    } else {
+        ""
+    };
+    format!(
+        "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}{why}",
+        r.bytes, r.digest, r.server.bytes, r.server.digest
+    )
+}
+
+fn hex(d: u64) -> String {
+    format!("{d:016x}")
+}
+
+/// `host:port`, with an IPv6 address in brackets (`[::1]:7433`).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+impl From<&LatencyResult> for LatencyJson {
+    fn from(r: &LatencyResult) -> LatencyJson {
+        let c = &r.cfg;
+        let measured = !r.rtt.is_empty();
+        LatencyJson {
+            tsperf: VERSION.into(),
+            peer: host_port(&c.host, c.port),
+            count: r.rtt.len(),
+            warmup: c.warmup,
+            codec: c.codec,
+            framing: c.framing,
+            nodelay: c.nodelay,
+            reconnect: c.reconnect,
+            io: r.io,
+            rtt_us: measured.then(|| Rtt::of(&r.rtt)),
+            offset_us: measured.then_some(r.offset_ns as f64 / 1e3),
+            offset_err_us: measured.then_some(r.offset_err_ns as f64 / 1e3),
+            hint: r.hint().map(String::from),
+            interrupted: matches!(r.stopped, Some(Stopped::Interrupted)),
+            error: match &r.stopped {
+                Some(Stopped::Failed(e)) => Some(format!("{e:#}")),
+                _ => None,
+            },
+            under_load: r.loaded.as_ref().map(|l| {
+                let load = c.under_load.as_ref();
+                UnderLoadJson {
+                    file: load
+                        .and_then(|s| s.file.file_name())
+                        .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+                    chunk: load.map_or(0, |s| s.chunk),
+                    server_log: l
+                        .streams
+                        .last
+                        .as_ref()
+                        .and_then(|s| s.server.log)
+                        .or_else(|| load.and_then(|s| s.server_log)),
+                    count: l.rtt.len(),
+                    rtt_us: (!l.rtt.is_empty()).then(|| Rtt::of(&l.rtt)),
+                    p50_ratio: (!l.rtt.is_empty() && measured).then(|| {
+                        l.rtt.value_at_quantile(0.5) as f64
+                            / r.rtt.value_at_quantile(0.5).max(1) as f64
+                    }),
+                    streams: u32::try_from(l.streams.count).unwrap_or(u32::MAX),
+                    stream_mib_per_s: l.streams.median_mib_per_s(),
+                    stream_verified: l.streams.all_verified(),
+                    stream_limited_by: l.streams.usual_verdict(),
+                    stream_error: l.streams.error.clone(),
+                }
+            }),
+        }
+    }
+}
+
+/// The one JSON object `tsclient --latency --json` prints.
+pub fn latency_json(r: &LatencyResult) -> String {
+    to_json(&ClientJson::Latency(r.into()))
+}
+
+/// The human report: the statistics, a percentile ladder, the clock offset, and any hint.
+pub fn latency_human(r: &LatencyResult) -> String {
+    use std::fmt::Write as _;
+    let c = &r.cfg;
+    let h = &r.rtt;
+    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
+    let on = |b: bool| if b { "on" } else { "off" };
+    let mut s = format!(
+        "latency: {} to {} ({} warm-up not counted), codec {:?}, framing {:?}, \
+         nodelay {}, reconnect {}, io {}\n",
+        units::count(h.len(), "clock query"),
+        host_port(&c.host, c.port),
+        c.warmup,
+        c.codec,
+        c.framing,
+        on(c.nodelay),
+        on(c.reconnect),
+        r.io
+    )
+    .to_lowercase();
+    if h.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "  round trip: min {}, mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
+        d(h.min()),
+        d(h.mean() as u64),
+        d(h.value_at_quantile(0.5)),
+        d(h.value_at_quantile(0.9)),
+        d(h.value_at_quantile(0.99)),
+        d(h.value_at_quantile(0.999)),
+        d(h.max())
+    );
+    // A ladder on a log scale from 1 µs to the maximum, so a 40 ms stall and a 50 µs round trip
+    // fit on one screen and a flat distribution looks flat.
+    let lo = 1_000f64.min(h.min().max(1) as f64);
+    let hi = (h.max().max(1) as f64).max(lo * 10.0);
+    let span = (hi / lo).ln().max(f64::EPSILON);
+    for (label, q) in [
+        ("min", 0.0),
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p99.9", 0.999),
+        ("max", 1.0),
+    ] {
+        let v = if q == 0.0 {
+            h.min()
+        } else {
+            h.value_at_quantile(q)
+        };
+        let width = 1 + ((v.max(1) as f64 / lo).ln() / span * 39.0).round() as usize;
+        let _ = writeln!(
+            s,
+            "  {label:>6} {:>10} |{}",
+            d(v),
+            "#".repeat(width.min(40))
+        );
+    }
+    let sign = if r.offset_ns < 0 { "-" } else { "+" };
+    let _ = writeln!(
+        s,
+        "  server clock = client clock {sign} {} ± {} (NTP-style, from the fastest round trip)",
+        d(r.offset_ns.unsigned_abs()),
+        d(r.offset_err_ns)
+    );
+    if let Some(l) = &r.loaded {
+        let j = LatencyJson::from(r).under_load.unwrap_or_default();
+        let what = format!(
+            "{} in {}-byte chunks, server log {}",
+            j.file,
+            j.chunk,
+            j.server_log.map_or("?".to_owned(), |l| l.to_string())
+        );
+        if l.rtt.is_empty() {
+            let _ = writeln!(
+                s,
+                "  under load ({what}): no query answered while it streamed"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  under load ({what}): {} answered while it streamed: p50 {}, p99 {} \
+                 ({:.1}× the idle p50)",
+                units::count(l.rtt.len(), "query"),
+                d(l.rtt.value_at_quantile(0.5)),
+                d(l.rtt.value_at_quantile(0.99)),
+                j.p50_ratio.unwrap_or(0.0)
+            );
+        }
+        if let Some(e) = &l.streams.error {
+            let _ = writeln!(s, "  the stream failed: {e}");
+        }
+        if let Some(last) = &l.streams.last {
+            let _ = writeln!(
+                s,
+                "  the stream ({} of {}): median {:.1} MiB/s, {}, {}",
+                units::count(l.streams.count, "transfer"),
+                units::size(last.bytes),
+                j.stream_mib_per_s.unwrap_or(0.0),
+                if j.stream_verified {
+                    "verified"
+                } else {
+                    "NOT VERIFIED"
+                },
+                last.verdict().sentence()
+            );
+        }
+    }
+    if let Some(hint) = r.hint() {
+        let _ = writeln!(s, "hint: {hint}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offset moves the server's times onto the client's clock; a figure is known only
+    /// when its error bound is at most a tenth of it, and nothing is known without an offset.
+    #[test]
+    fn one_way_known_only_within_its_bound() {
+        // The server's clock is 2 ms ahead, known to ± 9 µs (10 µs with the rounding).
+        let offset = Offset {
+            offset_ns: 2_000_000,
+            err_ns: 9_000,
+        };
+        let begin = 1_000_000_000;
+        // The report came 110 ms after the first byte.
+        let span = (begin, begin + 110_000);
+        // First read 50 µs after the first byte sent, last one 100 ms after, on the client's clock.
+        let w = one_way_of(span, begin + 2_050, begin + 102_000, Some(offset));
+        assert_eq!(w.err_us, Some(10.0));
+        assert_eq!(w.first_byte_us, None, "50 µs ± 10 µs is unknown");
+        assert_eq!(w.last_byte_us, Some(100_000.0));
+        let w = one_way_of(span, begin + 2_100, begin + 102_000, Some(offset));
+        assert_eq!(w.first_byte_us, Some(100.0), "100 µs ± 10 µs is known");
+        let w = one_way_of(span, begin + 2_100, begin + 102_000, None);
+        assert_eq!(
+            (w.first_byte_us, w.last_byte_us, w.err_us),
+            (None, None, None)
+        );
+        // Issue 23 (10): a read after the report came, or one so far off its µs overflow ns, is
+        // unknown, not a one-way time of 16,650,588,101 s.
+        let w = one_way_of(span, begin + 2_100, begin + 200_000, Some(offset));
+        assert_eq!(w.last_byte_us, None, "98 ms after the report came");
+        let w = one_way_of(span, u64::MAX, u64::MAX, Some(offset));
+        assert_eq!((w.first_byte_us, w.last_byte_us), (None, None));
+    }
+}

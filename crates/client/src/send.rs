@@ -1,0 +1,186 @@
+//! Handing the file's bytes to the kernel, the way `--io` says: one `write` per chunk,
+//! `writev` of `--batch` chunks, or `sendfile`; every short call continued from where it stopped.
+
+use std::io::{self, IoSlice};
+
+use super::{MAX_BATCH, Strategy, StreamConfig, Transport, WriteStats};
+use crate::progress::Progress;
+use tsperf_sys::source::Source;
+
+/// Why sending stopped early: the file, the connection, or a stop asked for (Ctrl-C).
+pub(super) enum Stop {
+    File(anyhow::Error),
+    /// A write met pages of the mapped file that are gone: the file shrank to less than this.
+    Shrank(u64),
+    Net(io::Error),
+    Interrupted,
+}
+
+impl Stop {
+    /// A failed write of the file's bytes, `at` bytes into it.
+    fn write(e: io::Error, at: u64) -> Stop {
+        if tsperf_sys::source::is_fault(&e) {
+            Stop::Shrank(at)
+        } else {
+            Stop::Net(e)
+        }
+    }
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Stop {
+        Stop::Net(e)
+    }
+}
+
+/// Sends every byte of `source` the way `cfg.strategy` says, counting calls into `writes` and
+/// bytes into `sent` as they go, and stopping at the next file block once a stop is asked for
+/// ([`super::interrupt`]). Returns the xxh3-64 of what was sent.
+pub(super) fn send_data<T: Transport>(
+    conn: &mut T,
+    source: &mut Source,
+    cfg: &StreamConfig,
+    progress: &mut Progress,
+    writes: &mut WriteStats,
+    sent: &mut u64,
+) -> Result<u64, Stop> {
+    let chunk = cfg.chunk as usize;
+    if cfg.strategy == Strategy::Sendfile {
+        let checksum = source.digest_in_background().map_err(Stop::File)?;
+        send_file(conn, source, chunk, progress, writes, sent)?;
+        return checksum
+            .join()
+            .map_err(|_| Stop::File(anyhow::anyhow!("the checksum thread panicked")))?
+            .map_err(Stop::File);
+    }
+    let batch = cfg.batch.clamp(1, MAX_BATCH) as usize;
+    loop {
+        if super::interrupt::requested() {
+            return Err(Stop::Interrupted);
+        }
+        let block = source.next_block().map_err(Stop::File)?;
+        if block.is_empty() {
+            break;
+        }
+        if cfg.strategy == Strategy::Writev {
+            // The iovecs live on the stack, filled afresh for each batch of the block.
+            let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
+            for group in block.chunks(chunk * batch) {
+                write_batch(conn, group, chunk, &mut slots, writes, sent)
+                    .map_err(|e| Stop::write(e, *sent))?;
+            }
+        } else {
+            for piece in block.chunks(chunk) {
+                write_chunk(conn, piece, writes, sent).map_err(|e| Stop::write(e, *sent))?;
+            }
+        }
+        progress.update(*sent);
+    }
+    Ok(source.digest())
+}
+
+/// Sends the file with one `sendfile` of up to `chunk` bytes per call, continuing a short call
+/// from where it stopped; every byte a call takes counts in `sent` at once.
+fn send_file<T: Transport>(
+    conn: &mut T,
+    source: &Source,
+    chunk: usize,
+    progress: &mut Progress,
+    writes: &mut WriteStats,
+    sent: &mut u64,
+) -> Result<(), Stop> {
+    let len = source.len();
+    let mut shown = 0u64;
+    while *sent < len {
+        let chunk_end = (*sent + chunk as u64).min(len);
+        while *sent < chunk_end {
+            let want = (chunk_end - *sent) as usize;
+            match conn.sendfile(source.file(), *sent, want)? {
+                0 => return Err(Stop::File(source.shrank(*sent))),
+                n => {
+                    writes.writes += 1;
+                    if n < want {
+                        writes.partial_writes += 1;
+                    }
+                    *sent += n as u64;
+                }
+            }
+        }
+        if *sent - shown >= tsperf_sys::source::BLOCK_TARGET as u64 {
+            shown = *sent;
+            progress.update(shown);
+            if super::interrupt::requested() {
+                return Err(Stop::Interrupted);
+            }
+        }
+    }
+    progress.update(*sent);
+    Ok(())
+}
+
+/// Writes `group` (whole chunks of `chunk` bytes, the last maybe shorter) with `writev`, each
+/// chunk its own iovec, continuing a short call from where it stopped. Every byte a call takes
+/// counts in `sent` at once, so a failure says exactly how many the kernel took.
+#[inline]
+fn write_batch<'a, T: Transport>(
+    conn: &mut T,
+    group: &'a [u8],
+    chunk: usize,
+    slots: &mut [IoSlice<'a>],
+    stats: &mut WriteStats,
+    sent: &mut u64,
+) -> io::Result<()> {
+    let mut used = 0;
+    for (slot, piece) in slots.iter_mut().zip(group.chunks(chunk)) {
+        *slot = IoSlice::new(piece);
+        used += 1;
+    }
+    let mut bufs = &mut slots[..used];
+    let mut left = group.len();
+    while left > 0 {
+        match conn.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                stats.writes += 1;
+                if n < left {
+                    stats.partial_writes += 1;
+                }
+                left -= n;
+                *sent += n as u64;
+                IoSlice::advance_slices(&mut bufs, n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes one chunk, finishing it from where a short write stopped; counts what each call took
+/// in `sent`.
+#[inline]
+fn write_chunk<T: Transport>(
+    conn: &mut T,
+    mut piece: &[u8],
+    stats: &mut WriteStats,
+    sent: &mut u64,
+) -> io::Result<()> {
+    loop {
+        match conn.write(piece) {
+            Ok(n) if n == piece.len() => {
+                stats.writes += 1;
+                *sent += n as u64;
+                return Ok(());
+            }
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                stats.writes += 1;
+                stats.partial_writes += 1;
+                *sent += n as u64;
+                piece = &piece[n..];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! One stream transfer over a connected transport: the hello, the clock queries, the data
+//! (sampled in time with `--interval`), the trailer and the report.
+//!
+//! Whatever stops it early (a refusal, a lost connection, a file that shrank, Ctrl-C), what it
+//! had measured comes back with the reason ([`StreamFailure`]): the bytes handed to the socket,
+//! those the server's TCP acknowledged, the time since the first byte, and the samples so far.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::send::{Stop, send_data};
+use super::session::{ask_clock, await_report, handshake, read_frame_within};
+use super::{
+    Strategy, StreamConfig, StreamFailure, StreamResult, Transport, WriteStats, intervals,
+};
+use crate::progress::Progress;
+use tsperf_proto::{Frame, Hello, Report};
+use tsperf_sys::net;
+use tsperf_sys::source::Source;
+use tsperf_sys::text::Peer;
+use tsperf_sys::timing::{CpuTime, unix_us_now};
+
+/// What a transfer has measured so far, to give back with a failure.
+struct SoFar {
+    name: String,
+    bytes: u64,
+    sent: u64,
+    /// When the first byte was about to be handed over, and the socket's acknowledged bytes
+    /// then (the hello and the clock queries).
+    begin: Option<(Instant, Option<u64>)>,
+    intervals: Vec<intervals::Interval>,
+}
+
+impl SoFar {
+    /// The bytes of the file the server's TCP acknowledged: the socket's count less what it
+    /// had acknowledged before the data, at most what was sent.
+    fn acked<T: Transport>(&self, conn: &T) -> Option<u64> {
+        let (_, before) = self.begin?;
+        let now = acknowledged(conn)?;
+        Some(now.saturating_sub(before?).min(self.sent))
+    }
+
+    /// The failure `error`, with everything measured so far.
+    fn failed<T: Transport>(self, conn: &T, error: anyhow::Error) -> StreamFailure {
+        StreamFailure {
+            acked: self.acked(conn),
+            elapsed: self.begin.map(|(at, _)| at.elapsed()),
+            name: self.name,
+            bytes: Some(self.bytes),
+            sent: self.sent,
+            intervals: self.intervals,
+            interrupted: super::interrupt::requested(),
+            error,
+        }
+    }
+}
+
+/// The socket's bytes acknowledged by the peer (`TCP_INFO`), where the kernel says.
+fn acknowledged<T: Transport>(conn: &T) -> Option<u64> {
+    tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())?
+        .sender()
+        .bytes_acked
+}
+
+/// Runs one transfer of `source` over `conn`.
+pub(super) fn transfer<T: Transport>(
+    mut conn: T,
+    mut source: Source,
+    cfg: &StreamConfig,
+    progress: &mut Progress,
+) -> Result<StreamResult, StreamFailure> {
+    let mut so_far = SoFar {
+        name: source.name().to_owned(),
+        bytes: source.len(),
+        sent: 0,
+        begin: None,
+        intervals: Vec::new(),
+    };
+    let (peer, accepted, clock) = match prepare(&mut conn, &source, cfg) {
+        Ok(v) => v,
+        Err(e) => return Err(so_far.failed(&conn, e)),
+    };
+    progress.restart();
+    let cpu_start = CpuTime::process();
+    let queue_start = tsperf_sys::timing::run_queue_wait();
+    let begin = Instant::now();
+    so_far.begin = Some((begin, acknowledged(&conn)));
+    let begin_unix_us = unix_us_now();
+    let mut writes = WriteStats::default();
+    let (sent_data, samples) = send_sampled(
+        &mut conn,
+        &mut source,
+        cfg,
+        progress,
+        &mut writes,
+        &mut so_far.sent,
+    );
+    so_far.intervals = samples;
+    // What a failure's report says was sent.
+    progress.update(so_far.sent);
+    let digest = match sent_data {
+        Ok(digest) => digest,
+        Err(stop) => {
+            let e = match stop {
+                Stop::File(e) => e,
+                Stop::Shrank(at) => source.shrank(at),
+                Stop::Net(e) => lost(&mut conn, e, &so_far, cfg.timeout),
+                Stop::Interrupted => anyhow::anyhow!("interrupted"),
+            };
+            return Err(so_far.failed(&conn, e));
+        }
+    };
+    let report = conn
+        .write_all(&digest.to_be_bytes())
+        .map_err(|e| lost(&mut conn, e, &so_far, cfg.timeout))
+        .and_then(|()| await_report(&mut conn, cfg.timeout));
+    let elapsed = begin.elapsed();
+    let server = match report.and_then(|r| agrees(r, elapsed)) {
+        Ok(r) => r,
+        Err(e) => return Err(so_far.failed(&conn, e)),
+    };
+    let end_unix_us = unix_us_now();
+    let cpu = CpuTime::process().since(cpu_start);
+    let run_queue = queue_start
+        .zip(tsperf_sys::timing::run_queue_wait())
+        .map(|(a, b)| b.saturating_sub(a));
+    let tcp = tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())
+        .map_or_else(Default::default, |i| i.sender());
+    (writes.would_block, writes.polls) = conn.waits();
+    let source_changed = server.digest != digest && source.changed();
+    Ok(StreamResult {
+        name: so_far.name,
+        bytes: so_far.bytes,
+        chunk: cfg.chunk,
+        io: T::IO,
+        strategy: cfg.strategy,
+        batch: (cfg.strategy == Strategy::Writev).then_some(cfg.batch),
+        peer,
+        begin_unix_us,
+        end_unix_us,
+        elapsed,
+        digest,
+        writes,
+        cpu,
+        sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
+        read_size: accepted.read_size,
+        server_stdout: accepted.stdout,
+        clock,
+        server,
+        tcp,
+        run_queue,
+        intervals: so_far.intervals,
+        source_changed,
+    })
+}
+
+/// Everything before the data: the socket's settings, the hello and its answer, the clock
+/// queries.
+fn prepare<T: Transport>(
+    conn: &mut T,
+    source: &Source,
+    cfg: &StreamConfig,
+) -> Result<(std::net::SocketAddr, super::Accepted, Option<super::Clock>)> {
+    let peer = conn.peer().context("cannot read the server's address")?;
+    conn.set_timeout(cfg.timeout)?;
+    if let Some(n) = cfg.sndbuf {
+        conn.socket()
+            .set_send_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
+    }
+    let hello = Hello {
+        log: cfg.server_log,
+        clock_queries: cfg.clock_queries,
+        ..Hello::stream(source.len(), cfg.chunk, source.name())
+    };
+    let accepted = handshake(conn, &hello, cfg.auth.as_deref(), cfg.timeout)
+        .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
+    let clock = ask_clock(conn, cfg.clock_queries, cfg.timeout)
+        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
+    Ok((peer, accepted, clock))
+}
+
+/// Sends the data, sampled in time by a thread of its own with `--interval`. Returns how the
+/// sending ended and the samples.
+fn send_sampled<T: Transport>(
+    conn: &mut T,
+    source: &mut Source,
+    cfg: &StreamConfig,
+    progress: &mut Progress,
+    writes: &mut WriteStats,
+    sent: &mut u64,
+) -> (Result<u64, Stop>, Vec<intervals::Interval>) {
+    let Some(every) = cfg.interval else {
+        return (
+            send_data(conn, source, cfg, progress, writes, sent),
+            Vec::new(),
+        );
+    };
+    // The sampler reads the socket through its own descriptor number while this thread
+    // writes; the socket outlives the scope the sampler runs in.
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    let fd = conn.socket().as_raw_fd();
+    // SAFETY: `conn` owns the socket and is not dropped before `sample_while` returns (it joins
+    // the sampling thread first).
+    let sock = unsafe { BorrowedFd::borrow_raw(fd) };
+    let counter = progress.clone();
+    let shown = progress.clone();
+    let print = move |i: &intervals::Interval| shown.println(&intervals::line(i));
+    let live: Option<&(dyn Fn(&intervals::Interval) + Sync)> = cfg.live_intervals.then_some(&print);
+    intervals::sample_while(every, sock, &|| counter.sent(), live, || {
+        send_data(conn, source, cfg, progress, writes, sent)
+    })
+}
+
+/// A monotonic duration the server measured may exceed the client's by clock-rate differences
+/// (NTP slews by at most 500 ppm) and no more: this fraction, plus [`SLACK`].
+const RATE_TOLERANCE: f64 = 0.001;
+/// The absolute slack on the server's durations against the client's.
+const SLACK: Duration = Duration::from_millis(1);
+
+/// Checks the server's report against this transfer: its durations, from its first byte to its
+/// report, lie inside the client's, from before the first byte to the report's arrival. A report
+/// that says otherwise is refused, naming the figure.
+fn agrees(r: Report, elapsed: Duration) -> Result<Report> {
+    let bound = elapsed.mul_f64(1.0 + RATE_TOLERANCE) + SLACK;
+    let total = Duration::from_nanos(r.split.total_ns());
+    let first_to_last = Duration::from_nanos(r.elapsed_ns);
+    for (what, d) in [
+        ("its time split", total),
+        ("its first to last byte", first_to_last),
+    ] {
+        anyhow::ensure!(
+            d <= bound,
+            "the server's report contradicts this transfer: {what} took {}, longer than the \
+             whole transfer took here ({})",
+            tsperf_results::units::duration(d),
+            tsperf_results::units::duration(elapsed)
+        );
+    }
+    Ok(r)
+}
+
+/// Explains a failed write. The server may have said why it stopped (an abort frame); if so,
+/// that reason is the error. Otherwise the error says how far the transfer got.
+fn lost<T: Transport>(
+    conn: &mut T,
+    e: io::Error,
+    so_far: &SoFar,
+    timeout: Duration,
+) -> anyhow::Error {
+    let (sent, total) = (so_far.sent, so_far.bytes);
+    if super::interrupt::requested() {
+        return anyhow::anyhow!("interrupted after sending {sent} of {total} bytes");
+    }
+    if net::is_timeout(&e) {
+        return anyhow::anyhow!(
+            "the server took no data for {} s after {sent} of {total} bytes",
+            timeout.as_secs_f64()
+        );
+    }
+    let reason = read_frame_within(conn, "reason", Duration::from_millis(500), String::new);
+    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = reason {
+        return anyhow::anyhow!(
+            "the server aborted the transfer after {sent} of {total} bytes: {}",
+            Peer(&reason)
+        );
+    }
+    let acked = so_far.acked(conn).map_or(String::new(), |a| {
+        format!(" (the server's TCP acknowledged {a})")
+    });
+    anyhow::Error::new(e).context(format!(
+        "connection lost after sending {sent} of {total} bytes{acked}"
+    ))
+}

@@ -1,0 +1,12 @@
+//! The comparison grid and what it leaves behind. It runs tsserver and tsclient as processes
+//! ([`harness`]), never linking the server: the grid ([`matrix`]), its tables and charts
+//! ([`report`]), the peers (iperf3 and a bare loop, [`peers`] and [`floor`]), many clients at
+//! once ([`scale`]), and the machine a result came from ([`machine`]).
+
+pub mod floor;
+pub mod harness;
+pub mod machine;
+pub mod matrix;
+pub mod peers;
+pub mod report;
+pub mod scale;

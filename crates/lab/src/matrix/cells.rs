@@ -1,0 +1,276 @@
+//! The grid's cells, typed: what each measures and the tsclient arguments that measure it.
+
+use tsperf_client::{ClientIo, Strategy};
+use tsperf_proto::LogMode;
+use tsperf_proto::clock::{Codec, Framing};
+use tsperf_results::runs::Cell;
+
+/// One stream cell: chunk × client I/O model × write strategy × server log sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCell {
+    pub chunk: u32,
+    pub io: ClientIo,
+    pub strategy: Strategy,
+    /// The server log sink the client asks for (`tsclient --server-log`).
+    pub log: LogMode,
+    /// Samples every this many ms (`tsclient --interval`), for the timeline.
+    pub interval_ms: Option<u32>,
+}
+
+/// The timeline's sampling interval, for the smallest and largest chunk's cells.
+pub const TIMELINE_INTERVAL_MS: u32 = 5;
+/// At most this many samples of a run are kept in `runs.jsonl` (neighbours merged in pairs,
+/// the interval doubled, until they fit), so the committed results stay small.
+pub const TIMELINE_MAX_SAMPLES: usize = 128;
+
+impl StreamCell {
+    /// The io column: `blocking`, or `blocking writev` for a strategy other than `write`.
+    pub fn label(&self) -> String {
+        match self.strategy {
+            Strategy::Write => self.io.to_string(),
+            s => format!("{} {s}", self.io),
+        }
+    }
+
+    /// The tsclient arguments that send `file` for this cell.
+    pub fn args(&self, file: &str) -> Vec<String> {
+        let mut a = vec![
+            "--chunk".to_owned(),
+            self.chunk.to_string(),
+            file.to_owned(),
+        ];
+        if self.io == ClientIo::Nonblocking {
+            a.push("--nonblocking".into());
+        }
+        if self.strategy != Strategy::Write {
+            a.extend(["--io".to_owned(), self.strategy.to_string()]);
+        }
+        a.extend(["--server-log".to_owned(), self.log.to_string()]);
+        if let Some(ms) = self.interval_ms {
+            a.extend([
+                "--interval".to_owned(),
+                format!("{}", f64::from(ms) / 1000.0),
+            ]);
+        }
+        a
+    }
+
+    /// The cell as `runs.jsonl` records it.
+    pub fn cell(&self) -> Cell {
+        Cell::Stream {
+            chunk: self.chunk,
+            io: self.label(),
+            log: self.log.to_string(),
+        }
+    }
+}
+
+/// The client side of the stream grid for one chunk size: every strategy with both I/O models,
+/// in the order the tables list them.
+pub fn client_columns(strategies: &[Strategy]) -> Vec<(ClientIo, Strategy)> {
+    let strategies = if strategies.is_empty() {
+        &[Strategy::Write][..]
+    } else {
+        strategies
+    };
+    strategies
+        .iter()
+        .flat_map(|s| [ClientIo::Blocking, ClientIo::Nonblocking].map(|io| (io, *s)))
+        .collect()
+}
+
+/// One latency cell of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyCell {
+    pub codec: Codec,
+    pub framing: Framing,
+    pub nodelay: bool,
+    pub reconnect: bool,
+    /// Measured again while the grid's file streams with this server log sink
+    /// (`tsclient --under-load`).
+    pub under_load: Option<LogMode>,
+}
+
+/// What a cell under load streams: the grid's file, in its largest chunk (the one that fills
+/// the path, as a load should).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Load {
+    pub file: String,
+    pub chunk: u32,
+}
+
+impl LatencyCell {
+    /// True for the cells that wait on Nagle and delayed ACK (about 88 ms a request), which get
+    /// a smaller count.
+    pub fn stalls(&self) -> bool {
+        self.framing == Framing::Split && !self.nodelay
+    }
+
+    /// The tsclient arguments that measure this cell with `count` requests (a cell under load
+    /// streams `load`).
+    pub fn args(&self, count: u64, load: &Load) -> Vec<String> {
+        let mut a: Vec<String> = ["--latency", "--codec", self.codec.as_str()]
+            .into_iter()
+            .chain(["--framing", self.framing.as_str(), "--count"])
+            .map(String::from)
+            .collect();
+        a.push(count.to_string());
+        if self.nodelay {
+            a.push("--nodelay".into());
+        }
+        if self.reconnect {
+            a.push("--reconnect".into());
+        }
+        if let Some(log) = self.under_load {
+            a.extend([
+                "--under-load".to_owned(),
+                load.file.clone(),
+                "--chunk".to_owned(),
+                load.chunk.to_string(),
+                "--server-log".to_owned(),
+                log.to_string(),
+            ]);
+        }
+        a
+    }
+
+    /// The cell as `runs.jsonl` records it.
+    pub fn cell(&self, count: u64) -> Cell {
+        Cell::Latency {
+            codec: self.codec.as_str().into(),
+            framing: self.framing.as_str().into(),
+            nodelay: self.nodelay,
+            reconnect: self.reconnect,
+            count,
+            under_load: self.under_load.map(|l| l.to_string()),
+        }
+    }
+}
+
+/// The latency grid: codec × framing × nodelay, then reconnect with single and split framing
+/// (Nagle on), then binary single-write queries (nodelay on) under the load of a stream the
+/// server logs nowhere, and one it logs to stdout.
+pub fn latency_cells() -> Vec<LatencyCell> {
+    let mut cells = Vec::new();
+    for codec in [Codec::Binary, Codec::Object] {
+        for framing in [Framing::Single, Framing::Split] {
+            for nodelay in [false, true] {
+                cells.push(LatencyCell {
+                    codec,
+                    framing,
+                    nodelay,
+                    reconnect: false,
+                    under_load: None,
+                });
+            }
+        }
+    }
+    for framing in [Framing::Single, Framing::Split] {
+        cells.push(LatencyCell {
+            codec: Codec::Binary,
+            framing,
+            nodelay: false,
+            reconnect: true,
+            under_load: None,
+        });
+    }
+    for log in [LogMode::None, LogMode::Stdout] {
+        cells.push(LatencyCell {
+            codec: Codec::Binary,
+            framing: Framing::Single,
+            nodelay: true,
+            reconnect: false,
+            under_load: Some(log),
+        });
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cells give the arguments and labels the grid has always used.
+    #[test]
+    fn cell_arguments_and_labels() {
+        let c = StreamCell {
+            chunk: 1024,
+            io: ClientIo::Nonblocking,
+            strategy: Strategy::Writev,
+            log: LogMode::Stdout,
+            interval_ms: None,
+        };
+        assert_eq!(
+            c.args("f.txt"),
+            [
+                "--chunk",
+                "1024",
+                "f.txt",
+                "--nonblocking",
+                "--io",
+                "writev",
+                "--server-log",
+                "stdout"
+            ]
+        );
+        assert_eq!(
+            c.cell(),
+            Cell::Stream {
+                chunk: 1024,
+                io: "nonblocking writev".into(),
+                log: "stdout".into()
+            }
+        );
+        let plain = StreamCell {
+            log: LogMode::File,
+            strategy: Strategy::Write,
+            interval_ms: Some(TIMELINE_INTERVAL_MS),
+            ..c
+        };
+        assert_eq!(plain.label(), "nonblocking");
+        assert_eq!(plain.args("f")[6..], ["--interval", "0.005"]);
+        assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
+        let l = latency_cells();
+        assert_eq!(l.len(), 12);
+        let load = Load {
+            file: "f.txt".into(),
+            chunk: 102,
+        };
+        assert_eq!(
+            l[11].args(20, &load)[7..],
+            [
+                "--nodelay",
+                "--under-load",
+                "f.txt",
+                "--chunk",
+                "102",
+                "--server-log",
+                "stdout"
+            ]
+        );
+        assert!(
+            matches!(&l[10].cell(20), Cell::Latency { under_load: Some(u), .. } if u == "none")
+        );
+        assert_eq!(
+            l[3].args(20, &load),
+            [
+                "--latency",
+                "--codec",
+                "binary",
+                "--framing",
+                "split",
+                "--count",
+                "20",
+                "--nodelay"
+            ]
+        );
+        assert!(l[2].stalls() && !l[3].stalls());
+        assert_eq!(
+            client_columns(&[]),
+            [
+                (ClientIo::Blocking, Strategy::Write),
+                (ClientIo::Nonblocking, Strategy::Write)
+            ]
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! The comparison grid behind `scripts/matrix.sh`: the seed's experiments, every cell, repeated.
+//!
+//! Stream cells are chunk × client io × server log (× client I/O strategy, when asked: a cell
+//! whose strategy is not the default `write` has it in its io label, e.g. `blocking writev`);
+//! latency cells are codec × framing × nodelay,
+//! plus reconnect. Every cell runs against one server started with `--allow-client-log`, each
+//! transfer asking for its log sink (`tsclient --server-log`): the grid starts that server
+//! itself (its stdout on a pseudo-terminal, or a file), or uses one already running elsewhere
+//! (`--host`), so a real two-host run is the same grid as the loopback one. Every repetition's
+//! client JSON is appended to `runs.jsonl` as soon as it exists, and the tables and charts are
+//! written again after every cell, so a failure late in a grid loses nothing already measured.
+
+mod cells;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub use cells::{
+    LatencyCell, Load, StreamCell, TIMELINE_MAX_SAMPLES, client_columns, latency_cells,
+};
+
+use crate::harness::{Client, ServerOptions, ServerProcess, Sink};
+use crate::report::{self, Run, Setup};
+use tsperf_proto::LogMode;
+use tsperf_results::json::ClientJson;
+use tsperf_results::strategy::Strategy;
+
+/// Where the `--log stdout` server's stdout goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdoutTo {
+    /// A pseudo-terminal read by a terminal emulator (tmux) if installed, else by `script`.
+    Pty,
+    /// A file.
+    File,
+}
+
+/// Validated grid settings.
+#[derive(Debug, Clone)]
+pub struct GridConfig {
+    pub out: PathBuf,
+    pub file: PathBuf,
+    pub reps: u32,
+    pub chunks: Vec<u32>,
+    /// tsclient `--io` strategies (`write` alone by default).
+    pub strategies: Vec<Strategy>,
+    /// Requests per latency cell, and per cell that stalls on Nagle.
+    pub latency_count: u64,
+    pub stall_count: u64,
+    /// A server already running elsewhere: only the client side of the grid runs.
+    pub host: Option<(String, u16)>,
+    /// Address our own servers bind and clients connect to.
+    pub bind: String,
+    /// Command prefixes (e.g. `ip netns exec NS`) for our servers and for the clients.
+    pub server_wrap: Vec<String>,
+    pub client_wrap: Vec<String>,
+    pub stdout_to: StdoutTo,
+    /// The tmux session name for the pty server.
+    pub tmux_session: String,
+    pub network: String,
+    pub commit: String,
+    pub bin_dir: PathBuf,
+    /// Scratch space (server logs and ports); a fresh temporary directory when `None`.
+    pub work: Option<PathBuf>,
+    /// The link's rate, when known (the emulated LAN's), in Gbit/s.
+    pub line_gbit: Option<f64>,
+}
+
+/// The grid was stopped by Ctrl-C or SIGTERM (tsmatrix exits 130).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// The server log sinks of the stream grid, in the order each repetition runs them.
+pub const SINKS: [LogMode; 3] = [LogMode::None, LogMode::File, LogMode::Stdout];
+
+/// The grid's server: ours (killed when dropped), or the remote one.
+struct GridServer {
+    _own: Option<ServerProcess>,
+    port: u16,
+}
+
+impl GridConfig {
+    /// Starts our server: `--allow-client-log`, its log file in `tmp`, its stdout per
+    /// `stdout_to`.
+    fn start_server(&self, tmp: &Path) -> Result<ServerProcess> {
+        let log_file = tmp.join("server-file.log").display().to_string();
+        let args = [
+            "--bind",
+            &self.bind,
+            "--port",
+            "0",
+            "--log",
+            "none",
+            "--allow-client-log",
+            "--log-file",
+            &log_file,
+        ]
+        .map(String::from)
+        .to_vec();
+        let stdout = match self.stdout_to {
+            StdoutTo::Pty => Sink::Pty {
+                tmux_session: self.tmux_session.clone(),
+            },
+            StdoutTo::File => Sink::File(tmp.join("server-stdout.txt")),
+        };
+        ServerProcess::start(&ServerOptions {
+            bin_dir: &self.bin_dir,
+            wrap: &self.server_wrap,
+            args,
+            stdout,
+            stderr: Some(tmp.join("server.err")),
+        })
+    }
+
+    /// Our server, or the one given; and where its stdout goes, as far as the grid knows.
+    fn server(&self, tmp: &Path) -> Result<(GridServer, String)> {
+        if let Some((_, port)) = &self.host {
+            let remote = GridServer {
+                _own: None,
+                port: *port,
+            };
+            return Ok((remote, "the remote server's stdout".into()));
+        }
+        let server = self.start_server(tmp)?;
+        let stdout_is = server.stdout_is.clone();
+        Ok((
+            GridServer {
+                port: server.port,
+                _own: Some(server),
+            },
+            stdout_is,
+        ))
+    }
+}
+
+/// The runs so far, appended to `runs.jsonl` as they come, and the tables written from them.
+struct Recorder<'a> {
+    cfg: &'a GridConfig,
+    file: File,
+    setup: Setup,
+    runs: Vec<Run>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Recorder<'_> {
+    /// Runs tsclient with `args` against `port`; [`Interrupted`] once a signal came.
+    fn measure(&self, port: u16, args: &[String]) -> Result<ClientJson> {
+        let interrupted = || self.stop.load(Ordering::Relaxed);
+        if interrupted() {
+            return Err(Interrupted.into());
+        }
+        let host = match &self.cfg.host {
+            Some((h, _)) => h.as_str(),
+            None => self.cfg.bind.as_str(),
+        };
+        let client = Client {
+            bin_dir: &self.cfg.bin_dir,
+            wrap: &self.cfg.client_wrap,
+            host,
+            port,
+        };
+        let result = client.run(args);
+        if interrupted() {
+            return Err(Interrupted.into());
+        }
+        result
+    }
+
+    fn record(&mut self, mut run: Run) -> Result<()> {
+        if let ClientJson::Stream(s) = &mut run.result {
+            self.setup.digest = s.digest.clone();
+            self.setup.server_stdout = Some(s.server.stdout);
+            // A chart needs no more: a 2-second transfer sampled every 5 ms is 400 samples.
+            while s.intervals.len() > cells::TIMELINE_MAX_SAMPLES {
+                s.intervals =
+                    tsperf_results::intervals::merge_pairs(std::mem::take(&mut s.intervals));
+            }
+        }
+        writeln!(self.file, "{}", serde_json::to_string(&run)?)?;
+        self.file.flush()?;
+        self.runs.push(run);
+        Ok(())
+    }
+
+    /// The tables of everything so far, written to the output directory.
+    fn export(&self) -> Result<report::Matrix> {
+        let m = report::aggregate(self.setup.clone(), &self.runs);
+        report::export_all(&m, &self.cfg.out)?;
+        Ok(m)
+    }
+}
+
+fn progress_bar(total: usize) -> ProgressBar {
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr_with_hz(10))
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("[{pos}/{len}] {elapsed} {msg}").expect("valid template"),
+    );
+    bar
+}
+
+/// Runs the whole grid and writes the results; returns the rendered Markdown tables.
+pub fn run(cfg: &GridConfig) -> Result<String> {
+    fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("cannot create '{}'", cfg.out.display()))?;
+    let meta = fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?;
+    // Ctrl-C or SIGTERM ends the grid between two runs (a client interrupted by the same Ctrl-C
+    // ends the one running), so every drop below runs: servers killed, scratch removed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    // Scratch space: the caller's (matrix.sh removes it), or a temporary directory of our own.
+    let own_tmp;
+    let tmp = match &cfg.work {
+        Some(dir) => {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create '{}'", dir.display()))?;
+            dir.clone()
+        }
+        None => {
+            own_tmp = tempfile::Builder::new()
+                .prefix("tsperf-matrix-")
+                .tempdir()?;
+            own_tmp.path().to_owned()
+        }
+    };
+    let runs_path = cfg.out.join("runs.jsonl");
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&runs_path)
+        .with_context(|| format!("cannot write '{}'", runs_path.display()))?;
+    let (server, stdout_to) = cfg.server(&tmp)?;
+    let setup = Setup {
+        machine: crate::machine::probe(&cfg.commit),
+        file: cfg
+            .file
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+        bytes: meta.len(),
+        digest: String::new(),
+        reps: cfg.reps,
+        network: cfg.network.clone(),
+        stdout_to,
+        server_stdout: None,
+        date: tsperf_sys::timing::utc_now_rfc3339(),
+        line_gbit: cfg.line_gbit,
+    };
+    let mut rec = Recorder {
+        cfg,
+        file,
+        setup,
+        runs: Vec::new(),
+        stop,
+    };
+    if let Some((host, port)) = &cfg.host {
+        preflight(&rec, host, *port, &tmp)?;
+    }
+    let latency = latency_cells();
+    let columns = client_columns(&cfg.strategies);
+    let bar = progress_bar(
+        cfg.chunks.len() * columns.len() * SINKS.len() * cfg.reps as usize + latency.len(),
+    );
+    stream_grid(&mut rec, server.port, &columns, &bar)?;
+    latency_grid(&mut rec, server.port, &latency, &bar)?;
+    bar.finish_and_clear();
+    drop(server);
+    let m = rec.export()?;
+    Ok(report::markdown::render(&m))
+}
+
+/// Before any cell, a server given with `--host` must serve the grid: a small transfer to each
+/// of its log sinks, so one that does not let clients choose (started without
+/// `--allow-client-log`) stops the grid now, with how to start it, not at its first file cell.
+fn preflight(rec: &Recorder, host: &str, port: u16, tmp: &Path) -> Result<()> {
+    let probe = tmp.join("preflight.txt");
+    tsperf_sys::testdata::generate(&probe, 4096)?;
+    let probe = probe.display().to_string();
+    for sink in [LogMode::File, LogMode::Stdout] {
+        let args = [
+            "--server-log",
+            &sink.to_string(),
+            "--clock-queries",
+            "0",
+            &probe,
+        ];
+        rec.measure(port, &args.map(String::from)).with_context(|| {
+            format!(
+                "the server at {host}:{port} did not serve a transfer asking for its {sink} log \
+                 sink, as every grid cell does: start it with `tsserver --allow-client-log \
+                 --port {port}` (and --log-file PATH for the file sink)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Every stream cell: per chunk and client column, the log sinks alternate within each
+/// repetition, so drift hits every sink alike; the tables are written after each column.
+fn stream_grid(
+    rec: &mut Recorder,
+    port: u16,
+    columns: &[(tsperf_results::strategy::ClientIo, Strategy)],
+    bar: &ProgressBar,
+) -> Result<()> {
+    let cfg = rec.cfg;
+    let file = cfg.file.display().to_string();
+    for &chunk in &cfg.chunks {
+        for &(io, strategy) in columns {
+            // The smallest and largest chunk are sampled in time, for the timeline.
+            let extreme =
+                cfg.chunks.iter().min() == Some(&chunk) || cfg.chunks.iter().max() == Some(&chunk);
+            let cells = SINKS.map(|log| StreamCell {
+                chunk,
+                io,
+                strategy,
+                log,
+                interval_ms: extreme.then_some(cells::TIMELINE_INTERVAL_MS),
+            });
+            let label = cells[0].label();
+            for rep in 1..=cfg.reps {
+                for cell in &cells {
+                    bar.set_message(format!(
+                        "stream chunk {chunk} {label} log {} rep {rep}/{}",
+                        cell.log, cfg.reps
+                    ));
+                    let result = rec.measure(port, &cell.args(&file))?;
+                    let reported = match &result {
+                        ClientJson::Stream(s) => s.server.log,
+                        ClientJson::Latency(_) => None,
+                    };
+                    anyhow::ensure!(
+                        reported == Some(cell.log),
+                        "the server logged to {} when --server-log {} was asked for",
+                        reported.map_or("?".to_owned(), |l| l.to_string()),
+                        cell.log
+                    );
+                    rec.record(Run {
+                        cell: cell.cell(),
+                        rep,
+                        result,
+                    })?;
+                    bar.inc(1);
+                }
+            }
+            let m = rec.export()?;
+            for row in m
+                .stream
+                .iter()
+                .filter(|r| r.chunk == chunk && r.io == label)
+            {
+                bar.suspend(|| {
+                    println!(
+                        "stream  chunk {:>5}  {:<20}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
+                        row.chunk,
+                        row.io,
+                        row.log,
+                        row.median_mib_s,
+                        row.min_mib_s,
+                        row.max_mib_s,
+                        if row.verified { "verified" } else { "NOT VERIFIED" }
+                    )
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every latency cell (a latency session logs nothing per read).
+fn latency_grid(
+    rec: &mut Recorder,
+    port: u16,
+    cells: &[LatencyCell],
+    bar: &ProgressBar,
+) -> Result<()> {
+    let load = Load {
+        file: rec.cfg.file.display().to_string(),
+        chunk: rec.cfg.chunks.iter().copied().max().unwrap_or(10240),
+    };
+    for lc in cells {
+        let count = if lc.stalls() {
+            rec.cfg.stall_count
+        } else {
+            rec.cfg.latency_count
+        };
+        let (codec, framing) = (lc.codec.as_str(), lc.framing.as_str());
+        let loaded = lc
+            .under_load
+            .map_or(String::new(), |l| format!(" under load (log {l})"));
+        bar.set_message(format!(
+            "latency {codec} {framing} nodelay {} reconnect {}{loaded}",
+            lc.nodelay, lc.reconnect
+        ));
+        let result = rec.measure(port, &lc.args(count, &load))?;
+        let rtt = match &result {
+            ClientJson::Latency(l) => match &l.under_load {
+                Some(u) => u.rtt_us.clone().unwrap_or_default(),
+                None => l.rtt_us.clone().unwrap_or_default(),
+            },
+            ClientJson::Stream(_) => Default::default(),
+        };
+        rec.record(Run {
+            cell: lc.cell(count),
+            rep: 1,
+            result,
+        })?;
+        bar.inc(1);
+        bar.suspend(|| {
+            println!(
+                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs{loaded}",
+                if lc.nodelay { "on" } else { "off" },
+                if lc.reconnect { "yes" } else { "no" },
+                rtt.p50,
+                rtt.p99,
+            )
+        });
+        rec.export()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! Many clients at once (`scripts/scale.sh`): aggregate throughput, server CPU and the server's
+//! peak memory as the number of concurrent clients grows, for both server models.
+//!
+//! For each server model and client count a fresh `tsserver --log none` is started, so its peak
+//! RSS (`VmHWM`) belongs to that count alone. Its RSS once listening is the baseline. The clients
+//! are threads of this process running the same transfer code as `tsclient`; they connect,
+//! wait at a barrier, and send together. Aggregate throughput is every byte over the time from
+//! the barrier to the last verified report. Server CPU is the growth of `utime + stime` in
+//! `/proc/PID/stat` (all threads, clock ticks). Every transfer must verify, or the run fails.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::harness::{ServerOptions, ServerProcess, Sink};
+use tsperf_client::progress::Progress;
+use tsperf_client::{self as client, Strategy, StreamConfig};
+use tsperf_results::stats::median;
+
+/// The client counts `scripts/scale.sh` runs by default: 1, 2, 4 … 256.
+pub const DEFAULT_COUNTS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/// The server models, as `server.io` names them, and the tsserver flags that pick them.
+pub const MODELS: [(&str, &[&str]); 2] = [("event-loop", &[]), ("blocking", &["--blocking"])];
+
+/// What to run.
+pub struct ScaleConfig {
+    /// The file every client sends.
+    pub file: PathBuf,
+    pub chunk: u32,
+    pub counts: Vec<u32>,
+    /// Server models by name (see [`MODELS`]).
+    pub models: Vec<String>,
+    pub reps: u32,
+    /// Where `tsserver` is.
+    pub bin_dir: PathBuf,
+    /// Longest wait for any one client.
+    pub timeout: Duration,
+}
+
+/// One server model at one client count: medians over the repetitions.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScaleRow {
+    pub server: String,
+    pub clients: u32,
+    pub bytes: u64,
+    pub mib_per_s: f64,
+    pub server_cpu_s: f64,
+    pub base_rss_kib: u64,
+    pub peak_rss_kib: u64,
+}
+
+impl ScaleRow {
+    /// Peak RSS growth over the listening baseline, per connection.
+    pub fn growth_per_conn_kib(&self) -> f64 {
+        self.peak_rss_kib.saturating_sub(self.base_rss_kib) as f64 / self.clients.max(1) as f64
+    }
+
+    /// Server CPU per GiB received, in seconds.
+    pub fn cpu_s_per_gib(&self) -> f64 {
+        self.server_cpu_s / (self.bytes as f64 / (1u64 << 30) as f64).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// A fresh `tsserver --log none` of one model, with room for `clients` connections.
+fn start_server(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<ServerProcess> {
+    let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "0", "--log", "none"]
+        .map(String::from)
+        .to_vec();
+    args.extend(["--max-clients".to_owned(), clients.max(1024).to_string()]);
+    args.extend(flags.iter().map(|f| f.to_string()));
+    ServerProcess::start(&ServerOptions {
+        bin_dir: &cfg.bin_dir,
+        wrap: &[],
+        args,
+        stdout: Sink::Null,
+        stderr: None,
+    })
+}
+
+/// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
+/// name and its tsserver flags, from [`MODELS`]).
+fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
+    let (name, flags) = model;
+    let server = start_server(cfg, flags, clients)?;
+    let base = server.status_kib("VmRSS:")?;
+    let cpu0 = server.cpu_s()?;
+    let barrier = Arc::new(Barrier::new(clients as usize + 1));
+    let stream = StreamConfig {
+        host: "127.0.0.1".into(),
+        port: server.port,
+        chunk: cfg.chunk,
+        file: cfg.file.clone(),
+        timeout: cfg.timeout,
+        nonblocking: false,
+        sndbuf: None,
+        auth: None,
+        strategy: Strategy::Write,
+        batch: client::DEFAULT_BATCH,
+        server_log: None,
+        // Only the aggregate rate is measured: no clock queries ahead of the start.
+        clock_queries: 0,
+        interval: None,
+        live_intervals: false,
+    };
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (stream, barrier) = (stream.clone(), barrier.clone());
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    barrier.wait();
+                    client::run_stream(&stream, &mut Progress::new(false))
+                })
+                .context("cannot start a client thread")
+        })
+        .collect::<Result<_>>()?;
+    // Every client thread is already waiting: the barrier opens when this thread arrives. The
+    // clock starts first, since this thread may be scheduled after the clients once it opens.
+    let start = Instant::now();
+    barrier.wait();
+    let mut bytes = 0u64;
+    let mut failures = Vec::new();
+    for w in workers {
+        match w.join() {
+            Ok(Ok(r)) if r.verified() => bytes += r.bytes,
+            Ok(Ok(r)) => failures.push(tsperf_client::output::mismatch(&r)),
+            Ok(Err(e)) => failures.push(format!("{e:#}")),
+            Err(_) => failures.push("a client thread panicked".into()),
+        }
+    }
+    let elapsed = start.elapsed();
+    if let Some(first) = failures.first() {
+        bail!(
+            "{} of {} failed against the {name} server; first: {first}",
+            failures.len(),
+            tsperf_results::units::count(clients, "client")
+        );
+    }
+    Ok(ScaleRow {
+        server: name.to_owned(),
+        clients,
+        bytes,
+        mib_per_s: tsperf_results::units::mib_per_s(bytes, elapsed),
+        server_cpu_s: server.cpu_s()? - cpu0,
+        base_rss_kib: base,
+        peak_rss_kib: server.status_kib("VmHWM:")?,
+    })
+}
+
+fn median_by(rows: &[ScaleRow], key: impl Fn(&ScaleRow) -> f64) -> f64 {
+    median(&mut rows.iter().map(key).collect::<Vec<_>>())
+}
+
+/// Runs every model at every count, alternating the models within each repetition, and calls
+/// `progress` with each row as it is done.
+pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec<ScaleRow>> {
+    let models: Vec<(&str, &[&str])> = cfg
+        .models
+        .iter()
+        .map(|m| {
+            MODELS
+                .iter()
+                .find(|(name, _)| name == m)
+                .copied()
+                .ok_or_else(|| {
+                    anyhow!("unknown server model '{m}': expected event-loop or blocking")
+                })
+        })
+        .collect::<Result<_>>()?;
+    let mut rows = Vec::new();
+    for &clients in &cfg.counts {
+        let mut samples: Vec<Vec<ScaleRow>> = vec![Vec::new(); models.len()];
+        for _ in 0..cfg.reps.max(1) {
+            for (i, model) in models.iter().enumerate() {
+                samples[i].push(measure(cfg, *model, clients)?);
+            }
+        }
+        for s in samples {
+            let row = ScaleRow {
+                server: s[0].server.clone(),
+                clients,
+                bytes: s[0].bytes,
+                mib_per_s: median_by(&s, |r| r.mib_per_s),
+                server_cpu_s: median_by(&s, |r| r.server_cpu_s),
+                base_rss_kib: median_by(&s, |r| r.base_rss_kib as f64) as u64,
+                peak_rss_kib: median_by(&s, |r| r.peak_rss_kib as f64) as u64,
+            };
+            progress(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The issue's two bars for one model: throughput at the largest count against the best, and
+/// RSS growth per connection at the largest count.
+pub fn bars(rows: &[ScaleRow], model: &str) -> Option<(f64, f64)> {
+    let mine: Vec<&ScaleRow> = rows.iter().filter(|r| r.server == model).collect();
+    let best = mine.iter().map(|r| r.mib_per_s).fold(0.0, f64::max);
+    let last = mine.iter().max_by_key(|r| r.clients)?;
+    Some((
+        last.mib_per_s / best.max(f64::MIN_POSITIVE),
+        last.growth_per_conn_kib(),
+    ))
+}
+
+/// `scale.md`.
+pub fn markdown(
+    rows: &[ScaleRow],
+    cfg: &ScaleConfig,
+    file_len: u64,
+    m: &tsperf_results::machine::Machine,
+) -> String {
+    let mut o = String::from("# Many clients at once\n\n");
+    let _ = writeln!(
+        o,
+        "Loopback on {m}. Each client sends `{}` ({}) in \
+         {}-byte chunks, all at once after a barrier, every transfer verified; a fresh `tsserver \
+         --log none` per measurement; median of {} (models alternating). Aggregate = all bytes / \
+         (barrier → last report). Server CPU from /proc/PID/stat (10 ms ticks); RSS from \
+         /proc/PID/status: the baseline is VmRSS once listening, the peak VmHWM. The server asks \
+         for no socket buffers of its own (no --rcvbuf), so its RSS is all it adds.\n",
+        cfg.file.display(),
+        tsperf_results::units::size(file_len),
+        cfg.chunk,
+        cfg.reps
+    );
+    let _ = writeln!(
+        o,
+        "| server | clients | aggregate MiB/s | Gbit/s | server CPU s | CPU s per GiB | baseline RSS MiB | peak RSS MiB | growth per connection KiB |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} |",
+            r.server,
+            r.clients,
+            r.mib_per_s,
+            r.mib_per_s * 1024.0 * 1024.0 * 8.0 / 1e9,
+            r.server_cpu_s,
+            r.cpu_s_per_gib(),
+            r.base_rss_kib as f64 / 1024.0,
+            r.peak_rss_kib as f64 / 1024.0,
+            r.growth_per_conn_kib()
+        );
+    }
+    let _ = writeln!(o);
+    for (model, _) in MODELS {
+        if let Some((ratio, growth)) = bars(rows, model) {
+            let top = rows
+                .iter()
+                .filter(|r| r.server == model)
+                .map(|r| r.clients)
+                .max()
+                .unwrap_or(0);
+            let _ = writeln!(
+                o,
+                "- {model}: at {top} clients {ratio:.2}× its best aggregate; peak RSS grew {growth:.1} KiB per connection."
+            );
+        }
+    }
+    o
+}
+
+/// `scale.svg`: aggregate throughput against the client count (log 2 axis), one line per model.
+pub fn svg(rows: &[ScaleRow]) -> Result<Vec<u8>> {
+    use plotters::prelude::*;
+    let err = |e: &dyn std::fmt::Debug| anyhow!("cannot draw the chart: {e:?}");
+    let max_clients = rows.iter().map(|r| r.clients).max().unwrap_or(1).max(2);
+    let top = rows.iter().map(|r| r.mib_per_s).fold(1.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Aggregate throughput vs concurrent clients (MiB/s)",
+                ("sans-serif", 22),
+            )
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d((1u32..max_clients).log_scale(), 0f64..top)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("clients")
+            .y_desc("MiB/s")
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (model, _)) in MODELS.iter().enumerate() {
+            let pts: Vec<(u32, f64)> = rows
+                .iter()
+                .filter(|r| r.server == *model)
+                .map(|r| (r.clients, r.mib_per_s))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(*model)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerLeft)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(server: &str, clients: u32, mib: f64, peak: u64) -> ScaleRow {
+        ScaleRow {
+            server: server.into(),
+            clients,
+            bytes: clients as u64 * (4 << 20),
+            mib_per_s: mib,
+            server_cpu_s: 0.5,
+            base_rss_kib: 2048,
+            peak_rss_kib: peak,
+        }
+    }
+
+    /// The bars compare the largest count with the best, and divide RSS growth by connections.
+    #[test]
+    fn bars_and_chart() {
+        let rows = vec![
+            row("event-loop", 1, 800.0, 2400),
+            row("event-loop", 4, 1000.0, 2600),
+            row("event-loop", 256, 900.0, 2048 + 256 * 10),
+            row("blocking", 1, 700.0, 3000),
+        ];
+        let (ratio, growth) = bars(&rows, "event-loop").unwrap();
+        assert!((ratio - 0.9).abs() < 1e-9, "{ratio}");
+        assert!((growth - 10.0).abs() < 1e-9, "{growth}");
+        assert!(bars(&rows, "nothing").is_none());
+        let labels = crate::report::svg::texts(&svg(&rows).unwrap());
+        let has = |t: &str| labels.iter().any(|l| l == t);
+        assert!(has("event-loop") && has("blocking"), "{labels:?}");
+    }
+}

@@ -1,0 +1,288 @@
+//! Encoding and decoding the server's [`Frame`]s (the tables "Frames" in [`super`]).
+
+use super::*;
+
+/// Appends the encoded frame to `out`. Strings longer than [`MAX_REASON`] bytes are cut at a
+/// character boundary, so every encoded frame decodes.
+pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0]);
+    let tag = match frame {
+        Frame::Accept {
+            read_size,
+            server_io,
+            log,
+            stdout,
+        } => {
+            out.extend_from_slice(&read_size.to_be_bytes());
+            out.push(server_io_code(Some(*server_io)));
+            out.push(log_code(Some(*log)));
+            out.push(stdout_code(*stdout));
+            TAG_ACCEPT
+        }
+        Frame::Time(t) => {
+            for v in [t.seq, t.server_recv_unix_ns, t.server_send_unix_ns] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            TAG_TIME
+        }
+        Frame::Refuse(reason) => {
+            put_string(out, reason);
+            TAG_REFUSE
+        }
+        Frame::Abort(reason) => {
+            put_string(out, reason);
+            TAG_ABORT
+        }
+        Frame::Challenge(c) => {
+            out.extend_from_slice(c);
+            TAG_CHALLENGE
+        }
+        Frame::Report(r) => {
+            for v in [
+                r.bytes,
+                r.digest,
+                r.first_byte_unix_us,
+                r.last_byte_unix_us,
+                r.elapsed_ns,
+                r.reads,
+                r.wakeups,
+                r.cpu_user_us,
+                r.cpu_sys_us,
+            ] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            out.extend_from_slice(&r.log_lines.to_be_bytes());
+            out.extend_from_slice(&r.rcvbuf.to_be_bytes());
+            out.push(server_io_code(r.server_io));
+            out.push(log_code(r.log));
+            out.extend_from_slice(&r.output_dropped.to_be_bytes());
+            for phase in TimePhase::ALL {
+                out.extend_from_slice(&r.split.get(phase).to_be_bytes());
+            }
+            for v in r.tcp.to_array() {
+                out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
+            }
+            out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
+            put_string(out, &r.saved_to);
+            TAG_REPORT
+        }
+    };
+    let body_len = (out.len() - start - FRAME_HEADER) as u16;
+    out[start] = tag;
+    out[start + 1..start + 3].copy_from_slice(&body_len.to_be_bytes());
+}
+
+/// Decodes one frame from the front of `buf`, with the same contract as [`decode_hello`].
+pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> {
+    let Some(&tag) = buf.first() else {
+        return Ok(None);
+    };
+    if !(TAG_ACCEPT..=TAG_TIME).contains(&tag) {
+        return Err(ProtocolError::BadTag(tag));
+    }
+    if buf.len() < FRAME_HEADER {
+        return Ok(None);
+    }
+    let len = usize::from(be16(&buf[1..3]));
+    if len > MAX_FRAME_BODY {
+        return Err(ProtocolError::FrameTooLong(len));
+    }
+    let Some(body) = buf.get(FRAME_HEADER..FRAME_HEADER + len) else {
+        return Ok(None);
+    };
+    let bad_len = |expected| ProtocolError::BadBodyLength { tag, len, expected };
+    let frame = match tag {
+        TAG_ACCEPT => {
+            if len != ACCEPT_BODY {
+                return Err(bad_len(ACCEPT_BODY));
+            }
+            Frame::Accept {
+                read_size: be32(&body[0..4]),
+                server_io: server_io_from(body[4])?.ok_or(ProtocolError::BadEnum {
+                    field: "server_io",
+                    value: body[4],
+                })?,
+                log: log_from(body[5])?.ok_or(ProtocolError::BadEnum {
+                    field: "log",
+                    value: body[5],
+                })?,
+                stdout: stdout_from(body[6])?,
+            }
+        }
+        TAG_TIME => {
+            if len != TIME_BODY {
+                return Err(bad_len(TIME_BODY));
+            }
+            Frame::Time(clock::TimeResponse {
+                seq: be64(&body[0..8]),
+                server_recv_unix_ns: be64(&body[8..16]),
+                server_send_unix_ns: be64(&body[16..24]),
+            })
+        }
+        TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.or_len(bad_len))?),
+        TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.or_len(bad_len))?),
+        TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
+        _ => {
+            if len < REPORT_FIXED + 2 {
+                return Err(bad_len(REPORT_FIXED + 2));
+            }
+            let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
+            let saved_to = whole_string(&body[REPORT_FIXED..])
+                .map_err(|e| e.or_len(|n| bad_len(REPORT_FIXED + n)))?;
+            let report = Frame::Report(Report {
+                bytes: u(0),
+                digest: u(1),
+                first_byte_unix_us: u(2),
+                last_byte_unix_us: u(3),
+                elapsed_ns: u(4),
+                reads: u(5),
+                wakeups: u(6),
+                cpu_user_us: u(7),
+                cpu_sys_us: u(8),
+                log_lines: be32(&body[72..76]),
+                rcvbuf: be32(&body[76..80]),
+                server_io: server_io_from(body[80])?,
+                log: log_from(body[81])?,
+                output_dropped: be32(&body[82..86]),
+                saved_to,
+                split: {
+                    let mut split = TimeSplit::default();
+                    for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
+                        split.add(phase, be64(&body[86 + 8 * i..]));
+                    }
+                    split
+                },
+                tcp: crate::tcp::ReceiverTcp::from_array(std::array::from_fn(|i| {
+                    Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
+                })),
+                log_lines_lost: be32(&body[214..218]),
+            });
+            if let Frame::Report(r) = &report {
+                r.check()?;
+            }
+            report
+        }
+    };
+    Ok(Some((frame, FRAME_HEADER + len)))
+}
+
+pub(super) fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+pub(super) fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+pub(super) fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    let mut end = s.len().min(MAX_REASON);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.extend_from_slice(&(end as u16).to_be_bytes());
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+
+/// Why a string body did not decode: a protocol error, or a body of the wrong size.
+enum StringError {
+    Bad(ProtocolError),
+    /// The body's size does not fit the string it holds: it should have been this many bytes.
+    Len(usize),
+}
+
+impl StringError {
+    /// The protocol error, a wrong size made into one by `bad_len` (given the size expected).
+    fn or_len(self, bad_len: impl FnOnce(usize) -> ProtocolError) -> ProtocolError {
+        match self {
+            StringError::Bad(e) => e,
+            StringError::Len(n) => bad_len(n),
+        }
+    }
+}
+
+/// Decodes a string that must fill `body` exactly.
+fn whole_string(body: &[u8]) -> Result<String, StringError> {
+    if body.len() < 2 {
+        return Err(StringError::Len(2));
+    }
+    let n = usize::from(be16(&body[0..2]));
+    if n > MAX_REASON {
+        return Err(StringError::Bad(ProtocolError::StringTooLong(n)));
+    }
+    if body.len() != 2 + n {
+        return Err(StringError::Len(2 + n));
+    }
+    std::str::from_utf8(&body[2..])
+        .map(str::to_owned)
+        .map_err(|_| StringError::Bad(ProtocolError::StringNotUtf8))
+}
+
+fn server_io_code(io: Option<ServerIo>) -> u8 {
+    match io {
+        Some(ServerIo::Blocking) | None => 0,
+        Some(ServerIo::EventLoop) => 1,
+    }
+}
+
+fn server_io_from(v: u8) -> Result<Option<ServerIo>, ProtocolError> {
+    match v {
+        0 => Ok(Some(ServerIo::Blocking)),
+        1 => Ok(Some(ServerIo::EventLoop)),
+        value => Err(ProtocolError::BadEnum {
+            field: "server_io",
+            value,
+        }),
+    }
+}
+
+const STDOUT_KINDS: [StdoutKind; 8] = [
+    StdoutKind::Unknown,
+    StdoutKind::Terminal,
+    StdoutKind::Pipe,
+    StdoutKind::File,
+    StdoutKind::Null,
+    StdoutKind::CharDevice,
+    StdoutKind::Socket,
+    StdoutKind::Closed,
+];
+
+fn stdout_code(kind: StdoutKind) -> u8 {
+    STDOUT_KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+fn stdout_from(value: u8) -> Result<StdoutKind, ProtocolError> {
+    STDOUT_KINDS
+        .get(usize::from(value))
+        .copied()
+        .ok_or(ProtocolError::BadEnum {
+            field: "stdout",
+            value,
+        })
+}
+
+fn log_code(log: Option<LogMode>) -> u8 {
+    match log {
+        Some(LogMode::None) | None => 0,
+        Some(LogMode::Stdout) => 1,
+        Some(LogMode::File) => 2,
+    }
+}
+
+fn log_from(v: u8) -> Result<Option<LogMode>, ProtocolError> {
+    match v {
+        0 => Ok(Some(LogMode::None)),
+        1 => Ok(Some(LogMode::Stdout)),
+        2 => Ok(Some(LogMode::File)),
+        value => Err(ProtocolError::BadEnum {
+            field: "log",
+            value,
+        }),
+    }
+}

@@ -1,0 +1,619 @@
+//! The tsperf wire protocol, version 5. This module doc is the specification.
+//!
+//! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
+//! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
+//! the Accept's `stdout`, and the [`Frame::Time`] answer. Version 4 added the report's time
+//! split (where the server's time went) and the server's `TCP_INFO`. Version 5 added the
+//! report's `log_lines_lost` (lines of the transfer's log that could not be written). Peers of
+//! different versions refuse each other at the hello, with a reason naming both versions: a server reads the version as
+//! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
+//! left waiting for bytes that never come.
+//!
+//! Encoding and decoding are pure functions over byte slices: no sockets, no clocks. Decoders
+//! validate every field, never panic on any input, and never allocate more than
+//! [`MAX_FRAME_BODY`] bytes whatever length they are sent. They are incremental: given a prefix
+//! of a message they answer `Ok(None)` ("need more bytes"), so the blocking and the event-loop
+//! server share them unchanged.
+//!
+//! All integers are big-endian (network order), as Java's `DataOutputStream` writes them.
+//!
+//! # Conversation
+//!
+//! One TCP connection carries one transfer:
+//!
+//! 1. The client sends a [`Hello`].
+//! 2. The server answers with one frame: [`Frame::Accept`] or [`Frame::Refuse`]. After a refusal
+//!    the server closes the connection. The client sends no data before it has read `Accept`; a
+//!    server that finds bytes after the hello before it has answered refuses the connection.
+//! 3. Stream mode: first, if the hello asked for `clock_queries` K > 0, K clock queries, one at
+//!    a time: the client sends a 16-byte query (`seq: u64` from 0 to K − 1,
+//!    `client_send_unix_ns: u64`) and waits for its [`Frame::Time`] before the next. A query
+//!    out of sequence gets [`Frame::Abort`]. The queries share the first byte's deadline (below).
+//!    Then the client sends exactly `length` bytes of file data, with no framing, then
+//!    a trailer: its xxh3-64 of those bytes, 8 bytes big-endian ([`TRAILER`]). A server that
+//!    saves files renames one into place only when the trailer equals its own digest.
+//! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
+//!    the trailer, or [`Frame::Abort`] with a reason if it cannot go on (disk full, say; then it
+//!    closes). The client's clock stops when the report arrives, not when its last write
+//!    returned.
+//! 5. The client closes. The server closes after the report.
+//!
+//! Deadlines are the server's: the hello (and an authentication answer) must be whole within
+//! its hello timeout of the connection, the clock queries and the first data byte (or, in
+//! latency mode, the first request) within that timeout of the accept, and then no wait for data may last longer than its idle timeout. A stream that
+//! misses one gets [`Frame::Abort`] with the reason; a hello, [`Frame::Refuse`].
+//!
+//! Strings from the peer (reasons, `saved_to`, the file name) are text for a person and may hold
+//! anything UTF-8 allows: an end that prints them escapes control, format and bidi characters.
+//!
+//! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
+//! connection when it has made its requests.
+//!
+//! # Hello (client to server), 26 bytes + name
+//!
+//! | offset | size | field    | value and limit                                                   |
+//! |-------:|-----:|----------|-------------------------------------------------------------------|
+//! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
+//! | 4      | 2    | version  | [`VERSION`] (5); anything else: refused, `UnsupportedVersion`       |
+//! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
+//! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
+//! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
+//! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split; else `BadFraming`        |
+//! | 10     | 1    | log      | stream: the server log sink asked for: 0 = the server's own `--log`, 1 = none, 2 = stdout, 3 = file; latency: 0; else `BadLog` |
+//! | 11     | 1    | clock_queries | stream: 0 to [`MAX_CLOCK_QUERIES`] (64); latency: 0; else `BadClockQueries` |
+//! | 12     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
+//! | 14     | 8    | length   | bytes the client will send (stream), request count (latency)      |
+//! | 22     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1, else `LatencyChunk` |
+//! | 26     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
+//!
+//! The name is a basename: the decoder refuses a `/`, a NUL byte or any other control character
+//! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
+//!
+//! A `log` other than 0 or the server's own sink is served only by a server started with
+//! `--allow-client-log`; any other server refuses the hello with a reason naming that flag. The
+//! file sink is always the file the server's operator named (`--log-file`): the client chooses
+//! whether the server logs, never where.
+//!
+//! # Frames (server to client)
+//!
+//! Every server message is a frame: `tag: u8`, `body_len: u16`, then `body_len` bytes of body.
+//! `body_len` above [`MAX_FRAME_BODY`] (4096) is refused (`FrameTooLong`), as is an unknown tag
+//! (`BadTag`) or a body whose size does not match its tag (`BadBodyLength`). Strings inside bodies
+//! are `len: u16` then UTF-8 bytes.
+//!
+//! | tag | frame  | body                                                                      |
+//! |----:|--------|---------------------------------------------------------------------------|
+//! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
+//! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
+//! | 3   | Report | 218 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
+//! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
+//! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
+//! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
+//!
+//! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: the transfer's
+//! sink, 0 = none, 1 = stdout, 2 = file. `stdout`: what the server's standard output is, as
+//! the server sees it (`fstat`, `isatty`): 0 = unknown, 1 = a terminal, 2 = a pipe, 3 = a
+//! regular file, 4 = the null device, 5 = another character device, 6 = a socket, 7 = closed.
+//! Other values are refused (`BadEnum`).
+//!
+//! Report body, fixed part:
+//!
+//! | offset | size | field              | meaning                                                 |
+//! |-------:|-----:|--------------------|---------------------------------------------------------|
+//! | 0      | 8    | bytes              | data bytes the server read                              |
+//! | 8      | 8    | digest             | xxh3-64 of those bytes                                  |
+//! | 16     | 8    | first_byte_unix_us | wall clock of the first data byte, µs since the epoch; 0 = no data |
+//! | 24     | 8    | last_byte_unix_us  | wall clock of the last data byte; 0 = no data           |
+//! | 32     | 8    | elapsed_ns         | server's monotonic time from first to last data byte    |
+//! | 40     | 8    | reads              | read calls that returned data                           |
+//! | 48     | 8    | wakeups            | event-loop wake-ups for this connection (0 if blocking) |
+//! | 56     | 8    | cpu_user_us        | server CPU in user mode during the transfer             |
+//! | 64     | 8    | cpu_sys_us         | server CPU in kernel mode during the transfer           |
+//! | 72     | 4    | log_lines          | per-read log lines written for this transfer (stdout: handed to its queue) |
+//! | 76     | 4    | rcvbuf             | the receive buffer (SO_RCVBUF) the server's socket got  |
+//! | 80     | 1    | server_io          | as in Accept                                            |
+//! | 81     | 1    | log                | as in Accept                                            |
+//! | 82     | 4    | output_dropped     | lines of the server's own output (summaries, failures) it could not print since it started, because its stdout or stderr was not being read; per-read log lines are never dropped |
+//!
+//! | 86     | 8    | read_ns            | the time split, from the first data byte to the report (monotonic ns): in read calls (in the blocking model, their waits for data too) |
+//! | 94     | 8    | hash_ns            | checksumming                                            |
+//! | 102    | 8    | log_ns             | writing per-read log lines, and waiting for room on stdout for them |
+//! | 110    | 8    | save_ns            | writing received bytes to the `--save` file             |
+//! | 118    | 8    | fsync_ns           | syncing and renaming the saved file into place          |
+//! | 126    | 8    | wait_ns            | the rest: waiting for data or the trailer (event loop), for the CPU, for other connections |
+//! | 134    | 80   | tcp                | the server socket's `TCP_INFO` at the end, 10 × u64, `u64::MAX` = not known: `rcv_space`, `rcv_rtt` (µs), `rcv_mss`, `advmss`, `rcv_ssthresh`, `rcv_wnd`, `segs_in`, `data_segs_in`, `rcv_ooopack`, `bytes_received` |
+//! | 214    | 4    | log_lines_lost     | per-read log lines of this transfer that could not be written (the log file's disk was full, stdout was closed) |
+//!
+//! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold. The
+//! values must agree with one another ([`Report::check`]; else `BadReport`, naming the field):
+//! the six times fit in a u64 together, `reads` is between 1 and `bytes` (0 for no bytes),
+//! `first_byte_unix_us` ≤ `last_byte_unix_us`, `elapsed_ns` is no longer than the six times
+//! together, and `log_lines` + `log_lines_lost` is 0 without a log, else at most `reads` + 2.
+//! The six times add up to the time from the first data byte until the report was ready, so
+//! they cover `elapsed_ns` (first to last data byte) and what came after it (the last
+//! checksum, the trailer, the save's sync).
+//!
+//! # Latency mode: clock queries ([`clock`])
+//!
+//! After `Accept`, the client sends requests and the server answers each one, in order. Every
+//! message is `len: u32` (1 to [`clock::MAX_MESSAGE`], 4096; else `BadMessageLength`) then
+//! `len` bytes of body. With framing `single` a message (prefix and body) goes out in one
+//! `write()`; with `split` the prefix goes in one `write()` and the body in another, on both
+//! ends. That second small write is what Nagle's algorithm holds back until the peer ACKs the
+//! first, and the peer delays that ACK (at least 40 ms on Linux).
+//!
+//! | codec  | request body                                  | response body                                                   |
+//! |--------|-----------------------------------------------|-----------------------------------------------------------------|
+//! | binary | `seq: u64`, `client_send_unix_ns: u64` (16 B)  | `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 B) |
+//! | object | JSON `{"type":"TimeRequest","seq":..,"client_send_unix_ns":..}` | JSON `{"type":"TimeResponse","seq":..,"server_recv_unix_ns":..,"server_send_unix_ns":..}` |
+//!
+//! A stream's clock queries (step 3) use the binary request body, without its length prefix,
+//! and are answered with [`Frame::Time`], the binary response body in a frame.
+//!
+//! Times are wall-clock nanoseconds since the Unix epoch. The response echoes the request's
+//! `seq`. A body that does not decode (wrong size, wrong type, unknown field) is `BadMessage`;
+//! the server closes the connection on any bad message, and the client fails with the reason.
+
+#![forbid(unsafe_code)]
+
+pub mod clock;
+mod frame;
+mod hello;
+pub mod tcp;
+
+pub use frame::{decode_frame, encode_frame};
+pub use hello::{decode_hello, encode_hello};
+
+use std::fmt;
+
+/// The port both ends use unless told otherwise (iperf3 has 5201).
+pub const DEFAULT_PORT: u16 = 7433;
+
+/// The bytes a server reads at once when no log watches single reads (and no `--read-size`
+/// says otherwise): the Accept's `read_size` then.
+pub const BULK_READ: u32 = 256 * 1024;
+
+/// The four magic bytes every hello starts with.
+pub const MAGIC: [u8; 4] = *b"TSPF";
+/// The protocol version this build speaks.
+pub const VERSION: u16 = 5;
+/// Longest file name, in bytes, as on Linux.
+pub const MAX_NAME: usize = 255;
+/// Largest chunk (write size) a client may announce: 16 MiB.
+pub const MAX_CHUNK: u32 = 16 * 1024 * 1024;
+/// Largest frame body the decoder accepts.
+pub const MAX_FRAME_BODY: usize = 4096;
+/// Longest refusal or abort reason.
+pub const MAX_REASON: usize = 1024;
+/// Size of the fixed part of a hello.
+pub const HELLO_FIXED: usize = 26;
+/// Most clock queries a stream's hello may ask for.
+pub const MAX_CLOCK_QUERIES: u8 = 64;
+/// Size of a stream's clock query: `seq: u64`, `client_send_unix_ns: u64`.
+pub const CLOCK_QUERY: usize = 16;
+/// Size of a frame header (tag and body length).
+pub const FRAME_HEADER: usize = 3;
+/// The client's digest trailer after the data: xxh3-64, big-endian.
+pub const TRAILER: usize = 8;
+/// Longest possible hello on the wire.
+pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
+
+const REPORT_FIXED: usize = 218;
+const ACCEPT_BODY: usize = 7;
+const TIME_BODY: usize = 24;
+const FLAG_NODELAY: u8 = 1;
+
+const TAG_ACCEPT: u8 = 1;
+const TAG_REFUSE: u8 = 2;
+const TAG_REPORT: u8 = 3;
+const TAG_ABORT: u8 = 4;
+const TAG_CHALLENGE: u8 = 5;
+const TAG_TIME: u8 = 6;
+
+/// Everything a decoder can refuse. Each names the field and the value it saw.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
+    BadMagic([u8; 4]),
+    #[error(
+        "the client speaks protocol version {0}, this tsserver version {VERSION}: use a tsclient \
+         and a tsserver of the same release"
+    )]
+    UnsupportedVersion(u16),
+    #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
+    BadMode(u8),
+    #[error("bad flags {0:#04x}: only bit 0 (nodelay) is defined")]
+    BadFlags(u8),
+    #[error("bad codec {0} for this mode")]
+    BadCodec(u8),
+    #[error("bad framing {0} for this mode")]
+    BadFraming(u8),
+    #[error("bad log sink {0} for this mode: expected 0 to 3 (stream), 0 (latency)")]
+    BadLog(u8),
+    #[error("bad clock query count {0}: expected 0 to {MAX_CLOCK_QUERIES} (stream), 0 (latency)")]
+    BadClockQueries(u8),
+    #[error("file name of {0} bytes is too long: at most {MAX_NAME}")]
+    NameTooLong(usize),
+    #[error("file name is not valid UTF-8")]
+    NameNotUtf8,
+    #[error("bad file name {0:?}: expected a basename without '/', NUL or control characters")]
+    BadName(String),
+    #[error("bad chunk size {0}: expected 1 to {MAX_CHUNK} bytes")]
+    BadChunk(u32),
+    #[error("bad chunk size {0} for latency mode: expected 1")]
+    LatencyChunk(u32),
+    #[error("latency hello with a name ({0} bytes): expected none")]
+    LatencyName(usize),
+    #[error("frame body of {0} bytes is too long: at most {MAX_FRAME_BODY}")]
+    FrameTooLong(usize),
+    #[error("unknown frame tag {0}")]
+    BadTag(u8),
+    #[error("frame tag {tag} with a body of {len} bytes: expected {expected}")]
+    BadBodyLength {
+        tag: u8,
+        len: usize,
+        expected: usize,
+    },
+    #[error("bad {field} value {value}")]
+    BadEnum { field: &'static str, value: u8 },
+    #[error("string of {0} bytes is too long: at most {MAX_REASON}")]
+    StringTooLong(usize),
+    #[error("string is not valid UTF-8")]
+    StringNotUtf8,
+    #[error("bad message length {0}: expected 1 to {max} bytes", max = clock::MAX_MESSAGE)]
+    BadMessageLength(u32),
+    #[error("bad message: {0}")]
+    BadMessage(String),
+    #[error("the report's {field} contradicts the rest of it: {why}")]
+    BadReport { field: &'static str, why: String },
+}
+
+/// What a connection is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Send `length` bytes of a file, get a report back.
+    Stream,
+    /// Clock queries, request and response.
+    Latency,
+}
+
+/// How the server does its I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerIo {
+    /// One blocking thread per connection.
+    Blocking,
+    /// One mio event loop for all connections.
+    EventLoop,
+}
+
+/// Where the server's per-read log lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogMode {
+    None,
+    Stdout,
+    File,
+}
+
+/// The client's opening message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub mode: Mode,
+    pub nodelay: bool,
+    pub codec: u8,
+    pub framing: u8,
+    /// Bytes to send (stream mode) or requests to make (latency mode).
+    pub length: u64,
+    pub chunk: u32,
+    pub name: String,
+    /// The server log sink asked for (stream mode); `None`: the server's own.
+    pub log: Option<LogMode>,
+    /// Clock queries before the data (stream mode), at most [`MAX_CLOCK_QUERIES`].
+    pub clock_queries: u8,
+}
+
+impl Hello {
+    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`,
+    /// with the server's own log sink and no clock queries.
+    pub fn stream(length: u64, chunk: u32, name: &str) -> Hello {
+        Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length,
+            chunk,
+            name: name.to_owned(),
+            log: None,
+            clock_queries: 0,
+        }
+    }
+
+    /// The hello of a latency session of `count` requests.
+    pub fn latency(
+        count: u64,
+        codec: clock::Codec,
+        framing: clock::Framing,
+        nodelay: bool,
+    ) -> Hello {
+        Hello {
+            mode: Mode::Latency,
+            nodelay,
+            codec: codec.code(),
+            framing: framing.code(),
+            length: count,
+            chunk: 1,
+            name: String::new(),
+            log: None,
+            clock_queries: 0,
+        }
+    }
+}
+
+/// What the server's standard output is, as the server sees it (the Accept's `stdout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StdoutKind {
+    #[default]
+    Unknown,
+    Terminal,
+    Pipe,
+    File,
+    Null,
+    CharDevice,
+    Socket,
+    Closed,
+}
+
+impl StdoutKind {
+    /// Where the output goes, for a sentence: "a terminal", "a pipe".
+    pub fn describe(self) -> &'static str {
+        match self {
+            StdoutKind::Unknown => "an unknown kind of output",
+            StdoutKind::Terminal => "a terminal",
+            StdoutKind::Pipe => "a pipe",
+            StdoutKind::File => "a regular file",
+            StdoutKind::Null => "the null device",
+            StdoutKind::CharDevice => "a character device",
+            StdoutKind::Socket => "a socket",
+            StdoutKind::Closed => "nowhere (closed)",
+        }
+    }
+}
+
+/// The server's measurements of one transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Report {
+    pub bytes: u64,
+    pub digest: u64,
+    pub first_byte_unix_us: u64,
+    pub last_byte_unix_us: u64,
+    pub elapsed_ns: u64,
+    pub reads: u64,
+    pub wakeups: u64,
+    pub cpu_user_us: u64,
+    pub cpu_sys_us: u64,
+    /// Per-read log lines written (for stdout: handed to its queue).
+    pub log_lines: u32,
+    /// Per-read log lines that could not be written.
+    pub log_lines_lost: u32,
+    pub rcvbuf: u32,
+    /// Lines of the server's own output it could not print since it started (stuck stdout or
+    /// stderr).
+    pub output_dropped: u32,
+    pub server_io: Option<ServerIo>,
+    pub log: Option<LogMode>,
+    pub saved_to: String,
+    /// Where the server's time went.
+    pub split: TimeSplit,
+    /// The server socket's `TCP_INFO` at the end of the transfer.
+    pub tcp: crate::tcp::ReceiverTcp,
+}
+
+impl Report {
+    /// Checks that the report's numbers agree with one another, as a server's always do; the
+    /// first that does not is named. The decoder refuses a report that fails this, so a client
+    /// never prints a share above 100% or a time outside the transfer from one.
+    pub fn check(&self) -> Result<(), ProtocolError> {
+        let bad = |field, why: String| Err(ProtocolError::BadReport { field, why });
+        let Some(total) = self.split.checked_total_ns() else {
+            return bad(
+                "time split",
+                "its phases add up to more than 2^64 ns".into(),
+            );
+        };
+        if self.reads > self.bytes || (self.bytes > 0 && self.reads == 0) {
+            return bad(
+                "reads",
+                format!(
+                    "{} reads of {} bytes (every read returns at least one byte)",
+                    self.reads, self.bytes
+                ),
+            );
+        }
+        if self.first_byte_unix_us > self.last_byte_unix_us {
+            return bad(
+                "first_byte_unix_us",
+                format!(
+                    "the first byte ({}) comes after the last ({})",
+                    self.first_byte_unix_us, self.last_byte_unix_us
+                ),
+            );
+        }
+        if self.elapsed_ns > total && (total > 0 || self.bytes > 0) {
+            return bad(
+                "elapsed_ns",
+                format!(
+                    "first to last byte ({} ns) is longer than the time split ({total} ns), \
+                     which runs from the first byte to the report",
+                    self.elapsed_ns
+                ),
+            );
+        }
+        let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);
+        let most = match self.log {
+            Some(LogMode::None) | None => 0,
+            _ => self.reads.saturating_add(2),
+        };
+        if lines > most {
+            return bad(
+                "log_lines",
+                format!(
+                    "{lines} log lines for {} reads (at most one per read, a start and an end)",
+                    self.reads
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Where the server's time went during one transfer, from its first data byte until its report
+/// was ready, in monotonic ns (the report's table above says what each phase holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TimeSplit {
+    pub read_ns: u64,
+    pub hash_ns: u64,
+    pub log_ns: u64,
+    pub save_ns: u64,
+    pub fsync_ns: u64,
+    pub wait_ns: u64,
+}
+
+/// One phase of a [`TimeSplit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimePhase {
+    Read,
+    Hash,
+    Log,
+    Save,
+    Fsync,
+    Wait,
+}
+
+impl TimePhase {
+    /// Every phase, in the split's order.
+    pub const ALL: [TimePhase; 6] = [
+        TimePhase::Read,
+        TimePhase::Hash,
+        TimePhase::Log,
+        TimePhase::Save,
+        TimePhase::Fsync,
+        TimePhase::Wait,
+    ];
+
+    /// The phase's name in output: `read`, `hash`, `log`, `save`, `fsync`, `wait`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimePhase::Read => "read",
+            TimePhase::Hash => "hash",
+            TimePhase::Log => "log",
+            TimePhase::Save => "save",
+            TimePhase::Fsync => "fsync",
+            TimePhase::Wait => "wait",
+        }
+    }
+}
+
+impl TimeSplit {
+    /// The time of `phase`, in ns.
+    pub fn get(&self, phase: TimePhase) -> u64 {
+        match phase {
+            TimePhase::Read => self.read_ns,
+            TimePhase::Hash => self.hash_ns,
+            TimePhase::Log => self.log_ns,
+            TimePhase::Save => self.save_ns,
+            TimePhase::Fsync => self.fsync_ns,
+            TimePhase::Wait => self.wait_ns,
+        }
+    }
+
+    /// Adds `ns` to `phase`.
+    #[inline]
+    pub fn add(&mut self, phase: TimePhase, ns: u64) {
+        let slot = match phase {
+            TimePhase::Read => &mut self.read_ns,
+            TimePhase::Hash => &mut self.hash_ns,
+            TimePhase::Log => &mut self.log_ns,
+            TimePhase::Save => &mut self.save_ns,
+            TimePhase::Fsync => &mut self.fsync_ns,
+            TimePhase::Wait => &mut self.wait_ns,
+        };
+        *slot += ns;
+    }
+
+    /// All phases together, in ns (at most `u64::MAX`: a decoded report's phases always fit,
+    /// [`Report::check`]).
+    pub fn total_ns(&self) -> u64 {
+        self.checked_total_ns().unwrap_or(u64::MAX)
+    }
+
+    /// All phases together, in ns, if that fits in a u64.
+    pub fn checked_total_ns(&self) -> Option<u64> {
+        TimePhase::ALL
+            .iter()
+            .try_fold(0u64, |sum, p| sum.checked_add(self.get(*p)))
+    }
+
+    /// The phase with the most time, and its share of the total in percent; `None` when nothing
+    /// was timed (an older server, or no data).
+    pub fn largest(&self) -> Option<(TimePhase, f64)> {
+        let total = self.total_ns();
+        if total == 0 {
+            return None;
+        }
+        let top = TimePhase::ALL.into_iter().max_by_key(|p| self.get(*p))?;
+        Some((top, 100.0 * self.get(top) as f64 / total as f64))
+    }
+}
+
+/// A server-to-client message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+// A report is one frame per transfer, never on a hot path: boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Frame {
+    Accept {
+        read_size: u32,
+        server_io: ServerIo,
+        log: LogMode,
+        stdout: StdoutKind,
+    },
+    Refuse(String),
+    Report(Report),
+    Abort(String),
+    Challenge([u8; 32]),
+    /// The answer to a stream's clock query.
+    Time(clock::TimeResponse),
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Stream => "stream",
+            Mode::Latency => "latency",
+        })
+    }
+}
+
+impl fmt::Display for ServerIo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ServerIo::Blocking => "blocking",
+            ServerIo::EventLoop => "event-loop",
+        })
+    }
+}
+
+impl fmt::Display for LogMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LogMode::None => "none",
+            LogMode::Stdout => "stdout",
+            LogMode::File => "file",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

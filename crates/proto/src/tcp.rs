@@ -1,0 +1,128 @@
+//! What the kernel knows about a TCP connection (Linux `TCP_INFO`), as values: the sender's view
+//! ([`SenderTcp`]: how long it had data to send and what held it back) and the receiver's
+//! ([`ReceiverTcp`]: its window and round trip, carried in the report). Reading them from a
+//! socket is `tsperf_sys::tcpinfo`'s job; this module only holds and orders them.
+
+/// The sender's `TCP_INFO` at the end of a transfer (the client's socket). `None`: the kernel
+/// did not say. Times in µs, as the kernel keeps them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SenderTcp {
+    /// Time the connection had data to send (`tcpi_busy_time`), the limited times included.
+    pub busy_time_us: Option<u64>,
+    /// Of that, time the receiver's window was full (`tcpi_rwnd_limited`).
+    pub rwnd_limited_us: Option<u64>,
+    /// Of that, time the send buffer was what held data back (`tcpi_sndbuf_limited`).
+    pub sndbuf_limited_us: Option<u64>,
+    pub total_retrans: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    pub rtt_us: Option<u64>,
+    pub rttvar_us: Option<u64>,
+    pub min_rtt_us: Option<u64>,
+    /// Congestion window, in segments.
+    pub snd_cwnd: Option<u64>,
+    pub snd_mss: Option<u64>,
+    /// The receiver's window as the sender last saw it, in bytes.
+    pub snd_wnd: Option<u64>,
+    /// The kernel's estimate of the delivery rate, in bytes per second.
+    pub delivery_rate: Option<u64>,
+    pub segs_out: Option<u64>,
+    pub data_segs_out: Option<u64>,
+    pub bytes_acked: Option<u64>,
+}
+
+impl SenderTcp {
+    /// True when the kernel said anything at all.
+    pub fn available(&self) -> bool {
+        self.busy_time_us.is_some() || self.rtt_us.is_some()
+    }
+}
+
+/// The receiver's `TCP_INFO` at the end of a transfer (the server's socket), as the report
+/// carries it. `None`: the kernel (or an older server) did not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReceiverTcp {
+    /// The receive window the kernel's autotuning settled on, in bytes (`tcpi_rcv_space`).
+    pub rcv_space: Option<u64>,
+    /// The receiver's estimate of the round trip, µs (`tcpi_rcv_rtt`).
+    pub rcv_rtt_us: Option<u64>,
+    pub rcv_mss: Option<u64>,
+    pub advmss: Option<u64>,
+    pub rcv_ssthresh: Option<u64>,
+    /// The window it advertised last, in bytes (Linux 6.2 and later).
+    pub rcv_wnd: Option<u64>,
+    pub segs_in: Option<u64>,
+    pub data_segs_in: Option<u64>,
+    /// Segments that arrived out of order.
+    pub rcv_ooopack: Option<u64>,
+    pub bytes_received: Option<u64>,
+}
+
+impl ReceiverTcp {
+    /// The fields in wire order (the report's table in [`crate`]).
+    pub fn to_array(&self) -> [Option<u64>; RECEIVER_FIELDS] {
+        [
+            self.rcv_space,
+            self.rcv_rtt_us,
+            self.rcv_mss,
+            self.advmss,
+            self.rcv_ssthresh,
+            self.rcv_wnd,
+            self.segs_in,
+            self.data_segs_in,
+            self.rcv_ooopack,
+            self.bytes_received,
+        ]
+    }
+
+    /// The fields from wire order.
+    pub fn from_array(a: [Option<u64>; RECEIVER_FIELDS]) -> ReceiverTcp {
+        let [
+            rcv_space,
+            rcv_rtt_us,
+            rcv_mss,
+            advmss,
+            rcv_ssthresh,
+            rcv_wnd,
+            segs_in,
+            data_segs_in,
+            rcv_ooopack,
+            bytes_received,
+        ] = a;
+        ReceiverTcp {
+            rcv_space,
+            rcv_rtt_us,
+            rcv_mss,
+            advmss,
+            rcv_ssthresh,
+            rcv_wnd,
+            segs_in,
+            data_segs_in,
+            rcv_ooopack,
+            bytes_received,
+        }
+    }
+
+    /// True when the kernel said anything at all.
+    pub fn available(&self) -> bool {
+        self.to_array().iter().any(Option::is_some)
+    }
+}
+
+/// Fields of [`ReceiverTcp`] on the wire.
+pub const RECEIVER_FIELDS: usize = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receiver_round_trips_through_the_array() {
+        let r = ReceiverTcp {
+            rcv_space: Some(1),
+            rcv_wnd: None,
+            bytes_received: Some(10),
+            ..ReceiverTcp::default()
+        };
+        assert_eq!(ReceiverTcp::from_array(r.to_array()), r);
+    }
+}

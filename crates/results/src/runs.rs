@@ -1,0 +1,78 @@
+//! The grid's raw results as `runs.jsonl` holds them: one [`Run`] per line (a [`Cell`], its
+//! repetition and the client's whole JSON), under the [`Setup`] they share.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::json::ClientJson;
+use crate::machine::Machine;
+
+/// One cell of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Cell {
+    Stream {
+        chunk: u32,
+        io: String,
+        log: String,
+    },
+    Latency {
+        codec: String,
+        framing: String,
+        nodelay: bool,
+        reconnect: bool,
+        count: u64,
+        /// The server log sink of the stream the queries ran beside (`--under-load`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        under_load: Option<String>,
+    },
+}
+
+/// One repetition of one cell: the client's whole JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub cell: Cell,
+    pub rep: u32,
+    pub result: ClientJson,
+}
+
+/// How the grid was run: what every row shares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    pub machine: Machine,
+    /// The file sent, its size and digest.
+    pub file: String,
+    pub bytes: u64,
+    pub digest: String,
+    pub reps: u32,
+    /// Where the server ran: `loopback`, `emulated LAN (...)`, or a host.
+    pub network: String,
+    /// Where `--log stdout` cells sent stdout (a file, or a pty and its reader).
+    pub stdout_to: String,
+    /// What the server said its stdout was (protocol version 3 on).
+    #[serde(default)]
+    pub server_stdout: Option<tsperf_proto::StdoutKind>,
+    /// When the run started, UTC.
+    pub date: String,
+    /// The link's rate in Gbit/s when it is known (the emulated LAN's); tables then give each
+    /// cell's fraction of it.
+    #[serde(default)]
+    pub line_gbit: Option<f64>,
+}
+
+/// Reads `runs.jsonl`, one [`Run`] per line.
+pub fn read_runs(path: &Path) -> Result<Vec<Run>> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read '{}'", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("'{}' line {}: not a grid run", path.display(), i + 1))
+        })
+        .collect()
+}

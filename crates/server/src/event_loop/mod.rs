@@ -1,0 +1,392 @@
+//! The default server: one thread, one mio event loop, many transfers at once.
+//!
+//! mio's registrations are edge-triggered, so every handler repeats its operation until the
+//! socket says `WouldBlock`: accept until `WouldBlock`, read until `WouldBlock`, write until the
+//! output is gone or `WouldBlock`. Stopping early would wait for an event that never comes.
+//! Each connection is a small state machine (hello, data, closing) in a token table; events for
+//! tokens no longer in the table are ignored, and closed connections are deregistered.
+//!
+//! All connections share one read [`Block`]: a connection's reads land in it and are checksummed
+//! before the loop turns to the next connection, so a connection costs its socket, its hasher and
+//! a few counters, not a buffer.
+//!
+//! What one connection can hold, whatever its client does (README, "Security and limits"):
+//! a hello buffer (280 bytes), a latency session's request buffer (4 KiB) and at most
+//! [`LATENCY_CAP`] of unsent answers plus one read's worth (the loop stops reading a connection
+//! whose client does not take its answers), or a transfer's accounting. Every turn is bounded
+//! ([`TURN_READS`] reads), for streams and latency sessions alike. Deadlines count from a start:
+//! the hello and the authentication answer from the accept, the first byte (or request) from
+//! the server's accept, and then each wait for data from the last byte.
+//!
+//! With `--log stdout`, a transfer is read only while stdout has room for a turn's log lines
+//! ([`console::room`]); otherwise it waits, unread, until the console's writer wakes the loop.
+//! Nothing else waits for stdout.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+use tracing::{debug, warn};
+
+use super::conversation::Conversation;
+use super::fds::{self, Backoff, Spare};
+use super::outbox::Outbox;
+use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
+use crate::console;
+use crate::receiver::{Block, HASH_BLOCK};
+use tsperf_proto::{Frame, ServerIo};
+
+const LISTENER: Token = Token(usize::MAX);
+const WAKE: Token = Token(usize::MAX - 1);
+/// How often deadlines are checked when nothing else wakes the loop.
+const TICK: Duration = Duration::from_millis(500);
+
+mod conn;
+
+use conn::Conn;
+
+/// The loop's state beside its connections.
+struct Loop<'a> {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    conns: Slab<Conn>,
+    block: Block,
+    cfg: &'a ServerConfig,
+    /// Connections whose last turn ended with data maybe still waiting, served again after each
+    /// poll (which then does not wait), so no connection keeps the loop to itself.
+    ready: Vec<usize>,
+    /// Logged transfers waiting for room on stdout.
+    log_waiters: Vec<usize>,
+    /// A descriptor kept to tell a connection why, when `accept` runs out of them.
+    spare: Spare,
+    /// `accept` failed and the backlog may still hold connections: try again when a connection
+    /// closes or at the next tick.
+    accept_stalled: bool,
+    /// Logs failed accepts at most once a second.
+    backoff: Backoff,
+}
+
+/// Serves until the process ends, or one connection with `--once`; then the result says whether
+/// that connection completed a transfer.
+pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
+    listener
+        .set_nonblocking(true)
+        .context("cannot make the listener non-blocking")?;
+    let mut listener = TcpListener::from_std(listener);
+    let poll = Poll::new().context("cannot create the event loop")?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .context("cannot register the listener")?;
+    let waker = std::sync::Arc::new(
+        mio::Waker::new(poll.registry(), WAKE).context("cannot create a waker")?,
+    );
+    let stop_waker = waker.clone();
+    super::on_stop(move || {
+        let _ = stop_waker.wake();
+    });
+    console::never_wait_here();
+    console::on_room(move || {
+        let _ = waker.wake();
+    });
+    let mut lp = Loop {
+        poll,
+        listener: Some(listener),
+        conns: Slab::new(),
+        block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
+        cfg,
+        ready: Vec::new(),
+        log_waiters: Vec::new(),
+        spare: Spare::new(),
+        accept_stalled: false,
+        backoff: Backoff::default(),
+    };
+    lp.run()
+}
+
+impl Loop<'_> {
+    fn run(&mut self) -> Result<bool> {
+        let mut events = Events::with_capacity(1024);
+        let mut stop_by: Option<Instant> = None;
+        let mut next_sweep = Instant::now() + TICK;
+        loop {
+            let wait = if self.ready.is_empty() {
+                stop_by.map_or(TICK, |t| {
+                    t.saturating_duration_since(Instant::now()).min(TICK)
+                })
+            } else {
+                Duration::ZERO
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("event loop poll failed"),
+            }
+            for event in events.iter() {
+                let done = match event.token() {
+                    // A stop request, or room on stdout for logged transfers.
+                    WAKE => self.serve_log_waiters(),
+                    LISTENER => {
+                        self.accept_all();
+                        None
+                    }
+                    Token(key) => self.serve_event(key),
+                };
+                if let Some(done) = done {
+                    return Ok(done);
+                }
+            }
+            for key in std::mem::take(&mut self.ready) {
+                // Served by an event since, closed, or the key reused by a new connection: skip.
+                if !self.conns.get(key).is_some_and(|c| c.more) {
+                    continue;
+                }
+                if let Some(done) = self.turn_and_requeue(key, true) {
+                    return Ok(done);
+                }
+            }
+            if super::stopping() {
+                if stop_by.is_none() {
+                    // Stop accepting; connections that have not started a transfer are refused now.
+                    if let Some(mut l) = self.listener.take() {
+                        let _ = self.poll.registry().deregister(&mut l);
+                    }
+                    stop_by = Some(Instant::now() + self.cfg.grace);
+                    self.abort_where(|c| c.conv.not_started());
+                }
+                if super::stopping_now() || stop_by.is_some_and(|t| Instant::now() >= t) {
+                    self.abort_where(|_| true);
+                }
+                if self.conns.is_empty() {
+                    return Ok(true);
+                }
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                next_sweep = now + TICK;
+                if self.accept_stalled {
+                    self.accept_all();
+                }
+                if let Some(done) = self.serve_log_waiters() {
+                    return Ok(done);
+                }
+                if let Some(done) = self.sweep(now) {
+                    return Ok(done);
+                }
+            }
+        }
+    }
+
+    /// One event for connection `key`.
+    fn serve_event(&mut self, key: usize) -> Option<bool> {
+        // A token we no longer know: its connection closed earlier in this batch.
+        let conn = self.conns.get_mut(key)?;
+        conn.wakeups += 1;
+        self.turn_and_requeue(key, false)
+    }
+
+    /// Gives `key` a turn, then queues it for another if its turn ended with data waiting (and
+    /// it is not queued yet: `from_ready` says it was just taken from the queue), or for room on
+    /// stdout if it waits for that. `Some` when `--once` is done.
+    fn turn_and_requeue(&mut self, key: usize, from_ready: bool) -> Option<bool> {
+        let (was_ready, was_waiting) = self
+            .conns
+            .get(key)
+            .map_or((false, false), |c| (c.more && !from_ready, c.log_wait));
+        let closed = self.turn(key);
+        if let Some(done) = closed
+            && self.cfg.once
+        {
+            return Some(done);
+        }
+        if let Some(c) = self.conns.get(key) {
+            if c.more && !was_ready {
+                self.ready.push(key);
+            }
+            if c.log_wait && !was_waiting {
+                self.log_waiters.push(key);
+            }
+        }
+        None
+    }
+
+    /// Gives every logged transfer waiting for stdout a turn (it waits again if there is still
+    /// no room).
+    fn serve_log_waiters(&mut self) -> Option<bool> {
+        for key in std::mem::take(&mut self.log_waiters) {
+            let Some(c) = self.conns.get_mut(key) else {
+                continue;
+            };
+            if !c.log_wait {
+                continue;
+            }
+            c.log_wait = false;
+            // Its time unread since it found no room was the log's.
+            if let Some(rx) = c.conv.receiver() {
+                rx.lap(tsperf_proto::TimePhase::Log);
+            }
+            if let Some(done) = self.turn_and_requeue(key, false) {
+                return Some(done);
+            }
+        }
+        None
+    }
+
+    /// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
+    /// closed.
+    fn turn(&mut self, key: usize) -> Option<bool> {
+        let outcome = self
+            .conns
+            .get_mut(key)?
+            .advance(&mut self.block, self.cfg)?;
+        Some(self.close(key, outcome))
+    }
+
+    /// Removes connection `key` and closes it with `outcome`. True if it completed.
+    fn close(&mut self, key: usize, outcome: Outcome) -> bool {
+        let conn = self.conns.remove(key);
+        let done = close(&self.poll, conn, outcome);
+        // A descriptor is free again: connections the backlog held may be accepted now.
+        if self.accept_stalled {
+            self.accept_all();
+        }
+        done
+    }
+
+    /// Ends every connection `which` picks, telling each client why.
+    fn abort_where(&mut self, which: impl Fn(&Conn) -> bool) {
+        let keys: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| which(c))
+            .map(|(k, _)| k)
+            .collect();
+        for key in keys {
+            let outcome = self.conns[key].abort(SHUTTING_DOWN, self.cfg);
+            self.close(key, outcome);
+        }
+    }
+
+    /// Closes connections past their deadline. `Some` when `--once` is done.
+    fn sweep(&mut self, now: Instant) -> Option<bool> {
+        let expired: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| now >= c.conv.deadline())
+            .map(|(k, _)| k)
+            .collect();
+        for key in expired {
+            // Below its low-water mark a slow stream raises no event: read what is waiting
+            // before calling it idle.
+            if self.conns[key].mark.raised() {
+                if let Some(done) = self.turn_and_requeue(key, false) {
+                    return Some(done);
+                }
+                if self.conns.get(key).is_none_or(|c| now < c.conv.deadline()) {
+                    continue;
+                }
+            }
+            let outcome = self.conns[key].timed_out(self.cfg);
+            let done = self.close(key, outcome);
+            if self.cfg.once {
+                return Some(done);
+            }
+        }
+        None
+    }
+
+    /// Accepts every waiting connection (or refuses it with a reason past `--max-clients`).
+    fn accept_all(&mut self) {
+        self.accept_stalled = false;
+        let Some(listener) = &self.listener else {
+            return;
+        };
+        loop {
+            let (mut stream, peer) = match listener.accept() {
+                Ok((stream, peer)) => (stream, super::canonical(peer)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.backoff.ok();
+                    return;
+                }
+                // Gone before it was accepted: the next one may be fine.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) if fds::exhausted(&e) => {
+                    // Tell the waiting connection why rather than leave it unanswered; if even
+                    // that fails, try again when a connection closes or at the next tick.
+                    let lent = self.spare.lend(|| match listener.accept() {
+                        Ok((mut stream, peer)) => {
+                            refuse_now(
+                                &mut stream,
+                                super::canonical(peer),
+                                fds::OUT_OF_DESCRIPTORS,
+                            );
+                            true
+                        }
+                        Err(_) => false,
+                    });
+                    if lent != Some(true) {
+                        let _ = self.backoff.failed(&e);
+                        self.accept_stalled = true;
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    let _ = self.backoff.failed(&e);
+                    self.accept_stalled = true;
+                    return;
+                }
+            };
+            if self.conns.len() >= self.cfg.max_clients {
+                refuse_now(&mut stream, peer, &busy(self.cfg));
+                continue;
+            }
+            let entry = self.conns.vacant_entry();
+            let token = Token(entry.key());
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+                warn!(%peer, "cannot register connection: {e}");
+                continue;
+            }
+            debug!(%peer, "connection");
+            let mark = super::WakeMark::new(&stream);
+            entry.insert(Conn {
+                stream,
+                peer,
+                conv: Conversation::new(peer, ServerIo::EventLoop, self.cfg, Instant::now()),
+                out: Outbox::default(),
+                closing: None,
+                log_wait: false,
+                wakeups: 0,
+                more: false,
+                mark,
+            });
+        }
+    }
+}
+
+/// Refuses a connection the loop will not serve, with `reason`. Best effort: a small frame fits
+/// any fresh socket's buffer.
+fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, reason: &str) {
+    let mut out = Outbox::default();
+    out.frame(&Frame::Refuse(reason.to_owned()));
+    let _ = out.flush(stream);
+    print_failed(peer, &Outcome::Refused(reason.to_owned()));
+}
+
+/// Deregisters and drops a finished connection, printing its outcome. True if it completed.
+fn close(poll: &Poll, mut conn: Conn, outcome: Outcome) -> bool {
+    let _ = poll.registry().deregister(&mut conn.stream);
+    print_failed(conn.peer, &outcome);
+    matches!(outcome, Outcome::Complete)
+}

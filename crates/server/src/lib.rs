@@ -1,0 +1,529 @@
+//! tsserver: accepts transfers, counts and checksums every byte, and reports back.
+//!
+//! This module holds what every server I/O model shares: configuration, the admission decision
+//! for a hello, and the per-transfer output. The I/O models live in submodules and differ only in
+//! how they wait for bytes.
+//!
+//! A report's CPU time is the serving thread's during the transfer. For the event loop that
+//! thread serves every connection, so with concurrent transfers each report includes the others'
+//! share; with one transfer at a time it is that transfer's cost.
+
+pub mod blocking;
+pub mod console;
+pub mod conversation;
+pub mod event_loop;
+pub mod fds;
+pub mod latency;
+pub mod mark;
+pub mod outbox;
+pub mod readlog;
+pub mod receiver;
+pub mod save;
+
+pub use mark::WakeMark;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+use std::time::Duration;
+use tracing::warn;
+
+use crate::console::Stream;
+use latency::LatencySession;
+use receiver::Receiver;
+use save::SaveDir;
+use std::sync::Arc;
+use tsperf_proto::{Frame, Hello, LogMode, Mode, Report, ServerIo, TimePhase};
+use tsperf_results::units;
+use tsperf_sys::text::Peer;
+use tsperf_sys::timing::{Stamp, unix_us_now};
+
+/// Default: how long a new connection may take to send its hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default: how long a transfer may go without a byte before the server gives up on it.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default: the largest transfer a client may announce, as `--max-bytes` reads it.
+pub const MAX_BYTES: &str = "64GiB";
+/// Default: how long transfers in flight get to finish after SIGINT or SIGTERM.
+pub const GRACE: Duration = Duration::from_secs(5);
+/// Bytes per read with `--log none` and no `--read-size` (see [`default_read_size`]), and the
+/// most a log sink's per-chunk reads take: whatever chunk a client announces, the server's read
+/// buffer is its own size, not the client's.
+pub const BULK_READ: u32 = tsperf_proto::BULK_READ;
+/// Default: the smallest read with a log sink (`--log-min-read`), so a client announcing
+/// 1-byte chunks does not get a log line per byte.
+pub const LOG_MIN_READ: u32 = 64;
+/// Default: connections served at once; more are refused with a reason.
+pub const MAX_CLIENTS: usize = 1024;
+
+/// Validated server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The address to listen on; `None` listens on every IPv6 and IPv4 address at once.
+    pub bind: Option<IpAddr>,
+    pub port: u16,
+    /// Serve one transfer, then exit.
+    pub once: bool,
+    /// Read size; `None` reads in the client's chunk size, as the seed's server did.
+    pub read_size: Option<u32>,
+    /// Ask the kernel for this receive buffer (SO_RCVBUF) on every connection.
+    pub rcvbuf: Option<u32>,
+    /// Serve with a thread per connection instead of the event loop.
+    pub blocking: bool,
+    /// Where per-read log lines go, unless the client asks otherwise (and may).
+    pub log: LogMode,
+    /// Clients may choose the log sink of their transfer (`--allow-client-log`).
+    pub allow_client_log: bool,
+    /// What the server's stdout is, as the Accept tells clients.
+    pub stdout: tsperf_proto::StdoutKind,
+    /// With a log sink, the smallest read size (`--log-min-read`).
+    pub log_min_read: u32,
+    /// Largest announced transfer accepted, in bytes.
+    pub max_bytes: u64,
+    /// Connections served at once.
+    pub max_clients: usize,
+    pub hello_timeout: Duration,
+    pub idle_timeout: Duration,
+    /// Save received files here (`--save`), whole or not at all.
+    pub save: Option<Arc<SaveDir>>,
+    /// Require clients to prove they hold this key (`--auth-key`).
+    pub auth: Option<Arc<tsperf_sys::auth::Key>>,
+    /// How long transfers in flight may take to finish after a stop is requested.
+    pub grace: Duration,
+}
+
+/// Set once the server has been asked to stop (SIGINT or SIGTERM).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Set when asked to stop a second time: the grace period ends at once.
+static STOP_NOW: AtomicBool = AtomicBool::new(false);
+/// What to call to wake a server waiting for work, so it sees [`stopping`].
+static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
+
+/// The reason given to transfers cut off by a shutdown.
+pub const SHUTTING_DOWN: &str = "the server is shutting down";
+
+/// True once the server has been asked to stop.
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::Acquire)
+}
+
+/// True once the server has been asked to stop twice: transfers in flight are cut off now.
+pub fn stopping_now() -> bool {
+    STOP_NOW.load(Ordering::Acquire)
+}
+
+/// Asks the server to stop: it accepts no more connections, lets transfers in flight finish
+/// within the grace period, aborts the rest, and returns from `serve`. Asked again, it ends the
+/// grace period at once.
+pub fn request_stop() {
+    if STOPPING.swap(true, Ordering::AcqRel) {
+        STOP_NOW.store(true, Ordering::Release);
+    }
+    for wake in WAKERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        wake();
+    }
+}
+
+/// On every SIGINT or SIGTERM: the first stops the server after `grace`, the second at once.
+/// Each says so on stderr.
+pub fn stop_on_signals(grace: Duration) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                let text = if stopping() {
+                    "tsserver: stopping now: transfers in flight are cut off\n".to_owned()
+                } else {
+                    format!(
+                        "tsserver: stopping: transfers in flight have {} s to finish (press \
+                         Ctrl-C again, or send a second SIGTERM, to stop now)\n",
+                        grace.as_secs_f64()
+                    )
+                };
+                console::message(Stream::Err, &text);
+                request_stop();
+            }
+        })?;
+    Ok(())
+}
+
+/// Registers how to wake the running server when a stop is requested.
+fn on_stop(wake: impl Fn() + Send + 'static) {
+    WAKERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(Box::new(wake));
+}
+
+/// The refusal for a wrong authentication answer.
+pub const AUTH_FAILED: &str = "authentication failed: the client does not hold this server's key";
+
+/// Binds the listening socket: on `cfg.bind`, or with none on `[::]` taking IPv4 too (a
+/// dual-stack socket, so `--host ::1` and `--host 127.0.0.1` both reach a default server),
+/// falling back to `0.0.0.0` where IPv6 is not available. A requested receive buffer is set on
+/// the listener, before any connection arrives, so accepted sockets inherit it and the window
+/// scale matches it. The accept backlog is raised from std's 128 to `--max-clients` (the kernel
+/// caps it at `net.core.somaxconn`), so a burst of clients connecting at once is not made to
+/// retry a SYN a second later.
+pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let open = |ip: IpAddr, dual: bool| -> std::io::Result<Socket> {
+        let addr = SocketAddr::new(ip, cfg.port);
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        if dual {
+            sock.set_only_v6(false)?;
+        }
+        sock.set_reuse_address(true)?;
+        sock.bind(&addr.into())?;
+        Ok(sock)
+    };
+    let (sock, addr) = match cfg.bind {
+        Some(ip) => (open(ip, false), SocketAddr::new(ip, cfg.port)),
+        None => match open(IpAddr::V6(Ipv6Addr::UNSPECIFIED), true) {
+            Ok(s) => (
+                Ok(s),
+                SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cfg.port),
+            ),
+            // A port in use or not allowed is the answer; only a machine without IPv6 falls back.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                ) =>
+            {
+                (
+                    Err(e),
+                    SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cfg.port),
+                )
+            }
+            Err(_) => (
+                open(IpAddr::V4(Ipv4Addr::UNSPECIFIED), false),
+                SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), cfg.port),
+            ),
+        },
+    };
+    let sock = sock.with_context(|| format!("cannot listen on {addr}"))?;
+    if let Some(n) = cfg.rcvbuf {
+        sock.set_recv_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the receive buffer to {n} bytes"))?;
+    }
+    let backlog = cfg.max_clients.clamp(128, 65535) as i32;
+    sock.listen(backlog)
+        .with_context(|| format!("cannot listen on {addr} with a backlog of {backlog}"))?;
+    Ok(sock.into())
+}
+
+/// Fits the server to its descriptors: raises the soft limit to the hard one and lowers
+/// `--max-clients` to what fits ([`fds`]). Returns a warning to print if it lowered it.
+pub fn fit_descriptors(cfg: &mut ServerConfig) -> Result<Option<String>> {
+    let limit = fds::raise_limit();
+    let fits = fds::fitting(limit, fds::per_connection(cfg.blocking, cfg.save.is_some()));
+    if fits == 0 {
+        anyhow::bail!(
+            "the descriptor limit is {limit} (ulimit -n): too few to serve any connection \
+             (at least {} needed)",
+            fds::RESERVE + 1
+        );
+    }
+    if cfg.max_clients <= fits {
+        return Ok(None);
+    }
+    let warning = format!(
+        "warning: --max-clients lowered from {} to {fits}: that is what fits in the descriptor \
+         limit of {limit} (ulimit -n)",
+        cfg.max_clients
+    );
+    cfg.max_clients = fits;
+    Ok(Some(warning))
+}
+
+/// A peer's address as people write it: an IPv4 client of a dual-stack socket shows as
+/// `127.0.0.1:5000`, not `[::ffff:127.0.0.1]:5000`.
+pub fn canonical(peer: SocketAddr) -> SocketAddr {
+    SocketAddr::new(peer.ip().to_canonical(), peer.port())
+}
+
+/// Serves with the configured I/O model until the process ends, or one connection with `once`;
+/// then the result says whether that connection completed a transfer.
+pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+    if cfg.blocking {
+        blocking::serve(listener, cfg)
+    } else {
+        event_loop::serve(listener, cfg)
+    }
+}
+
+/// How one connection ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every announced byte arrived and the report was sent.
+    Complete,
+    /// The hello was refused; the reason was sent to the peer where the protocol allowed.
+    Refused(String),
+    /// The transfer stopped short; the reason says why.
+    Incomplete(String),
+}
+
+/// The server's read size when `--read-size` is not given. With a log sink, the client's chunk
+/// size: one read (and one log line) per chunk, as the seed's server did, but never less than
+/// `log_min_read` (a client announcing 1-byte chunks would get a log line per byte) and never
+/// more than [`BULK_READ`] (the client does not size the server's buffer). With `--log none`
+/// nothing watches individual reads, so the server reads up to [`BULK_READ`] at once: the
+/// cheapest receiver, so the server is never the bottleneck it measures.
+pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
+    match log {
+        LogMode::None => BULK_READ,
+        _ => chunk.max(log_min_read).min(BULK_READ),
+    }
+}
+
+/// What the server grants an admitted hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    /// Bytes per read (0 in latency mode, which reads whole messages).
+    pub read_size: u32,
+    /// Where the transfer's per-read lines go.
+    pub log: LogMode,
+}
+
+/// Decides whether to serve a hello. Returns what it gets, or the refusal reason.
+pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<Admitted, String> {
+    let log = transfer_log(hello, cfg)?;
+    let read_size = admit_size(hello, log, cfg)?;
+    Ok(Admitted { read_size, log })
+}
+
+/// The log sink of a transfer: the one its client asked for where the server lets it choose (or
+/// it asked for the server's own), else the server's. A latency session logs nothing per read.
+pub fn transfer_log(hello: &Hello, cfg: &ServerConfig) -> Result<LogMode, String> {
+    match hello.log {
+        _ if hello.mode == Mode::Latency => Ok(cfg.log),
+        None => Ok(cfg.log),
+        Some(asked) if asked == cfg.log || cfg.allow_client_log => Ok(asked),
+        Some(asked) => Err(format!(
+            "this server logs to {} and does not let clients choose (--server-log {asked} was \
+             asked for): its operator can allow it with tsserver --allow-client-log",
+            cfg.log
+        )),
+    }
+}
+
+fn admit_size(hello: &Hello, log: LogMode, cfg: &ServerConfig) -> Result<u32, String> {
+    match hello.mode {
+        Mode::Stream if hello.length > cfg.max_bytes => Err(format!(
+            "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
+            Peer(&hello.name),
+            hello.length,
+            cfg.max_bytes
+        )),
+        Mode::Stream => {
+            if let Some(dir) = &cfg.save {
+                dir.admit(&hello.name)?;
+            }
+            Ok(cfg
+                .read_size
+                .unwrap_or_else(|| default_read_size(hello.chunk, log, cfg.log_min_read)))
+        }
+        Mode::Latency => Ok(0),
+    }
+}
+
+/// The send and receive buffers a latency session's socket gets: messages are small and go one
+/// at a time, and fixed buffers keep a client that pipelines requests and never reads from
+/// holding megabytes of kernel memory (autotuning would grow them to `tcp_wmem`'s and
+/// `tcp_rmem`'s maxima, 4 and 6 MiB by default).
+pub const LATENCY_BUFFERS: usize = 64 << 10;
+
+/// Sets up the socket of an accepted latency session: TCP_NODELAY if the client asked, and the
+/// fixed [`LATENCY_BUFFERS`].
+pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, nodelay: bool) {
+    let sock = socket2::SockRef::from(sock);
+    if nodelay {
+        let _ = sock.set_tcp_nodelay(true);
+    }
+    let _ = sock.set_send_buffer_size(LATENCY_BUFFERS);
+    let _ = sock.set_recv_buffer_size(LATENCY_BUFFERS);
+}
+
+/// Ends a latency session: complete if the client closed between requests. Prints one line.
+pub fn finish_latency(session: &LatencySession, peer: SocketAddr, why: Option<String>) -> Outcome {
+    let line = format!("tsserver: answered {} from {peer}\n", session.summary());
+    console::message(Stream::Out, &line);
+    match why {
+        None if session.at_boundary() => Outcome::Complete,
+        None => Outcome::Incomplete("the client closed in the middle of a request".into()),
+        Some(why) => Outcome::Incomplete(why),
+    }
+}
+
+/// Prints a completed transfer the way the seed's server did (begin, read over, end), then one
+/// summary line. One write, so lines of concurrent transfers never interleave.
+pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
+    let (begin, end) = if r.bytes == 0 {
+        let now = unix_us_now();
+        (now, now)
+    } else {
+        (r.first_byte_unix_us, r.last_byte_unix_us)
+    };
+    let elapsed = Duration::from_nanos(r.elapsed_ns);
+    let text = format!(
+        "{}\nfile[{}] read over .\n{}\n\
+         tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
+         {} of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
+        Stamp {
+            label: "begin",
+            unix_us: begin
+        },
+        Peer(name),
+        Stamp {
+            label: "end",
+            unix_us: end
+        },
+        units::size(r.bytes),
+        units::duration(elapsed),
+        units::mib_per_s(r.bytes, elapsed),
+        units::gbit_per_s(r.bytes, elapsed),
+        tsperf_results::units::count(r.reads, "read"),
+        units::duration(Duration::from_micros(r.cpu_user_us)),
+        units::duration(Duration::from_micros(r.cpu_sys_us)),
+        r.server_io.map_or("?".to_owned(), |io| io.to_string()),
+        r.digest,
+    );
+    // A stuck or closed stdout must not stop the server from serving.
+    console::message(Stream::Out, &text);
+}
+
+/// Reports a connection that did not complete, on stderr.
+pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
+    match outcome {
+        Outcome::Complete => {}
+        Outcome::Refused(reason) => console::message(
+            Stream::Err,
+            &format!("tsserver: refused {peer}: {}\n", Peer(reason)),
+        ),
+        Outcome::Incomplete(reason) => console::message(
+            Stream::Err,
+            &format!(
+                "tsserver: incomplete transfer from {peer}: {}\n",
+                Peer(reason)
+            ),
+        ),
+    }
+}
+
+/// Numbers connections in the per-read log.
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Starts the accounting of an admitted transfer (with `--save`, its temporary file) and logs
+/// its start. An error is the refusal to send.
+pub fn start_transfer(
+    hello: &Hello,
+    admitted: Admitted,
+    peer: SocketAddr,
+    cfg: &ServerConfig,
+) -> Result<Receiver, String> {
+    let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
+    rx.set_log_gate(cfg.log_min_read);
+    if let Some(dir) = &cfg.save {
+        let partial = dir
+            .create(&hello.name)
+            .map_err(|e| save_failed(hello, &e))?;
+        rx.sink = Some(partial);
+    }
+    rx.log_start(peer, hello);
+    Ok(rx)
+}
+
+/// The reason sent when saving failed.
+pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
+    format!("cannot save '{}': {e}", Peer(&hello.name))
+}
+
+/// Ends a transfer whose bytes and the client's digest (the trailer) have all arrived: with
+/// `--save` and matching digests, syncs and renames the file into place; logs the end (which
+/// writes out the transfer's log, so the file holds every line before the client hears back, or
+/// the report counts the lines it lost), prints the summary, and
+/// returns the frame to send (the report, or an abort if the file could not be saved).
+pub fn finish_transfer(
+    rx: &mut Receiver,
+    hello: &Hello,
+    peer: SocketAddr,
+    server_io: ServerIo,
+    rcvbuf: u32,
+    tcp: tsperf_proto::tcp::ReceiverTcp,
+    client_digest: u64,
+) -> Frame {
+    // Since the last data turn: the trailer's wait.
+    rx.lap(TimePhase::Wait);
+    let saved = match rx.sink.take() {
+        None => Ok(String::new()),
+        Some(_) if rx.digest() != client_digest => {
+            warn!(%peer, "'{}' not saved: the digests differ", Peer(&hello.name));
+            Ok(String::new())
+        }
+        Some(partial) => {
+            let committed = partial.commit();
+            rx.lap(TimePhase::Fsync);
+            match committed {
+                Ok(path) => Ok(path.display().to_string()),
+                Err(e) => Err(save_failed(hello, &e)),
+            }
+        }
+    };
+    rx.log_end(if saved.is_ok() {
+        "complete"
+    } else {
+        "not saved"
+    });
+    rx.lap(if rx.log() == LogMode::None {
+        TimePhase::Wait
+    } else {
+        TimePhase::Log
+    });
+    match saved {
+        Ok(saved_to) => {
+            let report = Report {
+                saved_to,
+                output_dropped: console::dropped(),
+                ..rx.report_with(server_io, rcvbuf, tcp)
+            };
+            print_complete(&hello.name, peer, rx.read_size() as u32, &report);
+            Frame::Report(report)
+        }
+        Err(reason) => {
+            print_failed(peer, &Outcome::Incomplete(reason.clone()));
+            Frame::Abort(reason)
+        }
+    }
+}
+
+/// The outcome of a transfer that stopped short: how far it got, and why it stopped. Removes any
+/// partial file first, then logs the end (and writes out the transfer's log).
+pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
+    rx.discard();
+    rx.log_end(why);
+    Outcome::Incomplete(format!(
+        "'{}': {} of {} bytes, then {why}",
+        Peer(&hello.name),
+        rx.bytes(),
+        rx.expected()
+    ))
+}
+
+/// The refusal for a connection past `--max-clients`.
+pub fn busy(cfg: &ServerConfig) -> String {
+    format!(
+        "server busy: it serves at most {} at once (--max-clients)",
+        tsperf_results::units::count(cfg.max_clients as u64, "connection")
+    )
+}

@@ -1,0 +1,448 @@
+//! The server's side of one stream transfer: counting, checksumming and timing what arrives.
+//!
+//! Two pieces, kept apart so the I/O models can share buffers:
+//! - [`Receiver`] is the accounting of one transfer: bytes, reads, digest, first/last byte.
+//!   It holds no data buffer, so a connection costs a few hundred bytes of it.
+//! - [`Block`] is where reads land, one after another, until the block is checksummed in one
+//!   go. The blocking server gives each connection thread a block; the event loop has one block
+//!   for all connections and checksums it before it turns to the next connection.
+//!
+//! The receiver also keeps the transfer's time split ([`TimeSplit`]): from the first byte on,
+//! each phase boundary reads the monotonic clock once and charges the time since the last
+//! boundary to the phase that just ended ([`Receiver::lap`]), so the phases add up to the whole
+//! time with no gap and no overlap. A read that returns data costs one clock read (two when it
+//! is logged); a checksummed block one more.
+//!
+//! Each read is offered exactly `min(read_size, bytes still announced)` bytes: never more than
+//! the client announced, so a read never swallows what follows the data.
+
+use std::hash::Hasher as _;
+use std::io::{self, Read};
+use std::time::Instant;
+
+use twox_hash::XxHash3_64;
+
+use crate::readlog::TransferLog;
+use tsperf_proto::{Hello, LogMode, Report, ServerIo, TimePhase, TimeSplit};
+use tsperf_sys::timing::{CpuTime, unix_us_now};
+
+/// Bytes gathered before they are checksummed, unless one read is larger.
+pub const HASH_BLOCK: usize = tsperf_proto::BULK_READ as usize;
+
+/// One turn of [`Block::read_turn`]: at most this many reads, and no more reads once this many
+/// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
+/// its other connections, its deadlines or a shutdown.
+pub const TURN_READS: u64 = 64;
+/// Room on stdout a logged transfer asks for before one read turn ([`crate::console::room`]):
+/// a line per read of the turn, plus its end line.
+pub const LOG_TURN_RESERVE: usize = TURN_READS as usize * 128 + 2048;
+pub const TURN_BYTES: usize = 1 << 20;
+
+/// The accounting of one transfer in progress.
+pub struct Receiver {
+    expected: u64,
+    read_size: usize,
+    hasher: XxHash3_64,
+    hashed: u64,
+    bytes: u64,
+    reads: u64,
+    first: Option<(Instant, u64)>,
+    last: Option<(Instant, u64)>,
+    cpu_start: CpuTime,
+    /// Event-loop wake-ups for this connection, counted by the event loop.
+    pub wakeups: u64,
+    log: TransferLog,
+    /// With a log sink, the fewest bytes a read should wait for ([`Receiver::set_log_gate`]).
+    log_gate: u32,
+    /// The path's segments are large enough for a bulk low-water mark
+    /// ([`super::mark::MARK_MIN_MSS`]); set by the I/O model.
+    pub large_segments: bool,
+    /// Where received bytes are saved, with `--save`.
+    pub sink: Option<crate::save::Partial>,
+    split: TimeSplit,
+    /// The last phase boundary; `None` until the first byte.
+    lap_at: Option<Instant>,
+    /// Logged reads timed as one (read and line together), and the read and log time of the
+    /// logged reads timed apart, whose division is applied to them.
+    read_and_log_ns: u64,
+    sampled_read_ns: u64,
+    sampled_log_ns: u64,
+}
+
+/// One logged read in this many is timed in two parts, read and line ([`Receiver::count`]).
+pub const SPLIT_SAMPLE: u64 = 16;
+
+impl Receiver {
+    /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With a `log`
+    /// sink, every read writes a line tagged with connection number `conn` to it.
+    pub fn new(hello: &Hello, read_size: u32, conn: u64, log: LogMode) -> Receiver {
+        Receiver {
+            expected: hello.length,
+            read_size: read_size.max(1) as usize,
+            hasher: XxHash3_64::new(),
+            hashed: 0,
+            bytes: 0,
+            reads: 0,
+            first: None,
+            last: None,
+            cpu_start: CpuTime::thread(),
+            wakeups: 0,
+            log: TransferLog::new(log, conn),
+            log_gate: 1,
+            large_segments: false,
+            sink: None,
+            split: TimeSplit::default(),
+            lap_at: None,
+            read_and_log_ns: 0,
+            sampled_read_ns: 0,
+            sampled_log_ns: 0,
+        }
+    }
+
+    /// Charges the time since the last phase boundary to `phase`, which ends now. Nothing
+    /// before the first byte is charged.
+    #[inline]
+    pub fn lap(&mut self, phase: TimePhase) {
+        if let Some(at) = self.lap_at {
+            self.lap_to(phase, at, Instant::now());
+        }
+    }
+
+    #[inline]
+    fn lap_to(&mut self, phase: TimePhase, at: Instant, now: Instant) {
+        self.split
+            .add(phase, now.saturating_duration_since(at).as_nanos() as u64);
+        self.lap_at = Some(now);
+    }
+
+    /// The time split so far: the logged reads timed as one divided between read and log as
+    /// the sampled ones were.
+    pub fn split(&self) -> TimeSplit {
+        let mut split = self.split;
+        let both = self.read_and_log_ns;
+        let sampled = self.sampled_read_ns + self.sampled_log_ns;
+        let read = if sampled == 0 {
+            both / 2
+        } else {
+            (u128::from(both) * u128::from(self.sampled_read_ns) / u128::from(sampled)) as u64
+        };
+        split.add(TimePhase::Read, read);
+        split.add(TimePhase::Log, both - read);
+        split
+    }
+
+    /// Where this transfer's per-read lines go.
+    pub fn log(&self) -> LogMode {
+        self.log.mode()
+    }
+
+    /// With a log sink, a read waits for at least `log_min_read` bytes (or the read size, if
+    /// smaller, or the rest of the transfer) before it is made, so a client that sends bytes one
+    /// at a time does not get a log line per byte ([`Receiver::wake_at`]).
+    pub fn set_log_gate(&mut self, log_min_read: u32) {
+        if self.log() != LogMode::None {
+            self.log_gate = log_min_read.min(self.read_size as u32).max(1);
+        }
+    }
+
+    /// Logs the start of the transfer (when logging).
+    pub fn log_start(&mut self, peer: std::net::SocketAddr, hello: &Hello) {
+        self.log.start(peer, hello, self.read_size);
+    }
+
+    /// Logs the end of the transfer (when logging), complete or how it stopped, and writes out
+    /// every line still buffered.
+    pub fn log_end(&mut self, status: &str) {
+        self.log.end(self.bytes, self.reads, status);
+    }
+
+    /// Bytes the next read should ask for: 0 once complete.
+    #[inline]
+    pub fn want(&self) -> usize {
+        (self.read_size as u64).min(self.expected - self.bytes) as usize
+    }
+
+    /// The receive low-water mark the next wait for this transfer should use
+    /// ([`super::mark::wake_at`]).
+    pub fn wake_at(&self) -> u32 {
+        super::mark::wake_at(
+            self.read_size,
+            self.bytes,
+            self.expected,
+            self.log_gate,
+            self.large_segments,
+        )
+    }
+
+    /// The read size this transfer uses.
+    pub fn read_size(&self) -> usize {
+        self.read_size
+    }
+
+    /// Counts a read that returned `n` (> 0) bytes. The bytes are checksummed later, in order,
+    /// through [`Receiver::hash`].
+    ///
+    /// A logged read is timed with one clock read, after its line: the time since the last
+    /// boundary is its read and its line together. Every [`SPLIT_SAMPLE`]th logged read also
+    /// reads the clock between the two, and the division those reads show is applied to the
+    /// rest when the split is reported ([`Receiver::split`]).
+    #[inline]
+    pub fn count(&mut self, n: usize) {
+        self.bytes += n as u64;
+        self.reads += 1;
+        let ends = self.bytes == self.expected;
+        let logged = self.log() != LogMode::None;
+        let Some(at) = self.lap_at else {
+            let now = Instant::now();
+            self.first = Some((now, unix_us_now()));
+            self.lap_at = Some(now);
+            return self.counted(n, ends, now);
+        };
+        if logged && !ends && !self.reads.is_multiple_of(SPLIT_SAMPLE) {
+            self.log_read(n);
+            let now = Instant::now();
+            self.read_and_log_ns += now.saturating_duration_since(at).as_nanos() as u64;
+            self.lap_at = Some(now);
+            return;
+        }
+        let now = Instant::now();
+        let read = now.saturating_duration_since(at).as_nanos() as u64;
+        self.lap_to(TimePhase::Read, at, now);
+        if logged {
+            self.sampled_read_ns += read;
+            let log_from = self.split.log_ns;
+            self.counted(n, ends, now);
+            self.sampled_log_ns += self.split.log_ns - log_from;
+        } else {
+            self.counted(n, ends, now);
+        }
+    }
+
+    /// The rest of [`Receiver::count`] for a read timed at `now`: the last byte's stamp, the
+    /// line and its time.
+    #[inline]
+    fn counted(&mut self, n: usize, ends: bool, now: Instant) {
+        if ends {
+            self.last = Some((now, unix_us_now()));
+        }
+        if self.log() != LogMode::None {
+            self.log_read(n);
+            self.lap(TimePhase::Log);
+        }
+    }
+
+    /// The line of one read of `n` bytes, in this transfer's sink.
+    #[inline]
+    fn log_read(&mut self, n: usize) {
+        self.log.read(self.reads, n, self.bytes);
+    }
+
+    /// Gives up saving: the partial file, if any, is removed now (not when the receiver is
+    /// dropped), so whoever hears of the failure next finds nothing left behind.
+    pub fn discard(&mut self) {
+        self.sink = None;
+    }
+
+    /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
+    pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.hasher.write(data);
+        self.hashed += data.len() as u64;
+        self.lap(TimePhase::Hash);
+        match &mut self.sink {
+            Some(sink) => {
+                let written = sink.write(data);
+                self.lap(TimePhase::Save);
+                written
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The xxh3-64 of the bytes checksummed so far.
+    pub fn digest(&self) -> u64 {
+        self.hasher.finish()
+    }
+
+    /// True once every announced byte has arrived.
+    pub fn is_complete(&self) -> bool {
+        self.bytes == self.expected
+    }
+
+    /// Bytes received so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Bytes announced in the hello.
+    pub fn expected(&self) -> u64 {
+        self.expected
+    }
+
+    /// The report as it stands, complete or not. Every counted byte must have been hashed.
+    pub fn report(&self, server_io: ServerIo, rcvbuf: u32) -> Report {
+        self.report_with(server_io, rcvbuf, tsperf_proto::tcp::ReceiverTcp::default())
+    }
+
+    /// The report, with the socket's `TCP_INFO` (`tcp`).
+    pub fn report_with(
+        &self,
+        server_io: ServerIo,
+        rcvbuf: u32,
+        tcp: tsperf_proto::tcp::ReceiverTcp,
+    ) -> Report {
+        debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
+        let cpu = CpuTime::thread().since(self.cpu_start);
+        let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
+        let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
+        Report {
+            bytes: self.bytes,
+            digest: self.hasher.finish(),
+            first_byte_unix_us: first_us,
+            last_byte_unix_us: last_us,
+            elapsed_ns: last_i.duration_since(first_i).as_nanos() as u64,
+            reads: self.reads,
+            wakeups: self.wakeups,
+            cpu_user_us: cpu.user.as_micros() as u64,
+            cpu_sys_us: cpu.sys.as_micros() as u64,
+            log_lines: self.log.written(),
+            log_lines_lost: self.log.lost(),
+            rcvbuf,
+            output_dropped: 0,
+            server_io: Some(server_io),
+            log: Some(self.log()),
+            saved_to: String::new(),
+            split: self.split(),
+            tcp,
+        }
+    }
+}
+
+/// What one call of [`Block::read_turn`] ended with.
+#[derive(Debug)]
+pub enum ReadEnd {
+    /// Every announced byte has arrived.
+    Complete,
+    /// The peer closed the connection first.
+    Eof,
+    /// The socket had no more data for now (non-blocking only).
+    WouldBlock,
+    /// This turn's share is used up ([`Block::read_turn`]), or the transfer wants a new
+    /// low-water mark ([`Receiver::wake_at`]); more data may be waiting.
+    TurnOver,
+    /// Any other error, including a blocking socket's timeout.
+    Error(io::Error),
+    /// Saving the received bytes failed (disk full, I/O error).
+    Sink(io::Error),
+}
+
+/// A buffer that reads land in until it is checksummed in one go.
+pub struct Block {
+    buf: Vec<u8>,
+    pos: usize,
+    /// Reads are non-blocking (the event loop's): a read that returns less than it asked for
+    /// found the socket empty for now, and a logged transfer's turn ends there, so its next
+    /// read waits for its low-water mark ([`Receiver::wake_at`]) instead of taking the few bytes
+    /// that trickled in meanwhile (a line each).
+    nonblocking: bool,
+}
+
+impl Block {
+    /// A block for reads of up to `read_size` bytes, sized no larger than `limit` needs.
+    pub fn new(read_size: usize, limit: u64) -> Block {
+        let cap = HASH_BLOCK.max(read_size);
+        let cap = cap.min(usize::try_from(limit.max(1)).unwrap_or(usize::MAX));
+        Block {
+            buf: vec![0; cap],
+            pos: 0,
+            nonblocking: false,
+        }
+    }
+
+    /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
+    /// the socket says `WouldBlock`/errs, or the turn is over ([`ReadEnd::TurnOver`]: after
+    /// [`TURN_READS`] reads or [`TURN_BYTES`] bytes, whichever comes first, so one connection
+    /// cannot keep the event loop to itself; or when the transfer wants a new low-water mark).
+    /// Everything read is counted and checksummed before this returns, so the block can serve
+    /// another connection next.
+    pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        self.read_some(src, rx, TURN_READS, TURN_BYTES)
+    }
+
+    /// One read only (then [`ReadEnd::TurnOver`] if it got data and more is due): the blocking
+    /// server reads the first byte of a transfer under a different timeout than the rest.
+    pub fn read_once<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+        self.read_some(src, rx, 1, TURN_BYTES)
+    }
+
+    /// The same block for non-blocking reads (the event loop's): a logged transfer's turn ends at
+    /// a short read.
+    pub fn nonblocking(self) -> Block {
+        Block {
+            nonblocking: true,
+            ..self
+        }
+    }
+
+    fn read_some<R: Read>(
+        &mut self,
+        src: &mut R,
+        rx: &mut Receiver,
+        max_reads: u64,
+        max_bytes: usize,
+    ) -> ReadEnd {
+        let (mut reads, mut bytes) = (0u64, 0usize);
+        // Since the last turn this transfer waited: for data, for the CPU, for others.
+        rx.lap(TimePhase::Wait);
+        let mark = rx.wake_at();
+        let drains = self.nonblocking && rx.log() != LogMode::None;
+        let end = loop {
+            let want = rx.want();
+            if want == 0 {
+                break ReadEnd::Complete;
+            }
+            // A new low-water mark ends the turn, so the caller sets it before the next wait:
+            // a blocking read under the old mark could wait for bytes that never come.
+            if reads >= max_reads || bytes >= max_bytes || rx.wake_at() != mark {
+                break ReadEnd::TurnOver;
+            }
+            if self.buf.len() - self.pos < want {
+                if let Err(e) = self.flush(rx) {
+                    return ReadEnd::Sink(e);
+                }
+                if self.buf.len() < want {
+                    self.buf.resize(want, 0);
+                }
+            }
+            match src.read(&mut self.buf[self.pos..self.pos + want]) {
+                Ok(0) => break ReadEnd::Eof,
+                Ok(n) => {
+                    self.pos += n;
+                    rx.count(n);
+                    reads += 1;
+                    bytes += n;
+                    if drains && n < want && !rx.is_complete() {
+                        break ReadEnd::WouldBlock;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break ReadEnd::WouldBlock,
+                Err(e) => break ReadEnd::Error(e),
+            }
+        };
+        match self.flush(rx) {
+            Ok(()) => end,
+            Err(e) => ReadEnd::Sink(e),
+        }
+    }
+
+    fn flush(&mut self, rx: &mut Receiver) -> io::Result<()> {
+        let pos = std::mem::take(&mut self.pos);
+        rx.hash(&self.buf[..pos])
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,290 @@
+//! `tsserver --save DIR`: received files land whole or not at all.
+//!
+//! - Names: a received name must be a plain basename. Empty, `.`, `..`, a path separator, NUL,
+//!   control or invisible formatting characters (bidi overrides), slash look-alikes, and our own
+//!   temporary prefix are refused with the reason.
+//! - Containment: every operation is relative to an open descriptor of `DIR` (`openat`,
+//!   `renameat2`, `unlinkat`), and the temporary is created with `O_EXCL | O_NOFOLLOW`. A rename
+//!   replaces a symlink already in `DIR` itself, never its target, so no name escapes `DIR`.
+//! - Atomicity: data goes to a hidden temporary in `DIR`. Only when every byte has arrived and
+//!   the client's digest matches the server's is it synced and renamed into place (without
+//!   replacing an existing file unless `--overwrite`). Anything else removes the temporary.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+/// The prefix of temporaries; names starting with it are refused.
+const TMP_PREFIX: &str = ".tsperf-";
+
+/// The directory received files are saved in.
+#[derive(Debug)]
+pub struct SaveDir {
+    path: PathBuf,
+    fd: OwnedFd,
+    overwrite: bool,
+}
+
+/// A file being received: a temporary in the save directory, removed unless committed.
+pub struct Partial {
+    dir: Arc<SaveDir>,
+    tmp: CString,
+    name: CString,
+    file: File,
+    committed: bool,
+}
+
+fn cstr(s: &str) -> io::Result<CString> {
+    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains NUL"))
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Why `name` cannot be saved, if it cannot.
+pub fn refuse_name(name: &str) -> Option<String> {
+    let why = if name.is_empty() {
+        "an empty name"
+    } else if name == "." || name == ".." {
+        "a directory name, not a file name"
+    } else if name.contains('/') || name.contains(tsperf_sys::text::is_slash_lookalike) {
+        "a path separator or a look-alike of one"
+    } else if name.contains('\0') || name.chars().any(char::is_control) {
+        "a NUL or control character"
+    } else if name.contains(tsperf_sys::text::is_active)
+        || name.contains(tsperf_sys::text::is_invisible)
+    {
+        "an invisible formatting character (zero-width, bidirectional override, soft hyphen, filler)"
+    } else if name.starts_with(TMP_PREFIX) {
+        "the prefix tsperf uses for its temporary files"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "cannot save as \"{}\": it is {why}",
+        tsperf_sys::text::Peer(name)
+    ))
+}
+
+impl SaveDir {
+    /// Opens `path`, which must be an existing directory.
+    pub fn open(path: &Path, overwrite: bool) -> Result<SaveDir> {
+        let shown = path.display();
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("cannot use save directory '{shown}'"))?;
+        if !meta.is_dir() {
+            bail!("save directory '{shown}' is not a directory");
+        }
+        let c = cstr(&path.to_string_lossy())
+            .with_context(|| format!("bad save directory '{shown}'"))?;
+        // SAFETY: a plain open(2) of a NUL-terminated path; the fd is owned below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        check(fd).with_context(|| format!("cannot open save directory '{shown}'"))?;
+        // SAFETY: fd was just returned by open(2) and is not owned elsewhere.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(SaveDir {
+            path: path.to_owned(),
+            fd,
+            overwrite,
+        })
+    }
+
+    /// Decides, before any data flows, whether `name` may be saved.
+    pub fn admit(&self, name: &str) -> Result<(), String> {
+        if let Some(why) = refuse_name(name) {
+            return Err(why);
+        }
+        if !self.overwrite && self.exists(name) {
+            return Err(format!(
+                "'{name}' already exists in the save directory (the server was not started with --overwrite)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        let Ok(c) = cstr(name) else { return false };
+        // SAFETY: fstatat into a zeroed stat we own; AT_SYMLINK_NOFOLLOW so a dangling symlink counts.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            ) == 0
+        }
+    }
+
+    /// Creates the hidden temporary for `name` (already admitted).
+    pub fn create(self: &Arc<Self>, name: &str) -> io::Result<Partial> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tmp = format!(
+            "{TMP_PREFIX}{}-{}.part",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmp_c = cstr(&tmp)?;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: openat(2) relative to our directory fd; the returned fd is owned by the File.
+        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), tmp_c.as_ptr(), flags, 0o644) };
+        check(fd)?;
+        // SAFETY: fd was just returned by openat(2) and is not owned elsewhere.
+        let file = unsafe { File::from_raw_fd(fd) };
+        Ok(Partial {
+            dir: self.clone(),
+            tmp: tmp_c,
+            name: cstr(name)?,
+            file,
+            committed: false,
+        })
+    }
+}
+
+impl Partial {
+    /// Appends received bytes.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.file.write_all(data)
+    }
+
+    /// Syncs the data and renames it into place; returns the saved path.
+    pub fn commit(mut self) -> io::Result<PathBuf> {
+        self.file.sync_all()?;
+        let dir = self.dir.fd.as_raw_fd();
+        let flags = if self.dir.overwrite {
+            0
+        } else {
+            libc::RENAME_NOREPLACE
+        };
+        // SAFETY: renameat2(2) with NUL-terminated names relative to our directory fd.
+        check(unsafe { libc::renameat2(dir, self.tmp.as_ptr(), dir, self.name.as_ptr(), flags) })?;
+        self.committed = true;
+        // Make the rename itself durable.
+        // SAFETY: fsync(2) on our directory fd.
+        let _ = unsafe { libc::fsync(dir) };
+        Ok(self.dir.path.join(self.name.to_string_lossy().as_ref()))
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.committed {
+            // SAFETY: unlinkat(2) of our own temporary, relative to our directory fd.
+            unsafe { libc::unlinkat(self.dir.fd.as_raw_fd(), self.tmp.as_ptr(), 0) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of dangerous name is refused with a reason; ordinary names pass.
+    #[test]
+    fn names() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../x",
+            "/etc/passwd",
+            "a\\b",
+            "a\u{2215}b",
+            "a\u{FF0F}b",
+            "a\0b",
+            "a\nb",
+            "a\u{202E}txt.exe",
+            "\u{200B}",
+            ".tsperf-1-2.part",
+        ] {
+            assert!(refuse_name(bad).is_some(), "{bad:?} accepted");
+        }
+        for good in [
+            "tsl.txt",
+            ".hidden",
+            "ünïcødé.bin",
+            "a b",
+            "-dash",
+            &"n".repeat(255),
+        ] {
+            assert_eq!(refuse_name(good), None, "{good:?}");
+        }
+    }
+
+    /// A committed file has its bytes under its name and no temporary is left; an uncommitted one
+    /// leaves nothing; an existing name is kept unless overwriting.
+    #[test]
+    fn whole_or_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = Arc::new(SaveDir::open(d.path(), false).unwrap());
+        let mut p = dir.create("a.txt").unwrap();
+        p.write(b"hello").unwrap();
+        assert_eq!(p.commit().unwrap(), d.path().join("a.txt"));
+        assert_eq!(std::fs::read(d.path().join("a.txt")).unwrap(), b"hello");
+        let mut p = dir.create("b.txt").unwrap();
+        p.write(b"half").unwrap();
+        drop(p);
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.txt"]);
+        assert!(dir.admit("a.txt").unwrap_err().contains("already exists"));
+        let mut p = dir.create("a.txt").unwrap();
+        p.write(b"x").unwrap();
+        assert_eq!(p.commit().unwrap_err().raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(std::fs::read(d.path().join("a.txt")).unwrap(), b"hello");
+    }
+
+    /// A symlink planted in the directory is replaced, never followed.
+    #[test]
+    fn symlink_is_replaced_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(outside.path(), b"precious").unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
+        assert!(
+            SaveDir::open(d.path(), false)
+                .unwrap()
+                .admit("link")
+                .is_err()
+        );
+        let dir = Arc::new(SaveDir::open(d.path(), true).unwrap());
+        let mut p = dir.create("link").unwrap();
+        p.write(b"new").unwrap();
+        p.commit().unwrap();
+        assert_eq!(std::fs::read(outside.path()).unwrap(), b"precious");
+        assert!(
+            !std::fs::symlink_metadata(d.path().join("link"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    /// A save directory that is not a directory is refused by name.
+    #[test]
+    fn bad_directory() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let e = SaveDir::open(f.path(), false).unwrap_err().to_string();
+        assert!(e.contains("is not a directory"), "{e}");
+    }
+}

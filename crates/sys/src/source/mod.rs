@@ -1,0 +1,402 @@
+//! The file a client sends: opened and checked up front, then handed out in large blocks.
+//!
+//! Blocks are a whole number of chunks of at least [`BLOCK_TARGET`] bytes, so every chunk written
+//! to the socket is a slice of one block and the checksum runs over large blocks, never per
+//! chunk. The file is never held whole in memory.
+//!
+//! The file is mapped read-only and blocks are slices of the mapping: the chunks go from the page
+//! cache to the socket with one copy, the kernel's, where reading into a buffer first would add a
+//! second (28% of the client's CPU at 10240-byte chunks, `perf record`). Each block is
+//! checksummed just before it is written, so it is in cache for the socket copy. A file that
+//! shrinks while mapped would raise SIGBUS; `guard` turns that into the same "shrank" error a
+//! read would give, and a write that meets a vanished page fails with `EFAULT`, which the client
+//! reports the same way ([`is_fault`]).
+//!
+//! Page faults on the mapping would cost the client ~15% of its CPU at 10240-byte chunks, so the
+//! page table is filled ahead with `madvise(MADV_POPULATE_READ)` instead: the first
+//! [`POPULATE_FIRST`] bytes when the file is opened, before any clock starts (like the buffer
+//! iperf3 fills before its test), but only if they are already in the page cache (`mincore`), so
+//! a file that must come from disk is read inside the measurement as before, not ahead of it;
+//! then [`POPULATE_STEP`] bytes at a time, half a step ahead of the sender.
+//!
+//! Where mapping is not possible (a file system without mmap, every guard slot taken), blocks
+//! are read into a buffer instead. An empty file is refused: there is nothing to measure.
+//!
+//! For `sendfile`, which never copies the data into the process, [`Source::digest_in_background`]
+//! checksums the file from the page cache on a thread of its own, off the socket path.
+
+mod guard;
+
+use std::fs::File;
+use std::hash::Hasher as _;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use twox_hash::XxHash3_64;
+
+use tsperf_proto::MAX_NAME;
+
+/// The smallest block handed out at once. Small enough that a block, once checksummed, is still
+/// in the CPU's L2 cache when its chunks are copied to the socket: 1 MiB blocks cost ~4 ms more
+/// client CPU per 36 MiB at 10240-byte chunks on the 2-core test VM (`perf stat -e task-clock`,
+/// median of 9, alternating; measured when blocks were read into a buffer).
+pub const BLOCK_TARGET: usize = 128 << 10;
+
+/// The mapped bytes whose page table is filled when the file is opened, if they are cached.
+pub const POPULATE_FIRST: usize = 64 << 20;
+
+/// The mapped bytes whose page table is filled at once during the transfer.
+pub const POPULATE_STEP: usize = 4 << 20;
+
+/// The largest block: `--chunk` × `--batch` must fit in it.
+pub const MAX_BLOCK: usize = 256 << 20;
+
+/// Takes `O_NONBLOCK` off a file opened with it (for a regular file it changes nothing, but the
+/// descriptor is then what a plain open gives).
+fn clear_nonblocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How blocks are taken from the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Slices of a read-only mapping (falls back to `Read` where mapping is not possible).
+    Map,
+    /// `read()` into a buffer of one block.
+    Read,
+}
+
+/// Where blocks come from.
+enum Blocks {
+    Mapped {
+        // Declared first so it is unmapped before the guard slot is given back.
+        map: memmap2::Mmap,
+        _guard: guard::Registration,
+        block_len: usize,
+        /// Bytes from the start whose page table has been filled.
+        populated: usize,
+    },
+    Read(Vec<u8>),
+}
+
+/// An open file, its announced length, and the running checksum of what was handed out.
+pub struct Source {
+    path: PathBuf,
+    file: File,
+    name: String,
+    len: u64,
+    read: u64,
+    blocks: Blocks,
+    hasher: XxHash3_64,
+    /// The modification time when opened, to tell later whether the file changed meanwhile.
+    modified: Option<std::time::SystemTime>,
+}
+
+impl Source {
+    /// Opens `path` for sending in chunks of `chunk` bytes, at least `batch` chunks per block,
+    /// mapped where possible. Refuses what cannot be sent whole: a missing or unreadable file, a
+    /// directory or other non-regular file, or a name the protocol cannot carry.
+    pub fn open(path: &Path, chunk: u32, batch: u32) -> Result<Source> {
+        Source::open_with(path, chunk, batch, Access::Map)
+    }
+
+    /// [`Source::open`] with the access chosen.
+    pub fn open_with(path: &Path, chunk: u32, batch: u32, access: Access) -> Result<Source> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let shown = path.display();
+        // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; what is not a
+        // regular file is refused below, before anything reads from it.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .with_context(|| format!("cannot open file '{shown}'"))?;
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot stat file '{shown}'"))?;
+        if meta.is_dir() {
+            bail!("'{shown}' is a directory: expected a regular file");
+        }
+        if !meta.is_file() {
+            bail!("'{shown}' is not a regular file: expected a file of known length");
+        }
+        if meta.len() == 0 {
+            bail!("'{shown}' is empty: there is nothing to measure (expected at least 1 byte)");
+        }
+        clear_nonblocking(&file).with_context(|| format!("cannot read file '{shown}'"))?;
+        let name = basename(path)?;
+        let chunk = chunk as usize;
+        // A whole number of batches, so every writev but the file's last takes `batch` chunks.
+        let chunks = BLOCK_TARGET
+            .div_ceil(chunk)
+            .next_multiple_of(batch.max(1) as usize);
+        let block_len = chunk.saturating_mul(chunks);
+        if block_len > MAX_BLOCK.max(chunk) {
+            bail!(
+                "{batch} chunks of {chunk} bytes per call need {block_len} bytes in memory at \
+                 once: expected at most {MAX_BLOCK} (lower --batch or --chunk)"
+            );
+        }
+        let blocks = match access {
+            Access::Map => map(&file, path, meta.len(), block_len),
+            Access::Read => None,
+        }
+        .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
+        Ok(Source {
+            path: path.to_owned(),
+            file,
+            name,
+            len: meta.len(),
+            read: 0,
+            blocks,
+            hasher: XxHash3_64::new(),
+            modified: meta.modified().ok(),
+        })
+    }
+
+    /// How blocks are taken: `Map` only if the file is mapped.
+    pub fn access(&self) -> Access {
+        match self.blocks {
+            Blocks::Mapped { .. } => Access::Map,
+            Blocks::Read(_) => Access::Read,
+        }
+    }
+
+    /// The basename announced to the server.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The length announced to the server: the file's size when it was opened.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The next block, checksummed; empty once the announced length has been read. A file that
+    /// shrinks while it is read is an error: the announced length can no longer be sent.
+    pub fn next_block(&mut self) -> Result<&[u8]> {
+        let left = self.len - self.read;
+        let block = match &mut self.blocks {
+            Blocks::Mapped {
+                map,
+                block_len,
+                populated,
+                ..
+            } => {
+                let at = self.read as usize;
+                let end = at + left.min(*block_len as u64) as usize;
+                if *populated < map.len() && end + POPULATE_STEP / 2 > *populated {
+                    *populated = populate(map, *populated, POPULATE_STEP);
+                }
+                &map[at..end]
+            }
+            Blocks::Read(buf) => {
+                let want = left.min(buf.len() as u64) as usize;
+                match read_full(&mut self.file, &mut buf[..want]) {
+                    Ok(n) if n == want => &buf[..want],
+                    Ok(n) => return Err(shrank(&self.path, self.read + n as u64, self.len)),
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("cannot read file '{}'", self.path.display())
+                        });
+                    }
+                }
+            }
+        };
+        self.read += block.len() as u64;
+        self.hasher.write(block);
+        Ok(block)
+    }
+
+    /// The xxh3-64 of every byte read so far.
+    pub fn digest(&self) -> u64 {
+        self.hasher.finish()
+    }
+
+    /// The open file, for `sendfile`.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// True if the open file's size or modification time is not what it was when opened:
+    /// something wrote to it meanwhile, so what was read may be a mix of old and new bytes.
+    pub fn changed(&self) -> bool {
+        match self.file.metadata() {
+            Ok(m) => m.len() != self.len || m.modified().ok() != self.modified,
+            Err(_) => false,
+        }
+    }
+
+    /// The error for a file that ended at `at` bytes, before its announced length.
+    pub fn shrank(&self, at: u64) -> anyhow::Error {
+        shrank(&self.path, at, self.len)
+    }
+
+    /// Checksums the announced length of the file on a thread of its own, reading it in
+    /// [`BLOCK_TARGET`] pieces at explicit offsets (the file's position is left alone). The
+    /// thread's answer is the xxh3-64, or the reason it could not read the whole length.
+    pub fn digest_in_background(&self) -> Result<std::thread::JoinHandle<Result<u64>>> {
+        use std::os::unix::fs::FileExt;
+        let file = self
+            .file
+            .try_clone()
+            .context("cannot reopen the file to checksum it")?;
+        let (path, len) = (self.path.clone(), self.len);
+        let work = move || -> Result<u64> {
+            let mut buf = vec![0u8; BLOCK_TARGET];
+            let mut hasher = XxHash3_64::new();
+            let mut at = 0u64;
+            while at < len {
+                let want = (len - at).min(buf.len() as u64) as usize;
+                match file.read_at(&mut buf[..want], at) {
+                    Ok(0) => bail!(
+                        "file '{}' shrank while it was read: {at} of {len} bytes",
+                        path.display()
+                    ),
+                    Ok(n) => {
+                        hasher.write(&buf[..n]);
+                        at += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        return Err(e)
+                            .with_context(|| format!("cannot read file '{}'", path.display()));
+                    }
+                }
+            }
+            Ok(hasher.finish())
+        };
+        std::thread::Builder::new()
+            .name("checksum".into())
+            .spawn(work)
+            .context("cannot start the checksum thread")
+    }
+}
+
+/// The error for a file at `path` that ended at `at` bytes, before its announced `len`.
+fn shrank(path: &Path, at: u64, len: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "file '{}' shrank while it was read: {at} of {len} bytes",
+        path.display()
+    )
+}
+
+/// Reads until `buf` is full or the file ends; the count read.
+fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Maps the first `len` bytes of `file` and guards the mapping; None where either is not
+/// possible, and the caller reads instead.
+fn map(file: &File, path: &Path, len: u64, block_len: usize) -> Option<Blocks> {
+    let len = usize::try_from(len).ok().filter(|&n| n > 0)?;
+    // SAFETY: the mapping is read-only and private to this Source. Another process may still
+    // change the file under it: changed bytes are sent as they are when written (and the
+    // checksum, taken just before, then disagrees with the server's); a file that shrinks
+    // raises SIGBUS on the lost pages, which the guard turns into a clean exit, or EFAULT in
+    // write(), which the client reports as the file having shrunk.
+    let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let first = len.min(POPULATE_FIRST);
+    let populated = if resident(&map[..first]) {
+        populate(&map, 0, first)
+    } else {
+        0
+    };
+    let prog = std::env::args_os()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "tsperf".into());
+    let head = format!(
+        "{prog}: error: file '{}' shrank while it was read: ",
+        path.display()
+    );
+    let guard = guard::register(map.as_ptr(), len, &head, &format!(" of {len} bytes\n"))?;
+    Some(Blocks::Mapped {
+        map,
+        _guard: guard,
+        block_len,
+        populated,
+    })
+}
+
+/// Fills the page table of the next `step` bytes of `map` from `from`; returns where the
+/// filled part now ends. Where the kernel cannot (before Linux 5.14), pages fault in as they are
+/// touched, and that is all it costs.
+fn populate(map: &memmap2::Mmap, from: usize, step: usize) -> usize {
+    let to = map.len().min(from + step);
+    #[cfg(target_os = "linux")]
+    let _ = map.advise_range(memmap2::Advice::PopulateRead, from, to - from);
+    to
+}
+
+/// True if every page of `bytes` (page-aligned at its start, as a mapping is) is in the page
+/// cache, so touching it reads no disk; false if any is not, or the kernel will not say.
+fn resident(bytes: &[u8]) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let mut pages = vec![0u8; bytes.len().div_ceil(page.max(1))];
+    // SAFETY: `bytes` is part of a live mapping starting at a page boundary, and `pages` has
+    // one byte per page of it, as mincore(2) writes.
+    let rc = unsafe {
+        libc::mincore(
+            bytes.as_ptr() as *mut libc::c_void,
+            bytes.len(),
+            pages.as_mut_ptr() as *mut _,
+        )
+    };
+    rc == 0 && pages.iter().all(|p| p & 1 == 1)
+}
+
+/// True for the error a write returns when its buffer, a slice of the mapping, lost its pages
+/// because the file shrank.
+pub fn is_fault(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EFAULT)
+}
+
+/// The file's basename as the protocol carries it: UTF-8, at most 255 bytes, no control
+/// characters.
+fn basename(path: &Path) -> Result<String> {
+    let shown = path.display();
+    let os = path
+        .file_name()
+        .with_context(|| format!("'{shown}' has no file name"))?;
+    let name = os
+        .to_str()
+        .with_context(|| format!("file name of '{shown}' is not valid UTF-8"))?;
+    if name.len() > MAX_NAME || name.chars().any(char::is_control) {
+        bail!(
+            "file name of '{shown}' cannot be sent: expected at most {MAX_NAME} bytes without control characters"
+        );
+    }
+    Ok(name.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! The values of flags that name a choice, as clap parses them, and the library's types they
+//! stand for. The library crates do not know clap: these are the front ends' own.
+
+use clap::ValueEnum;
+use tsperf_proto::LogMode;
+use tsperf_proto::clock::{Codec, Framing};
+use tsperf_results::strategy::Strategy;
+
+/// Declares a clap value enum mirroring a library enum, variant for variant, with its `From`.
+macro_rules! mirror {
+    ($(#[$doc:meta])* $arg:ident => $lib:ty { $($(#[$vdoc:meta])* $v:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+        pub enum $arg {
+            $($(#[$vdoc])* $v),+
+        }
+
+        impl From<$arg> for $lib {
+            fn from(a: $arg) -> $lib {
+                match a {
+                    $($arg::$v => <$lib>::$v),+
+                }
+            }
+        }
+    };
+}
+
+mirror! {
+    /// `--codec`: how a latency message's body is encoded.
+    CodecArg => Codec {
+        /// Fixed-width big-endian fields, as Java's `DataOutputStream` writes them.
+        Binary,
+        /// A self-describing object naming its type and fields, as Java serialization does
+        /// (JSON).
+        Object,
+    }
+}
+
+mirror! {
+    /// `--framing`: how a latency message goes onto the socket.
+    FramingArg => Framing {
+        /// Length prefix and body in one write.
+        Single,
+        /// Length prefix in one write, body in another: what meets Nagle's algorithm.
+        Split,
+    }
+}
+
+mirror! {
+    /// `--io`: how chunks reach the kernel.
+    StrategyArg => Strategy {
+        /// One write() per chunk, as the seed did.
+        Write,
+        /// --batch chunks per writev(), each chunk its own buffer of --chunk bytes.
+        Writev,
+        /// sendfile() of --chunk bytes per call, from the page cache to the socket
+        /// (zero-copy); the checksum is computed on a thread of its own.
+        Sendfile,
+    }
+}
+
+mirror! {
+    /// A log sink: `--log` (tsserver), `--server-log` (tsclient).
+    LogArg => LogMode {
+        /// No per-read lines.
+        None,
+        /// One write() per line to stdout, as printf to a screen does.
+        Stdout,
+        /// The server's --log-file, buffered.
+        File,
+    }
+}
+
+mirror! {
+    /// `tsmatrix --stdout-to`: where the --log stdout server's stdout goes.
+    StdoutToArg => tsperf_lab::matrix::StdoutTo {
+        /// A pseudo-terminal read by a terminal emulator (tmux) if installed, else by `script`.
+        Pty,
+        /// A file.
+        File,
+    }
+}
