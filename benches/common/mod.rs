@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use tsperf_lab::harness::{Client, ServerOptions, ServerProcess, Sink};
 use tsperf_results::json::{LatencyJson, StreamJson};
 
-pub use tsperf_results::stats::median;
+pub(crate) use tsperf_results::stats::median;
 
 /// Where cargo put tsserver and tsclient for this bench.
-pub fn bin_dir() -> PathBuf {
+pub(crate) fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_tsserver"))
         .parent()
         .expect("the binaries' directory")
@@ -19,7 +19,7 @@ pub fn bin_dir() -> PathBuf {
 }
 
 /// Repetitions: env `TSPERF_REPS`, else `default`.
-pub fn reps(default: usize) -> usize {
+pub(crate) fn reps(default: usize) -> usize {
     std::env::var("TSPERF_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -27,7 +27,7 @@ pub fn reps(default: usize) -> usize {
 }
 
 /// The 36 MiB seed file, generated on first use.
-pub fn seed_file() -> PathBuf {
+pub(crate) fn seed_file() -> PathBuf {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl.txt");
     if !file.exists() {
         tsperf_sys::testdata::generate(&file, tsperf_sys::testdata::SEED_FILE_LEN)
@@ -37,12 +37,12 @@ pub fn seed_file() -> PathBuf {
 }
 
 /// Starts `tsserver --bind 127.0.0.1 --port 0 ARGS` with stdout discarded.
-pub fn server(args: &[&str]) -> ServerProcess {
+pub(crate) fn server(args: &[&str]) -> ServerProcess {
     server_from(&bin_dir(), args)
 }
 
 /// [`server`], from the tsserver in `dir` (another build, for an A/B).
-pub fn server_from(dir: &Path, args: &[&str]) -> ServerProcess {
+pub(crate) fn server_from(dir: &Path, args: &[&str]) -> ServerProcess {
     let mut all: Vec<String> = ["--bind", "127.0.0.1", "--port", "0"]
         .map(String::from)
         .to_vec();
@@ -73,7 +73,7 @@ fn client_from(dir: &Path, port: u16, args: &[&str]) -> tsperf_results::json::Cl
 }
 
 /// A verified stream transfer to `port` with tsclient `ARGS`; panics on any failure.
-pub fn stream(port: u16, args: &[&str]) -> StreamJson {
+pub(crate) fn stream(port: u16, args: &[&str]) -> StreamJson {
     let s = client(port, args).stream().expect("a stream result");
     assert!(s.verified, "not verified: {s:?}");
     s
@@ -81,7 +81,7 @@ pub fn stream(port: u16, args: &[&str]) -> StreamJson {
 
 /// [`stream`], with the tsclient in `dir` (another build, for an A/B; its JSON reads as ours,
 /// fields added since then at their defaults).
-pub fn stream_from(dir: &Path, port: u16, args: &[&str]) -> StreamJson {
+pub(crate) fn stream_from(dir: &Path, port: u16, args: &[&str]) -> StreamJson {
     let s = client_from(dir, port, args)
         .stream()
         .expect("a stream result");
@@ -90,7 +90,7 @@ pub fn stream_from(dir: &Path, port: u16, args: &[&str]) -> StreamJson {
 }
 
 /// A latency run to `port` with tsclient `--latency ARGS`.
-pub fn latency(port: u16, args: &[&str]) -> LatencyJson {
+pub(crate) fn latency(port: u16, args: &[&str]) -> LatencyJson {
     let mut all = vec!["--latency"];
     all.extend_from_slice(args);
     client(port, &all).latency().expect("a latency result")

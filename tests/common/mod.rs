@@ -16,9 +16,9 @@ use serde_json::Value;
 use tsperf_proto::{Frame, Hello, Mode, decode_hello, encode_frame, encode_hello};
 
 /// The longest any single step of a test may take.
-pub const DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 
-pub fn bin(name: &str) -> PathBuf {
+pub(crate) fn bin(name: &str) -> PathBuf {
     match name {
         "tsserver" => PathBuf::from(env!("CARGO_BIN_EXE_tsserver")),
         "tsclient" => PathBuf::from(env!("CARGO_BIN_EXE_tsclient")),
@@ -29,7 +29,7 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// A running tsserver, killed when dropped. Its stdout and stderr are collected as they come.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     pub port: u16,
     stdout: Arc<Mutex<String>>,
@@ -41,7 +41,7 @@ pub struct Server {
 
 impl Server {
     /// Starts `tsserver --port 0 ARGS` and waits (bounded) for its `listening on` line.
-    pub fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         let mut cmd = Command::new(bin("tsserver"));
         cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
         Server::spawn(cmd)
@@ -49,7 +49,7 @@ impl Server {
 
     /// Starts `cmd` (a tsserver command line) with stdout and stderr collected, and waits
     /// (bounded) for its `listening on` line.
-    pub fn spawn(mut cmd: Command) -> Server {
+    pub(crate) fn spawn(mut cmd: Command) -> Server {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -84,16 +84,16 @@ impl Server {
         }
     }
 
-    pub fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         self.stdout.lock().unwrap().clone()
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// Waits (bounded) until stdout or stderr satisfies `pred`; false on timeout.
-    pub fn wait_for(&self, pred: impl Fn(&str, &str) -> bool) -> bool {
+    pub(crate) fn wait_for(&self, pred: impl Fn(&str, &str) -> bool) -> bool {
         let end = Instant::now() + Duration::from_secs(10);
         while Instant::now() < end {
             if pred(&self.stdout(), &self.stderr()) {
@@ -105,7 +105,7 @@ impl Server {
     }
 
     /// Waits (bounded) for the server to exit by itself and returns its exit code.
-    pub fn wait_exit(&mut self) -> Option<i32> {
+    pub(crate) fn wait_exit(&mut self) -> Option<i32> {
         let end = Instant::now() + DEADLINE;
         while Instant::now() < end {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -121,12 +121,12 @@ impl Server {
     }
 
     /// Sends `sig` (e.g. `libc::SIGTERM`) to the server.
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on our own child's pid.
         assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
     }
 
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
 }
@@ -156,11 +156,11 @@ fn collect(mut r: impl Read + Send + 'static) -> (Arc<Mutex<String>>, thread::Jo
 }
 
 /// Runs tsclient with `args`, killed after [`DEADLINE`].
-pub fn client(args: &[&str]) -> Output {
+pub(crate) fn client(args: &[&str]) -> Output {
     run(bin("tsclient"), args)
 }
 
-pub fn run(program: PathBuf, args: &[&str]) -> Output {
+pub(crate) fn run(program: PathBuf, args: &[&str]) -> Output {
     let mut cmd = assert_cmd::Command::new(program);
     cmd.args(args).timeout(DEADLINE);
     let out = cmd.output().expect("run binary");
@@ -173,7 +173,7 @@ pub fn run(program: PathBuf, args: &[&str]) -> Output {
 }
 
 /// Runs tsclient against `server` with `--json` and parses its stdout.
-pub fn client_json(port: u16, args: &[&str]) -> (Output, serde_json::Value) {
+pub(crate) fn client_json(port: u16, args: &[&str]) -> (Output, serde_json::Value) {
     let port = port.to_string();
     let mut all = vec!["--port", &port, "--json"];
     all.extend_from_slice(args);
@@ -188,16 +188,16 @@ pub fn client_json(port: u16, args: &[&str]) -> (Output, serde_json::Value) {
     (out, v)
 }
 
-pub fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-pub fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Asserts a clean failure: the exit code, a message containing `needle`, and no panic.
-pub fn assert_fails(out: &Output, code: i32, needle: &str) {
+pub(crate) fn assert_fails(out: &Output, code: i32, needle: &str) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(code), "stderr: {err}");
     assert!(err.contains(needle), "expected {needle:?} in stderr: {err}");
@@ -205,13 +205,13 @@ pub fn assert_fails(out: &Output, code: i32, needle: &str) {
 }
 
 /// Writes `len` bytes of the deterministic test text to `dir/name`.
-pub fn test_file(dir: &Path, name: &str, len: u64) -> PathBuf {
+pub(crate) fn test_file(dir: &Path, name: &str, len: u64) -> PathBuf {
     let p = dir.join(name);
     tsperf_sys::testdata::generate(&p, len).expect("generate test file");
     p
 }
 
-pub fn xxh3_of(path: &Path) -> String {
+pub(crate) fn xxh3_of(path: &Path) -> String {
     format!(
         "{:016x}",
         xxhash_rust::xxh3::xxh3_64(&std::fs::read(path).unwrap())
@@ -220,7 +220,7 @@ pub fn xxh3_of(path: &Path) -> String {
 
 /// A fake server on 127.0.0.1:0 for one connection: it reads a hello, accepts it, then hands the
 /// socket to `then`. Returns the port.
-pub fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
+pub(crate) fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     thread::spawn(move || {
@@ -251,7 +251,7 @@ pub fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
     port
 }
 
-pub fn send(s: &mut TcpStream, f: &Frame) {
+pub(crate) fn send(s: &mut TcpStream, f: &Frame) {
     use std::io::Write;
     let mut out = Vec::new();
     encode_frame(f, &mut out);
@@ -259,19 +259,19 @@ pub fn send(s: &mut TcpStream, f: &Frame) {
 }
 
 /// A port with nothing listening on it (bound, then released).
-pub fn dead_port() -> u16 {
+pub(crate) fn dead_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
 
 /// Checks one verified transfer's JSON against the file it sent (default `--io write`).
-pub fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: &str) {
+pub(crate) fn assert_verified(v: &Value, path: &Path, chunk: u64, io: &str, server_io: &str) {
     assert_verified_io(v, path, chunk, io, server_io, "write", 1);
 }
 
 /// Checks one verified transfer's JSON against the file it sent with `--io strategy`, `batch`
 /// chunks per call.
-pub fn assert_verified_io(
+pub(crate) fn assert_verified_io(
     v: &Value,
     path: &Path,
     chunk: u64,
@@ -325,14 +325,14 @@ pub fn assert_verified_io(
 }
 
 /// The bytes of a stream-mode hello.
-pub fn stream_hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
+pub(crate) fn stream_hello(length: u64, chunk: u32, name: &str) -> Vec<u8> {
     let mut b = Vec::new();
     encode_hello(&Hello::stream(length, chunk, name), &mut b);
     b
 }
 
 /// Waits (bounded by [`DEADLINE`]) for a spawned child and collects its output.
-pub fn wait_child(mut child: Child) -> Output {
+pub(crate) fn wait_child(mut child: Child) -> Output {
     let end = Instant::now() + DEADLINE;
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < end, "child did not finish in time");
@@ -343,7 +343,7 @@ pub fn wait_child(mut child: Child) -> Output {
 
 /// A sparse file of `len` bytes (zeros that cost no disk): a transfer big enough to still be
 /// running when a test interrupts it.
-pub fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
+pub(crate) fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
     let p = dir.join(name);
     std::fs::File::create(&p).unwrap().set_len(len).unwrap();
     p
@@ -351,18 +351,18 @@ pub fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
 
 impl Server {
     /// The server's process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// A `kB` field of the server's `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
-    pub fn status_kib(&self, field: &str) -> u64 {
+    pub(crate) fn status_kib(&self, field: &str) -> u64 {
         proc_status_kib(self.child.id(), field)
     }
 }
 
 /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
-pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+pub(crate) fn proc_status_kib(pid: u32, field: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
     text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
@@ -371,7 +371,7 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
 }
 
 /// Answers a stream's `n` clock queries, as a server does before the data.
-pub fn answer_clock_queries(s: &mut TcpStream, n: u8) {
+pub(crate) fn answer_clock_queries(s: &mut TcpStream, n: u8) {
     for _ in 0..n {
         let mut q = [0u8; tsperf_proto::CLOCK_QUERY];
         s.read_exact(&mut q).unwrap();
@@ -389,7 +389,7 @@ pub fn answer_clock_queries(s: &mut TcpStream, n: u8) {
 }
 
 /// The bytes of a latency-mode hello for `count` requests.
-pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
+pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
     let mut b = Vec::new();
     let hello = Hello {
         mode: Mode::Latency,
@@ -407,7 +407,7 @@ pub fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
 }
 
 /// One binary clock request (prefix and body), as tsclient sends it.
-pub fn binary_request(seq: u64) -> Vec<u8> {
+pub(crate) fn binary_request(seq: u64) -> Vec<u8> {
     let mut b = Vec::new();
     tsperf_proto::clock::encode_request(
         &tsperf_proto::clock::TimeRequest {
@@ -422,7 +422,7 @@ pub fn binary_request(seq: u64) -> Vec<u8> {
 
 /// Reads one frame from `s` (bounded by its read timeout); `None` if the connection ended or
 /// timed out first.
-pub fn read_one_frame(s: &mut TcpStream) -> Option<Frame> {
+pub(crate) fn read_one_frame(s: &mut TcpStream) -> Option<Frame> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     loop {
@@ -438,7 +438,7 @@ pub fn read_one_frame(s: &mut TcpStream) -> Option<Frame> {
 
 /// Starts tsserver with `args` and stdout going to a pipe nobody reads (a paused pager): the
 /// pipe is returned, so the test decides when to read it. Waits for the listening line.
-pub fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::ChildStdout) {
+pub(crate) fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::ChildStdout) {
     let mut child = Command::new(bin("tsserver"))
         .args(["--port", "0", "--bind", "127.0.0.1"])
         .args(args)
@@ -460,13 +460,13 @@ pub fn server_with_stuck_stdout(args: &[&str]) -> (Child, u16, std::process::Chi
 }
 
 /// The port of a `tsserver: listening on ADDR:PORT` line.
-pub fn listening_port(line: &str) -> u16 {
+pub(crate) fn listening_port(line: &str) -> u16 {
     tsperf_lab::harness::listening_port(line)
         .unwrap_or_else(|| panic!("unexpected first stderr line {line:?}"))
 }
 
 /// Kills a child and reaps it.
-pub fn kill(mut child: Child) {
+pub(crate) fn kill(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -45,15 +45,25 @@ pub const NAGLE_HINT_NS: u64 = 35_000_000;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct LatencyConfig {
+    /// The server's host name or address.
     pub host: String,
+    /// The server's port.
     pub port: u16,
+    /// Queries to measure.
     pub count: u64,
+    /// Queries made first and not counted.
     pub warmup: u64,
+    /// How message bodies are encoded.
     pub codec: Codec,
+    /// One write per message or two.
     pub framing: Framing,
+    /// TCP_NODELAY on both ends.
     pub nodelay: bool,
+    /// A new connection for every query.
     pub reconnect: bool,
+    /// A mio non-blocking socket instead of a blocking one.
     pub nonblocking: bool,
+    /// How long each answer may take.
     pub timeout: Duration,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<tsperf_sys::auth::Key>>,
@@ -75,6 +85,7 @@ pub struct Loaded {
 pub struct Streams {
     /// Streams that ended, verified or not, and failures.
     pub count: u64,
+    /// Of those, streams verified.
     pub verified: u64,
     /// Each completed stream's rate, in thousandths of a MiB/s.
     rates: Histogram<u64>,
@@ -143,7 +154,9 @@ impl Streams {
 
 /// The measurements.
 pub struct LatencyResult {
+    /// What was asked for.
     pub cfg: LatencyConfig,
+    /// The client's I/O model.
     pub io: tsperf_results::strategy::ClientIo,
     /// Round-trip times in nanoseconds.
     pub rtt: Histogram<u64>,

@@ -51,9 +51,13 @@ pub const MAX_BATCH: u32 = 1024;
 /// What to send, where, and how.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
+    /// The server's host name or address.
     pub host: String,
+    /// The server's port.
     pub port: u16,
+    /// Bytes per write.
     pub chunk: u32,
+    /// The file to send.
     pub file: PathBuf,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
@@ -84,6 +88,7 @@ pub const DEFAULT_CLOCK_QUERIES: u8 = 8;
 /// The server's clock against ours, from a transfer's clock queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
+    /// Clock queries made.
     pub queries: u8,
     /// The estimate from the fastest query.
     pub offset: Offset,
@@ -94,9 +99,13 @@ pub struct Clock {
 /// What the server's Accept said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accepted {
+    /// The most bytes one server read asks for.
     pub read_size: u32,
+    /// How the server does its I/O.
     pub server_io: ServerIo,
+    /// Where the transfer's per-read lines go.
     pub log: LogMode,
+    /// What the server's stdout is, as it sees it.
     pub stdout: StdoutKind,
 }
 
@@ -116,26 +125,41 @@ pub struct WriteStats {
 /// Everything measured about one transfer, by both ends.
 #[derive(Debug, Clone)]
 pub struct StreamResult {
+    /// The file's name, as sent.
     pub name: String,
+    /// The file's size: the bytes sent.
     pub bytes: u64,
+    /// Bytes per write.
     pub chunk: u32,
+    /// The client's I/O model.
     pub io: ClientIo,
+    /// How chunks reached the kernel.
     pub strategy: Strategy,
     /// Chunks per call with `writev`; `None` for the other strategies.
     pub batch: Option<u32>,
+    /// The server's address.
     pub peer: SocketAddr,
+    /// The first data write, wall clock, µs since the epoch.
     pub begin_unix_us: u64,
+    /// The report's arrival, wall clock.
     pub end_unix_us: u64,
+    /// From the first data write to the report's arrival.
     pub elapsed: Duration,
+    /// The client's xxh3-64 of the file.
     pub digest: u64,
+    /// What the client's writes did.
     pub writes: WriteStats,
+    /// The client's CPU time during the transfer.
     pub cpu: CpuTime,
+    /// The send buffer the socket got.
     pub sndbuf: u32,
+    /// The most bytes one server read asked for.
     pub read_size: u32,
     /// What the server's stdout is, as it said in its Accept.
     pub server_stdout: StdoutKind,
     /// The clock offset, when clock queries were made.
     pub clock: Option<Clock>,
+    /// The server's report.
     pub server: Report,
     /// The client socket's `TCP_INFO` once the report arrived.
     pub tcp: tsperf_proto::tcp::SenderTcp,
@@ -174,7 +198,9 @@ pub trait Transport: Read + Write + Sized {
     const IO: ClientIo;
     /// Connects to `host:port` within `timeout` (all its addresses together).
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self>;
+    /// The server's address.
     fn peer(&self) -> io::Result<SocketAddr>;
+    /// The socket, for its options and `TCP_INFO`.
     fn socket(&self) -> socket2::SockRef<'_>;
     /// The longest the peer may take no data, or send nothing, before a call fails.
     fn set_timeout(&mut self, timeout: Duration) -> io::Result<()>;
@@ -203,6 +229,7 @@ pub struct StreamFailure {
     pub intervals: Vec<intervals::Interval>,
     /// Stopped by Ctrl-C or SIGTERM ([`interrupt`]).
     pub interrupted: bool,
+    /// Why it failed, with its causes.
     pub error: anyhow::Error,
 }
 

@@ -145,7 +145,7 @@ pub fn describe_bytes(bytes: &[u8]) -> String {
 /// Makes `queries` clock queries, one at a time, all of them answered within `timeout` of the
 /// first (one phase, one deadline), and returns the estimate of the fastest (`None` for no
 /// queries).
-pub fn ask_clock<T: Transport>(
+pub(crate) fn ask_clock<T: Transport>(
     conn: &mut T,
     queries: u8,
     timeout: Duration,
@@ -190,7 +190,7 @@ pub fn ask_clock<T: Transport>(
 }
 
 /// Waits for the server's report after the last byte and the trailer.
-pub fn await_report<T: Transport>(conn: &mut T, timeout: Duration) -> Result<Report> {
+pub(crate) fn await_report<T: Transport>(conn: &mut T, timeout: Duration) -> Result<Report> {
     // Nagle stays on while sending, as in the seed; once the last chunk is written, push the
     // tail out now instead of letting it wait for a delayed ACK (up to 40 ms on Linux).
     let _ = conn.socket().set_tcp_nodelay(true);

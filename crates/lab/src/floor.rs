@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 /// One run of the loop.
 #[derive(Debug, Clone, Copy)]
 pub struct Floor {
+    /// Bytes moved.
     pub bytes: u64,
     /// The reader's first byte to its last.
     pub receiver: Duration,

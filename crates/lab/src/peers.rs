@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 /// from its first byte to its last, iperf3's `sum_received`, the floor's reader likewise.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PeerRow {
+    /// The chunk size.
     pub chunk: u32,
     /// The bare write/read loop ([`crate::floor`]).
     pub floor_mib_s: f64,
@@ -27,9 +28,11 @@ pub struct PeerRow {
     pub nonblocking_mib_s: f64,
     /// The client's CPU seconds, blocking and non-blocking.
     pub blocking_cpu_s: f64,
+    /// tsclient --nonblocking's median CPU time, seconds.
     pub nonblocking_cpu_s: f64,
     /// tsclient `--io writev --batch 64`.
     pub writev_mib_s: f64,
+    /// iperf3 -F's median rate, MiB/s (`None` where it was not run).
     pub iperf3_mib_s: f64,
     /// The fewest bytes iperf3's receiver counted in any repetition.
     pub iperf3_min_bytes: u64,
@@ -38,26 +41,37 @@ pub struct PeerRow {
 }
 
 impl PeerRow {
+    /// tsclient's rate over iperf3's.
     pub fn vs_iperf3(&self) -> f64 {
         self.tsperf_mib_s / self.iperf3_mib_s.max(f64::MIN_POSITIVE)
     }
+    /// tsclient's rate over the bare loop's.
     pub fn vs_floor(&self) -> f64 {
         self.tsperf_mib_s / self.floor_mib_s.max(f64::MIN_POSITIVE)
     }
+    /// Non-blocking tsclient's rate over blocking's.
     pub fn nonblocking_vs_blocking(&self) -> f64 {
         self.nonblocking_mib_s / self.tsperf_mib_s.max(f64::MIN_POSITIVE)
     }
+    /// Non-blocking tsclient's CPU time over blocking's.
     pub fn cpu_ratio(&self) -> f64 {
         self.nonblocking_cpu_s / self.blocking_cpu_s.max(f64::MIN_POSITIVE)
     }
 }
 
+/// What the comparison with the peers runs.
 pub struct PeersConfig {
+    /// The file to send.
     pub file: PathBuf,
+    /// The chunk sizes.
     pub chunks: Vec<u32>,
+    /// Repetitions of each, alternating.
     pub reps: u32,
+    /// A running tsserver's port, or `None` to start one.
     pub tsperf_port: u16,
+    /// A running iperf3 server's port, or `None` to start one.
     pub iperf3_port: u16,
+    /// Where tsserver and tsclient are.
     pub bin_dir: PathBuf,
 }
 

@@ -30,10 +30,13 @@ pub const MODELS: [(&str, &[&str]); 2] = [("event-loop", &[]), ("blocking", &["-
 pub struct ScaleConfig {
     /// The file every client sends.
     pub file: PathBuf,
+    /// Bytes per write of every client.
     pub chunk: u32,
+    /// The numbers of clients to run at once, one row each.
     pub counts: Vec<u32>,
     /// Server models by name (see [`MODELS`]).
     pub models: Vec<String>,
+    /// Repetitions of each count.
     pub reps: u32,
     /// Where `tsserver` is.
     pub bin_dir: PathBuf,
@@ -44,12 +47,19 @@ pub struct ScaleConfig {
 /// One server model at one client count: medians over the repetitions.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ScaleRow {
+    /// The server's I/O model.
     pub server: String,
+    /// Clients run at once.
     pub clients: u32,
+    /// Bytes all of them sent.
     pub bytes: u64,
+    /// Their total rate, MiB/s (the median repetition).
     pub mib_per_s: f64,
+    /// The server's CPU time, seconds.
     pub server_cpu_s: f64,
+    /// The server's resident memory before the clients, KiB.
     pub base_rss_kib: u64,
+    /// Its peak resident memory, KiB.
     pub peak_rss_kib: u64,
 }
 

@@ -40,6 +40,7 @@ impl Codec {
         }
     }
 
+    /// The hello's code for it.
     pub fn code(self) -> u8 {
         match self {
             Codec::Binary => 1,
@@ -47,6 +48,7 @@ impl Codec {
         }
     }
 
+    /// The codec of a hello's code, if it is one.
     pub fn from_code(v: u8) -> Option<Codec> {
         match v {
             1 => Some(Codec::Binary),
@@ -65,6 +67,7 @@ impl Framing {
         }
     }
 
+    /// The hello's code for it.
     pub fn code(self) -> u8 {
         match self {
             Framing::Single => 1,
@@ -72,6 +75,7 @@ impl Framing {
         }
     }
 
+    /// The framing of a hello's code, if it is one.
     pub fn from_code(v: u8) -> Option<Framing> {
         match v {
             1 => Some(Framing::Single),
@@ -84,15 +88,20 @@ impl Framing {
 /// "What time is it?", stamped with the client's wall clock when sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeRequest {
+    /// The request's number, echoed by its answer.
     pub seq: u64,
+    /// The client's wall clock as it sent it, ns since the epoch.
     pub client_send_unix_ns: u64,
 }
 
 /// The server's answer: its wall clock when the request arrived and when the answer left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeResponse {
+    /// The number of the request it answers.
     pub seq: u64,
+    /// The server's wall clock when the request arrived, ns since the epoch.
     pub server_recv_unix_ns: u64,
+    /// The server's wall clock as it sent the answer.
     pub server_send_unix_ns: u64,
 }
 
@@ -351,6 +360,7 @@ mod tests {
 /// A clock offset estimate: the server's clock minus the client's, and its error bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Offset {
+    /// The server's clock minus the client's, ns.
     pub offset_ns: i64,
     /// The true offset lies within this of `offset_ns` (half the round trip less the server's
     /// own time), whatever the two directions' delays were.

@@ -213,59 +213,95 @@ const TAG_TIME: u8 = 6;
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
+    /// The hello does not start with `TSPF`.
     #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
     BadMagic([u8; 4]),
     #[error(
         "the client speaks protocol version {0}, this tsserver version {VERSION}: use a tsclient \
          and a tsserver of the same release"
     )]
+    /// The hello is of another protocol version.
     UnsupportedVersion(u16),
+    /// The hello's mode is neither stream nor latency.
     #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
     BadMode(u8),
+    /// The hello sets flags this version does not define.
     #[error("bad flags {0:#04x}: only bit 0 (nodelay) is defined")]
     BadFlags(u8),
+    /// The hello's codec does not fit its mode.
     #[error("bad codec {0} for this mode")]
     BadCodec(u8),
+    /// The hello's framing does not fit its mode.
     #[error("bad framing {0} for this mode")]
     BadFraming(u8),
+    /// The hello asks for a log sink that does not exist or does not fit its mode.
     #[error("bad log sink {0} for this mode: expected 0 to 3 (stream), 0 (latency)")]
     BadLog(u8),
+    /// The hello asks for more clock queries than allowed, or any in latency mode.
     #[error("bad clock query count {0}: expected 0 to {MAX_CLOCK_QUERIES} (stream), 0 (latency)")]
     BadClockQueries(u8),
+    /// The file name is longer than [`MAX_NAME`].
     #[error("file name of {0} bytes is too long: at most {MAX_NAME}")]
     NameTooLong(usize),
+    /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,
+    /// The file name is not a plain basename.
     #[error("bad file name {0:?}: expected a basename without '/', NUL or control characters")]
     BadName(String),
+    /// The chunk size is 0 or above [`MAX_CHUNK`].
     #[error("bad chunk size {0}: expected 1 to {MAX_CHUNK} bytes")]
     BadChunk(u32),
+    /// A latency hello's chunk is not 1.
     #[error("bad chunk size {0} for latency mode: expected 1")]
     LatencyChunk(u32),
+    /// A latency hello names a file.
     #[error("latency hello with a name ({0} bytes): expected none")]
     LatencyName(usize),
+    /// A frame's body is longer than [`MAX_FRAME_BODY`].
     #[error("frame body of {0} bytes is too long: at most {MAX_FRAME_BODY}")]
     FrameTooLong(usize),
+    /// A frame's tag is unknown.
     #[error("unknown frame tag {0}")]
     BadTag(u8),
+    /// A frame's body is not the size its tag (or the string in it) needs.
     #[error("frame tag {tag} with a body of {len} bytes: expected {expected}")]
     BadBodyLength {
+        /// The frame's tag.
         tag: u8,
+        /// The body's length.
         len: usize,
+        /// The length it should have had.
         expected: usize,
     },
+    /// A field holds a value its enumeration does not have.
     #[error("bad {field} value {value}")]
-    BadEnum { field: &'static str, value: u8 },
+    BadEnum {
+        /// The field.
+        field: &'static str,
+        /// The value it held.
+        value: u8,
+    },
+    /// A string is longer than [`MAX_REASON`].
     #[error("string of {0} bytes is too long: at most {MAX_REASON}")]
     StringTooLong(usize),
+    /// A string is not UTF-8.
     #[error("string is not valid UTF-8")]
     StringNotUtf8,
+    /// A latency message's length prefix is 0 or above the largest message.
     #[error("bad message length {0}: expected 1 to {max} bytes", max = clock::MAX_MESSAGE)]
     BadMessageLength(u32),
+    /// A latency message's body does not decode.
     #[error("bad message: {0}")]
     BadMessage(String),
+    /// A report's numbers contradict each other ([`Report::check`]).
     #[error("the report's {field} contradicts the rest of it: {why}")]
-    BadReport { field: &'static str, why: String },
+    BadReport {
+        /// The first field found at odds with the rest.
+        field: &'static str,
+        /// How.
+        why: String,
+    },
 }
 
 /// What a connection is for.
@@ -291,21 +327,30 @@ pub enum ServerIo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogMode {
+    /// No per-read lines.
     None,
+    /// One line per read to the server's stdout, one write each.
     Stdout,
+    /// One line per read to the server's `--log-file`, buffered per transfer.
     File,
 }
 
 /// The client's opening message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
+    /// What the connection is for.
     pub mode: Mode,
+    /// The client wants TCP_NODELAY on the server's end too (latency mode).
     pub nodelay: bool,
+    /// Latency mode: the message body encoding ([`clock::Codec::code`]); stream: 0.
     pub codec: u8,
+    /// Latency mode: one write per message or two ([`clock::Framing::code`]); stream: 0.
     pub framing: u8,
     /// Bytes to send (stream mode) or requests to make (latency mode).
     pub length: u64,
+    /// The client's write size (stream); 1 (latency).
     pub chunk: u32,
+    /// The file's basename (stream); empty (latency).
     pub name: String,
     /// The server log sink asked for (stream mode); `None`: the server's own.
     pub log: Option<LogMode>,
@@ -355,14 +400,22 @@ impl Hello {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StdoutKind {
+    /// Something fstat did not tell apart.
     #[default]
     Unknown,
+    /// A terminal (isatty).
     Terminal,
+    /// A pipe or FIFO.
     Pipe,
+    /// A regular file.
     File,
+    /// The null device.
     Null,
+    /// Another character device.
     CharDevice,
+    /// A socket.
     Socket,
+    /// Closed: fstat failed.
     Closed,
 }
 
@@ -385,25 +438,38 @@ impl StdoutKind {
 /// The server's measurements of one transfer.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Report {
+    /// Data bytes the server read.
     pub bytes: u64,
+    /// The xxh3-64 of those bytes.
     pub digest: u64,
+    /// The server's wall clock at the first data byte, µs since the epoch (0: no data).
     pub first_byte_unix_us: u64,
+    /// The server's wall clock at the last data byte (0: no data).
     pub last_byte_unix_us: u64,
+    /// The server's monotonic time from the first to the last data byte.
     pub elapsed_ns: u64,
+    /// Read calls that returned data.
     pub reads: u64,
+    /// Event-loop wake-ups for this connection (0 when blocking).
     pub wakeups: u64,
+    /// The serving thread's CPU time in user mode during the transfer.
     pub cpu_user_us: u64,
+    /// The serving thread's CPU time in kernel mode during the transfer.
     pub cpu_sys_us: u64,
     /// Per-read log lines written (for stdout: handed to its queue).
     pub log_lines: u32,
     /// Per-read log lines that could not be written.
     pub log_lines_lost: u32,
+    /// The receive buffer the server's socket got (`SO_RCVBUF`).
     pub rcvbuf: u32,
     /// Lines of the server's own output it could not print since it started (stuck stdout or
     /// stderr).
     pub output_dropped: u32,
+    /// How the server did its I/O.
     pub server_io: Option<ServerIo>,
+    /// Where the transfer's per-read lines went.
     pub log: Option<LogMode>,
+    /// Where the file was saved (`--save`); empty when not saved.
     pub saved_to: String,
     /// Where the server's time went.
     pub split: TimeSplit,
@@ -473,22 +539,34 @@ impl Report {
 /// was ready, in monotonic ns (the report's table above says what each phase holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TimeSplit {
+    /// In read calls (in the blocking model, their waits for data too).
     pub read_ns: u64,
+    /// Checksumming.
     pub hash_ns: u64,
+    /// Writing per-read log lines, and waiting for room on stdout for them.
     pub log_ns: u64,
+    /// Writing received bytes to the `--save` file.
     pub save_ns: u64,
+    /// Syncing and renaming the saved file into place.
     pub fsync_ns: u64,
+    /// The rest: waiting for data or the trailer, for the CPU, for other connections.
     pub wait_ns: u64,
 }
 
 /// One phase of a [`TimeSplit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimePhase {
+    /// [`TimeSplit::read_ns`].
     Read,
+    /// [`TimeSplit::hash_ns`].
     Hash,
+    /// [`TimeSplit::log_ns`].
     Log,
+    /// [`TimeSplit::save_ns`].
     Save,
+    /// [`TimeSplit::fsync_ns`].
     Fsync,
+    /// [`TimeSplit::wait_ns`].
     Wait,
 }
 
@@ -573,15 +651,25 @@ impl TimeSplit {
 // A report is one frame per transfer, never on a hot path: boxing it would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Frame {
+    /// The server serves the hello.
     Accept {
+        /// The most bytes one server read asks for.
         read_size: u32,
+        /// How the server does its I/O.
         server_io: ServerIo,
+        /// Where the transfer's per-read lines go.
         log: LogMode,
+        /// What the server's stdout is, as it sees it.
         stdout: StdoutKind,
     },
+    /// The server does not serve the hello, and says why; it closes.
     Refuse(String),
+    /// Every byte and the trailer arrived: the server's measurements.
     Report(Report),
+    /// The server gave up mid-transfer, and says why; it closes.
     Abort(String),
+    /// Prove you hold the key: the bytes to answer ([`Challenge`](Frame::Challenge) is 32 random
+    /// bytes).
     Challenge([u8; 32]),
     /// The answer to a stream's clock query.
     Time(clock::TimeResponse),

@@ -13,20 +13,29 @@ pub struct SenderTcp {
     pub rwnd_limited_us: Option<u64>,
     /// Of that, time the send buffer was what held data back (`tcpi_sndbuf_limited`).
     pub sndbuf_limited_us: Option<u64>,
+    /// Segments retransmitted (`tcpi_total_retrans`).
     pub total_retrans: Option<u64>,
+    /// Bytes retransmitted.
     pub bytes_retrans: Option<u64>,
+    /// The smoothed round trip, µs.
     pub rtt_us: Option<u64>,
+    /// Its variation, µs.
     pub rttvar_us: Option<u64>,
+    /// The fastest round trip seen, µs.
     pub min_rtt_us: Option<u64>,
     /// Congestion window, in segments.
     pub snd_cwnd: Option<u64>,
+    /// The largest segment it sends, bytes.
     pub snd_mss: Option<u64>,
     /// The receiver's window as the sender last saw it, in bytes.
     pub snd_wnd: Option<u64>,
     /// The kernel's estimate of the delivery rate, in bytes per second.
     pub delivery_rate: Option<u64>,
+    /// Segments sent.
     pub segs_out: Option<u64>,
+    /// Segments sent that carried data.
     pub data_segs_out: Option<u64>,
+    /// Bytes the peer acknowledged.
     pub bytes_acked: Option<u64>,
 }
 
@@ -45,15 +54,21 @@ pub struct ReceiverTcp {
     pub rcv_space: Option<u64>,
     /// The receiver's estimate of the round trip, µs (`tcpi_rcv_rtt`).
     pub rcv_rtt_us: Option<u64>,
+    /// The kernel's estimate of the segments it receives, bytes.
     pub rcv_mss: Option<u64>,
+    /// The largest segment it told the peer to send, bytes.
     pub advmss: Option<u64>,
+    /// The window's slow-start threshold, bytes.
     pub rcv_ssthresh: Option<u64>,
     /// The window it advertised last, in bytes (Linux 6.2 and later).
     pub rcv_wnd: Option<u64>,
+    /// Segments received.
     pub segs_in: Option<u64>,
+    /// Segments received that carried data.
     pub data_segs_in: Option<u64>,
     /// Segments that arrived out of order.
     pub rcv_ooopack: Option<u64>,
+    /// Bytes received.
     pub bytes_received: Option<u64>,
 }
 

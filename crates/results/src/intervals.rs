@@ -6,25 +6,34 @@ use serde::{Deserialize, Serialize};
 /// One sample: `start_s` to `end_s` after the first byte was handed over.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
+    /// The sample's start, seconds after the first byte was handed over.
     pub start_s: f64,
+    /// Its end, seconds after the first byte.
     pub end_s: f64,
     /// Bytes handed to the socket in the interval (counted per 128 KiB file block).
     pub bytes: u64,
+    /// `bytes` over the sample's length, MiB/s.
     pub mib_per_s: f64,
     /// Bytes the receiver acknowledged in the interval, and their rate: what it took, exact in
     /// time.
     pub acked_bytes: Option<u64>,
+    /// `acked_bytes` over the sample's length, MiB/s.
     #[serde(default)]
     pub acked_mib_per_s: Option<f64>,
     /// Time in the interval the receiver's window was full, and the send buffer, in µs (the
     /// kernel counts in jiffies, 4 ms on most kernels).
     pub rwnd_limited_us: Option<u64>,
+    /// Time in the sample the send buffer was full, µs.
     pub sndbuf_limited_us: Option<u64>,
+    /// Segments retransmitted in the sample.
     pub retransmits: Option<u64>,
     /// At the interval's end.
     pub rtt_us: Option<u64>,
+    /// The congestion window at its end, segments.
     pub snd_cwnd: Option<u64>,
+    /// The receiver's window at its end, bytes.
     pub snd_wnd: Option<u64>,
+    /// The kernel's delivery-rate estimate at its end, B/s.
     pub delivery_rate: Option<u64>,
 }
 

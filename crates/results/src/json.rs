@@ -20,7 +20,9 @@ use tsperf_proto::{LogMode, ServerIo, StdoutKind};
 // One value per run, never on a hot path: boxing would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum ClientJson {
+    /// A stream transfer's result (`mode: "stream"`).
     Stream(StreamJson),
+    /// A latency run's result (`mode: "latency"`).
     Latency(LatencyJson),
 }
 
@@ -45,7 +47,9 @@ impl ClientJson {
 /// CPU time of one process, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cpu {
+    /// CPU time in user mode, in seconds.
     pub user_s: f64,
+    /// CPU time in kernel mode, in seconds.
     pub sys_s: f64,
 }
 
@@ -69,22 +73,35 @@ impl Cpu {
 /// What the client counted about its own writes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientSide {
+    /// Calls of the strategy's system call (write, writev or sendfile) that moved at least one
+    /// byte.
     pub writes: u64,
+    /// Calls that took fewer bytes than they were offered.
     pub partial_writes: u64,
+    /// Writes that found the socket full (non-blocking only).
     pub would_block: u64,
+    /// Wake-ups from poll (non-blocking only).
     pub polls: u64,
+    /// The send buffer the client's socket got (`SO_SNDBUF`), in bytes.
     pub sndbuf: u32,
 }
 
 /// The server's report of one transfer, as the client received it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSide {
+    /// Data bytes the server read.
     pub bytes: u64,
+    /// The xxh3-64 of those bytes, as 16 hex digits.
     pub digest: String,
+    /// Read calls that returned data.
     pub reads: u64,
+    /// The most bytes one read asked for.
     pub read_size: u32,
+    /// How the server did its I/O: `blocking` or `event-loop`.
     pub io: Option<ServerIo>,
+    /// Where this transfer's per-read lines went.
     pub log: Option<LogMode>,
+    /// Per-read log lines written (for stdout: handed to its queue).
     pub log_lines: u32,
     /// Log lines that could not be written (a full disk, a closed stdout). Added with protocol
     /// version 5.
@@ -93,23 +110,32 @@ pub struct ServerSide {
     /// Added with protocol version 2.
     #[serde(default)]
     pub output_dropped: u32,
+    /// The server's wall clock at its first data byte, µs since the epoch (`null`: no data).
     pub first_byte_unix_us: Option<u64>,
+    /// The server's wall clock at its last data byte.
     pub last_byte_unix_us: Option<u64>,
     /// The same two times on the client's clock (the clock offset applied); `null` without
     /// clock queries. Added with protocol version 3, as are `stdout`, `clock` and `one_way`.
     #[serde(default)]
     pub first_byte_client_unix_us: Option<f64>,
+    /// The last byte's time on the client's clock.
     #[serde(default)]
     pub last_byte_client_unix_us: Option<f64>,
     /// What the server's stdout is, as the server sees it.
     #[serde(default)]
     pub stdout: StdoutKind,
+    /// The server's monotonic time from its first to its last data byte, in seconds.
     pub elapsed_s: f64,
+    /// Event-loop wake-ups for this connection (0 when blocking).
     pub wakeups: u64,
+    /// The receive buffer the server's socket got (`SO_RCVBUF`), in bytes.
     pub rcvbuf: u32,
+    /// The server's CPU time during the transfer.
     pub cpu: Cpu,
+    /// Where the server saved the file (`--save`), when it did.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub saved_to: String,
+    /// Where the server's time went, from its first data byte to its report.
     #[serde(default)]
     pub time_split: TimeSplitJson,
 }
@@ -124,27 +150,47 @@ impl ServerSide {
 /// A stream transfer (`mode: "stream"`), with `error` when the digests disagree.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamJson {
+    /// The version of the tsclient that wrote this.
     pub tsperf: String,
+    /// The name of the file sent (its basename).
     pub file: String,
+    /// The file's size: the bytes sent.
     pub bytes: u64,
+    /// Bytes per write (`--chunk`).
     pub chunk: u32,
+    /// The client's I/O model.
     pub io: ClientIo,
+    /// How chunks reached the kernel (`--io`).
     pub strategy: Strategy,
+    /// Chunks per call, with `writev` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
+    /// The server's address.
     pub peer: String,
+    /// From the first data write to the arrival of the server's report, in seconds.
     pub elapsed_s: f64,
+    /// The first data write, wall clock, µs since the epoch.
     pub begin_unix_us: u64,
+    /// The report's arrival, wall clock, µs since the epoch.
     pub end_unix_us: u64,
+    /// `bytes` over `elapsed_s`, in MiB/s.
     pub mib_per_s: f64,
+    /// The same in Gbit/s.
     pub gbit_per_s: f64,
+    /// True when the server counted every byte and its digest equals the client's.
     pub verified: bool,
+    /// The client's xxh3-64 of the file, as 16 hex digits.
     pub digest: String,
+    /// The client's CPU time during the transfer.
     pub cpu: Cpu,
+    /// What the client counted about its own writes.
     pub client: ClientSide,
+    /// The server's report.
     pub server: ServerSide,
+    /// The server's clock against the client's, from the clock queries.
     #[serde(default)]
     pub clock: ClockJson,
+    /// One-way times from the client's first byte, where the clock offset allows.
     #[serde(default)]
     pub one_way: OneWayJson,
     /// Both sockets' `TCP_INFO` at the end. Added with protocol version 4, as are `limited_by`,
@@ -154,11 +200,13 @@ pub struct StreamJson {
     /// What limited the transfer ([`crate::verdict`]); `null` in results from before it.
     #[serde(default)]
     pub limited_by: Option<LimitedBy>,
+    /// The shares the verdict was judged on.
     #[serde(default)]
     pub limits: Limits,
     /// Samples in time, with `--interval` (empty without).
     #[serde(default)]
     pub intervals: Vec<crate::intervals::Interval>,
+    /// What failed, when the transfer is not verified (the report stays beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -166,8 +214,11 @@ pub struct StreamJson {
 /// `TCP_INFO` of both ends; `available` is false where the client's kernel did not say.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpJson {
+    /// False where the client's kernel did not say (not Linux).
     pub available: bool,
+    /// The client socket's `TCP_INFO`: the sender's view.
     pub client: SenderTcp,
+    /// The server socket's `TCP_INFO`: the receiver's view.
     pub server: ReceiverTcp,
 }
 
@@ -175,14 +226,23 @@ pub struct TcpJson {
 /// add up to `total_us`; `largest` names the phase with the most, `largest_pct` its share.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeSplitJson {
+    /// In read calls (in the blocking model, their waits for data too).
     pub read_us: f64,
+    /// Checksumming.
     pub hash_us: f64,
+    /// Writing per-read log lines, and waiting for room on stdout for them.
     pub log_us: f64,
+    /// Writing received bytes to the `--save` file.
     pub save_us: f64,
+    /// Syncing and renaming the saved file into place.
     pub fsync_us: f64,
+    /// The rest: waiting for data or the trailer, for the CPU, for other connections.
     pub wait_us: f64,
+    /// All six together: from the first data byte to the report.
     pub total_us: f64,
+    /// The phase with the most time (`null` when nothing was timed).
     pub largest: Option<String>,
+    /// Its share of `total_us`, in %.
     pub largest_pct: Option<f64>,
 }
 
@@ -208,6 +268,7 @@ impl TimeSplitJson {
 /// The server's clock against the client's, from the clock queries before the data.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClockJson {
+    /// Clock queries made before the data.
     pub queries: u8,
     /// Server clock minus client clock, from the fastest query.
     pub offset_us: Option<f64>,
@@ -223,20 +284,30 @@ pub struct ClockJson {
 /// without clock queries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OneWayJson {
+    /// From the client's first byte sent to the server's first read of data, µs (`null`: unknown).
     pub first_byte_us: Option<f64>,
+    /// To the server's last read, µs (`null`: unknown).
     pub last_byte_us: Option<f64>,
+    /// The error bound of both: the clock offset's, plus the µs the server's stamps are rounded to.
     pub err_us: Option<f64>,
 }
 
 /// Round-trip statistics in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rtt {
+    /// The fastest round trip, µs.
     pub min: f64,
+    /// The mean, µs.
     pub mean: f64,
+    /// The median, µs.
     pub p50: f64,
+    /// The 90th percentile, µs.
     pub p90: f64,
+    /// The 99th percentile, µs.
     pub p99: f64,
+    /// The 99.9th percentile, µs.
     pub p999: f64,
+    /// The slowest round trip, µs.
     pub max: f64,
 }
 
@@ -260,21 +331,36 @@ impl Rtt {
 /// `interrupted` and `error` appear only when the run ended early.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyJson {
+    /// The version of the tsclient that wrote this.
     pub tsperf: String,
+    /// The server's host and port.
     pub peer: String,
+    /// Queries answered and counted (`--count`, or fewer when the run ended early).
     pub count: u64,
+    /// Queries made first and not counted (`--warmup`).
     pub warmup: u64,
+    /// How message bodies were encoded.
     pub codec: Codec,
+    /// One write per message, or two.
     pub framing: Framing,
+    /// TCP_NODELAY on both ends.
     pub nodelay: bool,
+    /// A new connection for every query.
     pub reconnect: bool,
+    /// The client's I/O model.
     pub io: ClientIo,
+    /// The round trips' statistics (`null` when none was measured).
     pub rtt_us: Option<Rtt>,
+    /// The server's clock minus the client's, from the fastest query.
     pub offset_us: Option<f64>,
+    /// The true offset is within this of `offset_us`.
     pub offset_err_us: Option<f64>,
+    /// Why the result looks as it does, when a known trap (Nagle meeting delayed ACK) shows.
     pub hint: Option<String>,
+    /// The run was stopped by Ctrl-C or SIGTERM.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// What failed, when the run ended early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// With `--under-load`: the same queries while a file streamed (`rtt_us` above is idle).
@@ -285,12 +371,15 @@ pub struct LatencyJson {
 /// Clock queries made while a file streamed to the same server, and that stream's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UnderLoadJson {
+    /// The file that streamed.
     pub file: String,
+    /// Its chunk size.
     pub chunk: u32,
     /// The log sink the server used for the stream.
     pub server_log: Option<LogMode>,
     /// Queries answered while the stream ran.
     pub count: u64,
+    /// The loaded round trips' statistics.
     pub rtt_us: Option<Rtt>,
     /// Loaded p50 over idle p50.
     pub p50_ratio: Option<f64>,
@@ -298,9 +387,13 @@ pub struct UnderLoadJson {
     /// all verified, and the verdict most of them got.
     #[serde(default)]
     pub streams: u32,
+    /// The median rate of the streams, MiB/s.
     pub stream_mib_per_s: Option<f64>,
+    /// True when there were streams and every one was verified.
     pub stream_verified: bool,
+    /// The verdict most streams got.
     pub stream_limited_by: Option<LimitedBy>,
+    /// The first stream's failure, if one failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_error: Option<String>,
 }
@@ -333,11 +426,16 @@ impl Default for LatencyJson {
 /// for a signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailureJson {
+    /// The version of the tsclient that wrote this.
     pub tsperf: String,
+    /// `stream` or `latency`.
     pub mode: String,
+    /// What failed, with its causes.
     pub error: String,
+    /// A usage error (exit 2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub usage: bool,
+    /// Stopped by Ctrl-C or SIGTERM.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
 }
@@ -347,10 +445,15 @@ pub struct FailureJson {
 /// byte, the samples so far, and the error with its causes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamFailureJson {
+    /// The version of the tsclient that wrote this.
     pub tsperf: String,
+    /// Always `stream`.
     pub mode: String,
+    /// The name of the file.
     pub file: String,
+    /// Its size, once it was opened.
     pub bytes: Option<u64>,
+    /// Bytes of it handed to the socket.
     pub sent: u64,
     /// Of `sent`, what the server's TCP acknowledged (`null` where the kernel did not say).
     #[serde(default)]
@@ -358,14 +461,18 @@ pub struct StreamFailureJson {
     /// From the first byte handed over to the stop (`null` if it stopped before the data).
     #[serde(default)]
     pub elapsed_s: Option<f64>,
+    /// `acked_bytes` over `elapsed_s`, in MiB/s.
     #[serde(default)]
     pub acked_mib_per_s: Option<f64>,
+    /// Always false.
     pub verified: bool,
     /// Stopped by Ctrl-C or SIGTERM.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// With `--interval`, the samples so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<crate::intervals::Interval>,
+    /// What failed, with its causes (`interrupted` after Ctrl-C).
     pub error: String,
 }
 

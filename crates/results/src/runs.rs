@@ -14,16 +14,26 @@ use crate::machine::Machine;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Cell {
+    /// A stream cell.
     Stream {
+        /// Its chunk size.
         chunk: u32,
+        /// Its client I/O label.
         io: String,
+        /// Its server log sink.
         log: String,
     },
+    /// A latency cell.
     Latency {
+        /// Its codec.
         codec: String,
+        /// Its framing.
         framing: String,
+        /// TCP_NODELAY on both ends.
         nodelay: bool,
+        /// A new connection for every query.
         reconnect: bool,
+        /// Queries asked for.
         count: u64,
         /// The server log sink of the stream the queries ran beside (`--under-load`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -34,19 +44,26 @@ pub enum Cell {
 /// One repetition of one cell: the client's whole JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
+    /// The cell run.
     pub cell: Cell,
+    /// The repetition, from 1.
     pub rep: u32,
+    /// The client's whole JSON.
     pub result: ClientJson,
 }
 
 /// How the grid was run: what every row shares.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
+    /// The machine the grid ran on.
     pub machine: Machine,
     /// The file sent, its size and digest.
     pub file: String,
+    /// The file's size.
     pub bytes: u64,
+    /// The file's xxh3-64.
     pub digest: String,
+    /// Repetitions of every stream cell.
     pub reps: u32,
     /// Where the server ran: `loopback`, `emulated LAN (...)`, or a host.
     pub network: String,

@@ -5,8 +5,10 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClientIo {
+    /// Blocking sockets.
     #[default]
     Blocking,
+    /// mio non-blocking sockets, waiting in poll.
     Nonblocking,
 }
 

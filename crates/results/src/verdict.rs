@@ -42,11 +42,17 @@ pub const IDLE_SHARE: f64 = 50.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LimitedBy {
+    /// The receiver's window was full most of the time.
     Receiver,
+    /// The sender's buffer held data back most of the time.
     SenderBuffer,
+    /// The sender was on (or waiting for) a CPU nearly all the time.
     SenderCpu,
+    /// The sender had nothing to send much of the time.
     Sender,
+    /// None of the above.
     Network,
+    /// Nothing to judge on (no TCP_INFO, or too short to tell).
     Unknown,
 }
 
@@ -91,7 +97,9 @@ pub struct Limits {
 /// A transfer's verdict and the shares behind it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Verdict {
+    /// What limited the transfer.
     pub limited_by: LimitedBy,
+    /// The shares it was judged on.
     pub limits: Limits,
 }
 

@@ -71,6 +71,7 @@ pub const OUT_OF_DESCRIPTORS: &str = "server busy: it is out of file descriptors
 pub struct Spare(Option<File>);
 
 impl Spare {
+    /// Keeps one descriptor open, to lend.
     pub fn new() -> Spare {
         Spare(File::open("/dev/null").ok())
     }

@@ -13,8 +13,11 @@ use super::outbox::Outbox;
 
 /// One latency connection's state.
 pub struct LatencySession {
+    /// How message bodies are encoded.
     pub codec: Codec,
+    /// One write per message or two.
     pub framing: Framing,
+    /// The client asked for TCP_NODELAY.
     pub nodelay: bool,
     buf: Box<[u8; PREFIX + MAX_MESSAGE]>,
     have: usize,

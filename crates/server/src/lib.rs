@@ -64,6 +64,7 @@ pub const MAX_CLIENTS: usize = 1024;
 pub struct ServerConfig {
     /// The address to listen on; `None` listens on every IPv6 and IPv4 address at once.
     pub bind: Option<IpAddr>,
+    /// The port to listen on (0: any free one).
     pub port: u16,
     /// Serve one transfer, then exit.
     pub once: bool,
@@ -85,7 +86,9 @@ pub struct ServerConfig {
     pub max_bytes: u64,
     /// Connections served at once.
     pub max_clients: usize,
+    /// How long a connection may take to send its hello, from the accept.
     pub hello_timeout: Duration,
+    /// How long a connection may go without data or requests.
     pub idle_timeout: Duration,
     /// Save received files here (`--save`), whole or not at all.
     pub save: Option<Arc<SaveDir>>,

@@ -20,6 +20,7 @@ use tsperf_proto::{Frame, encode_frame};
 /// by the server's memory.
 pub const LATENCY_CAP: usize = 16 << 10;
 
+/// Frames and answers waiting to be written to one connection, and where the writing got to.
 #[derive(Default)]
 pub struct Outbox {
     buf: Vec<u8>,

@@ -60,7 +60,9 @@ pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
 /// What `--bind` names: an address, and a port if it was given as `HOST:PORT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bind {
+    /// The address.
     pub ip: std::net::IpAddr,
+    /// The port, when it named one.
     pub port: Option<u16>,
 }
 
@@ -128,8 +130,11 @@ pub struct Closed(pub String);
 #[derive(Debug, thiserror::Error)]
 #[error("bad {what} from the server: {error}")]
 pub struct BadFrame {
+    /// The frame that was awaited.
     pub what: String,
+    /// What the decoder said.
     pub error: tsperf_proto::ProtocolError,
+    /// The bytes it was given.
     pub bytes: Vec<u8>,
 }
 

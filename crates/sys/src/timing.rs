@@ -53,7 +53,9 @@ pub fn rfc3339(secs: u64) -> String {
 
 /// A wall-clock instant printed as the seed printed it: `begin sec[1433750824], microsec[847467]`.
 pub struct Stamp<'a> {
+    /// `begin` or `end`.
     pub label: &'a str,
+    /// The wall clock, µs since the epoch.
     pub unix_us: u64,
 }
 
@@ -72,7 +74,9 @@ impl fmt::Display for Stamp<'_> {
 /// CPU time consumed, split as the kernel accounts it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTime {
+    /// In user mode.
     pub user: Duration,
+    /// In kernel mode.
     pub sys: Duration,
 }
 

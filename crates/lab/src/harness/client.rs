@@ -15,7 +15,9 @@ pub struct Client<'a> {
     pub bin_dir: &'a Path,
     /// A command prefix (e.g. `ip netns exec NS`), empty for none.
     pub wrap: &'a [String],
+    /// The server's host.
     pub host: &'a str,
+    /// The server's port.
     pub port: u16,
 }
 

@@ -20,7 +20,11 @@ pub enum Sink {
     File(PathBuf),
     /// A pseudo-terminal read by a terminal emulator: tmux in a detached session of this name
     /// when installed, else `script` (which copies it to /dev/null).
-    Pty { tmux_session: String },
+    /// A pseudo-terminal: read by tmux if installed, else by `script`.
+    Pty {
+        /// The tmux session to read it in, when tmux is there.
+        tmux_session: String,
+    },
 }
 
 /// What to start.
@@ -32,6 +36,7 @@ pub struct ServerOptions<'a> {
     pub wrap: &'a [String],
     /// The arguments after `tsserver` (its port should be 0, so it picks a free one).
     pub args: Vec<String>,
+    /// Where its stdout goes.
     pub stdout: Sink,
     /// A file for its stderr; `None` reads stderr through a pipe (needs no file, not possible
     /// with a pty).
@@ -42,6 +47,7 @@ pub struct ServerOptions<'a> {
 pub struct ServerProcess {
     child: Option<Child>,
     tmux: Option<String>,
+    /// The port it listens on.
     pub port: u16,
     /// Where its stdout went, for a person: `a file`, `a pseudo-terminal read by tmux ...`.
     pub stdout_is: String,

@@ -8,8 +8,11 @@ use tsperf_results::runs::Cell;
 /// One stream cell: chunk × client I/O model × write strategy × server log sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamCell {
+    /// Bytes per write.
     pub chunk: u32,
+    /// The client's I/O model.
     pub io: ClientIo,
+    /// How chunks reach the kernel.
     pub strategy: Strategy,
     /// The server log sink the client asks for (`tsclient --server-log`).
     pub log: LogMode,
@@ -18,7 +21,7 @@ pub struct StreamCell {
 }
 
 /// The timeline's sampling interval, for the smallest and largest chunk's cells.
-pub const TIMELINE_INTERVAL_MS: u32 = 5;
+pub(super) const TIMELINE_INTERVAL_MS: u32 = 5;
 /// At most this many samples of a run are kept in `runs.jsonl` (neighbours merged in pairs,
 /// the interval doubled, until they fit), so the committed results stay small.
 pub const TIMELINE_MAX_SAMPLES: usize = 128;
@@ -82,9 +85,13 @@ pub fn client_columns(strategies: &[Strategy]) -> Vec<(ClientIo, Strategy)> {
 /// One latency cell of the grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LatencyCell {
+    /// The message body encoding.
     pub codec: Codec,
+    /// One write per message or two.
     pub framing: Framing,
+    /// TCP_NODELAY on both ends.
     pub nodelay: bool,
+    /// A new connection for every query.
     pub reconnect: bool,
     /// Measured again while the grid's file streams with this server log sink
     /// (`tsclient --under-load`).
@@ -95,7 +102,9 @@ pub struct LatencyCell {
 /// the path, as a load should).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
+    /// The file that streams.
     pub file: String,
+    /// Its chunk size.
     pub chunk: u32,
 }
 

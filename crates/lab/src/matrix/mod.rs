@@ -43,14 +43,19 @@ pub enum StdoutTo {
 /// Validated grid settings.
 #[derive(Debug, Clone)]
 pub struct GridConfig {
+    /// Where the results go.
     pub out: PathBuf,
+    /// The file every stream cell sends.
     pub file: PathBuf,
+    /// Repetitions of every stream cell.
     pub reps: u32,
+    /// The chunk sizes.
     pub chunks: Vec<u32>,
     /// tsclient `--io` strategies (`write` alone by default).
     pub strategies: Vec<Strategy>,
     /// Requests per latency cell, and per cell that stalls on Nagle.
     pub latency_count: u64,
+    /// Requests per latency cell that stalls on Nagle (each takes 40 ms or more).
     pub stall_count: u64,
     /// A server already running elsewhere: only the client side of the grid runs.
     pub host: Option<(String, u16)>,
@@ -58,12 +63,17 @@ pub struct GridConfig {
     pub bind: String,
     /// Command prefixes (e.g. `ip netns exec NS`) for our servers and for the clients.
     pub server_wrap: Vec<String>,
+    /// Command prefix for the clients.
     pub client_wrap: Vec<String>,
+    /// Where our --log stdout server's stdout goes.
     pub stdout_to: StdoutTo,
     /// The tmux session name for the pty server.
     pub tmux_session: String,
+    /// Where the server ran, as the results name it.
     pub network: String,
+    /// tsperf's git commit, for the results.
     pub commit: String,
+    /// Where the tsperf binaries are.
     pub bin_dir: PathBuf,
     /// Scratch space (server logs and ports); a fresh temporary directory when `None`.
     pub work: Option<PathBuf>,

@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use super::{Exporter, Matrix};
 
+/// One row per cell: `matrix.csv`.
 pub struct Csv;
 
 const HEADER: [&str; 22] = [

@@ -8,6 +8,7 @@ use anyhow::Result;
 use super::{Exporter, Matrix};
 use tsperf_results::units;
 
+/// The tables: `matrix.md`.
 pub struct Markdown;
 
 impl Exporter for Markdown {

@@ -24,53 +24,82 @@ pub use tsperf_results::runs::{Cell, Run, Setup, read_runs};
 /// A stream row: one cell's repetitions summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamRow {
+    /// The cell's chunk size.
     pub chunk: u32,
+    /// The cell's client I/O, with its strategy when it is not `write`.
     pub io: String,
+    /// The server's log sink.
     pub log: String,
+    /// The median rate of the repetitions, MiB/s.
     pub median_mib_s: f64,
+    /// The slowest repetition's rate.
     pub min_mib_s: f64,
+    /// The fastest repetition's rate.
     pub max_mib_s: f64,
+    /// The median rate in Gbit/s.
     pub median_gbit_s: f64,
+    /// The median CPU time of the client, seconds.
     pub client_cpu_s: f64,
+    /// Repetitions measured.
     pub reps: usize,
+    /// True when every repetition was verified.
     pub verified: bool,
+    /// The send buffer the client's socket got.
     pub sndbuf: u64,
+    /// The receive buffer the server's socket got.
     pub rcvbuf: u64,
     /// The verdict most repetitions gave (`None` for results from before verdicts), and how
     /// many of the repetitions gave it.
     pub limited_by: Option<String>,
+    /// How many repetitions gave the majority verdict.
     pub limited_by_reps: usize,
     /// The phase the server spent most of its time in, in most repetitions, and its median
     /// share over those (`None` before the time split).
     pub server_largest: Option<String>,
+    /// The median share of the server's largest phase, in %.
     pub server_largest_pct: Option<f64>,
 }
 
 /// A latency row: one cell's repetitions summarised (medians of each statistic).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LatencyRow {
+    /// The cell's codec.
     pub codec: String,
+    /// The cell's framing.
     pub framing: String,
+    /// TCP_NODELAY on both ends.
     pub nodelay: bool,
+    /// A new connection for every query.
     pub reconnect: bool,
+    /// Queries counted.
     pub count: u64,
+    /// The median round trip, µs.
     pub p50_us: f64,
+    /// The 99th percentile, µs.
     pub p99_us: f64,
+    /// Repetitions measured.
     pub reps: usize,
+    /// The client's hint, when it gave one.
     pub hint: bool,
     /// Under load: the stream's server log sink; `p50_us` and `p99_us` are then the loaded
     /// figures, these the idle ones, and `stream_limited_by` the stream's verdict.
     pub under_load: Option<String>,
+    /// Under load: the idle median beside it, µs.
     pub idle_p50_us: Option<f64>,
+    /// Under load: the idle 99th percentile, µs.
     pub idle_p99_us: Option<f64>,
+    /// Under load: the stream's verdict.
     pub stream_limited_by: Option<String>,
 }
 
 /// Everything the exporters render.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Matrix {
+    /// What every row shares.
     pub setup: Setup,
+    /// The stream rows, in grid order.
     pub stream: Vec<StreamRow>,
+    /// The latency rows, in grid order.
     pub latency: Vec<LatencyRow>,
     /// The clock offsets the stream transfers measured, when they did (protocol version 3).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,8 +113,11 @@ pub struct Matrix {
 /// One transfer's throughput over time: the repetition whose rate was the cell's median.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Timeline {
+    /// The panel's log sink.
     pub log: String,
+    /// The panel's chunk size.
     pub chunk: u32,
+    /// The client I/O of this line.
     pub io: String,
     /// `(start_s, end_s, MiB/s)` per interval: the rate the receiver acknowledged, where the
     /// kernel said (exact in time), else the rate handed to the socket.
@@ -149,10 +181,15 @@ fn timelines(runs: &[Run]) -> Vec<Timeline> {
 pub struct ClockSummary {
     /// Transfers that measured an offset.
     pub transfers: usize,
+    /// The median clock offset over the transfers, µs.
     pub median_offset_us: f64,
+    /// The smallest offset, µs.
     pub min_offset_us: f64,
+    /// The largest offset, µs.
     pub max_offset_us: f64,
+    /// The median error bound, µs.
     pub median_err_us: f64,
+    /// The largest error bound, µs.
     pub max_err_us: f64,
 }
 
@@ -200,6 +237,7 @@ impl Matrix {
 pub trait Exporter {
     /// The file name it writes under the output directory.
     fn file_name(&self) -> &'static str;
+    /// The file's bytes, for the matrix `m`.
     fn serialize(&self, m: &Matrix) -> Result<Vec<u8>>;
 }
 
@@ -418,7 +456,7 @@ pub(crate) mod fixture {
     use tsperf_results::machine::Machine;
     use tsperf_results::verdict::LimitedBy;
 
-    pub fn runs() -> Vec<Run> {
+    pub(crate) fn runs() -> Vec<Run> {
         let mut runs = Vec::new();
         for (chunk, base) in [(102u32, 80.0), (10240, 900.0)] {
             for (io, f) in [("blocking", 1.0), ("nonblocking", 0.95)] {
@@ -525,7 +563,7 @@ pub(crate) mod fixture {
         runs
     }
 
-    pub fn matrix() -> Matrix {
+    pub(crate) fn matrix() -> Matrix {
         let setup = Setup {
             machine: Machine {
                 cpu: "Test CPU".into(),

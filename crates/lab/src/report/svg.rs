@@ -10,7 +10,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{Exporter, Matrix};
 
+/// The stream cells' rates as bars: `throughput.svg`.
 pub struct ThroughputSvg;
+/// The latency cells' round trips as bars: `latency.svg`.
 pub struct LatencySvg;
 /// `timeline.svg`: throughput over time, one panel per log sink.
 pub struct TimelineSvg;
@@ -91,7 +93,9 @@ fn legend_width(labels: impl Iterator<Item = usize>) -> u32 {
 
 /// One series of a [`grouped_bars`] chart: its legend and a value per group (`None`: no bar).
 pub struct Series {
+    /// The legend's name for it.
     pub label: String,
+    /// One value per group.
     pub values: Vec<Option<f64>>,
 }
 

@@ -57,7 +57,9 @@ pub const FINISH_PATIENCE: Duration = Duration::from_secs(1);
 /// Which of the two streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Out,
+    /// Standard error.
     Err,
 }
 

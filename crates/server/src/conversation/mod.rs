@@ -53,7 +53,9 @@ pub enum Phase {
 #[derive(Debug, Default)]
 #[must_use]
 pub struct Step {
+    /// The frame to send, first.
     pub send: Option<Frame>,
+    /// The outcome, once the conversation is over.
     pub end: Option<Outcome>,
 }
 
@@ -142,6 +144,7 @@ impl Conversation {
         }
     }
 
+    /// What the conversation waits for now.
     pub fn phase(&self) -> Phase {
         match self.state {
             State::Hello { .. } => Phase::Hello,

@@ -36,6 +36,7 @@ pub const TURN_READS: u64 = 64;
 /// Room on stdout a logged transfer asks for before one read turn ([`crate::console::room`]):
 /// a line per read of the turn, plus its end line.
 pub const LOG_TURN_RESERVE: usize = TURN_READS as usize * 128 + 2048;
+/// One turn of [`Block::read_turn`] reads no more once this many bytes arrived.
 pub const TURN_BYTES: usize = 1 << 20;
 
 /// The accounting of one transfer in progress.

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// Mappings guarded at once (tsscale runs up to 256 clients in one process).
-pub const SLOTS: usize = 1024;
+pub(super) const SLOTS: usize = 1024;
 
 struct Slot {
     taken: AtomicBool,
@@ -52,7 +52,7 @@ unsafe impl Send for Previous {}
 unsafe impl Sync for Previous {}
 
 /// A guarded range; dropping it takes the range out of the table.
-pub struct Registration {
+pub(super) struct Registration {
     slot: &'static Slot,
     // Owns the bytes the slot points at; the slot is cleared before they are freed.
     _msg: Box<[u8]>,
@@ -68,7 +68,12 @@ impl Drop for Registration {
 /// Guards `len` bytes from `start`: a SIGBUS there prints `head`, the offset of the faulting
 /// page from `start`, and `tail`, then exits 1. None when the handler cannot be installed or
 /// every slot is taken.
-pub fn register(start: *const u8, len: usize, head: &str, tail: &str) -> Option<Registration> {
+pub(super) fn register(
+    start: *const u8,
+    len: usize,
+    head: &str,
+    tail: &str,
+) -> Option<Registration> {
     if len == 0 || !install() {
         return None;
     }
