@@ -127,7 +127,7 @@ fn replayed_answer_fails() {
         let mut reply = Vec::new();
         let _ = second.read_to_end(&mut reply);
         assert!(
-            matches!(decode_frame(&reply), Ok(Some((Frame::Refuse(r), _))) if r.contains("authentication failed")),
+            matches!(decode_frame(&reply), Ok(Some((Frame::Refuse { code: tsperf_proto::RefuseCode::Auth, reason: r }, _))) if r.contains("authentication failed")),
             "{reply:?}"
         );
     }

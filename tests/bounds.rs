@@ -352,7 +352,13 @@ fn descriptor_exhaustion_refuses_instead_of_hanging() {
         let mut reasons = Vec::new();
         for (i, s) in socks.iter_mut().enumerate() {
             match read_one_frame(s) {
-                Some(Frame::Refuse(r)) => reasons.push(r),
+                Some(Frame::Refuse { code, reason: r }) => {
+                    // Issue 24: a refusal a program can act on, beside its words.
+                    if r.contains("server busy") {
+                        assert_eq!(code, tsperf_proto::RefuseCode::Limit, "{r}");
+                    }
+                    reasons.push(r)
+                }
                 other => panic!("{model:?}: connection {i} got {other:?} instead of a refusal"),
             }
         }
@@ -506,7 +512,7 @@ fn hello_deadline_counts_from_the_accept() {
             "{model:?}: the whole trickled hello was read"
         );
         match tsperf_proto::decode_frame(&reply) {
-            Ok(Some((Frame::Refuse(r), _))) => {
+            Ok(Some((Frame::Refuse { reason: r, .. }, _))) => {
                 assert!(r.contains("no complete hello within 1 s"), "{model:?}: {r}")
             }
             other => panic!("{model:?}: {other:?}"),
@@ -535,7 +541,7 @@ fn auth_answer_deadline_counts_from_the_accept() {
         let (sent, reply) = trickle(s, &[0u8; 32], Duration::from_millis(250));
         assert!(sent < 32, "{model:?}: the whole trickled answer was read");
         match tsperf_proto::decode_frame(&reply) {
-            Ok(Some((Frame::Refuse(r), _))) => assert!(
+            Ok(Some((Frame::Refuse { reason: r, .. }, _))) => assert!(
                 r.contains("no authentication answer within 1 s"),
                 "{model:?}: {r}"
             ),

@@ -201,7 +201,9 @@ fn older_protocol_is_refused_by_version() {
         s.write_all(&hello).unwrap();
         let this = format!("version {}", tsperf_proto::VERSION);
         match read_one_frame(&mut s) {
-            Some(tsperf_proto::Frame::Refuse(reason)) => {
+            Some(tsperf_proto::Frame::Refuse { code, reason }) => {
+                // Issue 24: in the layout every version reads, with the version's code.
+                assert_eq!(code, tsperf_proto::RefuseCode::Version);
                 assert!(
                     reason.contains("version 2") && reason.contains(&this),
                     "{model:?}: {reason}"
@@ -217,7 +219,8 @@ fn older_protocol_is_refused_by_version() {
         hello[4..6].copy_from_slice(&3u16.to_be_bytes());
         s.write_all(&hello).unwrap();
         match read_one_frame(&mut s) {
-            Some(tsperf_proto::Frame::Refuse(reason)) => {
+            Some(tsperf_proto::Frame::Refuse { code, reason }) => {
+                assert_eq!(code, tsperf_proto::RefuseCode::Version);
                 assert!(
                     reason.contains("version 3") && reason.contains(&this),
                     "{model:?}: {reason}"

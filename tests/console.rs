@@ -99,7 +99,7 @@ fn stuck_stdout_pauses_only_what_it_logs() {
         assert!(
             matches!(
                 read_one_frame(&mut garbage),
-                Some(tsperf_proto::Frame::Refuse(_))
+                Some(tsperf_proto::Frame::Refuse { .. })
             ),
             "{model:?}: garbage not refused while stdout was stuck"
         );
@@ -207,7 +207,10 @@ fn stuck_stderr_does_not_block_refusals() {
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             s.write_all(b"NOPE, not a hello at all").unwrap();
             assert!(
-                matches!(read_one_frame(&mut s), Some(tsperf_proto::Frame::Refuse(_))),
+                matches!(
+                    read_one_frame(&mut s),
+                    Some(tsperf_proto::Frame::Refuse { .. })
+                ),
                 "{model:?}: connection {i} not refused while stderr was stuck"
             );
         }

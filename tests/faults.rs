@@ -34,7 +34,7 @@ fn exchange(port: u16, bytes: &[u8], step: usize) -> Vec<u8> {
 
 fn refusal(reply: &[u8]) -> String {
     match decode_frame(reply) {
-        Ok(Some((Frame::Refuse(reason), _))) => reason,
+        Ok(Some((Frame::Refuse { reason, .. }, _))) => reason,
         other => panic!("expected a refusal, got {other:?} from {reply:?}"),
     }
 }

@@ -45,7 +45,13 @@ fn fake_refuser(reason: &'static str) -> u16 {
         let (mut s, _) = l.accept().unwrap();
         let mut buf = [0u8; 64];
         let _ = s.read(&mut buf);
-        send(&mut s, &Frame::Refuse(reason.into()));
+        send(
+            &mut s,
+            &Frame::Refuse {
+                code: tsperf_proto::RefuseCode::Other,
+                reason: reason.into(),
+            },
+        );
     });
     port
 }

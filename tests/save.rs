@@ -106,7 +106,7 @@ fn dangerous_names_refused() {
         (".tsperf-1-1.part", "temporary files"),
     ] {
         match hello_reply(server.port, name, 10) {
-            Frame::Refuse(reason) => assert!(reason.contains(why), "{name:?}: {reason}"),
+            Frame::Refuse { reason, .. } => assert!(reason.contains(why), "{name:?}: {reason}"),
             other => panic!("{name:?} was not refused: {other:?}"),
         }
     }
@@ -120,7 +120,7 @@ fn dangerous_names_refused() {
     let mut reply = Vec::new();
     let _ = s.read_to_end(&mut reply);
     assert!(
-        matches!(decode_frame(&reply), Ok(Some((Frame::Refuse(r), _))) if r.contains("too long"))
+        matches!(decode_frame(&reply), Ok(Some((Frame::Refuse { reason: r, .. }, _))) if r.contains("too long"))
     );
     assert!(names_in(dir.path()).is_empty());
 
@@ -351,7 +351,7 @@ fn format_characters_and_lookalikes_refused() {
     ] {
         let name = format!("a{c}b.txt");
         match hello_reply(server.port, &name, 10) {
-            Frame::Refuse(reason) => assert!(
+            Frame::Refuse { reason, .. } => assert!(
                 reason.contains("look-alike") || reason.contains("invisible"),
                 "U+{:04X}: {reason}",
                 c as u32

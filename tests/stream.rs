@@ -253,7 +253,9 @@ fn refusals_and_server_survives_garbage() {
     let mut reply = Vec::new();
     let _ = s.read_to_end(&mut reply);
     match decode_frame(&reply) {
-        Ok(Some((Frame::Refuse(reason), _))) => assert!(reason.contains("bad magic"), "{reason}"),
+        Ok(Some((Frame::Refuse { reason, .. }, _))) => {
+            assert!(reason.contains("bad magic"), "{reason}")
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
 
@@ -279,7 +281,7 @@ fn refusals_and_server_survives_garbage() {
     let mut reply = Vec::new();
     let _ = s.read_to_end(&mut reply);
     assert!(
-        matches!(decode_frame(&reply), Ok(Some((Frame::Refuse(_), _)))),
+        matches!(decode_frame(&reply), Ok(Some((Frame::Refuse { .. }, _)))),
         "{reply:?}"
     );
 

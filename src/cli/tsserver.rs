@@ -172,24 +172,27 @@ fn run() -> anyhow::Result<ExitCode> {
             bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
+    let policy = server::Policy {
+        log,
+        allow_client_log: args.allow_client_log,
+        log_min_read: args.log_min_read,
+        read_size: args.read_size,
+        max_bytes: args.max_bytes,
+        stdout: tsperf_sys::term::stdout_kind(),
+        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
+        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+        auth: auth.map(|k| k as std::sync::Arc<dyn tsperf_proto::serve::Authenticator>),
+    };
     let mut cfg = ServerConfig {
         bind,
         port,
         once: args.once,
-        read_size: args.read_size,
         rcvbuf: args.rcvbuf,
         blocking: args.blocking,
-        log,
-        allow_client_log: args.allow_client_log,
-        stdout: tsperf_sys::term::stdout_kind(),
-        log_min_read: args.log_min_read,
-        max_bytes: args.max_bytes,
         max_clients: args.max_clients as usize,
-        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
-        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         save,
-        auth,
         grace,
+        policy,
     };
     warnings.extend(server::fit_descriptors(&mut cfg)?);
     let listener = server::bind(&cfg)?;

@@ -22,7 +22,7 @@ mod send;
 mod session;
 mod transfer;
 
-pub use session::{describe_bytes, handshake, read_frame_within};
+pub use session::{Refused, describe_bytes, handshake, read_frame_within};
 
 use std::fs::File;
 use std::io::{self, Read, Write};

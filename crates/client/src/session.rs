@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{Accepted, Clock, Transport};
 use tsperf_proto::clock::{Offset, TimeRequest, encode_query};
-use tsperf_proto::{Frame, Hello, Report, encode_hello};
+use tsperf_proto::{Frame, Hello, RefuseCode, Report, encode_hello};
 use tsperf_sys::auth::Key;
 use tsperf_sys::net;
 use tsperf_sys::text::Peer;
@@ -76,16 +76,39 @@ pub fn handshake<T: Transport>(
             log,
             stdout,
         }),
-        // An older or newer server names its own version only.
-        Frame::Refuse(reason) if reason.contains("unsupported protocol version") => bail!(
-            "refused: {} (this tsclient speaks protocol version {})",
-            Peer(&reason),
-            tsperf_proto::VERSION
-        ),
-        Frame::Refuse(reason) | Frame::Abort(reason) => bail!("refused: {}", Peer(&reason)),
+        Frame::Refuse { code, reason } => Err(Refused { code, reason }.into()),
+        Frame::Abort(reason) => Err(Refused {
+            code: RefuseCode::Other,
+            reason,
+        }
+        .into()),
         Frame::Report(_) | Frame::Challenge(_) | Frame::Time(_) => {
             bail!("the server broke the protocol: {answer:?} instead of an accept")
         }
+    }
+}
+
+/// The server refused the hello: its code (what a program acts on) and its reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Refused {
+    /// What kind of refusal.
+    pub code: RefuseCode,
+    /// Why, in the server's words.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused: {}", Peer(&self.reason))?;
+        // An older or newer server names its own version only.
+        if self.code == RefuseCode::Version {
+            write!(
+                f,
+                " (this tsclient speaks protocol version {})",
+                tsperf_proto::VERSION
+            )?;
+        }
+        Ok(())
     }
 }
 

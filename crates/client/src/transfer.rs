@@ -261,7 +261,7 @@ fn lost<T: Transport>(
         );
     }
     let reason = read_frame_within(conn, "reason", Duration::from_millis(500), String::new);
-    if let Ok(Frame::Abort(reason) | Frame::Refuse(reason)) = reason {
+    if let Ok(Frame::Abort(reason) | Frame::Refuse { reason, .. }) = reason {
         return anyhow::anyhow!(
             "the server aborted the transfer after {sent} of {total} bytes: {}",
             Peer(&reason)

@@ -26,9 +26,17 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             }
             TAG_TIME
         }
-        Frame::Refuse(reason) => {
+        Frame::Refuse {
+            code: RefuseCode::Version,
+            reason,
+        } => {
             put_string(out, reason);
             TAG_REFUSE
+        }
+        Frame::Refuse { code, reason } => {
+            out.push(code.code());
+            put_string(out, reason);
+            TAG_REFUSED
         }
         Frame::Abort(reason) => {
             put_string(out, reason);
@@ -78,7 +86,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
-    if !(TAG_ACCEPT..=TAG_TIME).contains(&tag) {
+    if !(TAG_ACCEPT..=TAG_REFUSED).contains(&tag) {
         return Err(ProtocolError::BadTag(tag));
     }
     if buf.len() < FRAME_HEADER {
@@ -120,7 +128,19 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
                 server_send_unix_ns: be64(&body[16..24]),
             })
         }
-        TAG_REFUSE => Frame::Refuse(whole_string(body).map_err(|e| e.or_len(bad_len))?),
+        TAG_REFUSE => Frame::Refuse {
+            code: RefuseCode::Version,
+            reason: whole_string(body).map_err(|e| e.or_len(bad_len))?,
+        },
+        TAG_REFUSED => {
+            let (&byte, rest) = body.split_first().ok_or_else(|| bad_len(3))?;
+            let code = RefuseCode::from_code(byte).ok_or(ProtocolError::BadEnum {
+                field: "refusal code",
+                value: byte,
+            })?;
+            let reason = whole_string(rest).map_err(|e| e.or_len(|n| bad_len(1 + n)))?;
+            Frame::Refuse { code, reason }
+        }
         TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.or_len(bad_len))?),
         TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
         _ => {

@@ -84,11 +84,12 @@
 //! | tag | frame  | body                                                                      |
 //! |----:|--------|---------------------------------------------------------------------------|
 //! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
-//! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes)                           |
+//! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes): the refusal of a hello of another version, in the one layout every version reads (code [`RefuseCode::Version`]) |
 //! | 3   | Report | 218 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
+//! | 7   | Refused | `code: u8` ([`RefuseCode`]; unknown values are refused, `BadEnum`), `reason: string`: every other refusal, with a code a program acts on and the reason for people |
 //!
 //! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: the transfer's
 //! sink, 0 = none, 1 = stdout, 2 = file. `stdout`: what the server's standard output is, as
@@ -159,6 +160,7 @@
 pub mod clock;
 mod frame;
 mod hello;
+pub mod serve;
 pub mod tcp;
 
 pub use frame::{decode_frame, encode_frame};
@@ -209,6 +211,7 @@ const TAG_REPORT: u8 = 3;
 const TAG_ABORT: u8 = 4;
 const TAG_CHALLENGE: u8 = 5;
 const TAG_TIME: u8 = 6;
+const TAG_REFUSED: u8 = 7;
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -393,6 +396,55 @@ impl Hello {
             log: None,
             clock_queries: 0,
         }
+    }
+}
+
+/// Why a server refused a hello: the code a client acts on, beside the reason's words. Sent in
+/// the Refused frame (tag 7); the version refusal keeps the Refuse frame (tag 2) that every
+/// version reads, and decodes as [`RefuseCode::Version`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefuseCode {
+    /// The hello is of another protocol version.
+    Version,
+    /// The hello is malformed, incomplete in time, or followed by data before the answer.
+    Hello,
+    /// Authentication is required, or the answer was wrong.
+    Auth,
+    /// The client asked for a log sink the server does not let it choose.
+    Sink,
+    /// A limit of the server's: the size announced (`--max-bytes`), the connections it serves
+    /// (`--max-clients`), its descriptors.
+    Limit,
+    /// The file cannot be saved under its name (`--save`).
+    Save,
+    /// The server is shutting down.
+    Shutdown,
+    /// Anything else.
+    Other,
+}
+
+impl RefuseCode {
+    /// Every code, in wire order (the byte is the index).
+    pub const ALL: [RefuseCode; 8] = [
+        RefuseCode::Version,
+        RefuseCode::Hello,
+        RefuseCode::Auth,
+        RefuseCode::Sink,
+        RefuseCode::Limit,
+        RefuseCode::Save,
+        RefuseCode::Shutdown,
+        RefuseCode::Other,
+    ];
+
+    /// The byte on the wire.
+    pub fn code(self) -> u8 {
+        RefuseCode::ALL.iter().position(|c| *c == self).unwrap_or(7) as u8
+    }
+
+    /// The code of a byte, if it is one.
+    pub fn from_code(v: u8) -> Option<RefuseCode> {
+        RefuseCode::ALL.get(usize::from(v)).copied()
     }
 }
 
@@ -663,7 +715,12 @@ pub enum Frame {
         stdout: StdoutKind,
     },
     /// The server does not serve the hello, and says why; it closes.
-    Refuse(String),
+    Refuse {
+        /// What kind of refusal: a program acts on this, never on the reason's words.
+        code: RefuseCode,
+        /// Why, for people.
+        reason: String,
+    },
     /// Every byte and the trailer arrived: the server's measurements.
     Report(Report),
     /// The server gave up mid-transfer, and says why; it closes.

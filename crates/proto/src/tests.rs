@@ -229,7 +229,14 @@ fn frame_round_trips() {
             server_recv_unix_ns: 4,
             server_send_unix_ns: u64::MAX,
         }),
-        Frame::Refuse("no thanks".into()),
+        Frame::Refuse {
+            code: RefuseCode::Limit,
+            reason: "no thanks".into(),
+        },
+        Frame::Refuse {
+            code: RefuseCode::Version,
+            reason: "another version".into(),
+        },
         Frame::Abort(String::new()),
         Frame::Report(report()),
         Frame::Report(Report::default()),
@@ -253,12 +260,48 @@ fn frame_round_trips() {
     }
 }
 
+/// Every refusal code travels as itself; the version refusal in the layout every version
+/// reads (tag 2, the reason alone), the rest with their code (tag 7).
+#[test]
+fn refusal_codes_round_trip() {
+    for code in RefuseCode::ALL {
+        let f = Frame::Refuse {
+            code,
+            reason: format!("{code:?}"),
+        };
+        let mut b = Vec::new();
+        encode_frame(&f, &mut b);
+        assert_eq!(b[0], if code == RefuseCode::Version { 2 } else { 7 });
+        assert_eq!(decode_frame(&b), Ok(Some((f, b.len()))));
+        assert_eq!(RefuseCode::from_code(code.code()), Some(code));
+    }
+    // A version 4 server's refusal (tag 2) reads as another version's.
+    let mut old = vec![2, 0, 4, 0, 2];
+    old.extend_from_slice(b"no");
+    assert_eq!(
+        decode_frame(&old),
+        Ok(Some((
+            Frame::Refuse {
+                code: RefuseCode::Version,
+                reason: "no".into()
+            },
+            old.len()
+        )))
+    );
+}
+
 /// An over-long reason is cut at a character boundary and still decodes.
 #[test]
 fn long_reason_is_cut_to_limit() {
     let mut b = Vec::new();
-    encode_frame(&Frame::Refuse("é".repeat(MAX_REASON)), &mut b);
-    let Ok(Some((Frame::Refuse(s), _))) = decode_frame(&b) else {
+    encode_frame(
+        &Frame::Refuse {
+            code: RefuseCode::Other,
+            reason: "é".repeat(MAX_REASON),
+        },
+        &mut b,
+    );
+    let Ok(Some((Frame::Refuse { reason: s, .. }, _))) = decode_frame(&b) else {
         panic!("did not decode");
     };
     assert!(s.len() <= MAX_REASON && s.len() >= MAX_REASON - 1);
@@ -313,7 +356,14 @@ fn frame_refusals() {
         decode_frame(&short_time),
         Err(ProtocolError::BadBodyLength { tag: 6, .. })
     ));
-    assert_eq!(decode_frame(&[7, 0, 0]), Err(ProtocolError::BadTag(7)));
+    assert_eq!(decode_frame(&[8, 0, 0]), Err(ProtocolError::BadTag(8)));
+    assert_eq!(
+        decode_frame(&[7, 0, 3, 8, 0, 0]),
+        Err(ProtocolError::BadEnum {
+            field: "refusal code",
+            value: 8
+        })
+    );
     // A string length that disagrees with the body length: the body its string needs is the
     // size expected (issue 23: it said "a body of 3 bytes: expected 3").
     assert_eq!(

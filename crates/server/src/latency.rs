@@ -1,84 +1,14 @@
-//! The server's side of latency mode: answer each clock request as soon as it is whole.
-//!
-//! Shared by both server models: the caller reads into [`LatencySession::space`], reports the
-//! bytes with [`LatencySession::filled`], and flushes the outbox it was given.
+//! The server's side of latency mode is the protocol's ([`LatencySession`], pure); here its
+//! answers go into a connection's [`Outbox`], which keeps each answer's write boundaries.
 
-use tsperf_proto::clock::{
-    Codec, Framing, MAX_MESSAGE, PREFIX, TimeResponse, decode_request, split_message,
-};
-use tsperf_proto::{Hello, ProtocolError};
-use tsperf_sys::timing::unix_ns_now;
+use tsperf_proto::clock::{Codec, Framing, TimeResponse};
+use tsperf_proto::serve::Answers;
+pub use tsperf_proto::serve::LatencySession;
 
-use super::outbox::Outbox;
+use crate::outbox::Outbox;
 
-/// One latency connection's state.
-pub struct LatencySession {
-    /// How message bodies are encoded.
-    pub codec: Codec,
-    /// One write per message or two.
-    pub framing: Framing,
-    /// The client asked for TCP_NODELAY.
-    pub nodelay: bool,
-    buf: Box<[u8; PREFIX + MAX_MESSAGE]>,
-    have: usize,
-    /// Requests answered so far.
-    pub requests: u64,
-}
-
-impl LatencySession {
-    /// A session for an accepted latency hello (its codec and framing were validated).
-    pub fn new(hello: &Hello) -> LatencySession {
-        LatencySession {
-            codec: Codec::from_code(hello.codec).unwrap_or(Codec::Binary),
-            framing: Framing::from_code(hello.framing).unwrap_or(Framing::Single),
-            nodelay: hello.nodelay,
-            buf: Box::new([0; PREFIX + MAX_MESSAGE]),
-            have: 0,
-            requests: 0,
-        }
-    }
-
-    /// Where the next read goes.
-    pub fn space(&mut self) -> &mut [u8] {
-        &mut self.buf[self.have..]
-    }
-
-    /// True when no partial request is pending: the peer may close here cleanly.
-    pub fn at_boundary(&self) -> bool {
-        self.have == 0
-    }
-
-    /// Accounts for `n` bytes read into [`LatencySession::space`] and queues an answer for every
-    /// request now whole. A bad request ends the session with the reason.
-    pub fn filled(&mut self, n: usize, out: &mut Outbox) -> Result<(), ProtocolError> {
-        let recv = unix_ns_now();
-        self.have += n;
-        let mut at = 0;
-        while let Some((body, used)) = split_message(&self.buf[at..self.have])? {
-            let req = decode_request(body, self.codec)?;
-            let resp = TimeResponse {
-                seq: req.seq,
-                server_recv_unix_ns: recv,
-                server_send_unix_ns: unix_ns_now(),
-            };
-            out.response(&resp, self.codec, self.framing);
-            self.requests += 1;
-            at += used;
-        }
-        self.buf.copy_within(at..self.have, 0);
-        self.have -= at;
-        Ok(())
-    }
-
-    /// The server's one-line account of a finished session.
-    pub fn summary(&self) -> String {
-        format!(
-            "{} (codec {:?}, framing {:?}, nodelay {})",
-            tsperf_results::units::count(self.requests, "clock query"),
-            self.codec,
-            self.framing,
-            if self.nodelay { "on" } else { "off" }
-        )
-        .to_lowercase()
+impl Answers for Outbox {
+    fn answer(&mut self, r: &TimeResponse, codec: Codec, framing: Framing) {
+        self.response(r, codec, framing);
     }
 }

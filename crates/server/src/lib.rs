@@ -10,7 +10,7 @@
 
 pub mod blocking;
 pub mod console;
-pub mod conversation;
+mod drive;
 pub mod event_loop;
 pub mod fds;
 pub mod latency;
@@ -21,30 +21,27 @@ pub mod receiver;
 pub mod save;
 
 pub use mark::WakeMark;
+pub use tsperf_proto::serve::{
+    AUTH_FAILED, HELLO_TIMEOUT, IDLE_TIMEOUT, LOG_MIN_READ, Outcome, Policy, SHUTTING_DOWN,
+    default_read_size,
+};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use std::time::Duration;
-use tracing::warn;
 
 use crate::console::Stream;
-use latency::LatencySession;
-use receiver::Receiver;
 use save::SaveDir;
 use std::sync::Arc;
-use tsperf_proto::{Frame, Hello, LogMode, Mode, Report, ServerIo, TimePhase};
+use tsperf_proto::Report;
 use tsperf_results::units;
 use tsperf_sys::text::Peer;
 use tsperf_sys::timing::{Stamp, unix_us_now};
 
-/// Default: how long a new connection may take to send its hello.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default: how long a transfer may go without a byte before the server gives up on it.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default: the largest transfer a client may announce, as `--max-bytes` reads it.
 pub const MAX_BYTES: &str = "64GiB";
 /// Default: how long transfers in flight get to finish after SIGINT or SIGTERM.
@@ -53,9 +50,6 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// most a log sink's per-chunk reads take: whatever chunk a client announces, the server's read
 /// buffer is its own size, not the client's.
 pub const BULK_READ: u32 = tsperf_proto::BULK_READ;
-/// Default: the smallest read with a log sink (`--log-min-read`), so a client announcing
-/// 1-byte chunks does not get a log line per byte.
-pub const LOG_MIN_READ: u32 = 64;
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 
@@ -68,32 +62,16 @@ pub struct ServerConfig {
     pub port: u16,
     /// Serve one transfer, then exit.
     pub once: bool,
-    /// Read size; `None` reads in the client's chunk size, as the seed's server did.
-    pub read_size: Option<u32>,
     /// Ask the kernel for this receive buffer (SO_RCVBUF) on every connection.
     pub rcvbuf: Option<u32>,
     /// Serve with a thread per connection instead of the event loop.
     pub blocking: bool,
-    /// Where per-read log lines go, unless the client asks otherwise (and may).
-    pub log: LogMode,
-    /// Clients may choose the log sink of their transfer (`--allow-client-log`).
-    pub allow_client_log: bool,
-    /// What the server's stdout is, as the Accept tells clients.
-    pub stdout: tsperf_proto::StdoutKind,
-    /// With a log sink, the smallest read size (`--log-min-read`).
-    pub log_min_read: u32,
-    /// Largest announced transfer accepted, in bytes.
-    pub max_bytes: u64,
     /// Connections served at once.
     pub max_clients: usize,
-    /// How long a connection may take to send its hello, from the accept.
-    pub hello_timeout: Duration,
-    /// How long a connection may go without data or requests.
-    pub idle_timeout: Duration,
     /// Save received files here (`--save`), whole or not at all.
     pub save: Option<Arc<SaveDir>>,
-    /// Require clients to prove they hold this key (`--auth-key`).
-    pub auth: Option<Arc<tsperf_sys::auth::Key>>,
+    /// What a conversation decides by: the log sinks, read sizes, limits, deadlines and key.
+    pub policy: Policy,
     /// How long transfers in flight may take to finish after a stop is requested.
     pub grace: Duration,
 }
@@ -104,9 +82,6 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 static STOP_NOW: AtomicBool = AtomicBool::new(false);
 /// What to call to wake a server waiting for work, so it sees [`stopping`].
 static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
-
-/// The reason given to transfers cut off by a shutdown.
-pub const SHUTTING_DOWN: &str = "the server is shutting down";
 
 /// True once the server has been asked to stop.
 pub fn stopping() -> bool {
@@ -166,9 +141,6 @@ fn on_stop(wake: impl Fn() + Send + 'static) {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(Box::new(wake));
 }
-
-/// The refusal for a wrong authentication answer.
-pub const AUTH_FAILED: &str = "authentication failed: the client does not hold this server's key";
 
 /// Binds the listening socket: on `cfg.bind`, or with none on `[::]` taking IPv4 too (a
 /// dual-stack socket, so `--host ::1` and `--host 127.0.0.1` both reach a default server),
@@ -265,81 +237,6 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     }
 }
 
-/// How one connection ended.
-#[derive(Debug)]
-pub enum Outcome {
-    /// Every announced byte arrived and the report was sent.
-    Complete,
-    /// The hello was refused; the reason was sent to the peer where the protocol allowed.
-    Refused(String),
-    /// The transfer stopped short; the reason says why.
-    Incomplete(String),
-}
-
-/// The server's read size when `--read-size` is not given. With a log sink, the client's chunk
-/// size: one read (and one log line) per chunk, as the seed's server did, but never less than
-/// `log_min_read` (a client announcing 1-byte chunks would get a log line per byte) and never
-/// more than [`BULK_READ`] (the client does not size the server's buffer). With `--log none`
-/// nothing watches individual reads, so the server reads up to [`BULK_READ`] at once: the
-/// cheapest receiver, so the server is never the bottleneck it measures.
-pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
-    match log {
-        LogMode::None => BULK_READ,
-        _ => chunk.max(log_min_read).min(BULK_READ),
-    }
-}
-
-/// What the server grants an admitted hello.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admitted {
-    /// Bytes per read (0 in latency mode, which reads whole messages).
-    pub read_size: u32,
-    /// Where the transfer's per-read lines go.
-    pub log: LogMode,
-}
-
-/// Decides whether to serve a hello. Returns what it gets, or the refusal reason.
-pub fn admit(hello: &Hello, cfg: &ServerConfig) -> Result<Admitted, String> {
-    let log = transfer_log(hello, cfg)?;
-    let read_size = admit_size(hello, log, cfg)?;
-    Ok(Admitted { read_size, log })
-}
-
-/// The log sink of a transfer: the one its client asked for where the server lets it choose (or
-/// it asked for the server's own), else the server's. A latency session logs nothing per read.
-pub fn transfer_log(hello: &Hello, cfg: &ServerConfig) -> Result<LogMode, String> {
-    match hello.log {
-        _ if hello.mode == Mode::Latency => Ok(cfg.log),
-        None => Ok(cfg.log),
-        Some(asked) if asked == cfg.log || cfg.allow_client_log => Ok(asked),
-        Some(asked) => Err(format!(
-            "this server logs to {} and does not let clients choose (--server-log {asked} was \
-             asked for): its operator can allow it with tsserver --allow-client-log",
-            cfg.log
-        )),
-    }
-}
-
-fn admit_size(hello: &Hello, log: LogMode, cfg: &ServerConfig) -> Result<u32, String> {
-    match hello.mode {
-        Mode::Stream if hello.length > cfg.max_bytes => Err(format!(
-            "'{}' is {} bytes: this server accepts at most {} (--max-bytes)",
-            Peer(&hello.name),
-            hello.length,
-            cfg.max_bytes
-        )),
-        Mode::Stream => {
-            if let Some(dir) = &cfg.save {
-                dir.admit(&hello.name)?;
-            }
-            Ok(cfg
-                .read_size
-                .unwrap_or_else(|| default_read_size(hello.chunk, log, cfg.log_min_read)))
-        }
-        Mode::Latency => Ok(0),
-    }
-}
-
 /// The send and receive buffers a latency session's socket gets: messages are small and go one
 /// at a time, and fixed buffers keep a client that pipelines requests and never reads from
 /// holding megabytes of kernel memory (autotuning would grow them to `tcp_wmem`'s and
@@ -355,17 +252,6 @@ pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, nodelay: bool) {
     }
     let _ = sock.set_send_buffer_size(LATENCY_BUFFERS);
     let _ = sock.set_recv_buffer_size(LATENCY_BUFFERS);
-}
-
-/// Ends a latency session: complete if the client closed between requests. Prints one line.
-pub fn finish_latency(session: &LatencySession, peer: SocketAddr, why: Option<String>) -> Outcome {
-    let line = format!("tsserver: answered {} from {peer}\n", session.summary());
-    console::message(Stream::Out, &line);
-    match why {
-        None if session.at_boundary() => Outcome::Complete,
-        None => Outcome::Incomplete("the client closed in the middle of a request".into()),
-        Some(why) => Outcome::Incomplete(why),
-    }
 }
 
 /// Prints a completed transfer the way the seed's server did (begin, read over, end), then one
@@ -421,112 +307,4 @@ pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
             ),
         ),
     }
-}
-
-/// Numbers connections in the per-read log.
-static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
-
-/// Starts the accounting of an admitted transfer (with `--save`, its temporary file) and logs
-/// its start. An error is the refusal to send.
-pub fn start_transfer(
-    hello: &Hello,
-    admitted: Admitted,
-    peer: SocketAddr,
-    cfg: &ServerConfig,
-) -> Result<Receiver, String> {
-    let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
-    let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
-    rx.set_log_gate(cfg.log_min_read);
-    if let Some(dir) = &cfg.save {
-        let partial = dir
-            .create(&hello.name)
-            .map_err(|e| save_failed(hello, &e))?;
-        rx.sink = Some(partial);
-    }
-    rx.log_start(peer, hello);
-    Ok(rx)
-}
-
-/// The reason sent when saving failed.
-pub fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
-    format!("cannot save '{}': {e}", Peer(&hello.name))
-}
-
-/// Ends a transfer whose bytes and the client's digest (the trailer) have all arrived: with
-/// `--save` and matching digests, syncs and renames the file into place; logs the end (which
-/// writes out the transfer's log, so the file holds every line before the client hears back, or
-/// the report counts the lines it lost), prints the summary, and
-/// returns the frame to send (the report, or an abort if the file could not be saved).
-pub fn finish_transfer(
-    rx: &mut Receiver,
-    hello: &Hello,
-    peer: SocketAddr,
-    server_io: ServerIo,
-    rcvbuf: u32,
-    tcp: tsperf_proto::tcp::ReceiverTcp,
-    client_digest: u64,
-) -> Frame {
-    // Since the last data turn: the trailer's wait.
-    rx.lap(TimePhase::Wait);
-    let saved = match rx.sink.take() {
-        None => Ok(String::new()),
-        Some(_) if rx.digest() != client_digest => {
-            warn!(%peer, "'{}' not saved: the digests differ", Peer(&hello.name));
-            Ok(String::new())
-        }
-        Some(partial) => {
-            let committed = partial.commit();
-            rx.lap(TimePhase::Fsync);
-            match committed {
-                Ok(path) => Ok(path.display().to_string()),
-                Err(e) => Err(save_failed(hello, &e)),
-            }
-        }
-    };
-    rx.log_end(if saved.is_ok() {
-        "complete"
-    } else {
-        "not saved"
-    });
-    rx.lap(if rx.log() == LogMode::None {
-        TimePhase::Wait
-    } else {
-        TimePhase::Log
-    });
-    match saved {
-        Ok(saved_to) => {
-            let report = Report {
-                saved_to,
-                output_dropped: console::dropped(),
-                ..rx.report_with(server_io, rcvbuf, tcp)
-            };
-            print_complete(&hello.name, peer, rx.read_size() as u32, &report);
-            Frame::Report(report)
-        }
-        Err(reason) => {
-            print_failed(peer, &Outcome::Incomplete(reason.clone()));
-            Frame::Abort(reason)
-        }
-    }
-}
-
-/// The outcome of a transfer that stopped short: how far it got, and why it stopped. Removes any
-/// partial file first, then logs the end (and writes out the transfer's log).
-pub fn incomplete(hello: &Hello, rx: &mut Receiver, why: &str) -> Outcome {
-    rx.discard();
-    rx.log_end(why);
-    Outcome::Incomplete(format!(
-        "'{}': {} of {} bytes, then {why}",
-        Peer(&hello.name),
-        rx.bytes(),
-        rx.expected()
-    ))
-}
-
-/// The refusal for a connection past `--max-clients`.
-pub fn busy(cfg: &ServerConfig) -> String {
-    format!(
-        "server busy: it serves at most {} at once (--max-clients)",
-        tsperf_results::units::count(cfg.max_clients as u64, "connection")
-    )
 }

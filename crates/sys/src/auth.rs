@@ -89,6 +89,12 @@ impl Key {
     }
 }
 
+impl tsperf_proto::serve::Authenticator for Key {
+    fn verify(&self, challenge: &[u8; LEN], answer: &[u8; LEN]) -> bool {
+        Key::verify(self, challenge, answer)
+    }
+}
+
 /// A fresh random challenge from the kernel.
 pub fn challenge() -> [u8; LEN] {
     let mut c = [0u8; LEN];

@@ -1,5 +1,6 @@
-//! One connection of the event loop: its socket, its [`Conversation`], the output it has yet
-//! to send, and the bookkeeping that keeps edge-triggered readiness honest ([`Conn::more`]).
+//! One connection of the event loop: its socket, its [`Conversation`] and the transfer beside it,
+//! the output it has yet to send, and the bookkeeping that keeps edge-triggered readiness honest
+//! ([`Conn::more`]).
 
 use std::io::{self, Read};
 use std::net::SocketAddr;
@@ -7,19 +8,23 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 use tracing::debug;
-
-use super::super::conversation::{Conversation, Phase, Step};
-use super::super::outbox::{LATENCY_CAP, Outbox};
-use super::super::{Outcome, ServerConfig};
-use crate::console;
-use crate::receiver::{Block, ReadEnd, TURN_READS};
-use tsperf_proto::{Frame, TimePhase};
+use tsperf_proto::serve::{Conversation, Phase, Step};
+use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase};
 use tsperf_sys::net;
+use tsperf_sys::timing::unix_ns_now;
+
+use crate::console;
+use crate::drive::{Where, data_end, perform};
+use crate::outbox::{LATENCY_CAP, Outbox};
+use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
+use crate::{Outcome, ServerConfig};
 
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
     pub(super) peer: SocketAddr,
     pub(super) conv: Conversation,
+    /// The transfer's accounting, once the conversation has begun one.
+    pub(super) rx: Option<Box<Receiver>>,
     pub(super) out: Outbox,
     /// The outcome, once the conversation is over; its last frame may still be flushing.
     pub(super) closing: Option<Outcome>,
@@ -41,9 +46,9 @@ impl Conn {
         self.more = false;
         if self.closing.is_none() {
             let step = self.converse(block, cfg);
-            self.apply(step);
+            self.apply(step, cfg);
         }
-        let flushed = self.flush(cfg);
+        let flushed = self.flush();
         if self.closing.is_none() {
             let broken =
                 |e: io::Error| Outcome::Incomplete(format!("cannot write to the client: {e}"));
@@ -60,8 +65,10 @@ impl Conn {
         }
     }
 
-    /// Queues a step's frame; keeps its outcome for when the frame is sent.
-    fn apply(&mut self, step: Step) {
+    /// Performs a step's effect, queues its frame, and keeps its outcome for when the frame is
+    /// sent.
+    fn apply(&mut self, step: Step, cfg: &ServerConfig) {
+        let step = self.perform(step, cfg);
         if let Some(frame) = &step.send {
             self.out.frame(frame);
         }
@@ -70,46 +77,45 @@ impl Conn {
         }
     }
 
+    fn perform(&mut self, step: Step, cfg: &ServerConfig) -> Step {
+        let at = Where {
+            peer: self.peer,
+            socket: &self.stream,
+            cfg,
+            server_io: ServerIo::EventLoop,
+        };
+        perform(step, &mut self.conv, &mut self.rx, at)
+    }
+
     /// Reads what the socket has for the conversation, phase after phase, until it waits.
     fn converse(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
         loop {
             let step = match self.conv.phase() {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
-                    if self.conv.phase() == Phase::Trailer {
-                        self.conv.set_wakeups(self.wakeups);
+                    if let Some(rx) = self.rx.as_deref_mut() {
+                        rx.wakeups = self.wakeups;
                     }
                     match self.stream.read(self.conv.space()) {
-                        Ok(n) => self.conv.received(n, cfg, Instant::now(), &self.stream),
+                        Ok(n) => self.conv.received(n, Instant::now(), &mut unix_ns_now),
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => self.conv.read_failed(&e),
                     }
                 }
                 Phase::Data => {
-                    // A logged transfer is read only while stdout has room for a turn's lines.
-                    let was_waiting = self.log_wait;
-                    self.log_wait = self.conv.logs_to_stdout()
-                        && !console::room(crate::receiver::LOG_TURN_RESERVE);
-                    if let Some(rx) = self.conv.receiver() {
-                        // Time left unread for stdout's room is the log's, not a wait for data.
-                        match (was_waiting, self.log_wait) {
-                            (false, true) => rx.lap(TimePhase::Wait),
-                            (true, false) => rx.lap(TimePhase::Log),
-                            _ => {}
-                        }
-                    }
-                    if self.log_wait {
+                    if self.wait_for_stdout() {
                         return Step::default();
                     }
-                    let step = self.read_data(block, cfg);
+                    let step = self.read_data(block);
                     if step.end.is_none() && self.conv.phase() == Phase::Data {
                         return step;
                     }
                     step
                 }
-                Phase::Latency => return self.serve_latency(cfg),
-                Phase::Done => return Step::default(),
+                Phase::Latency => return self.serve_latency(),
+                Phase::Begin | Phase::Finish | Phase::Done => return Step::default(),
             };
+            let step = self.perform(step, cfg);
             if step.end.is_some() {
                 return step;
             }
@@ -128,8 +134,24 @@ impl Conn {
         }
     }
 
-    fn read_data(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
-        let Some(rx) = self.conv.receiver() else {
+    /// A logged transfer is read only while stdout has room for a turn's lines: true while it
+    /// waits (its time unread for that room is the log's, not a wait for data).
+    fn wait_for_stdout(&mut self) -> bool {
+        let was_waiting = self.log_wait;
+        let logs_to_stdout = self.rx.as_ref().is_some_and(|r| r.log() == LogMode::Stdout);
+        self.log_wait = logs_to_stdout && !console::room(crate::receiver::LOG_TURN_RESERVE);
+        if let Some(rx) = self.rx.as_deref_mut() {
+            match (was_waiting, self.log_wait) {
+                (false, true) => rx.lap(TimePhase::Wait),
+                (true, false) => rx.lap(TimePhase::Log),
+                _ => {}
+            }
+        }
+        self.log_wait
+    }
+
+    fn read_data(&mut self, block: &mut Block) -> Step {
+        let Some(rx) = self.rx.as_deref_mut() else {
             return Step::default();
         };
         let before = rx.bytes();
@@ -141,21 +163,20 @@ impl Conn {
         }
         let end = block.read_turn(&mut self.stream, rx);
         self.mark.follow(&self.stream, rx);
+        rx.wakeups = self.wakeups;
         let got = rx.bytes() - before;
         self.more = matches!(end, ReadEnd::TurnOver);
-        self.conv.data_turn(end, got, cfg, Instant::now())
+        let end = data_end(end, self.conv.hello());
+        self.conv.data_turn(end, got, Instant::now())
     }
 
     /// Answers first (what the client took makes room for reading its next requests), then
     /// reads requests.
-    fn serve_latency(&mut self, cfg: &ServerConfig) -> Step {
-        if let Err(e) = self.flush(cfg) {
-            return Step {
-                send: None,
-                end: Some(self.conv.cannot_answer(&e)),
-            };
+    fn serve_latency(&mut self) -> Step {
+        if let Err(e) = self.flush() {
+            return self.conv.cannot_answer(&e);
         }
-        self.read_latency(cfg)
+        self.read_latency()
     }
 
     /// Ends the connection now, telling the client why where the protocol allows, and removing
@@ -165,8 +186,8 @@ impl Conn {
             return outcome;
         }
         let step = self.conv.abort(why);
-        self.apply(step);
-        let _ = self.flush(cfg);
+        self.apply(step, cfg);
+        let _ = self.flush();
         self.closing
             .take()
             .unwrap_or_else(|| Outcome::Incomplete(why.to_owned()))
@@ -178,11 +199,9 @@ impl Conn {
         if self.closing.is_some() {
             return Outcome::Incomplete("the client did not take its reply".into());
         }
-        let step = self
-            .conv
-            .timed_out(cfg, self.log_wait, !self.out.is_empty());
-        self.apply(step);
-        let _ = self.flush(cfg);
+        let step = self.conv.timed_out(self.log_wait, !self.out.is_empty());
+        self.apply(step, cfg);
+        let _ = self.flush();
         self.closing
             .take()
             .unwrap_or_else(|| Outcome::Incomplete("timed out".into()))
@@ -190,11 +209,11 @@ impl Conn {
 
     /// Writes queued output until it is gone (`Ok(true)`) or the socket is full (`Ok(false)`).
     /// A latency client that takes answers is not idle, however few requests it sends.
-    pub(super) fn flush(&mut self, cfg: &ServerConfig) -> io::Result<bool> {
+    pub(super) fn flush(&mut self) -> io::Result<bool> {
         let before = self.out.pending();
         let done = self.out.flush(&mut self.stream);
         if self.out.pending() < before {
-            self.conv.busy_at(cfg, Instant::now());
+            self.conv.busy_at(Instant::now());
         }
         done
     }
@@ -202,9 +221,9 @@ impl Conn {
     /// Answers clock queries until `WouldBlock`, for at most a turn ([`TURN_READS`] reads), and
     /// only while the client takes its answers: with [`LATENCY_CAP`] unsent it reads no more
     /// until a WRITABLE event says the client took some. The client closing ends the session.
-    fn read_latency(&mut self, cfg: &ServerConfig) -> Step {
+    fn read_latency(&mut self) -> Step {
         let mut reads = 0;
-        let end = loop {
+        loop {
             if self.out.pending() >= LATENCY_CAP {
                 return Step::default();
             }
@@ -216,22 +235,18 @@ impl Conn {
                 return Step::default();
             };
             match self.stream.read(session.space()) {
-                Ok(0) => break self.conv.end_latency(None),
+                Ok(0) => return self.conv.end_latency(None),
                 Ok(n) => {
                     reads += 1;
-                    if let Err(e) = session.filled(n, &mut self.out) {
-                        break self.conv.bad_request(&e);
+                    if let Err(e) = session.filled(n, &mut unix_ns_now, &mut self.out) {
+                        return self.conv.bad_request(&e);
                     }
-                    self.conv.request_at(cfg, Instant::now());
+                    self.conv.request_at(Instant::now());
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break self.conv.end_latency(Some(e.to_string())),
+                Err(e) => return self.conv.end_latency(Some(e.to_string())),
             }
-        };
-        Step {
-            send: None,
-            end: Some(end),
         }
     }
 }

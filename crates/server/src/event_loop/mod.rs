@@ -32,12 +32,13 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use tracing::{debug, warn};
 
-use super::conversation::Conversation;
 use super::fds::{self, Backoff, Spare};
 use super::outbox::Outbox;
-use super::{Outcome, SHUTTING_DOWN, ServerConfig, busy, print_failed};
+use super::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
 use crate::console;
 use crate::receiver::{Block, HASH_BLOCK};
+use tsperf_proto::RefuseCode;
+use tsperf_proto::serve::{Conversation, Refusal, busy};
 use tsperf_proto::{Frame, ServerIo};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -225,7 +226,7 @@ impl Loop<'_> {
             }
             c.log_wait = false;
             // Its time unread since it found no room was the log's.
-            if let Some(rx) = c.conv.receiver() {
+            if let Some(rx) = c.rx.as_deref_mut() {
                 rx.lap(tsperf_proto::TimePhase::Log);
             }
             if let Some(done) = self.turn_and_requeue(key, false) {
@@ -328,7 +329,7 @@ impl Loop<'_> {
                             refuse_now(
                                 &mut stream,
                                 super::canonical(peer),
-                                fds::OUT_OF_DESCRIPTORS,
+                                (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
                             );
                             true
                         }
@@ -348,7 +349,7 @@ impl Loop<'_> {
                 }
             };
             if self.conns.len() >= self.cfg.max_clients {
-                refuse_now(&mut stream, peer, &busy(self.cfg));
+                refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
                 continue;
             }
             let entry = self.conns.vacant_entry();
@@ -363,7 +364,13 @@ impl Loop<'_> {
             entry.insert(Conn {
                 stream,
                 peer,
-                conv: Conversation::new(peer, ServerIo::EventLoop, self.cfg, Instant::now()),
+                conv: Conversation::new(
+                    ServerIo::EventLoop,
+                    &self.cfg.policy,
+                    crate::drive::challenge(self.cfg),
+                    Instant::now(),
+                ),
+                rx: None,
                 out: Outbox::default(),
                 closing: None,
                 log_wait: false,
@@ -375,13 +382,16 @@ impl Loop<'_> {
     }
 }
 
-/// Refuses a connection the loop will not serve, with `reason`. Best effort: a small frame fits
-/// any fresh socket's buffer.
-fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, reason: &str) {
+/// Refuses a connection the loop will not serve. Best effort: a small frame fits any fresh
+/// socket's buffer.
+fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, (code, reason): Refusal) {
     let mut out = Outbox::default();
-    out.frame(&Frame::Refuse(reason.to_owned()));
+    out.frame(&Frame::Refuse {
+        code,
+        reason: reason.clone(),
+    });
     let _ = out.flush(stream);
-    print_failed(peer, &Outcome::Refused(reason.to_owned()));
+    print_failed(peer, &Outcome::Refused(reason));
 }
 
 /// Deregisters and drops a finished connection, printing its outcome. True if it completed.

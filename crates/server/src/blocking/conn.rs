@@ -1,0 +1,268 @@
+//! One connection of the thread-per-connection server: blocking reads under the
+//! conversation's deadlines, the transfer beside the conversation, and its effects performed
+//! as the event loop performs them ([`crate::drive`]).
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Instant;
+
+use tracing::{debug, warn};
+use tsperf_proto::serve::{Conversation, DataEnd, Phase, Step};
+use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase, encode_frame};
+use tsperf_sys::net;
+use tsperf_sys::timing::unix_ns_now;
+
+use crate::console;
+use crate::drive::{Where, challenge, data_end, perform};
+use crate::outbox::Outbox;
+use crate::receiver::{Block, ReadEnd, Receiver};
+use crate::{Outcome, ServerConfig, print_failed};
+
+/// Runs one connection to its end and prints its outcome.
+pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
+    debug!(%peer, "connection");
+    let mut c = Conn {
+        conv: Conversation::new(
+            ServerIo::Blocking,
+            &cfg.policy,
+            challenge(cfg),
+            Instant::now(),
+        ),
+        rx: None,
+        stream: &mut stream,
+        peer,
+        cfg,
+    };
+    let outcome = c.converse();
+    print_failed(peer, &outcome);
+    outcome
+}
+
+struct Conn<'a> {
+    stream: &'a mut TcpStream,
+    peer: SocketAddr,
+    cfg: &'a ServerConfig,
+    conv: Conversation,
+    /// The transfer's accounting, once the conversation has begun one.
+    rx: Option<Box<Receiver>>,
+}
+
+impl Conn<'_> {
+    fn perform(&mut self, step: Step) -> Step {
+        let at = Where {
+            peer: self.peer,
+            socket: &*self.stream,
+            cfg: self.cfg,
+            server_io: ServerIo::Blocking,
+        };
+        perform(step, &mut self.conv, &mut self.rx, at)
+    }
+
+    fn converse(&mut self) -> Outcome {
+        // Every write, the answers of a latency session included, gives up after the idle
+        // timeout.
+        let _ = self
+            .stream
+            .set_write_timeout(Some(self.cfg.policy.idle_timeout));
+        loop {
+            let step = match self.conv.phase() {
+                Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => self.read_small(),
+                Phase::Data => self.serve_data(),
+                Phase::Latency => return self.serve_latency(),
+                Phase::Begin | Phase::Finish | Phase::Done => {
+                    return Outcome::Incomplete("the conversation ended".into());
+                }
+            };
+            let step = self.perform(step);
+            if let Some(frame) = &step.send {
+                // A latency session's socket is set up before its Accept goes out, as the
+                // event loop does.
+                if let (Frame::Accept { .. }, Some(session)) = (frame, self.conv.latency()) {
+                    crate::latency_socket(self.stream, session.nodelay);
+                }
+                if let Err(e) = send(self.stream, frame) {
+                    let why = format!("cannot write to the client: {e}");
+                    match &step.end {
+                        None => {
+                            let abort = self.conv.abort(&why);
+                            let abort = self.perform(abort);
+                            return abort.end.unwrap_or(Outcome::Incomplete(why));
+                        }
+                        Some(Outcome::Complete) => {
+                            warn!(peer = %self.peer, "could not send the report: {e}");
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            if let Some(outcome) = step.end {
+                return outcome;
+            }
+        }
+    }
+
+    /// Sets the read timeout to what is left before the conversation's deadline; false if none
+    /// is.
+    fn until_deadline(&self) -> bool {
+        let left = self
+            .conv
+            .deadline()
+            .saturating_duration_since(Instant::now());
+        !left.is_zero() && self.stream.set_read_timeout(Some(left)).is_ok()
+    }
+
+    /// One read of the hello, the authentication answer, a clock query or the trailer, by the
+    /// deadline.
+    fn read_small(&mut self) -> Step {
+        if !self.until_deadline() {
+            return self.conv.timed_out(false, false);
+        }
+        match self.stream.read(self.conv.space()) {
+            Ok(n) => self.conv.received(n, Instant::now(), &mut unix_ns_now),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Step::default(),
+            Err(e) if net::is_timeout(&e) => self.conv.timed_out(false, false),
+            Err(e) => self.conv.read_failed(&e),
+        }
+    }
+
+    /// Reads the transfer's data to its end (or its failure).
+    fn serve_data(&mut self) -> Step {
+        // The hello and its accept made this look like an interactive exchange to the kernel,
+        // which would now hold back ACKs of the stream (see `net::quickack`).
+        let _ = net::quickack(&*self.stream);
+        let Some(rx) = self.rx.as_deref_mut() else {
+            return Step::default();
+        };
+        let mut block = Block::new(rx.read_size(), rx.expected());
+        let mut mark = crate::WakeMark::new(&*self.stream);
+        rx.large_segments = mark.usable();
+        // The first byte is due by the conversation's deadline; after it, each read waits at
+        // most the idle timeout (set once: no system call per turn).
+        if !self.until_deadline() {
+            return self.conv.timed_out(false, false);
+        }
+        loop {
+            if let Some(timed_out) = self.wait_for_stdout() {
+                return timed_out;
+            }
+            let Some(rx) = self.rx.as_deref_mut() else {
+                return Step::default();
+            };
+            let before = rx.bytes();
+            // The first read alone, so the idle timeout replaces the first byte's as soon as
+            // it arrives.
+            let end = if before == 0 {
+                block.read_once(self.stream, rx)
+            } else {
+                block.read_turn(self.stream, rx)
+            };
+            if before == 0 && rx.bytes() > 0 {
+                let _ = self
+                    .stream
+                    .set_read_timeout(Some(self.cfg.policy.idle_timeout));
+            }
+            mark.follow(&*self.stream, rx);
+            let got = rx.bytes() - before;
+            // A blocking socket says WouldBlock only when its read timeout expires: what the
+            // turn read counts first, then the wait is over.
+            let timed_out = match &end {
+                ReadEnd::WouldBlock => true,
+                ReadEnd::Error(e) => net::is_timeout(e),
+                _ => false,
+            };
+            let step = if timed_out {
+                let _ = self.conv.data_turn(DataEnd::More, got, Instant::now());
+                self.conv.timed_out(false, false)
+            } else {
+                let end = data_end(end, self.conv.hello());
+                self.conv.data_turn(end, got, Instant::now())
+            };
+            let ended = step.send.is_some() || step.end.is_some() || step.effect.is_some();
+            if ended || self.conv.phase() != Phase::Data {
+                return step;
+            }
+        }
+    }
+
+    /// A logged transfer reads only while stdout takes its lines (back-pressure), and gives up
+    /// if stdout takes nothing for the idle timeout: then the step that ends it.
+    fn wait_for_stdout(&mut self) -> Option<Step> {
+        let rx = self.rx.as_deref_mut()?;
+        if rx.log() != LogMode::Stdout {
+            return None;
+        }
+        rx.lap(TimePhase::Wait);
+        let room = console::wait_room(
+            crate::receiver::LOG_TURN_RESERVE,
+            Instant::now() + self.cfg.policy.idle_timeout,
+        );
+        if !room {
+            return Some(self.conv.timed_out(true, false));
+        }
+        // The wait for stdout's room is the log's.
+        rx.lap(TimePhase::Log);
+        None
+    }
+
+    /// Answers clock queries until the client closes. The first request is due within the hello
+    /// timeout of the accept; then each within the idle timeout, and each answer must be taken
+    /// within it too (the write timeout).
+    fn serve_latency(&mut self) -> Outcome {
+        let mut out = Outbox::default();
+        // The first request is due by the conversation's deadline; after it, each read waits
+        // at most the idle timeout (set once: no system call per request).
+        if !self.until_deadline() {
+            return self.ended(|c| c.timed_out(false, false));
+        }
+        let mut first = true;
+        loop {
+            let Some(session) = self.conv.latency() else {
+                return Outcome::Incomplete("no latency session".into());
+            };
+            match self.stream.read(session.space()) {
+                Ok(0) => return self.ended(|c| c.end_latency(None)),
+                Ok(n) => {
+                    if std::mem::take(&mut first) {
+                        let _ = self
+                            .stream
+                            .set_read_timeout(Some(self.cfg.policy.idle_timeout));
+                    }
+                    self.conv.request_at(Instant::now());
+                    let Some(session) = self.conv.latency() else {
+                        return Outcome::Incomplete("no latency session".into());
+                    };
+                    if let Err(e) = session.filled(n, &mut unix_ns_now, &mut out) {
+                        let _ = out.flush(self.stream);
+                        return self.ended(|c| c.bad_request(&e));
+                    }
+                    // A blocking socket says WouldBlock only when its write timeout expires.
+                    match out.flush(self.stream) {
+                        Ok(true) => {}
+                        Ok(false) => return self.ended(|c| c.timed_out(false, true)),
+                        Err(e) if net::is_timeout(&e) => {
+                            return self.ended(|c| c.timed_out(false, true));
+                        }
+                        Err(e) => return self.ended(|c| c.cannot_answer(&e)),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if net::is_timeout(&e) => return self.ended(|c| c.timed_out(false, false)),
+                Err(e) => return self.ended(|c| c.read_failed(&e)),
+            }
+        }
+    }
+
+    /// The outcome of a latency session that `end` ends, its effect performed.
+    fn ended(&mut self, end: impl FnOnce(&mut Conversation) -> Step) -> Outcome {
+        let step = end(&mut self.conv);
+        let step = self.perform(step);
+        step.end.unwrap_or(Outcome::Complete)
+    }
+}
+
+/// Writes one frame.
+pub(super) fn send(stream: &mut TcpStream, frame: &Frame) -> io::Result<()> {
+    let mut out = Vec::with_capacity(128);
+    encode_frame(frame, &mut out);
+    stream.write_all(&out)
+}

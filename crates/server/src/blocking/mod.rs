@@ -1,0 +1,199 @@
+//! The thread-per-connection server: each connection gets a thread and blocking reads.
+//!
+//! What one connection can hold (README, "Security and limits"): its thread's stack (the pages
+//! it touches), one read block of at most [`super::BULK_READ`] bytes (or `--read-size`, the
+//! operator's choice; never the client's chunk), and one read's worth of latency answers, since
+//! it writes them before it reads again. Reads and writes time out after `--idle-timeout`, so a
+//! client that stops reading its answers is cut off like one that stops sending. The hello and
+//! the authentication answer must arrive within `--hello-timeout` of the accept (a deadline,
+//! not a wait that restarts on every byte), and so must the first byte or request after the
+//! server's accept.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Result;
+use tracing::warn;
+
+use super::fds::{self, Backoff, Spare};
+use super::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
+use crate::console;
+use tsperf_proto::serve::{Refusal, busy};
+use tsperf_proto::{Frame, RefuseCode};
+
+mod conn;
+
+use conn::handle;
+
+/// Serves until the process ends, or one connection with `--once`. With `--once` the result
+/// says whether that transfer completed.
+pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+    let active = Arc::new(AtomicUsize::new(0));
+    let open: Open = Arc::new(Mutex::new(HashMap::new()));
+    wake_accept_on_stop(&listener);
+    console::set_line_wait(cfg.policy.idle_timeout);
+    let mut next_id = 0u64;
+    let (mut spare, mut backoff) = (Spare::new(), Backoff::default());
+    loop {
+        let (mut stream, peer) = match listener.accept() {
+            Ok((stream, peer)) => {
+                backoff.ok();
+                (stream, super::canonical(peer))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // Out of descriptors: tell the waiting connection why with the spare one.
+                if fds::exhausted(&e)
+                    && spare.lend(|| refuse_next(&listener)) == Some(true)
+                    && !super::stopping()
+                {
+                    continue;
+                }
+                // Otherwise pause, longer each time, so as not to spin or flood the log.
+                std::thread::sleep(backoff.failed(&e));
+                if super::stopping() {
+                    break;
+                }
+                continue;
+            }
+        };
+        if super::stopping() {
+            drop(stream);
+            break;
+        }
+        if cfg.once {
+            return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
+        }
+        if active.load(Ordering::Acquire) >= cfg.max_clients {
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let outcome = refuse(&mut stream, busy(cfg.max_clients));
+            print_failed(peer, &outcome);
+            continue;
+        }
+        next_id += 1;
+        if let Ok(clone) = stream.try_clone() {
+            open.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(next_id, clone);
+        }
+        active.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot {
+            active: active.clone(),
+            open: open.clone(),
+            id: next_id,
+        };
+        let cfg = cfg.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("conn {peer}"))
+            .spawn(move || {
+                let _slot = slot;
+                handle(stream, peer, &cfg)
+            });
+        if let Err(e) = spawned {
+            warn!("cannot start a thread for {peer}: {e}");
+        }
+    }
+    drain(&active, &open, cfg);
+    Ok(true)
+}
+
+/// A stop request wakes the blocking accept with a connection to ourselves.
+fn wake_accept_on_stop(listener: &TcpListener) {
+    if let Ok(addr) = listener.local_addr() {
+        // A dual-stack `[::]` takes IPv4 too, and IPv6 loopback may be missing: try both.
+        let ips: Vec<IpAddr> = match addr.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => vec![Ipv4Addr::LOCALHOST.into()],
+            IpAddr::V6(v6) if v6.is_unspecified() => {
+                vec![Ipv6Addr::LOCALHOST.into(), Ipv4Addr::LOCALHOST.into()]
+            }
+            ip => vec![ip],
+        };
+        super::on_stop(move || {
+            for ip in &ips {
+                let to = SocketAddr::new(*ip, addr.port());
+                if TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// Stopping: lets transfers in flight finish within the grace period, then cuts off the rest
+/// with a reason; their threads see the closed socket, log the end and remove any partial file.
+fn drain(active: &AtomicUsize, open: &Open, cfg: &ServerConfig) {
+    let wait_until = |until: Instant, cut_short: bool| {
+        while active.load(Ordering::Acquire) > 0
+            && Instant::now() < until
+            && !(cut_short && super::stopping_now())
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    // The grace period, which a second signal ends.
+    wait_until(Instant::now() + cfg.grace, true);
+    // Threads waiting for room on a stuck stdout must get to their socket and clean up.
+    crate::console::release();
+    for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+        let _ = conn::send(&mut stream, &Frame::Abort(SHUTTING_DOWN.to_owned()));
+        // Close with a reset, as the event loop's close does with unread data: a plain FIN can
+        // leave a client that is blocked on a zero window waiting for its own timeout.
+        let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+    wait_until(Instant::now() + Duration::from_secs(2), false);
+}
+
+/// Accepts one waiting connection and refuses it for want of descriptors. True if it did.
+fn refuse_next(listener: &TcpListener) -> bool {
+    match listener.accept() {
+        Ok((mut stream, peer)) => {
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let outcome = refuse(
+                &mut stream,
+                (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
+            );
+            print_failed(super::canonical(peer), &outcome);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Clones of the open connections' sockets, so a shutdown can cut them off.
+type Open = Arc<Mutex<HashMap<u64, TcpStream>>>;
+
+/// One of the `--max-clients` places, given back when the connection's thread ends.
+struct Slot {
+    active: Arc<AtomicUsize>,
+    open: Open,
+    id: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        self.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn refuse(stream: &mut TcpStream, (code, reason): Refusal) -> Outcome {
+    let _ = conn::send(
+        stream,
+        &Frame::Refuse {
+            code,
+            reason: reason.clone(),
+        },
+    );
+    Outcome::Refused(reason)
+}

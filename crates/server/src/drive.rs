@@ -1,0 +1,183 @@
+//! What the server does for a conversation: the effects ([`Effect`]) that touch the world, for
+//! both I/O models. A transfer's accounting ([`Receiver`], with its log and save file) lives
+//! beside the conversation in the model's connection; these functions begin it, finish it
+//! into a report, or abandon it, and say what a latency session answered.
+
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracing::warn;
+use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
+use tsperf_proto::{Hello, LogMode, RefuseCode, Report, ServerIo, TimePhase};
+use tsperf_sys::text::Peer;
+
+use crate::console::{self, Stream};
+use crate::receiver::Receiver;
+use crate::{Outcome, ServerConfig, print_complete, print_failed};
+
+/// Numbers connections in the per-read log.
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Performs `step`'s effect, if it has one, and returns the step that follows: the
+/// conversation's answer to what the effect did, or `step` itself when it also carries the
+/// frame and outcome to act on. `rx` is the connection's transfer, begun here and taken here.
+pub(crate) fn perform(
+    mut step: Step,
+    conv: &mut Conversation,
+    rx: &mut Option<Box<Receiver>>,
+    at: Where<'_, impl AsFd>,
+) -> Step {
+    while let Some(effect) = step.effect.take() {
+        step = match effect {
+            Effect::Begin { hello, admitted } => {
+                let begun = begin(&hello, admitted, at.peer, at.cfg).map(|r| {
+                    *rx = Some(Box::new(r));
+                });
+                conv.begun(begun)
+            }
+            Effect::Finish { digest } => {
+                let result = match (rx.take(), conv.hello()) {
+                    (Some(mut r), Some(hello)) => finish(&mut r, hello, &at, digest),
+                    _ => Err("no transfer to finish".to_owned()),
+                };
+                conv.finished(result)
+            }
+            Effect::Abandon { why } => {
+                if let Some(mut r) = rx.take() {
+                    r.discard();
+                    r.log_end(&why);
+                }
+                step
+            }
+            Effect::SessionEnded { summary } => {
+                let line = format!("tsserver: answered {summary} from {}\n", at.peer);
+                console::message(Stream::Out, &line);
+                step
+            }
+        };
+    }
+    step
+}
+
+/// Where a connection is served: its peer, its socket, the server's settings and model.
+pub(crate) struct Where<'a, S: AsFd> {
+    pub(crate) peer: SocketAddr,
+    pub(crate) socket: &'a S,
+    pub(crate) cfg: &'a ServerConfig,
+    pub(crate) server_io: ServerIo,
+}
+
+/// A fresh challenge for a connection, when the server asks for authentication.
+pub(crate) fn challenge(cfg: &ServerConfig) -> Option<[u8; 32]> {
+    cfg.policy
+        .auth
+        .as_ref()
+        .map(|_| tsperf_sys::auth::challenge())
+}
+
+/// Starts the accounting of an admitted transfer: the save directory's say about its name and
+/// its temporary file (with `--save`), and its log's start line.
+fn begin(
+    hello: &Hello,
+    admitted: Admitted,
+    peer: SocketAddr,
+    cfg: &ServerConfig,
+) -> Result<Receiver, Refusal> {
+    let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
+    rx.set_log_gate(cfg.policy.log_min_read);
+    if let Some(dir) = &cfg.save {
+        dir.admit(&hello.name)
+            .map_err(|why| (RefuseCode::Save, why))?;
+        let partial = dir
+            .create(&hello.name)
+            .map_err(|e| (RefuseCode::Save, save_failed(hello, &e)))?;
+        rx.sink = Some(partial);
+    }
+    rx.log_start(peer, hello);
+    Ok(rx)
+}
+
+/// The reason sent when saving failed.
+pub(crate) fn save_failed(hello: &Hello, e: &std::io::Error) -> String {
+    format!("cannot save '{}': {e}", hello.name)
+}
+
+/// Ends a transfer whose bytes and the client's digest have all arrived: with `--save` and
+/// matching digests, syncs and renames the file into place; logs the end (which writes out the
+/// transfer's log, so the file holds every line before the client hears back, or the report
+/// counts the lines it lost), prints the summary, and returns the report, or why the file could
+/// not be saved.
+fn finish(
+    rx: &mut Receiver,
+    hello: &Hello,
+    at: &Where<'_, impl AsFd>,
+    client_digest: u64,
+) -> Result<Report, String> {
+    // Since the last data turn: the trailer's wait.
+    rx.lap(TimePhase::Wait);
+    let saved = match rx.sink.take() {
+        None => Ok(String::new()),
+        Some(_) if rx.digest() != client_digest => {
+            warn!(peer = %at.peer, "'{}' not saved: the digests differ", Peer(&hello.name));
+            Ok(String::new())
+        }
+        Some(partial) => {
+            let committed = partial.commit();
+            rx.lap(TimePhase::Fsync);
+            committed
+                .map(|path| path.display().to_string())
+                .map_err(|e| save_failed(hello, &e))
+        }
+    };
+    rx.log_end(if saved.is_ok() {
+        "complete"
+    } else {
+        "not saved"
+    });
+    rx.lap(if rx.log() == LogMode::None {
+        TimePhase::Wait
+    } else {
+        TimePhase::Log
+    });
+    match saved {
+        Ok(saved_to) => {
+            let rcvbuf = tsperf_sys::net::recv_buffer(at.socket);
+            let tcp = tsperf_sys::tcpinfo::TcpInfo::of(at.socket)
+                .map_or_else(Default::default, |i| i.receiver());
+            let report = Report {
+                saved_to,
+                output_dropped: console::dropped(),
+                ..rx.report_with(at.server_io, rcvbuf, tcp)
+            };
+            print_complete(&hello.name, at.peer, rx.read_size() as u32, &report);
+            Ok(report)
+        }
+        Err(reason) => {
+            print_failed(at.peer, &Outcome::Incomplete(reason.clone()));
+            Err(reason)
+        }
+    }
+}
+
+/// How a turn of reads ended, as the conversation takes it.
+pub(crate) fn data_end(
+    end: crate::receiver::ReadEnd,
+    hello: Option<&tsperf_proto::Hello>,
+) -> tsperf_proto::serve::DataEnd {
+    match end {
+        crate::receiver::ReadEnd::WouldBlock | crate::receiver::ReadEnd::TurnOver => {
+            tsperf_proto::serve::DataEnd::More
+        }
+        crate::receiver::ReadEnd::Complete => tsperf_proto::serve::DataEnd::Complete,
+        crate::receiver::ReadEnd::Eof => tsperf_proto::serve::DataEnd::Closed {
+            shutting_down: crate::stopping(),
+        },
+        crate::receiver::ReadEnd::Error(e) => tsperf_proto::serve::DataEnd::Failed(e.to_string()),
+        crate::receiver::ReadEnd::Sink(e) => tsperf_proto::serve::DataEnd::Sink(match hello {
+            Some(h) => save_failed(h, &e),
+            None => e.to_string(),
+        }),
+    }
+}
