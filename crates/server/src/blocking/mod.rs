@@ -10,7 +10,7 @@
 //! server's accept.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
