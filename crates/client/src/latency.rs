@@ -395,7 +395,8 @@ fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
             .context("cannot set TCP_NODELAY")?;
     }
     let hello = Hello::latency(count, cfg.codec, cfg.framing, cfg.nodelay);
-    crate::handshake(&mut c, &hello, cfg.auth.as_deref(), cfg.timeout)
+    let mut conv = tsperf_proto::client::StreamConversation::new(hello, cfg.timeout);
+    crate::handshake(&mut c, &mut conv, cfg.auth.as_deref())
         .context("the server did not accept latency mode")?;
     Ok(c)
 }

@@ -35,8 +35,7 @@ use anyhow::Result;
 use crate::progress::Progress;
 use blocking::Blocking;
 use nonblocking::MioConn;
-use tsperf_proto::clock::Offset;
-use tsperf_proto::{LogMode, Report, ServerIo, StdoutKind};
+use tsperf_proto::{LogMode, Report, StdoutKind};
 use tsperf_sys::auth::Key;
 use tsperf_sys::source::Source;
 use tsperf_sys::timing::CpuTime;
@@ -85,29 +84,7 @@ pub struct StreamConfig {
 /// Clock queries a stream transfer makes before its data unless told otherwise.
 pub const DEFAULT_CLOCK_QUERIES: u8 = 8;
 
-/// The server's clock against ours, from a transfer's clock queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Clock {
-    /// Clock queries made.
-    pub queries: u8,
-    /// The estimate from the fastest query.
-    pub offset: Offset,
-    /// That query's round trip, in ns.
-    pub rtt_ns: u64,
-}
-
-/// What the server's Accept said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Accepted {
-    /// The most bytes one server read asks for.
-    pub read_size: u32,
-    /// How the server does its I/O.
-    pub server_io: ServerIo,
-    /// Where the transfer's per-read lines go.
-    pub log: LogMode,
-    /// What the server's stdout is, as it sees it.
-    pub stdout: StdoutKind,
-}
+pub use tsperf_proto::client::{Accepted, Clock};
 
 /// Counts of what the client's writes did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Accepted, Clock, Transport};
-use tsperf_proto::clock::{Offset, TimeRequest, encode_query};
-use tsperf_proto::{Frame, Hello, RefuseCode, Report, encode_hello};
+use super::Transport;
+use tsperf_proto::client::{Accepted, ClientError, ClientStep, Clock, StreamConversation};
+use tsperf_proto::{Frame, RefuseCode, Report};
 use tsperf_sys::auth::Key;
 use tsperf_sys::net;
 use tsperf_sys::text::Peer;
@@ -34,58 +34,53 @@ pub fn read_frame_within<T: Transport>(
     }
 }
 
-/// Sends the hello, answers the server's challenge if it sends one (with `key`), and returns
-/// the server's accept; a refusal is an error carrying the server's reason. Each answer is due
-/// within `timeout`.
+/// Sends the hello of `conv`, answers the server's challenge if it sends one (with `key`), and
+/// returns the server's accept; a refusal is an error carrying the server's code and reason.
+/// Each answer is due within the conversation's timeout.
 pub fn handshake<T: Transport>(
     conn: &mut T,
-    hello: &Hello,
+    conv: &mut StreamConversation,
     key: Option<&Key>,
-    timeout: Duration,
 ) -> Result<Accepted> {
-    let mut msg = Vec::with_capacity(tsperf_proto::MAX_HELLO);
-    encode_hello(hello, &mut msg);
-    conn.write_all(&msg).context("cannot send the hello")?;
-    let secs = timeout.as_secs_f64();
-    let late = || {
-        format!(
-            "no answer to the hello within {secs} s: the server took the connection but said \
-             nothing (is it a tsserver?)"
-        )
-    };
-    let mut answer = read_frame_within(conn, "answer to the hello", timeout, late)
-        .map_err(|e| not_tsperf(conn, e))?;
-    if let Frame::Challenge(challenge) = answer {
-        let Some(key) = key else {
-            bail!("the server requires authentication: pass --auth-key FILE with its key");
+    conn.write_all(&conv.hello_bytes())
+        .context("cannot send the hello")?;
+    let mut first = true;
+    loop {
+        let frame = next_frame(conn, conv);
+        let frame = if std::mem::take(&mut first) {
+            frame.map_err(|e| not_tsperf(conn, e))?
+        } else {
+            frame?
         };
-        conn.write_all(&key.answer(&challenge))
-            .context("cannot send the authentication answer")?;
-        let late = || format!("no answer to the authentication within {secs} s");
-        answer = read_frame_within(conn, "answer to the authentication", timeout, late)?;
-    }
-    match answer {
-        Frame::Accept {
-            read_size,
-            server_io,
-            log,
-            stdout,
-        } => Ok(Accepted {
-            read_size,
-            server_io,
-            log,
-            stdout,
-        }),
-        Frame::Refuse { code, reason } => Err(Refused { code, reason }.into()),
-        Frame::Abort(reason) => Err(Refused {
-            code: RefuseCode::Other,
-            reason,
-        }
-        .into()),
-        Frame::Report(_) | Frame::Challenge(_) | Frame::Time(_) => {
-            bail!("the server broke the protocol: {answer:?} instead of an accept")
+        match step(conv, frame, key)? {
+            ClientStep::Send(answer) => conn
+                .write_all(&answer)
+                .context("cannot send the authentication answer")?,
+            ClientStep::Accepted(a) => return Ok(a),
+            other => bail!("the server broke the protocol: {other:?} instead of an accept"),
         }
     }
+}
+
+/// Reads the frame `conv` awaits, by its deadline.
+fn next_frame<T: Transport>(conn: &mut T, conv: &StreamConversation) -> Result<Frame> {
+    let now = Instant::now();
+    let left = conv.deadline(now).saturating_duration_since(now);
+    read_frame_within(conn, conv.awaiting(), left, || conv.late())
+}
+
+/// What `frame` means to `conv`, at the moment it arrived; the conversation's errors in the
+/// client's words (a refusal as [`Refused`]).
+fn step(conv: &mut StreamConversation, frame: Frame, key: Option<&Key>) -> Result<ClientStep> {
+    let prover = key.map(|k| k as &dyn tsperf_proto::client::Prover);
+    conv.on_frame(frame, prover, Instant::now(), unix_ns_now())
+        .map_err(|e| match e {
+            ClientError::Refused { code, reason } => Refused { code, reason }.into(),
+            ClientError::Aborted(reason) => {
+                anyhow::anyhow!("the server aborted the transfer: {}", Peer(&reason))
+            }
+            e => anyhow::Error::new(e),
+        })
 }
 
 /// The server refused the hello: its code (what a program acts on) and its reason.
@@ -165,68 +160,41 @@ pub fn describe_bytes(bytes: &[u8]) -> String {
     )
 }
 
-/// Makes `queries` clock queries, one at a time, all of them answered within `timeout` of the
-/// first (one phase, one deadline), and returns the estimate of the fastest (`None` for no
-/// queries).
+/// Makes the clock queries `conv` asks for, one at a time, all of them answered within its
+/// timeout of the first (one phase, one deadline), and returns the estimate of the fastest
+/// (`None` for no queries).
 pub(crate) fn ask_clock<T: Transport>(
     conn: &mut T,
-    queries: u8,
-    timeout: Duration,
+    conv: &mut StreamConversation,
 ) -> Result<Option<Clock>> {
-    let mut best: Option<Clock> = None;
-    let by = Instant::now() + timeout;
-    for seq in 0..queries {
-        let start = Instant::now();
-        let t1 = unix_ns_now();
-        let query = encode_query(&TimeRequest {
-            seq: seq.into(),
-            client_send_unix_ns: t1,
-        });
+    if conv.awaiting() != "answer to a clock query" {
+        return Ok(None);
+    }
+    loop {
+        let query = conv.query(Instant::now(), unix_ns_now());
         conn.write_all(&query)
-            .with_context(|| format!("cannot send clock query {seq}"))?;
-        let late = || {
-            format!(
-                "{seq} of {queries} clock queries answered within {} s",
-                timeout.as_secs_f64()
-            )
-        };
-        let left = by.saturating_duration_since(Instant::now());
-        let answer = read_frame_within(conn, "answer to a clock query", left, late)?;
-        let t4 = unix_ns_now();
-        let rtt_ns = start.elapsed().as_nanos() as u64;
-        let t = match answer {
-            Frame::Time(t) if t.seq == u64::from(seq) => t,
-            Frame::Abort(reason) => bail!("the server aborted the transfer: {}", Peer(&reason)),
-            other => {
-                bail!("the server sent {other:?} where the answer to clock query {seq} belonged")
-            }
-        };
-        if best.is_none_or(|b| rtt_ns < b.rtt_ns) {
-            best = Some(Clock {
-                queries,
-                offset: Offset::of(t1, t.server_recv_unix_ns, t.server_send_unix_ns, t4),
-                rtt_ns,
-            });
+            .context("cannot send a clock query")?;
+        let frame = next_frame(conn, conv)?;
+        match step(conv, frame, None)? {
+            ClientStep::Queried => {}
+            ClientStep::Data(clock) => return Ok(clock),
+            other => bail!("the server broke the protocol: {other:?} during the clock queries"),
         }
     }
-    Ok(best)
 }
 
-/// Waits for the server's report after the last byte and the trailer.
-pub(crate) fn await_report<T: Transport>(conn: &mut T, timeout: Duration) -> Result<Report> {
+/// Waits for the server's report, once the trailer ([`StreamConversation::trailer`]) is sent.
+pub(crate) fn await_report<T: Transport>(
+    conn: &mut T,
+    conv: &mut StreamConversation,
+) -> Result<Report> {
     // Nagle stays on while sending, as in the seed; once the last chunk is written, push the
     // tail out now instead of letting it wait for a delayed ACK (up to 40 ms on Linux).
     let _ = conn.socket().set_tcp_nodelay(true);
-    let late = || {
-        format!(
-            "the server sent no report within {} s of the last byte",
-            timeout.as_secs_f64()
-        )
-    };
-    match read_frame_within(conn, "report", timeout, late)? {
-        Frame::Report(r) => Ok(r),
-        Frame::Abort(reason) => bail!("the server aborted the transfer: {}", Peer(&reason)),
-        other => bail!("the server sent {other:?} where its report was expected"),
+    let frame = next_frame(conn, conv)?;
+    match step(conv, frame, None)? {
+        ClientStep::Report(r) => Ok(*r),
+        other => bail!("the server broke the protocol: {other:?} where its report was expected"),
     }
 }
 

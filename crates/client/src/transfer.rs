@@ -16,6 +16,7 @@ use super::{
     Strategy, StreamConfig, StreamFailure, StreamResult, Transport, WriteStats, intervals,
 };
 use crate::progress::Progress;
+use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::{Frame, Hello, Report};
 use tsperf_sys::net;
 use tsperf_sys::source::Source;
@@ -78,7 +79,7 @@ pub(super) fn transfer<T: Transport>(
         begin: None,
         intervals: Vec::new(),
     };
-    let (peer, accepted, clock) = match prepare(&mut conn, &source, cfg) {
+    let (peer, accepted, clock, mut conv) = match prepare(&mut conn, &source, cfg) {
         Ok(v) => v,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
@@ -112,10 +113,11 @@ pub(super) fn transfer<T: Transport>(
             return Err(so_far.failed(&conn, e));
         }
     };
+    let trailer = conv.trailer(digest);
     let report = conn
-        .write_all(&digest.to_be_bytes())
+        .write_all(&trailer)
         .map_err(|e| lost(&mut conn, e, &so_far, cfg.timeout))
-        .and_then(|()| await_report(&mut conn, cfg.timeout));
+        .and_then(|()| await_report(&mut conn, &mut conv));
     let elapsed = begin.elapsed();
     let server = match report.and_then(|r| agrees(r, elapsed)) {
         Ok(r) => r,
@@ -157,12 +159,17 @@ pub(super) fn transfer<T: Transport>(
 }
 
 /// Everything before the data: the socket's settings, the hello and its answer, the clock
-/// queries.
+/// queries. The conversation goes on after the data, to the report.
 fn prepare<T: Transport>(
     conn: &mut T,
     source: &Source,
     cfg: &StreamConfig,
-) -> Result<(std::net::SocketAddr, super::Accepted, Option<super::Clock>)> {
+) -> Result<(
+    std::net::SocketAddr,
+    Accepted,
+    Option<Clock>,
+    StreamConversation,
+)> {
     let peer = conn.peer().context("cannot read the server's address")?;
     conn.set_timeout(cfg.timeout)?;
     if let Some(n) = cfg.sndbuf {
@@ -175,11 +182,12 @@ fn prepare<T: Transport>(
         clock_queries: cfg.clock_queries,
         ..Hello::stream(source.len(), cfg.chunk, source.name())
     };
-    let accepted = handshake(conn, &hello, cfg.auth.as_deref(), cfg.timeout)
+    let mut conv = StreamConversation::new(hello, cfg.timeout);
+    let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
-    let clock = ask_clock(conn, cfg.clock_queries, cfg.timeout)
+    let clock = ask_clock(conn, &mut conv)
         .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
-    Ok((peer, accepted, clock))
+    Ok((peer, accepted, clock, conv))
 }
 
 /// Sends the data, sampled in time by a thread of its own with `--interval`. Returns how the

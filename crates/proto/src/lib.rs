@@ -157,9 +157,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod clock;
 mod frame;
 mod hello;
+#[cfg(test)]
+mod pair;
 pub mod serve;
 pub mod tcp;
 

@@ -89,6 +89,12 @@ impl Key {
     }
 }
 
+impl tsperf_proto::client::Prover for Key {
+    fn answer(&self, challenge: &[u8; LEN]) -> [u8; LEN] {
+        Key::answer(self, challenge)
+    }
+}
+
 impl tsperf_proto::serve::Authenticator for Key {
     fn verify(&self, challenge: &[u8; LEN], answer: &[u8; LEN]) -> bool {
         Key::verify(self, challenge, answer)

@@ -1,0 +1,270 @@
+//! The client's side of a stream transfer, without I/O: the frames it reads and the times it is
+//! handed in, the bytes it must send out, and what each answer means.
+//!
+//! The driver sends [`StreamConversation::hello_bytes`], then for every frame it reads calls
+//! [`StreamConversation::on_frame`] and does what the [`ClientStep`] says: send the
+//! authentication answer, send the next clock query ([`StreamConversation::query`]), send the
+//! data, or take the report. The conversation keeps the phase's deadline: the clock queries
+//! share one ([`StreamConversation::deadline`]).
+
+use std::time::{Duration, Instant};
+
+use crate::clock::{Offset, TimeRequest, encode_query};
+use crate::{Frame, Hello, LogMode, RefuseCode, Report, ServerIo, StdoutKind, encode_hello};
+
+/// Answers the server's authentication challenge: the client's key, as a pure function the
+/// driver supplies (`tsperf_sys::auth::Key`).
+pub trait Prover: Send + Sync {
+    /// The answer to `challenge`.
+    fn answer(&self, challenge: &[u8; 32]) -> [u8; 32];
+}
+
+/// What the server's Accept said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepted {
+    /// The most bytes one server read asks for.
+    pub read_size: u32,
+    /// How the server does its I/O.
+    pub server_io: ServerIo,
+    /// Where the transfer's per-read lines go.
+    pub log: LogMode,
+    /// What the server's stdout is, as it sees it.
+    pub stdout: StdoutKind,
+}
+
+/// The server's clock against ours, from a transfer's clock queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    /// Clock queries made.
+    pub queries: u8,
+    /// The estimate from the fastest query.
+    pub offset: Offset,
+    /// That query's round trip, in ns.
+    pub rtt_ns: u64,
+}
+
+/// What an answer means for the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientStep {
+    /// Send these bytes (the authentication answer), then read on.
+    Send(Vec<u8>),
+    /// The server accepted the transfer. With clock queries asked for, send the first
+    /// ([`StreamConversation::query`]); else send the data.
+    Accepted(Accepted),
+    /// A clock query was answered and more are due: send the next.
+    Queried,
+    /// The clock queries are done (`None` when none were asked for): send the data.
+    Data(Option<Clock>),
+    /// Every byte was counted: the server's report.
+    Report(Box<Report>),
+}
+
+/// Why the conversation cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// The server refused the hello.
+    #[error("refused ({code:?}): {reason}")]
+    Refused {
+        /// What kind of refusal.
+        code: RefuseCode,
+        /// Why, in the server's words.
+        reason: String,
+    },
+    /// The server gave up on the transfer.
+    #[error("the server aborted the transfer: {0}")]
+    Aborted(String),
+    /// The server asks for a key this client does not have.
+    #[error("the server requires authentication: pass --auth-key FILE with its key")]
+    NeedsKey,
+    /// A frame that has no place here.
+    #[error("the server broke the protocol: {got} where {expected} was due")]
+    Unexpected {
+        /// What was due.
+        expected: &'static str,
+        /// What came (its debug form).
+        got: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Hello,
+    Auth,
+    /// Waiting for the answer to clock query `seq`.
+    Clock {
+        seq: u8,
+    },
+    Data,
+    Report,
+    Done,
+}
+
+/// The client's side of one stream transfer.
+#[derive(Debug)]
+pub struct StreamConversation {
+    hello: Hello,
+    state: State,
+    timeout: Duration,
+    /// The clock phase's one deadline, set by its first query.
+    clock_by: Option<Instant>,
+    /// The query in flight: when it left, on both clocks.
+    sent: Option<(Instant, u64)>,
+    best: Option<Clock>,
+}
+
+impl StreamConversation {
+    /// The transfer `hello` asks for; each phase is due within `timeout`.
+    pub fn new(hello: Hello, timeout: Duration) -> StreamConversation {
+        StreamConversation {
+            hello,
+            state: State::Hello,
+            timeout,
+            clock_by: None,
+            sent: None,
+            best: None,
+        }
+    }
+
+    /// The hello, to send first.
+    pub fn hello_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(crate::MAX_HELLO);
+        encode_hello(&self.hello, &mut out);
+        out
+    }
+
+    /// The frame awaited now, as an error names it.
+    pub fn awaiting(&self) -> &'static str {
+        match self.state {
+            State::Hello => "answer to the hello",
+            State::Auth => "answer to the authentication",
+            State::Clock { .. } => "answer to a clock query",
+            State::Data | State::Report => "report",
+            State::Done => "nothing",
+        }
+    }
+
+    /// When the wait for the next frame ends, a wait that starts at `now`: `timeout` from now,
+    /// except during the clock queries, which all share the first one's.
+    pub fn deadline(&self, now: Instant) -> Instant {
+        match (self.state, self.clock_by) {
+            (State::Clock { .. }, Some(by)) => by,
+            _ => now + self.timeout,
+        }
+    }
+
+    /// The late error of the current wait, in words.
+    pub fn late(&self) -> String {
+        let secs = self.timeout.as_secs_f64();
+        match self.state {
+            State::Hello => format!(
+                "no answer to the hello within {secs} s: the server took the connection but \
+                 said nothing (is it a tsserver?)"
+            ),
+            State::Auth => format!("no answer to the authentication within {secs} s"),
+            State::Clock { seq } => format!(
+                "{seq} of {} clock queries answered within {secs} s",
+                self.hello.clock_queries
+            ),
+            State::Data | State::Report | State::Done => {
+                format!("the server sent no report within {secs} s of the last byte")
+            }
+        }
+    }
+
+    /// The next clock query, leaving at `now` (monotonic) and `unix_ns` (the wall clock).
+    pub fn query(&mut self, now: Instant, unix_ns: u64) -> [u8; crate::CLOCK_QUERY] {
+        let seq = match self.state {
+            State::Clock { seq } => seq,
+            _ => 0,
+        };
+        self.clock_by.get_or_insert(now + self.timeout);
+        self.sent = Some((now, unix_ns));
+        encode_query(&TimeRequest {
+            seq: seq.into(),
+            client_send_unix_ns: unix_ns,
+        })
+    }
+
+    /// The trailer, once the data is sent: the client's digest of it. The report is awaited.
+    pub fn trailer(&mut self, digest: u64) -> [u8; crate::TRAILER] {
+        self.state = State::Report;
+        digest.to_be_bytes()
+    }
+
+    /// A frame arrived at `now` (`unix_ns` on the wall clock). `key` answers a challenge.
+    pub fn on_frame(
+        &mut self,
+        frame: Frame,
+        key: Option<&dyn Prover>,
+        now: Instant,
+        unix_ns: u64,
+    ) -> Result<ClientStep, ClientError> {
+        match (self.state, frame) {
+            (State::Hello, Frame::Challenge(c)) => {
+                let key = key.ok_or(ClientError::NeedsKey)?;
+                self.state = State::Auth;
+                Ok(ClientStep::Send(key.answer(&c).to_vec()))
+            }
+            (
+                State::Hello | State::Auth,
+                Frame::Accept {
+                    read_size,
+                    server_io,
+                    log,
+                    stdout,
+                },
+            ) => {
+                self.state = if self.hello.clock_queries > 0 {
+                    State::Clock { seq: 0 }
+                } else {
+                    State::Data
+                };
+                Ok(ClientStep::Accepted(Accepted {
+                    read_size,
+                    server_io,
+                    log,
+                    stdout,
+                }))
+            }
+            (State::Hello | State::Auth, Frame::Refuse { code, reason }) => {
+                self.state = State::Done;
+                Err(ClientError::Refused { code, reason })
+            }
+            (State::Clock { seq }, Frame::Time(t)) if t.seq == u64::from(seq) => {
+                let (at, t1) = self.sent.take().unwrap_or((now, unix_ns));
+                let rtt_ns = now.saturating_duration_since(at).as_nanos() as u64;
+                if self.best.is_none_or(|b| rtt_ns < b.rtt_ns) {
+                    self.best = Some(Clock {
+                        queries: self.hello.clock_queries,
+                        offset: Offset::of(
+                            t1,
+                            t.server_recv_unix_ns,
+                            t.server_send_unix_ns,
+                            unix_ns,
+                        ),
+                        rtt_ns,
+                    });
+                }
+                if seq + 1 < self.hello.clock_queries {
+                    self.state = State::Clock { seq: seq + 1 };
+                    Ok(ClientStep::Queried)
+                } else {
+                    self.state = State::Data;
+                    Ok(ClientStep::Data(self.best))
+                }
+            }
+            (State::Report, Frame::Report(r)) => {
+                self.state = State::Done;
+                Ok(ClientStep::Report(Box::new(r)))
+            }
+            (_, Frame::Abort(reason)) => {
+                self.state = State::Done;
+                Err(ClientError::Aborted(reason))
+            }
+            (_, other) => Err(ClientError::Unexpected {
+                expected: self.awaiting(),
+                got: format!("{other:?}"),
+            }),
+        }
+    }
+}
