@@ -1,9 +1,7 @@
 //! Issue 14 (14): a flag that does not apply to the run it is given to is refused (exit 2, with
 //! a message naming it), never silently ignored.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// Issue 14 (14): client flags of the other mode.
 #[test]

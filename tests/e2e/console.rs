@@ -3,8 +3,6 @@
 //! slows the transfers it logs and no log line is ever dropped; but a stuck stdout or stderr
 //! never freezes other connections, or the server, for ever.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -12,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

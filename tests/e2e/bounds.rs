@@ -1,8 +1,6 @@
 //! Issue 14: no client can make the server hold more memory, time or descriptors than bounds the
 //! server sets. Memory is read from the server's `/proc/PID/status` (`VmHWM`), never guessed.
 
-mod common;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -10,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::Frame;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];

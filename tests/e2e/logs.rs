@@ -1,12 +1,10 @@
 //! Server log sinks, progress bar and interruption (issue 4).
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

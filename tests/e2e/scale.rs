@@ -1,11 +1,9 @@
 //! Many clients at once (issue 8): tsscale and scripts/scale.sh end to end, every transfer
 //! verified, tables, raw JSON and chart written; bad input refused.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

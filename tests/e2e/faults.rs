@@ -1,13 +1,11 @@
 //! Hostile input, limits and faults (issue 7): the server keeps serving through all of them, and
 //! says why it refuses where the protocol allows.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];

@@ -1,13 +1,11 @@
 //! The comparison grid (issue 6): scripts/matrix.sh end to end, its results, its clean-up, and
 //! the emulated LAN.
 
-mod common;
-
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use tsperf_results::json::ClientJson;
 use tsperf_results::strategy::Strategy;
 

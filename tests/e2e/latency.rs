@@ -1,11 +1,9 @@
 //! Latency mode (issue 5): the seed's clock queries, the 40 ms Nagle stall reproduced, and the
 //! cure measured.
 
-mod common;
-
 use std::io::{Read, Write};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];

@@ -1,14 +1,12 @@
 //! `tsserver --save` (issue 7): files saved whole or not at all, and never outside DIR.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];

@@ -1,8 +1,6 @@
 //! Issue 16 (5): the systemd unit example in docs/ is valid and starts a server that listens.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// `systemd-analyze verify` finds nothing to say about docs/tsserver.service (with its
 /// ExecStart pointed at the built binary), and the flags of its ExecStart start a tsserver.

@@ -1,13 +1,11 @@
 //! Issue 17: why a transfer went as fast as it did. The verdict (`limited_by`) from both ends'
 //! `TCP_INFO`, and the server's time split, over real binaries and sockets.
 
-mod common;
-
 use std::io::Read;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn f(v: &Value, path: &[&str]) -> f64 {

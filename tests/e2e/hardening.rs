@@ -3,13 +3,11 @@
 //!
 //! CPU use is read from `/proc/PID/stat` over a bounded window, never guessed.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::Frame;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];

@@ -2,12 +2,10 @@
 //! the server says where its stdout goes, peers of different protocol versions refuse each other
 //! at once, and a stream transfer measures the clock offset before its data.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::*;
+use crate::common::*;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

@@ -2,9 +2,7 @@
 //! whichever transport and server model, short calls continued from where they stopped, and
 //! bad combinations refused with a usage error.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
 const TRANSPORTS: [(Option<&str>, &str); 2] =

@@ -1,12 +1,10 @@
 //! Shutdown on SIGINT/SIGTERM (issue 7): stop accepting, let transfers in flight finish within
 //! the grace period, abort the rest cleanly (no partial file), flush the log, exit 0.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 

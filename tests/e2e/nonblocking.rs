@@ -1,15 +1,13 @@
 //! Non-blocking I/O and the event-loop server (issue 3): every transfer verified whichever I/O
 //! model each end uses, short writes handled, and no client able to hold up another.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];

@@ -2,11 +2,9 @@
 //! name) is printed with control, format and bidi characters escaped, so a hostile peer cannot
 //! clear the screen, retitle the terminal or reorder what a person reads.
 
-mod common;
-
 use std::io::Read;
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, Report};
 
 /// Screen-clearing, title-setting and right-to-left text, as a hostile server would send.

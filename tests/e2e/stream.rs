@@ -1,13 +1,11 @@
 //! End-to-end stream transfers (issue 2): real tsserver and tsclient over loopback, every byte
 //! counted and checksummed by both ends.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
 
 /// Issue 2: every chunk size with file sizes 1, chunk-1, chunk, chunk+1 and a few chunks (an

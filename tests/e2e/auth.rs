@@ -1,14 +1,12 @@
 //! Authenticated clients (issue 7): HMAC-SHA256 challenge and response with a pre-shared key.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
 use tsperf_sys::auth::Key;
 

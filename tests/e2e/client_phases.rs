@@ -1,8 +1,6 @@
 //! Issue 14 (11-16): the client's deadlines, files that would block it, Ctrl-C in latency mode,
 //! JSON on failure, empty files and the address forms a user types.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -10,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use tsperf_proto::{Frame, Report, encode_frame};
 
 /// Writes `bytes` one at a time, `gap` apart, until the peer goes away.

@@ -1,0 +1,25 @@
+//! tsperf's end-to-end tests: the real binaries over real sockets on port 0, one module per
+//! area, one test target (so the suite links once). Every wait has a deadline.
+
+mod common;
+
+mod auth;
+mod bounds;
+mod client_log;
+mod client_phases;
+mod console;
+mod faults;
+mod grid;
+mod hardening;
+mod latency;
+mod logs;
+mod nonblocking;
+mod peer_text;
+mod save;
+mod scale;
+mod service;
+mod shutdown;
+mod strategies;
+mod stream;
+mod usage;
+mod why;
