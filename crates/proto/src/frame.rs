@@ -101,23 +101,8 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
     };
     let bad_len = |expected| ProtocolError::BadBodyLength { tag, len, expected };
     let frame = match tag {
-        TAG_ACCEPT => {
-            if len != ACCEPT_BODY {
-                return Err(bad_len(ACCEPT_BODY));
-            }
-            Frame::Accept {
-                read_size: be32(&body[0..4]),
-                server_io: server_io_from(body[4])?.ok_or(ProtocolError::BadEnum {
-                    field: "server_io",
-                    value: body[4],
-                })?,
-                log: log_from(body[5])?.ok_or(ProtocolError::BadEnum {
-                    field: "log",
-                    value: body[5],
-                })?,
-                stdout: stdout_from(body[6])?,
-            }
-        }
+        TAG_ACCEPT if len != ACCEPT_BODY => return Err(bad_len(ACCEPT_BODY)),
+        TAG_ACCEPT => decode_accept(body)?,
         TAG_TIME => {
             if len != TIME_BODY {
                 return Err(bad_len(TIME_BODY));
@@ -143,48 +128,66 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
         }
         TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.or_len(bad_len))?),
         TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
+        _ if len < REPORT_FIXED + 2 => return Err(bad_len(REPORT_FIXED + 2)),
         _ => {
-            if len < REPORT_FIXED + 2 {
-                return Err(bad_len(REPORT_FIXED + 2));
-            }
-            let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
             let saved_to = whole_string(&body[REPORT_FIXED..])
                 .map_err(|e| e.or_len(|n| bad_len(REPORT_FIXED + n)))?;
-            let report = Frame::Report(Report {
-                bytes: u(0),
-                digest: u(1),
-                first_byte_unix_us: u(2),
-                last_byte_unix_us: u(3),
-                elapsed_ns: u(4),
-                reads: u(5),
-                wakeups: u(6),
-                cpu_user_us: u(7),
-                cpu_sys_us: u(8),
-                log_lines: be32(&body[72..76]),
-                rcvbuf: be32(&body[76..80]),
-                server_io: server_io_from(body[80])?,
-                log: log_from(body[81])?,
-                output_dropped: be32(&body[82..86]),
-                saved_to,
-                split: {
-                    let mut split = TimeSplit::default();
-                    for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
-                        split.add(phase, be64(&body[86 + 8 * i..]));
-                    }
-                    split
-                },
-                tcp: crate::tcp::ReceiverTcp::from_array(std::array::from_fn(|i| {
-                    Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
-                })),
-                log_lines_lost: be32(&body[214..218]),
-            });
-            if let Frame::Report(r) = &report {
-                r.check()?;
-            }
-            report
+            Frame::Report(decode_report(body, saved_to)?)
         }
     };
     Ok(Some((frame, FRAME_HEADER + len)))
+}
+
+/// The body of an Accept, its size checked.
+fn decode_accept(body: &[u8]) -> Result<Frame, ProtocolError> {
+    Ok(Frame::Accept {
+        read_size: be32(&body[0..4]),
+        server_io: server_io_from(body[4])?.ok_or(ProtocolError::BadEnum {
+            field: "server_io",
+            value: body[4],
+        })?,
+        log: log_from(body[5])?.ok_or(ProtocolError::BadEnum {
+            field: "log",
+            value: body[5],
+        })?,
+        stdout: stdout_from(body[6])?,
+    })
+}
+
+/// The fixed part of a Report's body (its size checked) and its `saved_to`; the numbers must
+/// agree ([`Report::check`]).
+fn decode_report(body: &[u8], saved_to: String) -> Result<Report, ProtocolError> {
+    let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
+    let report = Report {
+        bytes: u(0),
+        digest: u(1),
+        first_byte_unix_us: u(2),
+        last_byte_unix_us: u(3),
+        elapsed_ns: u(4),
+        reads: u(5),
+        wakeups: u(6),
+        cpu_user_us: u(7),
+        cpu_sys_us: u(8),
+        log_lines: be32(&body[72..76]),
+        rcvbuf: be32(&body[76..80]),
+        server_io: server_io_from(body[80])?,
+        log: log_from(body[81])?,
+        output_dropped: be32(&body[82..86]),
+        saved_to,
+        split: {
+            let mut split = TimeSplit::default();
+            for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
+                split.add(phase, be64(&body[86 + 8 * i..]));
+            }
+            split
+        },
+        tcp: crate::tcp::ReceiverTcp::from_array(std::array::from_fn(|i| {
+            Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
+        })),
+        log_lines_lost: be32(&body[214..218]),
+    };
+    report.check()?;
+    Ok(report)
 }
 
 pub(super) fn be16(b: &[u8]) -> u16 {

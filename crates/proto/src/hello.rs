@@ -44,40 +44,14 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     if buf.len() < HELLO_FIXED {
         return Ok(None);
     }
-    let mode = match buf[6] {
-        1 => Mode::Stream,
-        2 => Mode::Latency,
-        other => return Err(ProtocolError::BadMode(other)),
-    };
-    let flags = buf[7];
-    if flags & !FLAG_NODELAY != 0 {
-        return Err(ProtocolError::BadFlags(flags));
-    }
-    let (codec, framing) = (buf[8], buf[9]);
-    let (codec_ok, framing_ok) = match mode {
-        Mode::Stream => (codec == 0, framing == 0),
-        Mode::Latency => (
-            clock::Codec::from_code(codec).is_some(),
-            clock::Framing::from_code(framing).is_some(),
-        ),
-    };
-    if !codec_ok {
-        return Err(ProtocolError::BadCodec(codec));
-    }
-    if !framing_ok {
-        return Err(ProtocolError::BadFraming(framing));
-    }
-    let log = match (mode, buf[10]) {
-        (_, 0) => None,
-        (Mode::Stream, 1) => Some(LogMode::None),
-        (Mode::Stream, 2) => Some(LogMode::Stdout),
-        (Mode::Stream, 3) => Some(LogMode::File),
-        (_, other) => return Err(ProtocolError::BadLog(other)),
-    };
-    let clock_queries = buf[11];
-    if clock_queries > MAX_CLOCK_QUERIES || (mode == Mode::Latency && clock_queries != 0) {
-        return Err(ProtocolError::BadClockQueries(clock_queries));
-    }
+    let Header {
+        mode,
+        flags,
+        codec,
+        framing,
+        log,
+        clock_queries,
+    } = header(buf)?;
     let name_len = usize::from(be16(&buf[12..14]));
     if name_len > MAX_NAME {
         return Err(ProtocolError::NameTooLong(name_len));
@@ -112,6 +86,63 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         clock_queries,
     };
     Ok(Some((hello, HELLO_FIXED + name_len)))
+}
+
+/// The fields of the fixed part that say what the connection is for.
+struct Header {
+    mode: Mode,
+    flags: u8,
+    codec: u8,
+    framing: u8,
+    log: Option<LogMode>,
+    clock_queries: u8,
+}
+
+/// Decodes and checks the mode, flags, codec, framing, log and clock-query bytes of a whole
+/// fixed part.
+fn header(buf: &[u8]) -> Result<Header, ProtocolError> {
+    let mode = match buf[6] {
+        1 => Mode::Stream,
+        2 => Mode::Latency,
+        other => return Err(ProtocolError::BadMode(other)),
+    };
+    let flags = buf[7];
+    if flags & !FLAG_NODELAY != 0 {
+        return Err(ProtocolError::BadFlags(flags));
+    }
+    let (codec, framing) = (buf[8], buf[9]);
+    let (codec_ok, framing_ok) = match mode {
+        Mode::Stream => (codec == 0, framing == 0),
+        Mode::Latency => (
+            clock::Codec::from_code(codec).is_some(),
+            clock::Framing::from_code(framing).is_some(),
+        ),
+    };
+    if !codec_ok {
+        return Err(ProtocolError::BadCodec(codec));
+    }
+    if !framing_ok {
+        return Err(ProtocolError::BadFraming(framing));
+    }
+    let log = match (mode, buf[10]) {
+        (_, 0) => None,
+        (Mode::Stream, 1) => Some(LogMode::None),
+        (Mode::Stream, 2) => Some(LogMode::Stdout),
+        (Mode::Stream, 3) => Some(LogMode::File),
+        (_, other) => return Err(ProtocolError::BadLog(other)),
+    };
+    let clock_queries = buf[11];
+    if clock_queries > MAX_CLOCK_QUERIES || (mode == Mode::Latency && clock_queries != 0) {
+        return Err(ProtocolError::BadClockQueries(clock_queries));
+    }
+    Ok(Header {
+        mode,
+        flags,
+        codec,
+        framing,
+        log,
+        clock_queries,
+    })
 }
 
 /// The hello's `log` byte: 0 for the server's own sink.

@@ -1,0 +1,97 @@
+//! Everything a decoder can refuse, each naming the field and the value it saw.
+
+use crate::{MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, VERSION, clock};
+
+/// Everything a decoder can refuse. Each names the field and the value it saw.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The hello does not start with `TSPF`.
+    #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
+    BadMagic([u8; 4]),
+    #[error(
+        "the client speaks protocol version {0}, this tsserver version {VERSION}: use a tsclient \
+         and a tsserver of the same release"
+    )]
+    /// The hello is of another protocol version.
+    UnsupportedVersion(u16),
+    /// The hello's mode is neither stream nor latency.
+    #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
+    BadMode(u8),
+    /// The hello sets flags this version does not define.
+    #[error("bad flags {0:#04x}: only bit 0 (nodelay) is defined")]
+    BadFlags(u8),
+    /// The hello's codec does not fit its mode.
+    #[error("bad codec {0} for this mode")]
+    BadCodec(u8),
+    /// The hello's framing does not fit its mode.
+    #[error("bad framing {0} for this mode")]
+    BadFraming(u8),
+    /// The hello asks for a log sink that does not exist or does not fit its mode.
+    #[error("bad log sink {0} for this mode: expected 0 to 3 (stream), 0 (latency)")]
+    BadLog(u8),
+    /// The hello asks for more clock queries than allowed, or any in latency mode.
+    #[error("bad clock query count {0}: expected 0 to {MAX_CLOCK_QUERIES} (stream), 0 (latency)")]
+    BadClockQueries(u8),
+    /// The file name is longer than [`MAX_NAME`].
+    #[error("file name of {0} bytes is too long: at most {MAX_NAME}")]
+    NameTooLong(usize),
+    /// The file name is not UTF-8.
+    #[error("file name is not valid UTF-8")]
+    NameNotUtf8,
+    /// The file name is not a plain basename.
+    #[error("bad file name {0:?}: expected a basename without '/', NUL or control characters")]
+    BadName(String),
+    /// The chunk size is 0 or above [`MAX_CHUNK`].
+    #[error("bad chunk size {0}: expected 1 to {MAX_CHUNK} bytes")]
+    BadChunk(u32),
+    /// A latency hello's chunk is not 1.
+    #[error("bad chunk size {0} for latency mode: expected 1")]
+    LatencyChunk(u32),
+    /// A latency hello names a file.
+    #[error("latency hello with a name ({0} bytes): expected none")]
+    LatencyName(usize),
+    /// A frame's body is longer than [`MAX_FRAME_BODY`].
+    #[error("frame body of {0} bytes is too long: at most {MAX_FRAME_BODY}")]
+    FrameTooLong(usize),
+    /// A frame's tag is unknown.
+    #[error("unknown frame tag {0}")]
+    BadTag(u8),
+    /// A frame's body is not the size its tag (or the string in it) needs.
+    #[error("frame tag {tag} with a body of {len} bytes: expected {expected}")]
+    BadBodyLength {
+        /// The frame's tag.
+        tag: u8,
+        /// The body's length.
+        len: usize,
+        /// The length it should have had.
+        expected: usize,
+    },
+    /// A field holds a value its enumeration does not have.
+    #[error("bad {field} value {value}")]
+    BadEnum {
+        /// The field.
+        field: &'static str,
+        /// The value it held.
+        value: u8,
+    },
+    /// A string is longer than [`MAX_REASON`].
+    #[error("string of {0} bytes is too long: at most {MAX_REASON}")]
+    StringTooLong(usize),
+    /// A string is not UTF-8.
+    #[error("string is not valid UTF-8")]
+    StringNotUtf8,
+    /// A latency message's length prefix is 0 or above the largest message.
+    #[error("bad message length {0}: expected 1 to {max} bytes", max = clock::MAX_MESSAGE)]
+    BadMessageLength(u32),
+    /// A latency message's body does not decode.
+    #[error("bad message: {0}")]
+    BadMessage(String),
+    /// A report's numbers contradict each other ([`Report::check`]).
+    #[error("the report's {field} contradicts the rest of it: {why}")]
+    BadReport {
+        /// The first field found at odds with the rest.
+        field: &'static str,
+        /// How.
+        why: String,
+    },
+}

@@ -1,0 +1,215 @@
+//! The server's report of a transfer ([`Report`]): what it counted, where its time went
+//! ([`TimeSplit`]), and the rule that its numbers agree with one another ([`Report::check`]).
+
+use crate::{LogMode, ProtocolError, ServerIo};
+
+/// The server's measurements of one transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Report {
+    /// Data bytes the server read.
+    pub bytes: u64,
+    /// The xxh3-64 of those bytes.
+    pub digest: u64,
+    /// The server's wall clock at the first data byte, µs since the epoch (0: no data).
+    pub first_byte_unix_us: u64,
+    /// The server's wall clock at the last data byte (0: no data).
+    pub last_byte_unix_us: u64,
+    /// The server's monotonic time from the first to the last data byte.
+    pub elapsed_ns: u64,
+    /// Read calls that returned data.
+    pub reads: u64,
+    /// Event-loop wake-ups for this connection (0 when blocking).
+    pub wakeups: u64,
+    /// The serving thread's CPU time in user mode during the transfer.
+    pub cpu_user_us: u64,
+    /// The serving thread's CPU time in kernel mode during the transfer.
+    pub cpu_sys_us: u64,
+    /// Per-read log lines written (for stdout: handed to its queue).
+    pub log_lines: u32,
+    /// Per-read log lines that could not be written.
+    pub log_lines_lost: u32,
+    /// The receive buffer the server's socket got (`SO_RCVBUF`).
+    pub rcvbuf: u32,
+    /// Lines of the server's own output it could not print since it started (stuck stdout or
+    /// stderr).
+    pub output_dropped: u32,
+    /// How the server did its I/O.
+    pub server_io: Option<ServerIo>,
+    /// Where the transfer's per-read lines went.
+    pub log: Option<LogMode>,
+    /// Where the file was saved (`--save`); empty when not saved.
+    pub saved_to: String,
+    /// Where the server's time went.
+    pub split: TimeSplit,
+    /// The server socket's `TCP_INFO` at the end of the transfer.
+    pub tcp: crate::tcp::ReceiverTcp,
+}
+
+impl Report {
+    /// Checks that the report's numbers agree with one another, as a server's always do; the
+    /// first that does not is named. The decoder refuses a report that fails this, so a client
+    /// never prints a share above 100% or a time outside the transfer from one.
+    pub fn check(&self) -> Result<(), ProtocolError> {
+        let bad = |field, why: String| Err(ProtocolError::BadReport { field, why });
+        let Some(total) = self.split.checked_total_ns() else {
+            return bad(
+                "time split",
+                "its phases add up to more than 2^64 ns".into(),
+            );
+        };
+        if self.reads > self.bytes || (self.bytes > 0 && self.reads == 0) {
+            return bad(
+                "reads",
+                format!(
+                    "{} reads of {} bytes (every read returns at least one byte)",
+                    self.reads, self.bytes
+                ),
+            );
+        }
+        if self.first_byte_unix_us > self.last_byte_unix_us {
+            return bad(
+                "first_byte_unix_us",
+                format!(
+                    "the first byte ({}) comes after the last ({})",
+                    self.first_byte_unix_us, self.last_byte_unix_us
+                ),
+            );
+        }
+        if self.elapsed_ns > total && (total > 0 || self.bytes > 0) {
+            return bad(
+                "elapsed_ns",
+                format!(
+                    "first to last byte ({} ns) is longer than the time split ({total} ns), \
+                     which runs from the first byte to the report",
+                    self.elapsed_ns
+                ),
+            );
+        }
+        let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);
+        let most = match self.log {
+            Some(LogMode::None) | None => 0,
+            _ => self.reads.saturating_add(2),
+        };
+        if lines > most {
+            return bad(
+                "log_lines",
+                format!(
+                    "{lines} log lines for {} reads (at most one per read, a start and an end)",
+                    self.reads
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Where the server's time went during one transfer, from its first data byte until its report
+/// was ready, in monotonic ns (the report's table above says what each phase holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TimeSplit {
+    /// In read calls (in the blocking model, their waits for data too).
+    pub read_ns: u64,
+    /// Checksumming.
+    pub hash_ns: u64,
+    /// Writing per-read log lines, and waiting for room on stdout for them.
+    pub log_ns: u64,
+    /// Writing received bytes to the `--save` file.
+    pub save_ns: u64,
+    /// Syncing and renaming the saved file into place.
+    pub fsync_ns: u64,
+    /// The rest: waiting for data or the trailer, for the CPU, for other connections.
+    pub wait_ns: u64,
+}
+
+/// One phase of a [`TimeSplit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimePhase {
+    /// [`TimeSplit::read_ns`].
+    Read,
+    /// [`TimeSplit::hash_ns`].
+    Hash,
+    /// [`TimeSplit::log_ns`].
+    Log,
+    /// [`TimeSplit::save_ns`].
+    Save,
+    /// [`TimeSplit::fsync_ns`].
+    Fsync,
+    /// [`TimeSplit::wait_ns`].
+    Wait,
+}
+
+impl TimePhase {
+    /// Every phase, in the split's order.
+    pub const ALL: [TimePhase; 6] = [
+        TimePhase::Read,
+        TimePhase::Hash,
+        TimePhase::Log,
+        TimePhase::Save,
+        TimePhase::Fsync,
+        TimePhase::Wait,
+    ];
+
+    /// The phase's name in output: `read`, `hash`, `log`, `save`, `fsync`, `wait`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimePhase::Read => "read",
+            TimePhase::Hash => "hash",
+            TimePhase::Log => "log",
+            TimePhase::Save => "save",
+            TimePhase::Fsync => "fsync",
+            TimePhase::Wait => "wait",
+        }
+    }
+}
+
+impl TimeSplit {
+    /// The time of `phase`, in ns.
+    pub fn get(&self, phase: TimePhase) -> u64 {
+        match phase {
+            TimePhase::Read => self.read_ns,
+            TimePhase::Hash => self.hash_ns,
+            TimePhase::Log => self.log_ns,
+            TimePhase::Save => self.save_ns,
+            TimePhase::Fsync => self.fsync_ns,
+            TimePhase::Wait => self.wait_ns,
+        }
+    }
+
+    /// Adds `ns` to `phase`.
+    #[inline]
+    pub fn add(&mut self, phase: TimePhase, ns: u64) {
+        let slot = match phase {
+            TimePhase::Read => &mut self.read_ns,
+            TimePhase::Hash => &mut self.hash_ns,
+            TimePhase::Log => &mut self.log_ns,
+            TimePhase::Save => &mut self.save_ns,
+            TimePhase::Fsync => &mut self.fsync_ns,
+            TimePhase::Wait => &mut self.wait_ns,
+        };
+        *slot += ns;
+    }
+
+    /// All phases together, in ns (at most `u64::MAX`: a decoded report's phases always fit,
+    /// [`Report::check`]).
+    pub fn total_ns(&self) -> u64 {
+        self.checked_total_ns().unwrap_or(u64::MAX)
+    }
+
+    /// All phases together, in ns, if that fits in a u64.
+    pub fn checked_total_ns(&self) -> Option<u64> {
+        TimePhase::ALL
+            .iter()
+            .try_fold(0u64, |sum, p| sum.checked_add(self.get(*p)))
+    }
+
+    /// The phase with the most time, and its share of the total in percent; `None` when nothing
+    /// was timed (an older server, or no data).
+    pub fn largest(&self) -> Option<(TimePhase, f64)> {
+        let total = self.total_ns();
+        if total == 0 {
+            return None;
+        }
+        let top = TimePhase::ALL.into_iter().max_by_key(|p| self.get(*p))?;
+        Some((top, 100.0 * self.get(top) as f64 / total as f64))
+    }
+}

@@ -1,0 +1,262 @@
+//! The codecs against the specification: round trips, every refusal, and (proptest) no panic
+//! and no over-read on any input.
+
+use super::*;
+use proptest::prelude::*;
+
+pub(super) fn hello() -> Hello {
+    Hello {
+        mode: Mode::Stream,
+        nodelay: false,
+        codec: 0,
+        framing: 0,
+        length: 36 * 1024 * 1024,
+        chunk: 10240,
+        name: "tsl.txt".into(),
+        log: Some(LogMode::Stdout),
+        clock_queries: 8,
+    }
+}
+
+pub(super) fn encoded(h: &Hello) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_hello(h, &mut v);
+    v
+}
+
+pub(super) fn report() -> Report {
+    Report {
+        bytes: 100,
+        digest: 2,
+        first_byte_unix_us: 3,
+        last_byte_unix_us: 4,
+        elapsed_ns: 5,
+        reads: 6,
+        wakeups: 7,
+        cpu_user_us: 8,
+        cpu_sys_us: 9,
+        log_lines: 6,
+        log_lines_lost: 2,
+        rcvbuf: 11,
+        output_dropped: 12,
+        server_io: Some(ServerIo::EventLoop),
+        log: Some(LogMode::File),
+        saved_to: "/srv/ünïcode".into(),
+        split: TimeSplit {
+            read_ns: 13,
+            hash_ns: 14,
+            log_ns: 15,
+            save_ns: 16,
+            fsync_ns: 17,
+            wait_ns: u64::MAX - 100,
+        },
+        tcp: crate::tcp::ReceiverTcp {
+            rcv_space: Some(18),
+            rcv_rtt_us: Some(0),
+            rcv_wnd: None,
+            bytes_received: Some(u64::MAX - 1),
+            ..crate::tcp::ReceiverTcp::default()
+        },
+    }
+}
+
+/// A hello decodes to itself, and every proper prefix asks for more bytes.
+#[test]
+fn hello_round_trip_and_prefixes() {
+    let h = hello();
+    let bytes = encoded(&h);
+    assert_eq!(bytes.len(), HELLO_FIXED + 7);
+    assert_eq!(decode_hello(&bytes), Ok(Some((h, bytes.len()))));
+    for n in 0..bytes.len() {
+        assert_eq!(decode_hello(&bytes[..n]), Ok(None), "prefix {n}");
+    }
+}
+
+/// Trailing bytes are left for the caller: `used` says where the hello ended.
+#[test]
+fn hello_reports_bytes_used() {
+    let mut bytes = encoded(&hello());
+    let n = bytes.len();
+    bytes.extend_from_slice(b"extra");
+    assert_eq!(decode_hello(&bytes).unwrap().unwrap().1, n);
+}
+
+fn refused(mut edit: impl FnMut(&mut Vec<u8>)) -> ProtocolError {
+    let mut b = encoded(&hello());
+    edit(&mut b);
+    decode_hello(&b).expect_err("should be refused")
+}
+
+/// Every field of a hello's header with a bad value is refused with the error that names it.
+#[test]
+fn hello_refusals() {
+    assert!(matches!(
+        refused(|b| b[0] = b'G'),
+        ProtocolError::BadMagic(_)
+    ));
+    assert_eq!(
+        decode_hello(b"GET / HTTP/1.1\r\n"),
+        Err(ProtocolError::BadMagic(*b"GET "))
+    );
+    assert_eq!(
+        decode_hello(b"TX"),
+        Err(ProtocolError::BadMagic(*b"TX\0\0"))
+    );
+    assert_eq!(refused(|b| b[5] = 1), ProtocolError::UnsupportedVersion(1));
+    assert_eq!(refused(|b| b[5] = 2), ProtocolError::UnsupportedVersion(2));
+    // The version is read as soon as it is in: an older, shorter hello is not waited for.
+    assert_eq!(
+        decode_hello(b"TSPF\x00\x02"),
+        Err(ProtocolError::UnsupportedVersion(2))
+    );
+    assert_eq!(refused(|b| b[6] = 0), ProtocolError::BadMode(0));
+    assert_eq!(refused(|b| b[6] = 3), ProtocolError::BadMode(3));
+    assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));
+    assert_eq!(refused(|b| b[8] = 1), ProtocolError::BadCodec(1));
+    assert_eq!(refused(|b| b[9] = 1), ProtocolError::BadFraming(1));
+    let latency = |codec, framing| {
+        refused(|b| {
+            b[6] = 2;
+            b[8] = codec;
+            b[9] = framing;
+        })
+    };
+    assert_eq!(latency(0, 1), ProtocolError::BadCodec(0));
+    assert_eq!(latency(3, 1), ProtocolError::BadCodec(3));
+    assert_eq!(latency(1, 0), ProtocolError::BadFraming(0));
+    assert_eq!(latency(2, 3), ProtocolError::BadFraming(3));
+    assert_eq!(refused(|b| b[10] = 4), ProtocolError::BadLog(4));
+    assert_eq!(latency(1, 1), ProtocolError::BadLog(2));
+    assert_eq!(
+        refused(|b| b[11] = MAX_CLOCK_QUERIES + 1),
+        ProtocolError::BadClockQueries(MAX_CLOCK_QUERIES + 1)
+    );
+    assert_eq!(
+        refused(|b| {
+            b[6] = 2;
+            b[8] = 1;
+            b[9] = 1;
+            b[10] = 0;
+        }),
+        ProtocolError::BadClockQueries(8)
+    );
+}
+
+/// A name too long, not UTF-8 or not a basename, a chunk out of range, and a latency hello's
+/// name and chunk, are refused with the error that names them.
+#[test]
+fn hello_refusals_of_names_and_chunks() {
+    assert_eq!(
+        refused(|b| b[12..14].copy_from_slice(&256u16.to_be_bytes())),
+        ProtocolError::NameTooLong(256)
+    );
+    assert_eq!(
+        refused(|b| b[22..26].copy_from_slice(&0u32.to_be_bytes())),
+        ProtocolError::BadChunk(0)
+    );
+    assert_eq!(
+        refused(|b| b[22..26].copy_from_slice(&(MAX_CHUNK + 1).to_be_bytes())),
+        ProtocolError::BadChunk(MAX_CHUNK + 1)
+    );
+    assert_eq!(refused(|b| b[26] = 0xff), ProtocolError::NameNotUtf8);
+    assert!(matches!(
+        refused(|b| b[27] = b'/'),
+        ProtocolError::BadName(_)
+    ));
+    assert!(matches!(refused(|b| b[27] = 0), ProtocolError::BadName(_)));
+    assert!(matches!(
+        refused(|b| b[27] = b'\n'),
+        ProtocolError::BadName(_)
+    ));
+    // Latency mode carries no name and a chunk of 1.
+    let latency = |edit: &dyn Fn(&mut Vec<u8>)| {
+        refused(|b| {
+            b[6] = 2;
+            b[8] = 1;
+            b[9] = 1;
+            b[10] = 0;
+            b[11] = 0;
+            b[22..26].copy_from_slice(&1u32.to_be_bytes());
+            edit(b);
+        })
+    };
+    assert_eq!(latency(&|_| {}), ProtocolError::LatencyName(7));
+    assert_eq!(
+        latency(&|b| {
+            b.truncate(HELLO_FIXED);
+            b[12..14].copy_from_slice(&0u16.to_be_bytes());
+            b[22..26].copy_from_slice(&2u32.to_be_bytes());
+        }),
+        ProtocolError::LatencyChunk(2)
+    );
+}
+
+/// Limits are inclusive: a 255-byte name and a 16 MiB chunk are accepted.
+#[test]
+fn hello_limits_inclusive() {
+    let mut h = hello();
+    h.name = "n".repeat(MAX_NAME);
+    h.chunk = MAX_CHUNK;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
+    h.clock_queries = MAX_CLOCK_QUERIES;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h.clone(), b.len()))));
+    h.name.clear();
+    h.chunk = 1;
+    h.log = None;
+    h.clock_queries = 0;
+    h.mode = Mode::Latency;
+    h.nodelay = true;
+    h.codec = 2;
+    h.framing = 2;
+    let b = encoded(&h);
+    assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
+}
+
+proptest! {
+    /// The decoders never panic on arbitrary bytes, and what they accept they accept whole.
+    #[test]
+    fn decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        if let Ok(Some((_, used))) = decode_hello(&bytes) {
+            prop_assert!(used <= bytes.len());
+        }
+        if let Ok(Some((_, used))) = decode_frame(&bytes) {
+            prop_assert!(used <= bytes.len());
+        }
+    }
+
+    /// Random bytes behind a valid magic and version still never panic the hello decoder.
+    #[test]
+    fn hello_decoder_total_after_magic(tail in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&VERSION.to_be_bytes());
+        b.extend_from_slice(&tail);
+        let _ = decode_hello(&b);
+    }
+
+    /// Any valid hello round-trips.
+    #[test]
+    fn hello_round_trip_any(length: u64, chunk in 1..=MAX_CHUNK, name in "[a-zA-Z0-9._ é-]{0,60}") {
+        let h = Hello { clock_queries: (length % 65) as u8, ..Hello::stream(length, chunk, &name) };
+        let b = encoded(&h);
+        prop_assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
+    }
+}
+
+/// NTP's estimate: exact for a symmetric path, and the true offset always within its bound.
+#[test]
+fn offset_estimate_and_bound() {
+    // Server 1000 ns ahead; 300 ns each way; the server takes 50 ns.
+    let o = clock::Offset::of(10_000, 11_300, 11_350, 10_650);
+    assert_eq!(o.offset_ns, 1000);
+    assert_eq!(o.err_ns, 300);
+    assert_eq!(o.to_client(11_300), 10_300);
+    // An asymmetric path (100 ns there, 500 back): the estimate is off, but by no more than
+    // its bound.
+    let o = clock::Offset::of(10_000, 11_100, 11_150, 10_650);
+    assert!((o.offset_ns - 1000).unsigned_abs() <= o.err_ns, "{o:?}");
+}
+
+mod frames;
+mod report;

@@ -1,0 +1,137 @@
+//! The report: its layout against older versions', and the agreement of its numbers.
+
+use super::*;
+
+/// Version 5's report carries the time split, the server's TCP_INFO and the log lines lost; a
+/// version 3 report (86 fixed bytes) or a version 4 one (214) does not decode as one, and an
+/// older hello is refused by its version.
+#[test]
+fn version_5_report_and_older_peers() {
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(report()), &mut b);
+    assert_eq!(b.len(), FRAME_HEADER + 218 + 2 + "/srv/ünïcode".len());
+    assert_eq!(
+        decode_frame(&b),
+        Ok(Some((Frame::Report(report()), b.len())))
+    );
+    let Ok(Some((Frame::Report(r), _))) = decode_frame(&b) else {
+        panic!("did not decode");
+    };
+    assert_eq!(r.split.wait_ns, u64::MAX - 100);
+    assert_eq!(r.tcp.rcv_wnd, None, "u64::MAX is not known");
+    assert_eq!(r.tcp.rcv_rtt_us, Some(0));
+    let mut v3 = vec![3, 0, 88];
+    v3.extend_from_slice(&[0; 86]);
+    v3.extend_from_slice(&[0, 0]);
+    assert_eq!(
+        decode_frame(&v3),
+        Err(ProtocolError::BadBodyLength {
+            tag: 3,
+            len: 88,
+            expected: 220
+        })
+    );
+    let mut v4 = vec![3, 0, 216];
+    v4.extend_from_slice(&[0; 216]);
+    assert!(matches!(
+        decode_frame(&v4),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
+    for old in [3u16, 4] {
+        let mut hello = encoded(&Hello::stream(1, 1, "x"));
+        hello[4..6].copy_from_slice(&old.to_be_bytes());
+        assert_eq!(
+            decode_hello(&hello),
+            Err(ProtocolError::UnsupportedVersion(old))
+        );
+    }
+}
+
+/// Issue 23 (10): a report whose numbers contradict each other is refused, naming the field:
+/// phases that overflow, more reads than bytes, a first byte after the last, first to last
+/// byte longer than the whole split, more log lines than reads.
+#[test]
+fn contradictory_reports_are_refused() {
+    assert_eq!(report().check(), Ok(()));
+    let field = |r: Report| match r.check() {
+        Err(ProtocolError::BadReport { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    let mut r = report();
+    r.split.read_ns = u64::MAX;
+    assert_eq!(field(r), "time split");
+    assert_eq!(
+        field(Report {
+            reads: 101,
+            ..report()
+        }),
+        "reads"
+    );
+    assert_eq!(
+        field(Report {
+            first_byte_unix_us: u64::MAX,
+            ..report()
+        }),
+        "first_byte_unix_us"
+    );
+    assert_eq!(
+        field(Report {
+            elapsed_ns: u64::MAX,
+            ..report()
+        }),
+        "elapsed_ns"
+    );
+    assert_eq!(
+        field(Report {
+            log_lines: 9,
+            ..report()
+        }),
+        "log_lines"
+    );
+    assert_eq!(
+        field(Report {
+            log: Some(LogMode::None),
+            ..report()
+        }),
+        "log_lines"
+    );
+    // The decoder refuses one on the wire.
+    let mut r = report();
+    r.split.hash_ns = u64::MAX;
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(r), &mut b);
+    assert!(matches!(
+        decode_frame(&b),
+        Err(ProtocolError::BadReport {
+            field: "time split",
+            ..
+        })
+    ));
+    // A transfer of no bytes: nothing read, nothing timed.
+    let empty = Report {
+        bytes: 0,
+        reads: 0,
+        first_byte_unix_us: 0,
+        last_byte_unix_us: 0,
+        elapsed_ns: 0,
+        log_lines: 2,
+        log_lines_lost: 0,
+        split: TimeSplit::default(),
+        ..report()
+    };
+    assert_eq!(empty.check(), Ok(()));
+}
+
+/// The time split's total and largest share.
+#[test]
+fn time_split_largest_share() {
+    assert_eq!(TimeSplit::default().largest(), None);
+    let s = TimeSplit {
+        read_ns: 10,
+        log_ns: 70,
+        wait_ns: 20,
+        ..TimeSplit::default()
+    };
+    assert_eq!(s.total_ns(), 100);
+    assert_eq!(s.largest(), Some((TimePhase::Log, 70.0)));
+}
