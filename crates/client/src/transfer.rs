@@ -79,16 +79,13 @@ pub(super) fn transfer<T: Transport>(
         begin: None,
         intervals: Vec::new(),
     };
-    let (peer, accepted, clock, mut conv) = match prepare(&mut conn, &source, cfg) {
-        Ok(v) => v,
+    let mut prepared = match prepare(&mut conn, &source, cfg) {
+        Ok(p) => p,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
     progress.restart();
-    let cpu_start = CpuTime::process();
-    let queue_start = tsperf_sys::timing::run_queue_wait();
-    let begin = Instant::now();
-    so_far.begin = Some((begin, acknowledged(&conn)));
-    let begin_unix_us = unix_us_now();
+    let start = Start::now();
+    so_far.begin = Some((start.at, acknowledged(&conn)));
     let mut writes = WriteStats::default();
     let (sent_data, samples) = send_sampled(
         &mut conn,
@@ -113,63 +110,108 @@ pub(super) fn transfer<T: Transport>(
             return Err(so_far.failed(&conn, e));
         }
     };
-    let trailer = conv.trailer(digest);
+    let trailer = prepared.conv.trailer(digest);
     let report = conn
         .write_all(&trailer)
         .map_err(|e| lost(&mut conn, e, &so_far, cfg.timeout))
-        .and_then(|()| await_report(&mut conn, &mut conv));
-    let elapsed = begin.elapsed();
+        .and_then(|()| await_report(&mut conn, &mut prepared.conv));
+    let elapsed = start.at.elapsed();
     let server = match report.and_then(|r| agrees(r, elapsed)) {
         Ok(r) => r,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
-    let end_unix_us = unix_us_now();
-    let cpu = CpuTime::process().since(cpu_start);
-    let run_queue = queue_start
+    let source_changed = server.digest != digest && source.changed();
+    let sent = Sent {
+        digest,
+        writes,
+        server,
+        elapsed,
+        source_changed,
+    };
+    Ok(result(&conn, cfg, prepared, start, so_far, sent))
+}
+
+/// What the hello and the clock queries settled.
+struct Prepared {
+    peer: std::net::SocketAddr,
+    accepted: Accepted,
+    clock: Option<Clock>,
+    /// The conversation, which goes on after the data, to the report.
+    conv: StreamConversation,
+}
+
+/// The clocks as the first byte is about to be handed over.
+struct Start {
+    at: Instant,
+    unix_us: u64,
+    cpu: CpuTime,
+    run_queue: Option<Duration>,
+}
+
+impl Start {
+    fn now() -> Start {
+        Start {
+            cpu: CpuTime::process(),
+            run_queue: tsperf_sys::timing::run_queue_wait(),
+            at: Instant::now(),
+            unix_us: unix_us_now(),
+        }
+    }
+}
+
+/// How the data went: its digest, the writes, the server's report, the time to it.
+struct Sent {
+    digest: u64,
+    writes: WriteStats,
+    server: Report,
+    elapsed: Duration,
+    source_changed: bool,
+}
+
+/// Everything measured about a verified-or-not transfer, once the report is in.
+fn result<T: Transport>(
+    conn: &T,
+    cfg: &StreamConfig,
+    prepared: Prepared,
+    start: Start,
+    so_far: SoFar,
+    mut sent: Sent,
+) -> StreamResult {
+    let run_queue = start
+        .run_queue
         .zip(tsperf_sys::timing::run_queue_wait())
         .map(|(a, b)| b.saturating_sub(a));
-    let tcp = tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())
-        .map_or_else(Default::default, |i| i.sender());
-    (writes.would_block, writes.polls) = conn.waits();
-    let source_changed = server.digest != digest && source.changed();
-    Ok(StreamResult {
+    (sent.writes.would_block, sent.writes.polls) = conn.waits();
+    StreamResult {
         name: so_far.name,
         bytes: so_far.bytes,
         chunk: cfg.chunk,
         io: T::IO,
         strategy: cfg.strategy,
         batch: (cfg.strategy == Strategy::Writev).then_some(cfg.batch),
-        peer,
-        begin_unix_us,
-        end_unix_us,
-        elapsed,
-        digest,
-        writes,
-        cpu,
+        peer: prepared.peer,
+        begin_unix_us: start.unix_us,
+        end_unix_us: unix_us_now(),
+        elapsed: sent.elapsed,
+        digest: sent.digest,
+        writes: sent.writes,
+        cpu: CpuTime::process().since(start.cpu),
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
-        read_size: accepted.read_size,
-        server_stdout: accepted.stdout,
-        clock,
-        server,
-        tcp,
+        read_size: prepared.accepted.read_size,
+        server_stdout: prepared.accepted.stdout,
+        clock: prepared.clock,
+        server: sent.server,
+        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())
+            .map_or_else(Default::default, |i| i.sender()),
         run_queue,
         intervals: so_far.intervals,
-        source_changed,
-    })
+        source_changed: sent.source_changed,
+    }
 }
 
 /// Everything before the data: the socket's settings, the hello and its answer, the clock
 /// queries. The conversation goes on after the data, to the report.
-fn prepare<T: Transport>(
-    conn: &mut T,
-    source: &Source,
-    cfg: &StreamConfig,
-) -> Result<(
-    std::net::SocketAddr,
-    Accepted,
-    Option<Clock>,
-    StreamConversation,
-)> {
+fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> Result<Prepared> {
     let peer = conn.peer().context("cannot read the server's address")?;
     conn.set_timeout(cfg.timeout)?;
     if let Some(n) = cfg.sndbuf {
@@ -187,7 +229,12 @@ fn prepare<T: Transport>(
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
     let clock = ask_clock(conn, &mut conv)
         .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
-    Ok((peer, accepted, clock, conv))
+    Ok(Prepared {
+        peer,
+        accepted,
+        clock,
+        conv,
+    })
 }
 
 /// Sends the data, sampled in time by a thread of its own with `--interval`. Returns how the
