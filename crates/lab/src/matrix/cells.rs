@@ -199,9 +199,9 @@ pub fn latency_cells() -> Vec<LatencyCell> {
 mod tests {
     use super::*;
 
-    /// Cells give the arguments and labels the grid has always used.
+    /// Stream cells give the arguments and labels the grid has always used.
     #[test]
-    fn cell_arguments_and_labels() {
+    fn stream_cell_arguments_and_labels() {
         let c = StreamCell {
             chunk: 1024,
             io: ClientIo::Nonblocking,
@@ -239,6 +239,18 @@ mod tests {
         assert_eq!(plain.label(), "nonblocking");
         assert_eq!(plain.args("f")[6..], ["--interval", "0.005"]);
         assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
+        assert_eq!(
+            client_columns(&[]),
+            [
+                (ClientIo::Blocking, Strategy::Write),
+                (ClientIo::Nonblocking, Strategy::Write)
+            ]
+        );
+    }
+
+    /// Latency cells give the arguments and labels the grid has always used, under load too.
+    #[test]
+    fn latency_cell_arguments_and_labels() {
         let l = latency_cells();
         assert_eq!(l.len(), 12);
         let load = Load {
@@ -274,12 +286,5 @@ mod tests {
             ]
         );
         assert!(l[2].stalls() && !l[3].stalls());
-        assert_eq!(
-            client_columns(&[]),
-            [
-                (ClientIo::Blocking, Strategy::Write),
-                (ClientIo::Nonblocking, Strategy::Write)
-            ]
-        );
     }
 }

@@ -1,0 +1,309 @@
+//! The charts, as SVG: throughput per stream cell and round trip per latency cell.
+//!
+//! Both use a log scale: a stdout-to-terminal cell can be a hundred times slower than the rest,
+//! and a Nagle stall a thousand times longer; on a linear axis they would hide everything else.
+//! plotters' SVG backend writes text as SVG text, so no font files are needed.
+
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{Exporter, Matrix};
+
+/// The stream cells' rates as bars: `throughput.svg`.
+pub struct ThroughputSvg;
+/// The latency cells' round trips as bars: `latency.svg`.
+pub struct LatencySvg;
+/// `timeline.svg`: throughput over time, one panel per log sink.
+pub struct TimelineSvg;
+
+const SIZE: (u32, u32) = (1000, 560);
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("cannot draw the chart: {e:?}")
+}
+
+/// Log-axis bounds with some room around `lo..hi`.
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| *v > 0.0)
+        .fold((f64::INFINITY, 0f64), |(a, b), v| (a.min(v), b.max(v)));
+    if hi == 0.0 {
+        (0.1, 10.0)
+    } else {
+        (lo / 2.0, hi * 2.0)
+    }
+}
+
+/// Tick values for a log axis over `lo..hi`: 1, 2 and 5 in every decade, or the decades alone
+/// when that would be more than 24 ticks.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let steps: &[f64] = if (last - first) * 3 > 24 {
+        &[1.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    (first..=last)
+        .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
+}
+
+/// A tick value as the axis prints it: `5`, `200`, `0.5`, never `200.0`.
+fn plain(v: f64) -> String {
+    // Ticks are 1, 2 or 5 times a power of ten; round off the float noise of powi.
+    let r = format!("{v:.6}");
+    r.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A microsecond tick in the unit that keeps it short: `200 µs`, `5 ms`, `1 s`.
+fn micros(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{} s", plain(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{} ms", plain(v / 1e3))
+    } else {
+        format!("{} µs", plain(v))
+    }
+}
+
+/// The legend drawn beside the plot (never over it): a swatch and a label per series.
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(String, RGBAColor)],
+) -> Result<()> {
+    let font =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (label, color)) in entries.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        area.draw(&Rectangle::new([(8, y - 5), (20, y + 5)], color.filled()))
+            .map_err(plot_err)?;
+        area.draw(&Text::new(label.clone(), (26, y), font.clone()))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// Width of the legend column for these labels (about 7 px a character at 13 px).
+fn legend_width(labels: impl Iterator<Item = usize>) -> u32 {
+    36 + 7 * labels.max().unwrap_or(0) as u32
+}
+
+/// One series of a [`grouped_bars`] chart: its legend and a value per group (`None`: no bar).
+pub struct Series {
+    /// The legend's name for it.
+    pub label: String,
+    /// One value per group.
+    pub values: Vec<Option<f64>>,
+}
+
+/// A bar chart on a log axis: one group of bars per `groups` label, one bar per series in each
+/// group, side by side in series order; the legend in a column on the right.
+pub fn grouped_bars(
+    caption: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[Series],
+) -> Result<Vec<u8>> {
+    let (lo, hi) = bounds(
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied()),
+    );
+    let side = legend_width(series.iter().map(|s| s.label.chars().count()));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0 + side, SIZE.1)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let (plot, key) = root.split_horizontally(SIZE.0);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(caption, ("sans-serif", 22))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                0f64..groups.len().max(1) as f64,
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            )
+            .map_err(plot_err)?;
+        let label = |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 1e-9 && i < groups.len() {
+                groups[i].clone()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len() * 2 + 1)
+            .x_label_formatter(&label)
+            .y_label_formatter(&|v| plain(*v))
+            .y_desc(y_desc)
+            .draw()
+            .map_err(plot_err)?;
+        let width = 0.8 / series.len().max(1) as f64;
+        let mut entries = Vec::new();
+        for (si, s) in series.iter().enumerate() {
+            let color = Palette99::pick(si).to_rgba();
+            let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
+                let x0 = g as f64 + 0.1 + si as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, lo), (x0 + width * 0.9, v.as_ref()?.max(lo))],
+                    color.filled(),
+                ))
+            });
+            chart.draw_series(bars).map_err(plot_err)?;
+            entries.push((s.label.clone(), color));
+        }
+        legend(&key, &entries)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg.into_bytes())
+}
+
+impl Exporter for ThroughputSvg {
+    fn file_name(&self) -> &'static str {
+        "throughput.svg"
+    }
+
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        let mut chunks: Vec<u32> = Vec::new();
+        let mut keys: Vec<(&str, &str)> = Vec::new();
+        for r in &m.stream {
+            if !chunks.contains(&r.chunk) {
+                chunks.push(r.chunk);
+            }
+            if !keys.contains(&(r.io.as_str(), r.log.as_str())) {
+                keys.push((&r.io, &r.log));
+            }
+        }
+        let series: Vec<Series> = keys
+            .iter()
+            .map(|(io, log)| Series {
+                label: format!("{io}, log {log}"),
+                values: chunks
+                    .iter()
+                    .map(|c| {
+                        m.stream
+                            .iter()
+                            .find(|r| r.chunk == *c && r.io == *io && r.log == *log)
+                            .map(|r| r.median_mib_s)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let groups: Vec<String> = chunks.iter().map(|c| format!("chunk {c} B")).collect();
+        grouped_bars(
+            &format!(
+                "Stream throughput, median MiB/s (log scale), {}",
+                m.setup.network
+            ),
+            "MiB/s",
+            &groups,
+            &series,
+        )
+    }
+}
+
+impl Exporter for LatencySvg {
+    fn file_name(&self) -> &'static str {
+        "latency.svg"
+    }
+
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        let (lo, hi) = bounds(m.latency.iter().flat_map(|r| [r.p50_us, r.p99_us]));
+        let n = m.latency.len().max(1) as f64;
+        let names: Vec<String> = m
+            .latency
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}{}{}{}",
+                    r.codec,
+                    r.framing,
+                    if r.nodelay { " nodelay" } else { "" },
+                    if r.reconnect { " reconnect" } else { "" },
+                    r.under_load
+                        .as_ref()
+                        .map_or(String::new(), |l| format!(" under load (log {l})"))
+                )
+            })
+            .collect();
+        let side = legend_width([3].into_iter());
+        let mut svg = String::new();
+        {
+            let root =
+                SVGBackend::with_string(&mut svg, (SIZE.0 + side, SIZE.1)).into_drawing_area();
+            root.fill(&WHITE).map_err(plot_err)?;
+            let (plot, key) = root.split_horizontally(SIZE.0);
+            let mut chart = ChartBuilder::on(&plot)
+                .caption(
+                    "Clock query round trip, p50 and p99 (log scale)",
+                    ("sans-serif", 22),
+                )
+                .margin(14)
+                .x_label_area_size(40)
+                .y_label_area_size(230)
+                .build_cartesian_2d(
+                    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                    0f64..n,
+                )
+                .map_err(plot_err)?;
+            let label = |y: &f64| {
+                let i = y.floor() as usize;
+                if (y - y.floor() - 0.5).abs() < 1e-9 && i < names.len() {
+                    names[i].clone()
+                } else {
+                    String::new()
+                }
+            };
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(names.len() * 2 + 1)
+                .y_label_formatter(&label)
+                .x_label_formatter(&|v| micros(*v))
+                .x_desc("round trip")
+                .draw()
+                .map_err(plot_err)?;
+            let mut entries = Vec::new();
+            for (which, color, shade) in [("p50", BLUE, 0.9), ("p99", RED, 0.35)] {
+                let bars = m.latency.iter().enumerate().map(|(i, r)| {
+                    let v = if which == "p50" { r.p50_us } else { r.p99_us };
+                    let (y0, y1) = if which == "p50" {
+                        (i as f64 + 0.15, i as f64 + 0.55)
+                    } else {
+                        (i as f64 + 0.55, i as f64 + 0.85)
+                    };
+                    Rectangle::new([(lo, y0), (v.max(lo), y1)], color.mix(shade).filled())
+                });
+                chart.draw_series(bars).map_err(plot_err)?;
+                entries.push((which.to_owned(), color.mix(shade)));
+            }
+            legend(&key, &entries)?;
+            root.present().map_err(plot_err)?;
+        }
+        Ok(svg.into_bytes())
+    }
+}
+
+/// The text of an SVG's nodes, trimmed, after checking that it is well-formed XML: what the
+/// chart tests look for.
+#[cfg(test)]
+pub fn texts(bytes: &[u8]) -> Vec<String> {
+    roxmltree::Document::parse(std::str::from_utf8(bytes).expect("UTF-8 SVG"))
+        .expect("well-formed SVG")
+        .descendants()
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_owned())
+        .collect()
+}
+
+mod timeline;
+
+#[cfg(test)]
+mod tests;
