@@ -3,10 +3,8 @@
 
 use std::io;
 
-use super::receiver::Receiver;
-
 /// Bytes that must be waiting before the kernel wakes the reader of a bulk transfer in full
-/// flow (see [`Receiver::wake_at`]).
+/// flow (see [`Receiver::wake_at`](crate::receiver::Receiver::wake_at)).
 pub const WAKE_BYTES: u32 = 64 << 10;
 
 /// The end of a transfer read with a wake-up threshold of 1: room for [`WAKE_BYTES`] and a
@@ -55,7 +53,7 @@ pub fn wake_at(read_size: usize, bytes: u64, expected: u64, gate: u32, large: bo
 pub const MARK_MIN_MSS: u32 = 16 << 10;
 
 /// A connection's receive low-water mark, kept where its transfer wants it
-/// ([`Receiver::wake_at`]).
+/// ([`Receiver::wake_at`](crate::receiver::Receiver::wake_at)).
 ///
 /// A bulk mark only on paths with large segments (loopback's MSS is 65483): there each segment wakes the
 /// reader, and the mark took the server's CPU per 36 MiB at 1024-byte chunks from ~18 to ~7 ms
@@ -94,9 +92,10 @@ impl WakeMark {
         self.usable
     }
 
-    /// Sets the mark `rx` wants now, if it differs from the one set.
-    pub fn follow<S: std::os::fd::AsFd>(&mut self, stream: &S, rx: &Receiver) {
-        let want = rx.wake_at();
+    /// Sets the mark `want` (a transfer's
+    /// [`Receiver::wake_at`](crate::receiver::Receiver::wake_at)), if it differs from the one
+    /// set.
+    pub fn follow<S: std::os::fd::AsFd>(&mut self, stream: &S, want: u32) {
         if want == self.set || (want > 1 && tsperf_sys::net::recv_buffer(stream) < 4 * want) {
             return;
         }
@@ -130,6 +129,7 @@ pub fn advertised_mss<S: std::os::fd::AsFd>(sock: &S) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::receiver::Receiver;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     use tsperf_proto::Hello;

@@ -161,7 +161,7 @@ impl Conn<'_> {
                     .stream
                     .set_read_timeout(Some(self.cfg.policy.idle_timeout));
             }
-            mark.follow(&*self.stream, rx);
+            mark.follow(&*self.stream, rx.wake_at());
             let got = rx.bytes() - before;
             // A blocking socket says WouldBlock only when its read timeout expires: what the
             // turn read counts first, then the wait is over.

@@ -162,7 +162,7 @@ impl Conn {
             rx.large_segments = self.mark.usable();
         }
         let end = block.read_turn(&mut self.stream, rx);
-        self.mark.follow(&self.stream, rx);
+        self.mark.follow(&self.stream, rx.wake_at());
         rx.wakeups = self.wakeups;
         let got = rx.bytes() - before;
         self.more = matches!(end, ReadEnd::TurnOver);
