@@ -6,11 +6,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use tsperf::cli;
 use tsperf_lab::machine;
-use tsperf_lab::peers::{self, PeersConfig};
+use tsperf_lab::peers::{self, PeersConfig, PeersMarkdown, PeersReport};
+use tsperf_lab::report::Exporter;
 use tsperf_results::units;
 
-/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md and peers.svg. A tsserver and an
-/// iperf3 server must already listen on the given ports.
+/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md and peers.svg. An
+/// iperf3 server must already listen on --iperf3-port; tspeers starts its own tsserver unless
+/// --tsperf-port names one.
 #[derive(Parser)]
 #[command(name = "tspeers", version, about)]
 struct Args {
@@ -23,14 +25,14 @@ struct Args {
     /// Repetitions of every run (the median is reported).
     #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=100))]
     reps: u32,
-    /// The port of a `tsserver --log none` on 127.0.0.1.
+    /// The port of a running `tsserver --log none` on 127.0.0.1 (default: start one).
     #[arg(long)]
-    tsperf_port: u16,
+    tsperf_port: Option<u16>,
     /// The port of an `iperf3 -s` on 127.0.0.1.
     #[arg(long)]
     iperf3_port: u16,
-    /// Where peers.md goes (and peers.svg beside it).
-    #[arg(long, default_value = "results/peers.md")]
+    /// The directory peers.md and peers.svg go to.
+    #[arg(long, default_value = "results")]
     out: PathBuf,
     /// The tsperf commit to name in the report.
     #[arg(long, default_value = "unknown")]
@@ -44,11 +46,18 @@ fn main() -> ExitCode {
         let len = std::fs::metadata(&args.file)
             .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
             .len();
+        let server = match args.tsperf_port {
+            Some(_) => None,
+            None => Some(peers::start_tsserver(&bin_dir)?),
+        };
         let cfg = PeersConfig {
             file: args.file.clone(),
             chunks: args.chunks.clone(),
             reps: args.reps,
-            tsperf_port: args.tsperf_port,
+            tsperf_port: args
+                .tsperf_port
+                .or(server.as_ref().map(|s| s.port))
+                .unwrap_or_default(),
             iperf3_port: args.iperf3_port,
             bin_dir,
         };
@@ -65,16 +74,17 @@ fn main() -> ExitCode {
                 r.vs_floor()
             )
         })?;
-        let md = peers::markdown(
-            &rows,
-            &args.file,
-            len,
-            args.reps,
-            &machine::probe(&args.commit),
-        );
-        tsperf_lab::report::write_atomic(&args.out, md.as_bytes())?;
-        tsperf_lab::report::write_atomic(&args.out.with_extension("svg"), &peers::svg(&rows)?)?;
-        cli::print(&format!("\n{md}"))?;
+        drop(server);
+        let report = PeersReport {
+            rows,
+            file: args.file.clone(),
+            file_len: len,
+            reps: args.reps,
+            machine: machine::probe(&args.commit),
+        };
+        tsperf_lab::report::export(&report, &peers::exporters(), &args.out)?;
+        let md = PeersMarkdown.serialize(&report)?;
+        cli::print(&format!("\n{}", String::from_utf8_lossy(&md)))?;
         Ok(ExitCode::SUCCESS)
     })
 }

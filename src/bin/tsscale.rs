@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use tsperf::cli;
 use tsperf_lab::machine;
-use tsperf_lab::scale::{self, ScaleConfig};
+use tsperf_lab::report::Exporter;
+use tsperf_lab::scale::{self, ScaleConfig, ScaleMarkdown, ScaleReport};
 use tsperf_results::units;
 
 /// Start a fresh tsserver per measurement, send FILE from N client threads at once (N from
@@ -68,13 +69,16 @@ fn main() -> ExitCode {
                 r.growth_per_conn_kib()
             )
         })?;
-        std::fs::create_dir_all(&args.out)?;
-        let md = scale::markdown(&rows, &cfg, len, &machine::probe(&args.commit));
-        tsperf_lab::report::write_atomic(&args.out.join("scale.md"), md.as_bytes())?;
-        let json = serde_json::to_string_pretty(&rows)? + "\n";
-        tsperf_lab::report::write_atomic(&args.out.join("scale.json"), json.as_bytes())?;
-        tsperf_lab::report::write_atomic(&args.out.join("scale.svg"), &scale::svg(&rows)?)?;
-        cli::print(&md)?;
+        let report = ScaleReport {
+            rows,
+            file: args.file.clone(),
+            file_len: len,
+            chunk: args.chunk,
+            reps: args.reps,
+            machine: machine::probe(&args.commit),
+        };
+        tsperf_lab::report::export(&report, &scale::exporters(), &args.out)?;
+        cli::print(&String::from_utf8_lossy(&ScaleMarkdown.serialize(&report)?))?;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -24,6 +24,7 @@ pub(crate) fn bin(name: &str) -> PathBuf {
         "tsclient" => PathBuf::from(env!("CARGO_BIN_EXE_tsclient")),
         "tsgen" => PathBuf::from(env!("CARGO_BIN_EXE_tsgen")),
         "tsscale" => PathBuf::from(env!("CARGO_BIN_EXE_tsscale")),
+        "tspeers" => PathBuf::from(env!("CARGO_BIN_EXE_tspeers")),
         other => panic!("unknown binary {other}"),
     }
 }

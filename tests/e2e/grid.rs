@@ -255,9 +255,8 @@ fn matrix_usage_errors() {
 /// tspeers names a file it cannot read.
 #[test]
 fn tspeers_missing_file_named() {
-    let tspeers = bin("tsserver").with_file_name("tspeers");
     let o = run(
-        tspeers,
+        bin("tspeers"),
         &[
             "--file",
             "/nonexistent/peers-file",
@@ -266,7 +265,7 @@ fn tspeers_missing_file_named() {
             "--iperf3-port",
             "2",
             "--out",
-            "/nonexistent/peers.md",
+            "/nonexistent/out",
         ],
     );
     assert_fails(&o, 1, "cannot read file '/nonexistent/peers-file'");
@@ -643,4 +642,61 @@ fn grid_against_a_server_without_client_log_stops_at_once() {
     assert_fails(&out, 1, "tsserver --allow-client-log");
     let runs = std::fs::read_to_string(out_dir.join("runs.jsonl")).unwrap_or_default();
     assert!(runs.is_empty(), "cells ran before the check: {runs}");
+}
+
+/// Issue 24: tspeers starts its own tsserver when no --tsperf-port is given (its port read
+/// from the listening line by the one parser, the harness's) and writes peers.md and
+/// peers.svg into --out through the exporters. iperf3 here is a stand-in on PATH that prints
+/// the JSON shape tspeers reads: the receiver counted 1000 bytes fewer than the file.
+#[test]
+fn tspeers_starts_its_own_server_and_writes_its_report() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let len = 200_000u64;
+    let file = test_file(dir.path(), "p.txt", len);
+    let fake = dir.path().join("iperf3");
+    let json = format!(
+        r#"{{"end":{{"sum_received":{{"bits_per_second":8388608000,"bytes":{}}}}}}}"#,
+        len - 1000
+    );
+    std::fs::write(&fake, format!("#!/bin/sh\necho '{json}'\n")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out_dir = dir.path().join("out");
+    let out = assert_cmd::Command::new(bin("tspeers"))
+        .args([
+            "--file",
+            file.to_str().unwrap(),
+            "--chunks",
+            "10240",
+            "--reps",
+            "1",
+        ])
+        .args(["--iperf3-port", "1", "--out", out_dir.to_str().unwrap()])
+        .env("PATH", path)
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = std::fs::read_to_string(out_dir.join("peers.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 10240 |"))
+        .unwrap_or_else(|| panic!("no 10240 row in {md}"));
+    // 8388608000 bit/s is 1000 MiB/s; tsperf verified; the shortfall named.
+    assert!(row.contains("| 1000.0 |"), "{row}");
+    assert!(
+        row.contains("| yes | **199000 of 200000** (99.5%) |"),
+        "{row}"
+    );
+    let svg = std::fs::read_to_string(out_dir.join("peers.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("iperf3 -F"),
+        "{svg:.200}"
+    );
+    assert_eq!(stdout(&out).matches("# tsperf against iperf3").count(), 1);
 }

@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::report::Exporter;
+
 /// One chunk size's medians. Rates are receiver-side unless named otherwise: tsperf's server
 /// from its first byte to its last, iperf3's `sum_received`, the floor's reader likewise.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -67,12 +69,27 @@ pub struct PeersConfig {
     pub chunks: Vec<u32>,
     /// Repetitions of each, alternating.
     pub reps: u32,
-    /// A running tsserver's port, or `None` to start one.
+    /// The port of a `tsserver --log none` on 127.0.0.1 ([`start_tsserver`] starts one).
     pub tsperf_port: u16,
-    /// A running iperf3 server's port, or `None` to start one.
+    /// The port of a running `iperf3 -s` on 127.0.0.1.
     pub iperf3_port: u16,
     /// Where tsserver and tsclient are.
     pub bin_dir: PathBuf,
+}
+
+/// Starts the `tsserver --log none` on 127.0.0.1 the tsperf runs go to (on a port of its
+/// choosing, read from its listening line); it stops when dropped.
+pub fn start_tsserver(bin_dir: &Path) -> Result<crate::harness::ServerProcess> {
+    use crate::harness::{ServerOptions, ServerProcess, Sink};
+    ServerProcess::start(&ServerOptions {
+        bin_dir,
+        wrap: &[],
+        args: ["--bind", "127.0.0.1", "--port", "0", "--log", "none"]
+            .map(String::from)
+            .to_vec(),
+        stdout: Sink::Null,
+        stderr: None,
+    })
 }
 
 /// Runs iperf3 once and returns (receiver bits/s, receiver bytes).
@@ -208,10 +225,54 @@ pub fn iperf3_bar(chunk: u32) -> f64 {
     if chunk <= 1024 { 1.5 } else { 1.1 }
 }
 
-/// `peers.md`.
+/// What `peers.md` and `peers.svg` render: the rows and what they were measured on.
+pub struct PeersReport {
+    /// One row per chunk size.
+    pub rows: Vec<PeerRow>,
+    /// The file both tools sent.
+    pub file: PathBuf,
+    /// Its length in bytes.
+    pub file_len: u64,
+    /// Repetitions of every run.
+    pub reps: u32,
+    /// The machine they ran on.
+    pub machine: tsperf_results::machine::Machine,
+}
+
+/// `peers.md`: the comparison, the I/O models and the bars.
+pub struct PeersMarkdown;
+
+impl Exporter<PeersReport> for PeersMarkdown {
+    fn file_name(&self) -> &'static str {
+        "peers.md"
+    }
+
+    fn serialize(&self, r: &PeersReport) -> Result<Vec<u8>> {
+        Ok(markdown(&r.rows, &r.file, r.file_len, r.reps, &r.machine).into_bytes())
+    }
+}
+
+/// `peers.svg`: the bars of every tool per chunk size.
+pub struct PeersSvg;
+
+impl Exporter<PeersReport> for PeersSvg {
+    fn file_name(&self) -> &'static str {
+        "peers.svg"
+    }
+
+    fn serialize(&self, r: &PeersReport) -> Result<Vec<u8>> {
+        svg(&r.rows)
+    }
+}
+
+/// The peers' exporters, in the order the files are written.
+pub fn exporters() -> Vec<Box<dyn Exporter<PeersReport>>> {
+    vec![Box::new(PeersMarkdown), Box::new(PeersSvg)]
+}
+
 /// `peers.svg`: the floor, tsperf (blocking, non-blocking, writev) and iperf3 side by side,
 /// receiver-side MiB/s per chunk size.
-pub fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
+fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
     use crate::report::svg::{Series, grouped_bars};
     let series = |label: &str, f: fn(&PeerRow) -> f64| Series {
         label: label.to_owned(),
@@ -279,8 +340,8 @@ fn models_and_bars(rows: &[PeerRow], o: &mut String) {
     }
 }
 
-/// `peers.md`: the comparison, the I/O models and the bars.
-pub fn markdown(
+/// The text of `peers.md`.
+fn markdown(
     rows: &[PeerRow],
     file: &Path,
     file_len: u64,
@@ -292,7 +353,7 @@ pub fn markdown(
         o,
         "Loopback on {machine}. File `{}` ({}), median of {reps} \
          alternating runs (each repetition starting with the next tool), all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
-         (src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
+         (crates/lab/src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
          server's first to last byte, every run verified by digest (end to end: client's first write \
          to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`. \
          tsperf can beat the floor: on loopback its server asks to be woken once per 64 KiB \

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::harness::{ServerOptions, ServerProcess, Sink};
+use crate::report::Exporter;
 use tsperf_client::progress::Progress;
 use tsperf_client::{self as client, Strategy, StreamConfig};
 use tsperf_results::stats::median;
@@ -218,13 +219,73 @@ pub fn bars(rows: &[ScaleRow], model: &str) -> Option<(f64, f64)> {
     ))
 }
 
-/// `scale.md`.
-pub fn markdown(
-    rows: &[ScaleRow],
-    cfg: &ScaleConfig,
-    file_len: u64,
-    m: &tsperf_results::machine::Machine,
-) -> String {
+/// What `scale.md`, `scale.json` and `scale.svg` render.
+pub struct ScaleReport {
+    /// One row per server model and client count.
+    pub rows: Vec<ScaleRow>,
+    /// The file every client sent.
+    pub file: PathBuf,
+    /// Its length in bytes.
+    pub file_len: u64,
+    /// Bytes per write.
+    pub chunk: u32,
+    /// Repetitions of each count.
+    pub reps: u32,
+    /// The machine they ran on.
+    pub machine: tsperf_results::machine::Machine,
+}
+
+/// `scale.md`: the table and the bars.
+pub struct ScaleMarkdown;
+
+impl Exporter<ScaleReport> for ScaleMarkdown {
+    fn file_name(&self) -> &'static str {
+        "scale.md"
+    }
+
+    fn serialize(&self, r: &ScaleReport) -> Result<Vec<u8>> {
+        Ok(markdown(r).into_bytes())
+    }
+}
+
+/// `scale.json`: the rows.
+pub struct ScaleJson;
+
+impl Exporter<ScaleReport> for ScaleJson {
+    fn file_name(&self) -> &'static str {
+        "scale.json"
+    }
+
+    fn serialize(&self, r: &ScaleReport) -> Result<Vec<u8>> {
+        Ok((serde_json::to_string_pretty(&r.rows)? + "\n").into_bytes())
+    }
+}
+
+/// `scale.svg`: aggregate throughput against the client count.
+pub struct ScaleSvg;
+
+impl Exporter<ScaleReport> for ScaleSvg {
+    fn file_name(&self) -> &'static str {
+        "scale.svg"
+    }
+
+    fn serialize(&self, r: &ScaleReport) -> Result<Vec<u8>> {
+        svg(&r.rows)
+    }
+}
+
+/// The scale runs' exporters, in the order the files are written.
+pub fn exporters() -> Vec<Box<dyn Exporter<ScaleReport>>> {
+    vec![
+        Box::new(ScaleMarkdown),
+        Box::new(ScaleJson),
+        Box::new(ScaleSvg),
+    ]
+}
+
+/// The text of `scale.md`.
+fn markdown(r: &ScaleReport) -> String {
+    let (rows, m) = (&r.rows, &r.machine);
     let mut o = String::from("# Many clients at once\n\n");
     let _ = writeln!(
         o,
@@ -234,10 +295,10 @@ pub fn markdown(
          (barrier → last report). Server CPU from /proc/PID/stat (10 ms ticks); RSS from \
          /proc/PID/status: the baseline is VmRSS once listening, the peak VmHWM. The server asks \
          for no socket buffers of its own (no --rcvbuf), so its RSS is all it adds.\n",
-        cfg.file.display(),
-        tsperf_results::units::size(file_len),
-        cfg.chunk,
-        cfg.reps
+        r.file.display(),
+        tsperf_results::units::size(r.file_len),
+        r.chunk,
+        r.reps
     );
     let _ = writeln!(
         o,
@@ -278,7 +339,7 @@ pub fn markdown(
 }
 
 /// `scale.svg`: aggregate throughput against the client count (log 2 axis), one line per model.
-pub fn svg(rows: &[ScaleRow]) -> Result<Vec<u8>> {
+fn svg(rows: &[ScaleRow]) -> Result<Vec<u8>> {
     use plotters::prelude::*;
     let err = |e: &dyn std::fmt::Debug| anyhow!("cannot draw the chart: {e:?}");
     let max_clients = rows.iter().map(|r| r.clients).max().unwrap_or(1).max(2);

@@ -156,15 +156,16 @@ impl Matrix {
     }
 }
 
-/// A rendering of the matrix in one format.
-pub trait Exporter {
+/// A rendering of a report in one format: the grid's [`Matrix`] by default, and the same for
+/// the peers' and the scale runs' reports ([`crate::peers`], [`crate::scale`]).
+pub trait Exporter<T: ?Sized = Matrix> {
     /// The file name it writes under the output directory.
     fn file_name(&self) -> &'static str;
-    /// The file's bytes, for the matrix `m`.
-    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>>;
+    /// The file's bytes, for the report `m`.
+    fn serialize(&self, m: &T) -> Result<Vec<u8>>;
 }
 
-/// Every exporter, in the order the files are written.
+/// Every exporter of the grid, in the order the files are written.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(markdown::Markdown),
@@ -172,25 +173,43 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(svg::ThroughputSvg),
         Box::new(svg::LatencySvg),
         Box::new(svg::TimelineSvg),
+        Box::new(SetupJson),
     ]
+}
+
+/// `setup.json`: what every row of the grid shares.
+pub struct SetupJson;
+
+impl Exporter for SetupJson {
+    fn file_name(&self) -> &'static str {
+        "setup.json"
+    }
+
+    fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
+        Ok(serde_json::to_string_pretty(&m.setup)?.into_bytes())
+    }
 }
 
 mod aggregate;
 
 pub use aggregate::{aggregate, most_common};
 
-/// Writes every exporter's file into `dir`, each atomically (temporary name, then rename).
+/// Writes every file of the grid's report into `dir`, each atomically.
 pub fn export_all(m: &Matrix, dir: &Path) -> Result<()> {
-    for e in exporters() {
+    export(m, &exporters(), dir)
+}
+
+/// Writes each exporter's file for `report` into `dir`, each atomically (temporary name, then
+/// rename): the grid, the peers and the scale runs all write their reports this way.
+pub fn export<T: ?Sized>(report: &T, exporters: &[Box<dyn Exporter<T>>], dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
+    for e in exporters {
         let bytes = e
-            .serialize(m)
+            .serialize(report)
             .with_context(|| format!("cannot render {}", e.file_name()))?;
         write_atomic(&dir.join(e.file_name()), &bytes)?;
     }
-    write_atomic(
-        &dir.join("setup.json"),
-        serde_json::to_string_pretty(&m.setup)?.as_bytes(),
-    )
+    Ok(())
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
