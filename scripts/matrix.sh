@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole seed comparison: build, generate the test file, start servers, run the grid, and
-# leave tables, charts and raw JSON in results/ (or --out DIR).
+# leave tables, charts and raw JSON in results/ (a --quick run in results/tmp/quick/; or --out DIR).
 #
 #   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST] [--io LIST]
 #                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
 #
 #   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
-#   --out DIR       where results go (default results/)
+#   --out DIR       where results go (default results/, the committed ones; results/tmp/quick/
+#                   with --quick, so a trial run never overwrites them)
 #   --reps R        repetitions of every stream cell (default 3)
 #   --file PATH     the file to stream (default testdata/tsl.txt, 36 MiB, generated if missing)
 #   --chunks LIST   chunk sizes, comma-separated (default 102,1024,10240)
@@ -26,10 +27,10 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out=results reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write
+out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -55,6 +56,8 @@ done
 [[ $io =~ ^(write|writev|sendfile)(,(write|writev|sendfile))*$ ]] || bad "invalid --io '$io': expected a comma-separated list of write, writev, sendfile"
 
 bin=$(binaries "$bin" tsserver tsclient tsgen tsmatrix)
+# Only a full run writes the committed results/ by default.
+if [[ -z $out ]]; then ((quick)) && out=results/tmp/quick || out=results; fi
 
 if ((quick)); then
   reps=${reps:-1} latency_count=100 stall_count=3

@@ -700,3 +700,59 @@ fn tspeers_starts_its_own_server_and_writes_its_report() {
     );
     assert_eq!(stdout(&out).matches("# tsperf against iperf3").count(), 1);
 }
+
+/// Issue 24: `matrix.sh --quick` without `--out` writes to the scratch directory
+/// results/tmp/quick, never over the committed results/; a full run (and any `--out`) writes
+/// where it says. The scripts run from a copy of the repository's scripts/ with a stand-in
+/// tsmatrix that records its arguments, so nothing is measured and the checkout is untouched.
+#[test]
+fn quick_grid_writes_to_scratch() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let bins = dir.path().join("bin");
+    std::fs::create_dir_all(repo.join("scripts")).unwrap();
+    std::fs::create_dir_all(repo.join("testdata")).unwrap();
+    std::fs::create_dir_all(&bins).unwrap();
+    for f in ["matrix.sh", "common.sh"] {
+        std::fs::copy(root().join("scripts").join(f), repo.join("scripts").join(f)).unwrap();
+    }
+    for b in ["tsserver", "tsclient", "tsgen"] {
+        std::os::unix::fs::symlink(bin("tsserver").with_file_name(b), bins.join(b)).unwrap();
+    }
+    let args_file = dir.path().join("args");
+    let fake = bins.join("tsmatrix");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_of = |args: &[&str]| {
+        let o = assert_cmd::Command::new(repo.join("scripts/matrix.sh"))
+            .current_dir(dir.path())
+            .args(args)
+            .args(["--bin-dir", bins.to_str().unwrap(), "--file", "f.txt"])
+            .timeout(DEADLINE)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let recorded = std::fs::read_to_string(&args_file).unwrap();
+        let mut lines = recorded.lines();
+        lines.find(|l| *l == "--out").expect("an --out");
+        lines.next().unwrap().to_owned()
+    };
+    test_file(dir.path(), "f.txt", 1000);
+    assert_eq!(out_of(&["--quick"]), "results/tmp/quick");
+    assert!(repo.join("results/tmp/quick").is_dir());
+    assert!(!repo.join("results/matrix.md").exists());
+    assert_eq!(out_of(&[]), "results");
+    let mine = dir.path().join("mine");
+    assert_eq!(
+        out_of(&["--quick", "--out", "mine"]),
+        mine.display().to_string()
+    );
+}
