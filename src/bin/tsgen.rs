@@ -1,32 +1,5 @@
-//! tsgen: write the deterministic test file (the seed's 36 MiB `tsl.txt` by default).
+//! tsgen: write the deterministic test file (see `tsperf::cli::tsgen`).
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-use clap::Parser;
-use tsperf::cli;
-use tsperf_results::units;
-use tsperf_sys::testdata;
-
-/// Write SIZE bytes of deterministic text to PATH: the same size always gives the same bytes.
-#[derive(Parser)]
-#[command(name = "tsgen", version, about)]
-struct Args {
-    /// Bytes to write; suffixes k/KiB/m/MiB/g/GiB (k = 1024).
-    #[arg(long, default_value = "36MiB", value_parser = parse_len, value_name = "SIZE")]
-    size: u64,
-    /// Where to write the file.
-    path: PathBuf,
-}
-
-fn parse_len(s: &str) -> Result<u64, String> {
-    units::parse_size(s).ok_or_else(|| format!("invalid size '{s}': expected bytes such as 36MiB"))
-}
-
-fn main() -> ExitCode {
-    cli::main("tsgen", || {
-        let args = Args::parse();
-        testdata::generate(&args.path, args.size)?;
-        Ok(ExitCode::SUCCESS)
-    })
+fn main() -> std::process::ExitCode {
+    tsperf::cli::tsgen::main()
 }

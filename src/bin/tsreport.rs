@@ -1,35 +1,5 @@
-//! tsreport: render a grid's tables and charts again from its raw runs.
+//! tsreport: render a grid's tables and charts again (see `tsperf::cli::tsreport`).
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-use anyhow::Context;
-use clap::Parser;
-use tsperf::cli;
-use tsperf_lab::report::markdown;
-use tsperf_lab::report::{self, Setup};
-
-/// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
-/// into DIR again; print the tables.
-#[derive(Parser)]
-#[command(name = "tsreport", version, about)]
-struct Args {
-    /// A results directory written by scripts/matrix.sh.
-    dir: PathBuf,
-}
-
-fn main() -> ExitCode {
-    cli::main("tsreport", || {
-        let args = Args::parse();
-        let runs = report::read_runs(&args.dir.join("runs.jsonl"))?;
-        let setup_path = args.dir.join("setup.json");
-        let text = std::fs::read_to_string(&setup_path)
-            .with_context(|| format!("cannot read '{}'", setup_path.display()))?;
-        let setup: Setup = serde_json::from_str(&text)
-            .with_context(|| format!("'{}' is not a grid setup", setup_path.display()))?;
-        let m = report::aggregate(setup, &runs);
-        report::export_all(&m, &args.dir)?;
-        cli::print(&markdown::render(&m))?;
-        Ok(ExitCode::SUCCESS)
-    })
+fn main() -> std::process::ExitCode {
+    tsperf::cli::tsreport::main()
 }

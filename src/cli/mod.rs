@@ -1,12 +1,20 @@
 //! The command-line edge: what every binary shares (diagnostics set-up, and turning a result
 //! into the process's output and exit code: 0 ok, 1 failure, 2 usage, 130 interrupted; clap exits
-//! 2 on its own errors), and the front ends of the two main programs ([`tsclient`],
-//! [`tsserver`]). Every binary is `fn main() -> ExitCode { cli::main(NAME, run) }` around a
-//! `run() -> Result<ExitCode>`.
+//! 2 on its own errors), and the front end of every program ([`tsclient`], [`tsserver`], the
+//! grid's tools), each a module with its `main` and its clap [`Command`](clap::Command), from
+//! which [`docs`] makes the man pages and shell completions. Every binary is
+//! `fn main() -> ExitCode { cli::NAME::main() }`, and each `main` is `cli::main(NAME, run)`
+//! around a `run() -> Result<ExitCode>`.
 
+pub mod docs;
 pub mod tsclient;
+pub mod tsgen;
+pub mod tsmatrix;
+pub mod tspeers;
+pub mod tsreport;
+pub mod tsscale;
 pub mod tsserver;
-pub mod values;
+pub(crate) mod values;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -20,7 +20,7 @@ use crate::cli::values::{CodecArg, FramingArg, LogArg, StrategyArg};
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
 /// the round trips.
 #[derive(Parser)]
-#[command(name = "tsclient", version, about)]
+#[command(name = "tsclient", version)]
 struct Args {
     /// Server host name or address (IPv6 with or without brackets), optionally with :PORT.
     #[arg(long, default_value = "127.0.0.1")]
@@ -177,6 +177,11 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
         Some(p) => (host, p),
         None => (host, args.port),
     }
+}
+
+/// tsclient's command-line definition (its man page and completions are made from it).
+pub fn command() -> clap::Command {
+    Args::command()
 }
 
 /// tsclient's `main`.

@@ -14,7 +14,7 @@ use crate::cli::values::LogArg;
 
 /// Receive files from tsclient, count and checksum every byte, and send back a report.
 #[derive(Parser)]
-#[command(name = "tsserver", version, about)]
+#[command(name = "tsserver", version)]
 struct Args {
     /// Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without
     /// brackets ([::1]:7433 with a port). By default
@@ -128,6 +128,11 @@ fn bind_and_port(matches: &clap::ArgMatches, args: &Args) -> (Option<std::net::I
         Some(p) => (Some(b.ip), p),
         None => (Some(b.ip), args.port),
     }
+}
+
+/// tsserver's command-line definition (its man page and completions are made from it).
+pub fn command() -> clap::Command {
+    Args::command()
 }
 
 /// tsserver's `main`.

@@ -11,7 +11,7 @@ macro_rules! mirror {
     ($(#[$doc:meta])* $arg:ident => $lib:ty { $($(#[$vdoc:meta])* $v:ident),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-        pub enum $arg {
+        pub(crate) enum $arg {
             $($(#[$vdoc])* $v),+
         }
 
@@ -41,7 +41,8 @@ mirror! {
     FramingArg => Framing {
         /// Length prefix and body in one write.
         Single,
-        /// Length prefix in one write, body in another: what meets Nagle's algorithm.
+        /// Length prefix in one write, body in another: what a fresh `ObjectOutputStream`
+        /// per message does, and what meets Nagle's algorithm.
         Split,
     }
 }
@@ -62,11 +63,12 @@ mirror! {
 mirror! {
     /// A log sink: `--log` (tsserver), `--server-log` (tsclient).
     LogArg => LogMode {
-        /// No per-read lines.
+        // No per-read lines. (Plain comments: the flags' own help describes the sinks, and
+        // a description per value would turn the whole `--help` into its long layout.)
         None,
-        /// One write() per line to stdout, as printf to a screen does.
+        // One write() per line to stdout, as printf to a screen does.
         Stdout,
-        /// The server's --log-file, buffered.
+        // The server's --log-file, buffered.
         File,
     }
 }

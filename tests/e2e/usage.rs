@@ -70,7 +70,7 @@ fn every_option_has_help_text() {
             && l.starts_with("  ")
     };
     for name in [
-        "tsserver", "tsclient", "tsgen", "tsmatrix", "tspeers", "tsscale", "tsreport",
+        "tsserver", "tsclient", "tsgen", "tsmatrix", "tspeers", "tsscale", "tsreport", "tsdocs",
     ] {
         let out = run(bin("tsserver").with_file_name(name), &["-h"]);
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
@@ -153,4 +153,69 @@ fn bind_takes_host_and_port() {
         2,
         "invalid address '[::1'",
     );
+}
+
+/// Issue 24: each program's help (and so its man page) opens with what that program does, not
+/// the package's description (clap's bare `about` takes Cargo's, which the workspace split set).
+#[test]
+fn each_program_describes_itself() {
+    for (name, opening) in [
+        ("tsserver", "Receive files from tsclient"),
+        ("tsclient", "Stream FILE to a tsserver"),
+        ("tsgen", "Write SIZE bytes of deterministic text"),
+        ("tsmatrix", "Run the stream and latency grid"),
+        ("tspeers", "Alternate tsclient and `iperf3"),
+        ("tsscale", "Start a fresh tsserver per measurement"),
+        ("tsreport", "Read DIR/runs.jsonl"),
+        ("tsdocs", "Write the man pages"),
+    ] {
+        let out = run(bin("tsserver").with_file_name(name), &["--help"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.starts_with(opening), "{name}: {text}");
+        assert!(!text.contains("command-line front ends"), "{name}: {text}");
+    }
+}
+
+/// Issue 24: the committed man pages and completions are what the flags make now (`tsdocs
+/// --check`), so the flag reference cannot drift; a stale or missing file is named and exits 1;
+/// the bash completion loads and offers a program's flags.
+#[test]
+fn generated_docs_match_the_flags() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = root.join("docs");
+    let tsdocs = bin("tsserver").with_file_name("tsdocs");
+    let ok = run(tsdocs.clone(), &["--check", docs.to_str().unwrap()]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}{}: run `cargo run --release --bin tsdocs` and commit docs/",
+        stdout(&ok),
+        stderr(&ok)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let made = run(tsdocs.clone(), &[dir.path().to_str().unwrap()]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    assert!(
+        stdout(&made).contains("wrote 32 files"),
+        "{}",
+        stdout(&made)
+    );
+    let page = dir.path().join("man/tsclient.1");
+    std::fs::write(&page, b".TH stale 1\n").unwrap();
+    std::fs::remove_file(dir.path().join("completions/_tsserver")).unwrap();
+    let stale = run(tsdocs, &["--check", dir.path().to_str().unwrap()]);
+    assert_fails(&stale, 1, "2 of the generated docs are missing or stale");
+    let err = stderr(&stale);
+    assert!(err.contains(&format!("'{}'", page.display())), "{err}");
+    assert!(err.contains("completions/_tsserver'"), "{err}");
+
+    let script = format!(
+        "source '{}' && COMP_WORDS=(tsclient --nonbl) COMP_CWORD=1 COMP_LINE='tsclient --nonbl' \
+         COMP_POINT=16 && _tsclient tsclient --nonbl tsclient && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        docs.join("completions/tsclient.bash").display()
+    );
+    let out = run(std::path::PathBuf::from("bash"), &["-c", &script]);
+    assert_eq!(stdout(&out).trim(), "--nonblocking", "{}", stderr(&out));
 }

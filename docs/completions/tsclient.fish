@@ -1,0 +1,30 @@
+complete -c tsclient -l host -d 'Server host name or address (IPv6 with or without brackets), optionally with :PORT' -r
+complete -c tsclient -l port -d 'Server port' -r
+complete -c tsclient -l chunk -d 'Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024)' -r
+complete -c tsclient -l timeout -d 'Seconds for each phase, as a deadline: connecting, the server\'s answer to the hello, and its report after the last byte (in latency mode: each answer). Also the longest the server may take no data before the transfer fails' -r
+complete -c tsclient -l io -d 'How chunks reach the kernel: one write per chunk (the seed\'s way), --batch chunks per writev, or sendfile of one chunk per call from the page cache (zero-copy)' -r -f -a "write\t'One write() per chunk, as the seed did'
+writev\t'--batch chunks per writev(), each chunk its own buffer of --chunk bytes'
+sendfile\t'sendfile() of --chunk bytes per call, from the page cache to the socket (zero-copy); the checksum is computed on a thread of its own'"
+complete -c tsclient -l batch -d 'Chunks per writev call with --io writev (1 to 1024)' -r
+complete -c tsclient -l sndbuf -d 'Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel\'s own' -r
+complete -c tsclient -l server-log -d 'The server log sink for this transfer: none, stdout or file (the server\'s --log-file). Served by a server started with --allow-client-log (others refuse a sink other than their own); by default the server\'s own --log' -r -f -a "none\t''
+stdout\t''
+file\t''"
+complete -c tsclient -l clock-queries -d 'Clock queries before the data (0 to 64): they estimate the server\'s clock offset, so its first and last byte times can be read on this clock' -r
+complete -c tsclient -l interval -d 'Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate and what the kernel\'s TCP_INFO says changed; printed as they happen, or in the JSON\'s `intervals`. Off by default' -r
+complete -c tsclient -l auth-key -d 'The key shared with a server started with --auth-key' -r -F
+complete -c tsclient -l count -d 'Latency: requests to measure' -r
+complete -c tsclient -l warmup -d 'Latency: requests sent first and not counted' -r
+complete -c tsclient -l codec -d 'Latency: message body encoding' -r -f -a "binary\t'Fixed-width big-endian fields, as Java\'s `DataOutputStream` writes them'
+object\t'A self-describing object naming its type and fields, as Java serialization does (JSON)'"
+complete -c tsclient -l framing -d 'Latency: one write per message, or the length prefix and body in two writes' -r -f -a "single\t'Length prefix and body in one write'
+split\t'Length prefix in one write, body in another: what a fresh `ObjectOutputStream` per message does, and what meets Nagle\'s algorithm'"
+complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
+complete -c tsclient -l json -d 'Print one JSON object on stdout instead of the human report'
+complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
+complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
+complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
+complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'
+complete -c tsclient -l reconnect -d 'Latency: a new TCP connection for every request (like netperf TCP_CRR)'
+complete -c tsclient -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tsclient -s V -l version -d 'Print version'

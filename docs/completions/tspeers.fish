@@ -1,0 +1,9 @@
+complete -c tspeers -l file -d 'The file both tools send' -r -F
+complete -c tspeers -l chunks -d 'Chunk sizes (tsclient --chunk, iperf3 -l), comma-separated' -r
+complete -c tspeers -l reps -d 'Repetitions of every run (the median is reported)' -r
+complete -c tspeers -l tsperf-port -d 'The port of a running `tsserver --log none` on 127.0.0.1 (default: start one)' -r
+complete -c tspeers -l iperf3-port -d 'The port of an `iperf3 -s` on 127.0.0.1' -r
+complete -c tspeers -l out -d 'The directory peers.md and peers.svg go to' -r -F
+complete -c tspeers -l commit -d 'The tsperf commit to name in the report' -r
+complete -c tspeers -s h -l help -d 'Print help'
+complete -c tspeers -s V -l version -d 'Print version'

@@ -1,0 +1,22 @@
+complete -c tsserver -l bind -d 'Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without brackets ([::1]:7433 with a port). By default every interface, IPv6 and IPv4 at once: this is a LAN server' -r
+complete -c tsserver -l port -d 'Port to listen on; 0 takes a free one (the real port is printed on stderr)' -r
+complete -c tsserver -l read-size -d 'Bytes per read. By default, with a log sink, the client\'s chunk size (one read and one line per chunk, as the seed\'s server), at least --log-min-read and at most 256 KiB; with --log none, 256 KiB. The client\'s chunk never sizes the server\'s buffer' -r
+complete -c tsserver -l rcvbuf -d 'Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel\'s own' -r
+complete -c tsserver -l log -d 'Where to write one line per read: stdout (one write per line, like printf to a screen), file (buffered, see --log-file), or none' -r -f -a "none\t''
+stdout\t''
+file\t''"
+complete -c tsserver -l log-file -d 'The log file for --log file (and --allow-client-log); lines are appended' -r -F
+complete -c tsserver -l log-min-read -d 'With --log stdout or file, the smallest read size: a client announcing smaller chunks is read at least this many bytes at a time, not one log line per byte' -r
+complete -c tsserver -l max-bytes -d 'Largest transfer a client may announce; larger ones are refused before any data flows. Suffixes k/m/g (binary)' -r
+complete -c tsserver -l max-clients -d 'Connections served at once; more are refused with a reason. Lowered (with a warning) to what fits in the descriptor limit' -r
+complete -c tsserver -l hello-timeout -d 'Seconds a new connection has to send its hello (and answer the authentication challenge), counted from the accept, and then to send its first byte or request' -r
+complete -c tsserver -l save -d 'Save each received file into DIR under its announced name: written to a hidden temporary, renamed into place only when every byte arrived and the digests match' -r -F
+complete -c tsserver -l auth-key -d 'Require clients to prove they hold the key in FILE (HMAC-SHA256 challenge and response; the key never crosses the network)' -r -F
+complete -c tsserver -l grace -d 'Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then aborted with a reason (and any partial file removed)' -r
+complete -c tsserver -l idle-timeout -d 'Seconds a connection may go without data or requests, or without taking its answers, before it is closed and logged as incomplete' -r
+complete -c tsserver -l once -d 'Exit after one transfer: 0 if it completed, 1 if not'
+complete -c tsserver -l blocking -d 'Serve each connection on its own thread with blocking reads, instead of the default single-threaded mio event loop'
+complete -c tsserver -l allow-client-log -d 'Let each client choose its transfer\'s log sink (tsclient --server-log): none, stdout, or the --log-file named here (never a path of the client\'s). --log stays the sink of clients that do not ask. The log file is opened at start'
+complete -c tsserver -l overwrite -d 'With --save, replace a file of the same name (refused by default)'
+complete -c tsserver -s h -l help -d 'Print help'
+complete -c tsserver -s V -l version -d 'Print version'

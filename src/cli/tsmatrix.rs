@@ -1,0 +1,119 @@
+//! tsmatrix: run the comparison grid (called by scripts/matrix.sh, which prepares the machine).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli;
+use crate::cli::values::StdoutToArg;
+use clap::Parser;
+use tsperf_lab::matrix::{self, GridConfig};
+use tsperf_results::units;
+
+/// Run the stream and latency grid and write tables, charts and raw JSON to --out.
+#[derive(Parser)]
+#[command(name = "tsmatrix", version)]
+struct Args {
+    /// Where results go.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// The file to stream.
+    #[arg(long, default_value = "testdata/tsl.txt")]
+    file: PathBuf,
+    /// Repetitions of every stream cell.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    reps: u32,
+    /// Chunk sizes, comma-separated.
+    #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
+    chunks: Vec<u32>,
+    /// tsclient --io strategies to add as a grid dimension, comma-separated.
+    #[arg(long, value_enum, default_value = "write", value_delimiter = ',')]
+    io: Vec<crate::cli::values::StrategyArg>,
+    /// Requests per latency cell.
+    #[arg(long, default_value_t = 1000)]
+    latency_count: u64,
+    /// Requests per latency cell that stalls on Nagle (each takes about 88 ms).
+    #[arg(long, default_value_t = 20)]
+    stall_count: u64,
+    /// Run the whole grid against a tsserver already running on HOST (the real LAN case; start
+    /// it with --allow-client-log, each transfer asks for its sink).
+    #[arg(long)]
+    host: Option<String>,
+    /// The port of the tsserver on --host.
+    #[arg(long, default_value_t = tsperf_proto::DEFAULT_PORT)]
+    port: u16,
+    /// The address our own servers listen on and clients connect to.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+    /// A command prefix for our servers, e.g. "ip netns exec NS" (split on spaces).
+    #[arg(long, default_value = "")]
+    server_wrap: String,
+    /// A command prefix for the clients (split on spaces).
+    #[arg(long, default_value = "")]
+    client_wrap: String,
+    /// Where the --log stdout server's stdout goes.
+    #[arg(long, value_enum, default_value_t = StdoutToArg::Pty)]
+    stdout_to: StdoutToArg,
+    /// The tmux session name for the pty server.
+    #[arg(long, default_value = "tsperf-matrix")]
+    tmux_session: String,
+    /// How to describe the network in the results.
+    #[arg(long, default_value = "loopback")]
+    network: String,
+    /// The tsperf git commit, for the results.
+    #[arg(long, default_value = "unknown")]
+    commit: String,
+    /// Scratch directory for server logs (default: a new temporary directory).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// The link's rate in Gbit/s, when known: tables then show each cell's fraction of it.
+    #[arg(long)]
+    line_gbit: Option<f64>,
+}
+
+/// tsmatrix's command-line definition (its man page and completions are made from it).
+pub fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
+/// tsmatrix's `main`.
+pub fn main() -> ExitCode {
+    cli::main("tsmatrix", run)
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let args = Args::parse();
+    cli::init_diagnostics();
+    let bin_dir = cli::bin_dir();
+    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let cfg = GridConfig {
+        out: args.out,
+        file: args.file,
+        reps: args.reps,
+        chunks: args.chunks,
+        strategies: args.io.into_iter().map(Into::into).collect(),
+        latency_count: args.latency_count,
+        stall_count: args.stall_count,
+        host: args.host.map(|h| (h, args.port)),
+        bind: args.bind,
+        server_wrap: words(&args.server_wrap),
+        client_wrap: words(&args.client_wrap),
+        stdout_to: args.stdout_to.into(),
+        tmux_session: args.tmux_session,
+        network: args.network,
+        commit: args.commit,
+        bin_dir,
+        work: args.work,
+        line_gbit: args.line_gbit,
+    };
+    match matrix::run(&cfg) {
+        Ok(tables) => {
+            cli::print(&format!("\n{tables}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.is::<matrix::Interrupted>() => {
+            eprintln!("tsmatrix: interrupted");
+            Ok(ExitCode::from(cli::INTERRUPTED as u8))
+        }
+        Err(e) => Err(e),
+    }
+}

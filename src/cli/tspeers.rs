@@ -1,0 +1,96 @@
+//! tspeers: tsperf against iperf3 on the same file and chunk sizes (run by scripts/peers.sh).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli;
+use clap::Parser;
+use tsperf_lab::machine;
+use tsperf_lab::peers::{self, PeersConfig, PeersMarkdown, PeersReport};
+use tsperf_lab::report::Exporter;
+use tsperf_results::units;
+
+/// Alternate tsclient and `iperf3 -F FILE -l CHUNK` runs and write peers.md and peers.svg. An
+/// iperf3 server must already listen on --iperf3-port; tspeers starts its own tsserver unless
+/// --tsperf-port names one.
+#[derive(Parser)]
+#[command(name = "tspeers", version)]
+struct Args {
+    /// The file both tools send.
+    #[arg(long, default_value = "testdata/tsl.txt")]
+    file: PathBuf,
+    /// Chunk sizes (tsclient --chunk, iperf3 -l), comma-separated.
+    #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
+    chunks: Vec<u32>,
+    /// Repetitions of every run (the median is reported).
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=100))]
+    reps: u32,
+    /// The port of a running `tsserver --log none` on 127.0.0.1 (default: start one).
+    #[arg(long)]
+    tsperf_port: Option<u16>,
+    /// The port of an `iperf3 -s` on 127.0.0.1.
+    #[arg(long)]
+    iperf3_port: u16,
+    /// The directory peers.md and peers.svg go to.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// The tsperf commit to name in the report.
+    #[arg(long, default_value = "unknown")]
+    commit: String,
+}
+
+/// tspeers's command-line definition (its man page and completions are made from it).
+pub fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
+/// tspeers's `main`.
+pub fn main() -> ExitCode {
+    cli::main("tspeers", || {
+        let args = Args::parse();
+        let bin_dir = cli::bin_dir();
+        let len = std::fs::metadata(&args.file)
+            .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
+            .len();
+        let server = match args.tsperf_port {
+            Some(_) => None,
+            None => Some(peers::start_tsserver(&bin_dir)?),
+        };
+        let cfg = PeersConfig {
+            file: args.file.clone(),
+            chunks: args.chunks.clone(),
+            reps: args.reps,
+            tsperf_port: args
+                .tsperf_port
+                .or(server.as_ref().map(|s| s.port))
+                .unwrap_or_default(),
+            iperf3_port: args.iperf3_port,
+            bin_dir,
+        };
+        let rows = peers::run(&cfg, |r| {
+            println!(
+                "chunk {:>5}: floor {:>8.1}, tsperf {:>8.1} (nonblocking {:>8.1}, writev {:>8.1}), iperf3 {:>8.1} MiB/s; tsperf/iperf3 {:.2}, tsperf/floor {:.2}",
+                r.chunk,
+                r.floor_mib_s,
+                r.tsperf_mib_s,
+                r.nonblocking_mib_s,
+                r.writev_mib_s,
+                r.iperf3_mib_s,
+                r.vs_iperf3(),
+                r.vs_floor()
+            )
+        })?;
+        drop(server);
+        let report = PeersReport {
+            rows,
+            file: args.file.clone(),
+            file_len: len,
+            reps: args.reps,
+            machine: machine::probe(&args.commit),
+        };
+        tsperf_lab::report::export(&report, &peers::exporters(), &args.out)?;
+        let md = PeersMarkdown.serialize(&report)?;
+        cli::print(&format!("\n{}", String::from_utf8_lossy(&md)))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
