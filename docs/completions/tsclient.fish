@@ -2,7 +2,7 @@ complete -c tsclient -l host -d 'Server host name or address (IPv6 with or witho
 complete -c tsclient -l port -d 'Server port' -r
 complete -c tsclient -l chunk -d 'Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024)' -r
 complete -c tsclient -l timeout -d 'Seconds for each phase, as a deadline: connecting, the server\'s answer to the hello, and its report after the last byte (in latency mode: each answer). Also the longest the server may take no data before the transfer fails' -r
-complete -c tsclient -l io -d 'How chunks reach the kernel: one write per chunk (the seed\'s way), --batch chunks per writev, or sendfile of one chunk per call from the page cache (zero-copy)' -r -f -a "write\t'One write() per chunk, as the seed did'
+complete -c tsclient -l io -d 'How chunks reach the kernel: one write per chunk (the field report\'s way), --batch chunks per writev, or sendfile of one chunk per call from the page cache (zero-copy)' -r -f -a "write\t'One write() per chunk, as the field report\'s client did'
 writev\t'--batch chunks per writev(), each chunk its own buffer of --chunk bytes'
 sendfile\t'sendfile() of --chunk bytes per call, from the page cache to the socket (zero-copy); the checksum is computed on a thread of its own'"
 complete -c tsclient -l batch -d 'Chunks per writev call with --io writev (1 to 1024)' -r

@@ -2,7 +2,7 @@ complete -c tsmatrix -l out -d 'Where results go' -r -F
 complete -c tsmatrix -l file -d 'The file to stream' -r -F
 complete -c tsmatrix -l reps -d 'Repetitions of every stream cell' -r
 complete -c tsmatrix -l chunks -d 'Chunk sizes, comma-separated' -r
-complete -c tsmatrix -l io -d 'tsclient --io strategies to add as a grid dimension, comma-separated' -r -f -a "write\t'One write() per chunk, as the seed did'
+complete -c tsmatrix -l io -d 'tsclient --io strategies to add as a grid dimension, comma-separated' -r -f -a "write\t'One write() per chunk, as the field report\'s client did'
 writev\t'--batch chunks per writev(), each chunk its own buffer of --chunk bytes'
 sendfile\t'sendfile() of --chunk bytes per call, from the page cache to the socket (zero-copy); the checksum is computed on a thread of its own'"
 complete -c tsmatrix -l latency-count -d 'Requests per latency cell' -r

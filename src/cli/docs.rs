@@ -59,7 +59,7 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "tsclient --host 198.18.0.1 --chunk 102 testdata/tsl.txt",
-                "The seed's smallest chunk, to a server on another host.",
+                "The field report's smallest chunk, to a server on another host.",
             ),
             (
                 "tsclient --latency --count 1000 --framing split",
@@ -80,7 +80,7 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "tsserver --log stdout",
-                "One line per read to the screen, as the seed's server printed: slow on purpose.",
+                "One line per read to the screen, as the field report's server printed: slow on purpose.",
             ),
             (
                 "tsserver --log file --log-file /tmp/tsserver.log",
@@ -95,7 +95,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     (
         "tsgen",
         &[
-            ("tsgen testdata/tsl.txt", "The seed's 36 MiB test file."),
+            (
+                "tsgen testdata/tsl.txt",
+                "The field report's 36 MiB test file.",
+            ),
             (
                 "tsgen --size 4MiB testdata/tsl-quick.txt",
                 "The quick grid's file.",

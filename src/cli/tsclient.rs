@@ -45,7 +45,7 @@ struct Args {
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
     #[arg(long)]
     nonblocking: bool,
-    /// How chunks reach the kernel: one write per chunk (the seed's way), --batch chunks per
+    /// How chunks reach the kernel: one write per chunk (the field report's way), --batch chunks per
     /// writev, or sendfile of one chunk per call from the page cache (zero-copy).
     #[arg(long = "io", value_enum, default_value_t = StrategyArg::Write, value_name = "STRATEGY")]
     strategy: StrategyArg,

@@ -1,4 +1,4 @@
-//! tsgen: write the deterministic test file (the seed's 36 MiB `tsl.txt` by default).
+//! tsgen: write the deterministic test file (the field report's 36 MiB `tsl.txt` by default).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -28,7 +28,7 @@ struct Args {
     #[arg(long)]
     once: bool,
     /// Bytes per read. By default, with a log sink, the client's chunk size (one read and one
-    /// line per chunk, as the seed's server), at least --log-min-read and at most 256 KiB; with
+    /// line per chunk, as the field report's server), at least --log-min-read and at most 256 KiB; with
     /// --log none, 256 KiB. The client's chunk never sizes the server's buffer.
     #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
     read_size: Option<u32>,

@@ -50,7 +50,7 @@ mirror! {
 mirror! {
     /// `--io`: how chunks reach the kernel.
     StrategyArg => Strategy {
-        /// One write() per chunk, as the seed did.
+        /// One write() per chunk, as the field report's client did.
         Write,
         /// --batch chunks per writev(), each chunk its own buffer of --chunk bytes.
         Writev,

@@ -186,7 +186,7 @@ fn announced_chunk_does_not_size_the_server_buffer() {
             );
             let grown = server.status_kib("VmHWM").saturating_sub(base);
             eprintln!("{args:?}: 64 stalled 16 MiB-chunk clients: VmHWM +{grown} KiB");
-            // The documented bound (README: 512 KiB per blocking connection) times 64.
+            // The documented bound (docs/security.md: 512 KiB per blocking connection) times 64.
             assert!(
                 grown < 64 * 512,
                 "{args:?}: 64 stalled clients with 16 MiB chunks grew the server by {grown} KiB"
@@ -196,12 +196,12 @@ fn announced_chunk_does_not_size_the_server_buffer() {
 }
 
 /// Issue 14: 1000 hostile connections of the worst kind for each model stay within the
-/// per-connection bound the README states: for the event loop, latency clients that pipeline
+/// per-connection bound docs/security.md states: for the event loop, latency clients that pipeline
 /// requests and never read (their answers are what the server holds); for the blocking server,
 /// stream clients that fill its read buffer and stall.
 #[test]
 fn thousand_hostile_connections_stay_under_the_bound() {
-    // README: at most 64 KiB per event-loop connection, 512 KiB per blocking connection.
+    // docs/security.md: at most 64 KiB per event-loop connection, 512 KiB per blocking connection.
     for (model, per_conn_kib) in [(MODELS[0], 64u64), (MODELS[1], 512)] {
         let mut args = vec!["--max-clients", "1100"];
         args.extend_from_slice(model);

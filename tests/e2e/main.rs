@@ -12,6 +12,7 @@ mod faults;
 mod grid;
 mod hardening;
 mod latency;
+mod layout;
 mod logs;
 mod nonblocking;
 mod peer_text;

@@ -185,7 +185,7 @@ impl LatencyResult {
         let exposed =
             !self.cfg.nodelay && (self.cfg.framing == Framing::Split || self.cfg.reconnect);
         (exposed && self.rtt.value_at_quantile(0.5) >= NAGLE_HINT_NS).then_some(
-            "a median round trip of 40 ms or more with small split writes and Nagle's algorithm on \
+            "a median round trip of 35 ms or more with small split writes and Nagle's algorithm on \
              is Nagle meeting delayed ACK: the second write waits for the ACK of the first, and \
              Linux delays that ACK by at least 40 ms. It is not serialization or the network. \
              Try --nodelay (TCP_NODELAY) or --framing single (one write per message).",

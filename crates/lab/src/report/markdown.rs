@@ -152,7 +152,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
             "\n*limited by*: the verdict of most repetitions (how many gave it, when not all): \
              `receiver` when the server's window was full for half the time the client had \
              data to send, `sender-cpu` when the client was on (or waiting for) its CPU 90% of \
-             the time, and so on (README, \"Why it was slow\"). *server's time*: the phase \
+             the time, and so on (docs/usage.md, \"Why it was slow\"). *server's time*: the phase \
              the server spent most of its time in, and its share."
         );
     }

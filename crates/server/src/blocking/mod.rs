@@ -1,6 +1,6 @@
 //! The thread-per-connection server: each connection gets a thread and blocking reads.
 //!
-//! What one connection can hold (README, "Security and limits"): its thread's stack (the pages
+//! What one connection can hold (docs/security.md): its thread's stack (the pages
 //! it touches), one read block of at most [`super::BULK_READ`] bytes (or `--read-size`, the
 //! operator's choice; never the client's chunk), and one read's worth of latency answers, since
 //! it writes them before it reads again. Reads and writes time out after `--idle-timeout`, so a

@@ -10,7 +10,7 @@
 //! before the loop turns to the next connection, so a connection costs its socket, its hasher and
 //! a few counters, not a buffer.
 //!
-//! What one connection can hold, whatever its client does (README, "Security and limits"):
+//! What one connection can hold, whatever its client does (docs/security.md):
 //! a hello buffer (280 bytes), a latency session's request buffer (4 KiB) and at most
 //! [`LATENCY_CAP`] of unsent answers plus one read's worth (the loop stops reading a connection
 //! whose client does not take its answers), or a transfer's accounting. Every turn is bounded
@@ -302,10 +302,10 @@ impl Loop<'_> {
     /// Accepts every waiting connection (or refuses it with a reason past `--max-clients`).
     fn accept_all(&mut self) {
         self.accept_stalled = false;
-        let Some(listener) = &self.listener else {
-            return;
-        };
         loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
             let (mut stream, peer) = match listener.accept() {
                 Ok((stream, peer)) => (stream, super::canonical(peer)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -352,33 +352,38 @@ impl Loop<'_> {
                 refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
                 continue;
             }
-            let entry = self.conns.vacant_entry();
-            let token = Token(entry.key());
-            let interest = Interest::READABLE | Interest::WRITABLE;
-            if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
-                warn!(%peer, "cannot register connection: {e}");
-                continue;
-            }
-            debug!(%peer, "connection");
-            let mark = super::WakeMark::new(&stream);
-            entry.insert(Conn {
-                stream,
-                peer,
-                conv: Conversation::new(
-                    ServerIo::EventLoop,
-                    &self.cfg.policy,
-                    crate::drive::challenge(self.cfg),
-                    Instant::now(),
-                ),
-                rx: None,
-                out: Outbox::default(),
-                closing: None,
-                log_wait: false,
-                wakeups: 0,
-                more: false,
-                mark,
-            });
+            self.register(stream, peer);
         }
+    }
+
+    /// Registers an accepted connection with the poll and gives it its conversation.
+    fn register(&mut self, mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+        let entry = self.conns.vacant_entry();
+        let token = Token(entry.key());
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+            warn!(%peer, "cannot register connection: {e}");
+            return;
+        }
+        debug!(%peer, "connection");
+        let mark = super::WakeMark::new(&stream);
+        entry.insert(Conn {
+            stream,
+            peer,
+            conv: Conversation::new(
+                ServerIo::EventLoop,
+                &self.cfg.policy,
+                crate::drive::challenge(self.cfg),
+                Instant::now(),
+            ),
+            rx: None,
+            out: Outbox::default(),
+            closing: None,
+            log_wait: false,
+            wakeups: 0,
+            more: false,
+            mark,
+        });
     }
 }
 

@@ -1,0 +1,254 @@
+//! Issue 24: the structure is enforced, not kept by habit. The crates depend only downwards
+//! (read from `cargo metadata`), the protocol crate stays pure, and files and functions stay
+//! small. The end-to-end test modules (this directory) are exempt from the size rules: a test
+//! module is a list of cases.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cargo metadata` of the workspace, offline (everything is already fetched to build the tests).
+fn metadata() -> serde_json::Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each workspace package's normal (not dev, not build) dependencies, by name.
+fn direct_deps(meta: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| members.contains(p["id"].as_str().unwrap()))
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .collect();
+            (p["name"].as_str().unwrap().to_owned(), deps)
+        })
+        .collect()
+}
+
+/// Every crate `package` pulls in through normal dependencies, transitively (the resolve graph,
+/// as `cargo tree -p PACKAGE -e normal` shows it).
+fn transitive_normal(meta: &serde_json::Value, package: &str) -> BTreeSet<String> {
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let nodes: BTreeMap<&str, &serde_json::Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), n))
+        .collect();
+    let start = name_of
+        .iter()
+        .find(|(_, n)| **n == package)
+        .map(|(id, _)| *id)
+        .unwrap();
+    let (mut seen, mut todo) = (BTreeSet::new(), vec![start]);
+    while let Some(id) = todo.pop() {
+        for dep in nodes[id]["deps"].as_array().unwrap() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null());
+            let dep_id = dep["pkg"].as_str().unwrap();
+            if normal && seen.insert(name_of[dep_id].to_owned()) {
+                todo.push(dep_id);
+            }
+        }
+    }
+    seen
+}
+
+/// The crates depend only downwards: proto on nothing of tsperf's, sys and results on proto,
+/// server and client never on each other, lab never on the server, nothing on the root
+/// package; plotters and csv only in the lab.
+#[test]
+fn crates_depend_only_downwards() {
+    let meta = metadata();
+    let deps = direct_deps(&meta);
+    let ours = |p: &str| -> BTreeSet<String> {
+        deps[p]
+            .iter()
+            .filter(|d| d.starts_with("tsperf"))
+            .cloned()
+            .collect()
+    };
+    let set =
+        |names: &[&str]| -> BTreeSet<String> { names.iter().map(|n| n.to_string()).collect() };
+    assert_eq!(ours("tsperf-proto"), set(&[]));
+    assert_eq!(ours("tsperf-sys"), set(&["tsperf-proto"]));
+    assert_eq!(ours("tsperf-results"), set(&["tsperf-proto"]));
+    for (package, never) in [
+        ("tsperf-server", ["tsperf-client", "tsperf-lab"]),
+        ("tsperf-client", ["tsperf-server", "tsperf-lab"]),
+        ("tsperf-lab", ["tsperf-server", "tsperf"]),
+    ] {
+        for n in never {
+            assert!(!deps[package].contains(n), "{package} depends on {n}");
+        }
+    }
+    for (package, d) in &deps {
+        assert!(
+            !d.contains("tsperf"),
+            "{package} depends on the root package"
+        );
+        if package != "tsperf-lab" {
+            for drawing in ["plotters", "csv"] {
+                assert!(!d.contains(drawing), "{package} depends on {drawing}");
+            }
+        }
+    }
+}
+
+/// The protocol crate pulls in no sockets, no libc, no event loop and no clap, at any depth,
+/// and forbids unsafe code.
+#[test]
+fn proto_is_pure() {
+    let meta = metadata();
+    let all = transitive_normal(&meta, "tsperf-proto");
+    for banned in ["libc", "socket2", "mio", "clap"] {
+        assert!(
+            !all.contains(banned),
+            "tsperf-proto pulls in {banned}: {all:?}"
+        );
+    }
+    assert!(
+        !all.iter().any(|d| d.starts_with("tsperf")),
+        "tsperf-proto pulls in {all:?}"
+    );
+    let lib = std::fs::read_to_string(root().join("crates/proto/src/lib.rs")).unwrap();
+    assert!(lib.contains("#![forbid(unsafe_code)]"));
+    let fuzz = std::fs::read_to_string(root().join("fuzz/Cargo.toml")).unwrap();
+    let tsperf_deps: Vec<&str> = fuzz.lines().filter(|l| l.starts_with("tsperf")).collect();
+    assert_eq!(tsperf_deps.len(), 1, "{tsperf_deps:?}");
+    assert!(
+        tsperf_deps[0].starts_with("tsperf-proto"),
+        "{tsperf_deps:?}"
+    );
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The functions in `text` (a Rust file) and their length in lines, from `fn` to the brace at
+/// the same indentation that closes it.
+fn functions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let mut rest = line.trim_start();
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "async ",
+            "unsafe ",
+            "const ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        if line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = " ".repeat(indent) + "}";
+        let end = lines[i + 1..]
+            .iter()
+            .position(|l| {
+                l.strip_prefix(close.as_str()).is_some_and(|after| {
+                    after.is_empty() || after.starts_with([' ', ';', ',', ')'])
+                })
+            })
+            .map_or(lines.len(), |p| i + 1 + p);
+        out.push((name, end - i + 1));
+    }
+    out
+}
+
+/// Every file of the crates and the root package's source is under 500 lines, every function
+/// under 80.
+#[test]
+fn files_and_functions_stay_small() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        rust_files(&krate.unwrap().path().join("src"), &mut files);
+    }
+    assert!(files.len() > 50, "{files:?}");
+    let mut over = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let n = text.lines().count();
+        if n >= 500 {
+            over.push(format!("{rel}: {n} lines"));
+        }
+        for (name, len) in functions(&text) {
+            if len >= 80 {
+                over.push(format!("{rel}: fn {name} is {len} lines"));
+            }
+        }
+    }
+    assert!(over.is_empty(), "over the limits:\n{}", over.join("\n"));
+}
+
+/// The function finder sees a long function and ends each at its own closing brace.
+#[test]
+fn function_lengths_are_measured() {
+    let body = "    x();\n".repeat(3);
+    let text = format!(
+        "pub(crate) fn a() {{\n{body}}}\n\nimpl X {{\n    fn b(&self) -> u8 {{\n        1\n    }}\n}}\n\
+         trait T {{\n    fn c(&self);\n}}\n"
+    );
+    assert_eq!(
+        functions(&text),
+        vec![("a".to_owned(), 5), ("b".to_owned(), 3)]
+    );
+}
