@@ -252,3 +252,34 @@ fn function_lengths_are_measured() {
         vec![("a".to_owned(), 5), ("b".to_owned(), 3)]
     );
 }
+
+/// Every relative link in README.md and docs/*.md names a file that exists (anchors aside), and
+/// the README stays a five-minute read: at most 16 KB.
+#[test]
+fn doc_links_resolve_and_the_readme_is_short() {
+    let mut pages = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap();
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            if !page.parent().unwrap().join(target).exists() {
+                broken.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    let readme = std::fs::metadata(root().join("README.md")).unwrap().len();
+    assert!(readme <= 16 * 1024, "README.md is {readme} bytes");
+}
