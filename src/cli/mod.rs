@@ -192,3 +192,10 @@ pub fn bin_dir() -> std::path::PathBuf {
         .and_then(|p| p.parent().map(std::path::PathBuf::from))
         .unwrap_or_default()
 }
+
+/// The length of the file at `path`, or an error naming it.
+pub fn file_len(path: &std::path::Path) -> anyhow::Result<u64> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", path.display()))
+}

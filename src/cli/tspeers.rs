@@ -49,9 +49,7 @@ pub fn main() -> ExitCode {
     cli::main("tspeers", || {
         let args = Args::parse();
         let bin_dir = cli::bin_dir();
-        let len = std::fs::metadata(&args.file)
-            .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
-            .len();
+        let len = cli::file_len(&args.file)?;
         let server = match args.tsperf_port {
             Some(_) => None,
             None => Some(peers::start_tsserver(&bin_dir)?),

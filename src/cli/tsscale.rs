@@ -51,9 +51,7 @@ pub fn main() -> ExitCode {
     cli::main("tsscale", || {
         let args = Args::parse();
         let bin_dir = cli::bin_dir();
-        let len = std::fs::metadata(&args.file)
-            .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", args.file.display()))?
-            .len();
+        let len = cli::file_len(&args.file)?;
         let cfg = ScaleConfig {
             file: args.file.clone(),
             chunk: args.chunk,
