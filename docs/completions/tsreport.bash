@@ -23,12 +23,16 @@ _tsreport() {
 
     case "${cmd}" in
         tsreport)
-            opts="-h -V --help --version"
+            opts="-h -V --verdicts --commit --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --commit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

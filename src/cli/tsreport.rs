@@ -10,12 +10,20 @@ use tsperf_lab::report::markdown;
 use tsperf_lab::report::{self, Setup};
 
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
-/// into DIR again; print the tables.
+/// into DIR again; print the tables. With --verdicts, read DIR/verdicts.jsonl (from
+/// scripts/verdicts.sh) and write DIR/verdicts.md.
 #[derive(Parser)]
 #[command(name = "tsreport", version)]
 struct Args {
-    /// A results directory written by scripts/matrix.sh.
+    /// A results directory written by scripts/matrix.sh (or scripts/verdicts.sh).
     dir: PathBuf,
+    /// Render the verdict's truth table (verdicts.jsonl to verdicts.md) instead of the grid.
+    /// The machine is read from DIR/verdicts-machine.json, written when missing.
+    #[arg(long)]
+    verdicts: bool,
+    /// The tsperf commit, for a verdicts-machine.json written now.
+    #[arg(long, default_value = "unknown")]
+    commit: String,
 }
 
 /// tsreport's command-line definition (its man page and completions are made from it).
@@ -27,6 +35,9 @@ pub fn command() -> clap::Command {
 pub fn main() -> ExitCode {
     cli::main("tsreport", || {
         let args = Args::parse();
+        if args.verdicts {
+            return verdicts(&args);
+        }
         let runs = report::read_runs(&args.dir.join("runs.jsonl"))?;
         let setup_path = args.dir.join("setup.json");
         let text = std::fs::read_to_string(&setup_path)
@@ -38,4 +49,26 @@ pub fn main() -> ExitCode {
         cli::print(&markdown::render(&m))?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `tsreport --verdicts DIR`.
+fn verdicts(args: &Args) -> anyhow::Result<ExitCode> {
+    use tsperf_lab::verdicts;
+    let runs = verdicts::read(&args.dir.join("verdicts.jsonl"))?;
+    let machine_path = args.dir.join("verdicts-machine.json");
+    let machine = match std::fs::read_to_string(&machine_path) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("'{}' is not a machine", machine_path.display()))?,
+        Err(_) => {
+            let m = tsperf_lab::machine::probe(&args.commit);
+            std::fs::write(&machine_path, serde_json::to_string_pretty(&m)? + "\n")
+                .with_context(|| format!("cannot write '{}'", machine_path.display()))?;
+            m
+        }
+    };
+    let md = verdicts::render(&runs, &machine);
+    let out = args.dir.join("verdicts.md");
+    std::fs::write(&out, &md).with_context(|| format!("cannot write '{}'", out.display()))?;
+    cli::print(&md)?;
+    Ok(ExitCode::SUCCESS)
 }

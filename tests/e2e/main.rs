@@ -23,4 +23,5 @@ mod shutdown;
 mod strategies;
 mod stream;
 mod usage;
+mod verdicts;
 mod why;

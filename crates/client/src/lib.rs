@@ -140,8 +140,16 @@ pub struct StreamResult {
     pub server: Report,
     /// The client socket's `TCP_INFO` once the report arrived.
     pub tcp: tsperf_proto::tcp::SenderTcp,
-    /// Time the sending thread waited for a CPU during the transfer (Linux).
-    pub run_queue: Option<Duration>,
+    /// The sending thread's time on a CPU and waiting for one during the transfer (Linux).
+    pub sched: Option<tsperf_sys::timing::SchedStat>,
+    /// The connection read about every MiB during the transfer.
+    pub flight: tsperf_proto::tcp::Flight,
+    /// Time waiting for the file's bytes during the transfer.
+    pub source_read: Duration,
+    /// Time waiting for the file's bytes before the first byte went (its first block).
+    pub source_read_before: Duration,
+    /// The interface the connection leaves by and its speed in Mbit/s, where known.
+    pub interface: Option<(String, Option<u64>)>,
     /// Samples in time, with `--interval`.
     pub intervals: Vec<intervals::Interval>,
     /// The file's size or modification time changed while it was sent (checked only when the
@@ -155,14 +163,47 @@ impl StreamResult {
         self.server.bytes == self.bytes && self.server.digest == self.digest
     }
 
+    /// Both ends run on one machine: a loopback address, or the server's boot id is ours.
+    pub fn same_host(&self) -> bool {
+        self.peer.ip().is_loopback()
+            || self
+                .server
+                .boot_id
+                .is_some_and(|id| Some(id) == tsperf_sys::host::boot_id())
+    }
+
+    /// Everything the verdict is judged on.
+    pub fn evidence(&self) -> tsperf_results::verdict::Evidence {
+        use tsperf_results::verdict::{Evidence, ServerTime};
+        let s = &self.server;
+        let split = &s.split;
+        Evidence {
+            tcp: self.tcp,
+            flight: self.flight,
+            elapsed: self.elapsed,
+            client_cpu: self.cpu.user + self.cpu.sys,
+            sender_on_cpu: self.sched.map(|s| s.on_cpu),
+            sender_run_queue: self.sched.map(|s| s.run_queue),
+            source_read: (self.strategy != Strategy::Sendfile).then_some(self.source_read),
+            sndbuf: u64::from(self.sndbuf),
+            write_size: u64::from(self.chunk) * u64::from(self.batch.unwrap_or(1)),
+            bytes: self.bytes,
+            line_mbit: self.interface.as_ref().and_then(|(_, speed)| *speed),
+            same_host: self.same_host(),
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+            server: (split.total_ns() > 0).then(|| ServerTime {
+                total: Duration::from_nanos(split.total_ns()),
+                cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
+                run_queue: s.run_queue_ns.map(Duration::from_nanos),
+                log: Duration::from_nanos(split.log_ns),
+                disk: Duration::from_nanos(split.save_ns + split.fsync_ns),
+            }),
+        }
+    }
+
     /// What limited the transfer.
     pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
-        tsperf_results::verdict::judge(
-            &self.tcp,
-            self.cpu.user + self.cpu.sys,
-            self.run_queue,
-            self.elapsed,
-        )
+        tsperf_results::verdict::judge(&self.evidence())
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::io::{self, IoSlice};
 
+use std::time::Duration;
+
 use super::{MAX_BATCH, Strategy, StreamConfig, Transport, WriteStats};
 use crate::progress::Progress;
 use tsperf_sys::source::Source;
@@ -33,35 +35,77 @@ impl From<io::Error> for Stop {
     }
 }
 
-/// Sends every byte of `source` the way `cfg.strategy` says, counting calls into `writes` and
-/// bytes into `sent` as they go, and stopping at the next file block once a stop is asked for
-/// ([`super::interrupt`]). Returns the xxh3-64 of what was sent.
+/// Bytes sent between two readings of the connection's `TCP_INFO` during a transfer.
+pub(super) const FLIGHT_EVERY: u64 = 1 << 20;
+
+/// What sending counts as it goes: the calls, the bytes the kernel took, the connection read
+/// about every [`FLIGHT_EVERY`] bytes.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) writes: WriteStats,
+    pub(super) sent: u64,
+    pub(super) flight: tsperf_proto::tcp::Flight,
+    next_reading: u64,
+}
+
+impl Tally {
+    /// Reads the connection if another [`FLIGHT_EVERY`] bytes went since the last reading.
+    #[inline]
+    fn read_flight<T: Transport>(&mut self, conn: &T) {
+        if self.sent >= self.next_reading {
+            self.next_reading = self.sent + FLIGHT_EVERY;
+            let sock = conn.socket();
+            let sndbuf = sock.send_buffer_size().map_or(0, |n| n as u64);
+            if let Some(s) = tsperf_sys::tcpinfo::TcpInfo::of(&*sock).and_then(|i| i.flight(sndbuf))
+            {
+                self.flight.add(s);
+            }
+        }
+    }
+}
+
+/// Sends every byte of `source` the way `cfg.strategy` says, counting into `tally` as it goes,
+/// and stopping at the next file block once a stop is asked for ([`super::interrupt`]).
+/// `begin` is called once, just before the first byte is handed to the socket, with the time
+/// spent waiting for the file so far. Returns the xxh3-64 of what was sent.
 pub(super) fn send_data<T: Transport>(
     conn: &mut T,
     source: &mut Source,
     cfg: &StreamConfig,
     progress: &mut Progress,
-    writes: &mut WriteStats,
-    sent: &mut u64,
+    tally: &mut Tally,
+    begin: &mut dyn FnMut(&T, Duration),
 ) -> Result<u64, Stop> {
     let chunk = cfg.chunk as usize;
+    // The first reading comes after the first MiB, when the connection is under way.
+    tally.next_reading = FLIGHT_EVERY;
     if cfg.strategy == Strategy::Sendfile {
         let checksum = source.digest_in_background().map_err(Stop::File)?;
-        send_file(conn, source, chunk, progress, writes, sent)?;
+        progress.restart();
+        begin(conn, source.read_time());
+        send_file(conn, source, chunk, progress, tally)?;
         return checksum
             .join()
             .map_err(|_| Stop::File(anyhow::anyhow!("the checksum thread panicked")))?
             .map_err(Stop::File);
     }
     let batch = cfg.batch.clamp(1, MAX_BATCH) as usize;
+    let mut begun = false;
     loop {
         if super::interrupt::requested() {
             return Err(Stop::Interrupted);
         }
+        let waited = source.read_time();
         let block = source.next_block().map_err(Stop::File)?;
         if block.is_empty() {
             break;
         }
+        if !begun {
+            begun = true;
+            progress.restart();
+            begin(conn, waited);
+        }
+        let (writes, sent) = (&mut tally.writes, &mut tally.sent);
         if cfg.strategy == Strategy::Writev {
             // The iovecs live on the stack, filled afresh for each batch of the block.
             let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
@@ -74,7 +118,8 @@ pub(super) fn send_data<T: Transport>(
                 write_chunk(conn, piece, writes, sent).map_err(|e| Stop::write(e, *sent))?;
             }
         }
-        progress.update(*sent);
+        progress.update(tally.sent);
+        tally.read_flight(conn);
     }
     Ok(source.digest())
 }
@@ -86,35 +131,35 @@ fn send_file<T: Transport>(
     source: &Source,
     chunk: usize,
     progress: &mut Progress,
-    writes: &mut WriteStats,
-    sent: &mut u64,
+    tally: &mut Tally,
 ) -> Result<(), Stop> {
     let len = source.len();
     let mut shown = 0u64;
-    while *sent < len {
-        let chunk_end = (*sent + chunk as u64).min(len);
-        while *sent < chunk_end {
-            let want = (chunk_end - *sent) as usize;
-            match conn.sendfile(source.file(), *sent, want)? {
-                0 => return Err(Stop::File(source.shrank(*sent))),
+    while tally.sent < len {
+        let chunk_end = (tally.sent + chunk as u64).min(len);
+        while tally.sent < chunk_end {
+            let want = (chunk_end - tally.sent) as usize;
+            match conn.sendfile(source.file(), tally.sent, want)? {
+                0 => return Err(Stop::File(source.shrank(tally.sent))),
                 n => {
-                    writes.writes += 1;
+                    tally.writes.writes += 1;
                     if n < want {
-                        writes.partial_writes += 1;
+                        tally.writes.partial_writes += 1;
                     }
-                    *sent += n as u64;
+                    tally.sent += n as u64;
                 }
             }
         }
-        if *sent - shown >= tsperf_sys::source::BLOCK_TARGET as u64 {
-            shown = *sent;
+        if tally.sent - shown >= tsperf_sys::source::BLOCK_TARGET as u64 {
+            shown = tally.sent;
             progress.update(shown);
+            tally.read_flight(conn);
             if super::interrupt::requested() {
                 return Err(Stop::Interrupted);
             }
         }
     }
-    progress.update(*sent);
+    progress.update(tally.sent);
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::send::{Stop, send_data};
+use super::send::{Stop, Tally, send_data};
 use super::session::{ask_clock, await_report, handshake, read_frame_within};
 use super::{
     Strategy, StreamConfig, StreamFailure, StreamResult, Transport, WriteStats, intervals,
@@ -21,7 +21,7 @@ use tsperf_proto::{Frame, Hello, Report};
 use tsperf_sys::net;
 use tsperf_sys::source::Source;
 use tsperf_sys::text::Peer;
-use tsperf_sys::timing::{CpuTime, unix_us_now};
+use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// What a transfer has measured so far, to give back with a failure.
 struct SoFar {
@@ -83,19 +83,19 @@ pub(super) fn transfer<T: Transport>(
         Ok(p) => p,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
-    progress.restart();
-    let start = Start::now();
-    so_far.begin = Some((start.at, acknowledged(&conn)));
-    let mut writes = WriteStats::default();
+    let mut start: Option<(Start, Option<u64>)> = None;
+    let mut tally = Tally::default();
     let (sent_data, samples) = send_sampled(
         &mut conn,
         &mut source,
         cfg,
         progress,
-        &mut writes,
-        &mut so_far.sent,
+        &mut tally,
+        &mut |conn: &T, waited| start = Some((Start::now(waited), acknowledged(conn))),
     );
     so_far.intervals = samples;
+    so_far.sent = tally.sent;
+    so_far.begin = start.as_ref().map(|(s, acked)| (s.at, *acked));
     // What a failure's report says was sent.
     progress.update(so_far.sent);
     let digest = match sent_data {
@@ -115,6 +115,11 @@ pub(super) fn transfer<T: Transport>(
         .write_all(&trailer)
         .map_err(|e| lost(&mut conn, e, &so_far, cfg.timeout))
         .and_then(|()| await_report(&mut conn, &mut prepared.conv));
+    let Some((start, _)) = start else {
+        // Every file has a first byte (an empty one is refused when opened).
+        let e = anyhow::anyhow!("no data was sent");
+        return Err(so_far.failed(&conn, e));
+    };
     let elapsed = start.at.elapsed();
     let server = match report.and_then(|r| agrees(r, elapsed)) {
         Ok(r) => r,
@@ -123,7 +128,9 @@ pub(super) fn transfer<T: Transport>(
     let source_changed = server.digest != digest && source.changed();
     let sent = Sent {
         digest,
-        writes,
+        writes: tally.writes,
+        flight: tally.flight,
+        source_read: source.read_time().saturating_sub(start.source_before),
         server,
         elapsed,
         source_changed,
@@ -145,16 +152,19 @@ struct Start {
     at: Instant,
     unix_us: u64,
     cpu: CpuTime,
-    run_queue: Option<Duration>,
+    sched: Option<SchedStat>,
+    /// Time spent waiting for the file before the first byte (its first block).
+    source_before: Duration,
 }
 
 impl Start {
-    fn now() -> Start {
+    fn now(source_before: Duration) -> Start {
         Start {
             cpu: CpuTime::process(),
-            run_queue: tsperf_sys::timing::run_queue_wait(),
+            sched: SchedStat::thread(),
             at: Instant::now(),
             unix_us: unix_us_now(),
+            source_before,
         }
     }
 }
@@ -163,6 +173,9 @@ impl Start {
 struct Sent {
     digest: u64,
     writes: WriteStats,
+    flight: tsperf_proto::tcp::Flight,
+    /// Time waiting for the file after the first byte.
+    source_read: Duration,
     server: Report,
     elapsed: Duration,
     source_changed: bool,
@@ -177,10 +190,10 @@ fn result<T: Transport>(
     so_far: SoFar,
     mut sent: Sent,
 ) -> StreamResult {
-    let run_queue = start
-        .run_queue
-        .zip(tsperf_sys::timing::run_queue_wait())
-        .map(|(a, b)| b.saturating_sub(a));
+    let sched = start
+        .sched
+        .zip(SchedStat::thread())
+        .map(|(a, b)| b.since(a));
     (sent.writes.would_block, sent.writes.polls) = conn.waits();
     StreamResult {
         name: so_far.name,
@@ -203,7 +216,16 @@ fn result<T: Transport>(
         server: sent.server,
         tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())
             .map_or_else(Default::default, |i| i.sender()),
-        run_queue,
+        sched,
+        flight: sent.flight,
+        source_read: sent.source_read,
+        source_read_before: start.source_before,
+        interface: conn
+            .socket()
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
         intervals: so_far.intervals,
         source_changed: sent.source_changed,
     }
@@ -244,12 +266,12 @@ fn send_sampled<T: Transport>(
     source: &mut Source,
     cfg: &StreamConfig,
     progress: &mut Progress,
-    writes: &mut WriteStats,
-    sent: &mut u64,
+    tally: &mut Tally,
+    begin: &mut dyn FnMut(&T, Duration),
 ) -> (Result<u64, Stop>, Vec<intervals::Interval>) {
     let Some(every) = cfg.interval else {
         return (
-            send_data(conn, source, cfg, progress, writes, sent),
+            send_data(conn, source, cfg, progress, tally, begin),
             Vec::new(),
         );
     };
@@ -265,7 +287,7 @@ fn send_sampled<T: Transport>(
     let print = move |i: &intervals::Interval| shown.println(&intervals::line(i));
     let live: Option<&(dyn Fn(&intervals::Interval) + Sync)> = cfg.live_intervals.then_some(&print);
     intervals::sample_while(every, sock, &|| counter.sent(), live, || {
-        send_data(conn, source, cfg, progress, writes, sent)
+        send_data(conn, source, cfg, progress, tally, begin)
     })
 }
 

@@ -10,3 +10,4 @@ pub mod matrix;
 pub mod peers;
 pub mod report;
 pub mod scale;
+pub mod verdicts;

@@ -72,6 +72,8 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
                 out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
             }
             out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
+            out.extend_from_slice(&r.run_queue_ns.unwrap_or(u64::MAX).to_be_bytes());
+            out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
             put_string(out, &r.saved_to);
             TAG_REPORT
         }
@@ -185,6 +187,9 @@ fn decode_report(body: &[u8], saved_to: String) -> Result<Report, ProtocolError>
             Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
         })),
         log_lines_lost: be32(&body[214..218]),
+        run_queue_ns: Some(be64(&body[218..226])).filter(|v| *v != u64::MAX),
+        boot_id: Some(<[u8; 16]>::try_from(&body[226..242]).expect("16 bytes"))
+            .filter(|id| *id != [0; 16]),
     };
     report.check()?;
     Ok(report)

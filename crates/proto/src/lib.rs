@@ -1,10 +1,12 @@
-//! The tsperf wire protocol, version 5. This module doc is the specification.
+//! The tsperf wire protocol, version 6. This module doc is the specification.
 //!
 //! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
 //! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
 //! the Accept's `stdout`, and the [`Frame::Time`] answer. Version 4 added the report's time
 //! split (where the server's time went) and the server's `TCP_INFO`. Version 5 added the
-//! report's `log_lines_lost` (lines of the transfer's log that could not be written). Peers of
+//! report's `log_lines_lost` (lines of the transfer's log that could not be written). Version 6
+//! added the report's `run_queue_ns` (the serving thread's wait for a CPU, so its `wait` splits
+//! into waiting for data and for a CPU) and `boot_id` (both ends on one machine). Peers of
 //! different versions refuse each other at the hello, with a reason naming both versions: a server reads the version as
 //! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
 //! left waiting for bytes that never come.
@@ -54,7 +56,7 @@
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (5); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (6); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
@@ -85,7 +87,7 @@
 //! |----:|--------|---------------------------------------------------------------------------|
 //! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes): the refusal of a hello of another version, in the one layout every version reads (code [`RefuseCode::Version`]) |
-//! | 3   | Report | 218 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
+//! | 3   | Report | 242 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
@@ -124,12 +126,15 @@
 //! | 126    | 8    | wait_ns            | the rest: waiting for data or the trailer (event loop), for the CPU, for other connections |
 //! | 134    | 80   | tcp                | the server socket's `TCP_INFO` at the end, 10 × u64, `u64::MAX` = not known: `rcv_space`, `rcv_rtt` (µs), `rcv_mss`, `advmss`, `rcv_ssthresh`, `rcv_wnd`, `segs_in`, `data_segs_in`, `rcv_ooopack`, `bytes_received` |
 //! | 214    | 4    | log_lines_lost     | per-read log lines of this transfer that could not be written (the log file's disk was full, stdout was closed) |
+//! | 218    | 8    | run_queue_ns       | the serving thread's time runnable but waiting for a CPU, first data byte to the report (Linux schedstat; a CPU quota's throttling counts here); `u64::MAX` = not known |
+//! | 226    | 16   | boot_id            | the server kernel's boot id (`/proc/sys/kernel/random/boot_id`); all zero = not known. Equal to the client's: both ends on one machine |
 //!
 //! Any value may be 0 where the server cannot measure it; `bytes` and `digest` always hold. The
 //! values must agree with one another ([`Report::check`]; else `BadReport`, naming the field):
 //! the six times fit in a u64 together, `reads` is between 1 and `bytes` (0 for no bytes),
 //! `first_byte_unix_us` ≤ `last_byte_unix_us`, `elapsed_ns` is no longer than the six times
-//! together, and `log_lines` + `log_lines_lost` is 0 without a log, else at most `reads` + 2.
+//! together, `run_queue_ns` no longer than them plus 10 ms (the scheduler's counts lag by up to
+//! a tick), and `log_lines` + `log_lines_lost` is 0 without a log, else at most `reads` + 2.
 //! The six times add up to the time from the first data byte until the report was ready, so
 //! they cover `elapsed_ns` (first to last data byte) and what came after it (the last
 //! checksum, the trailer, the save's sync).
@@ -186,7 +191,7 @@ pub const BULK_READ: u32 = 256 * 1024;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -208,7 +213,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
-const REPORT_FIXED: usize = 218;
+const REPORT_FIXED: usize = 242;
 const ACCEPT_BODY: usize = 7;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;

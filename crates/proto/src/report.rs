@@ -3,6 +3,10 @@
 
 use crate::{LogMode, ProtocolError, ServerIo};
 
+/// How far the run-queue wait may exceed the time split: the scheduler updates its counts at a
+/// tick (4 ms at 250 Hz) or a switch, so a reading can lag by one.
+pub(crate) const RUN_QUEUE_SLACK_NS: u64 = 10_000_000;
+
 /// The server's measurements of one transfer.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Report {
@@ -43,6 +47,13 @@ pub struct Report {
     pub split: TimeSplit,
     /// The server socket's `TCP_INFO` at the end of the transfer.
     pub tcp: crate::tcp::ReceiverTcp,
+    /// Time the serving thread was runnable but waited for a CPU (Linux schedstat), from the
+    /// first data byte to the report, in ns: the part of `wait` that was not waiting for data.
+    /// A CPU quota that throttles the server shows here. `None`: not measured.
+    pub run_queue_ns: Option<u64>,
+    /// The server's kernel boot id (`/proc/sys/kernel/random/boot_id`): the same as the
+    /// client's when both ends run on one machine, and share its CPUs. `None`: not known.
+    pub boot_id: Option<[u8; 16]>,
 }
 
 impl Report {
@@ -83,6 +94,14 @@ impl Report {
                      which runs from the first byte to the report",
                     self.elapsed_ns
                 ),
+            );
+        }
+        if let Some(q) = self.run_queue_ns
+            && q > total.saturating_add(RUN_QUEUE_SLACK_NS)
+        {
+            return bad(
+                "run_queue_ns",
+                format!("{q} ns waiting for a CPU in a transfer whose time split is {total} ns"),
             );
         }
         let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);

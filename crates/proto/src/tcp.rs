@@ -37,12 +37,86 @@ pub struct SenderTcp {
     pub data_segs_out: Option<u64>,
     /// Bytes the peer acknowledged.
     pub bytes_acked: Option<u64>,
+    /// The last delivery-rate sample was taken while the application, not the network, left
+    /// the connection short of data (`tcpi_delivery_rate_app_limited`).
+    #[serde(default)]
+    pub delivery_rate_app_limited: Option<bool>,
+    /// Bytes in the send buffer not yet sent, at the end (`tcpi_notsent_bytes`).
+    #[serde(default)]
+    pub notsent_bytes: Option<u64>,
+    /// The slow-start threshold, in segments (`tcpi_snd_ssthresh`; a huge value: never left
+    /// slow start).
+    #[serde(default)]
+    pub snd_ssthresh: Option<u64>,
 }
 
 impl SenderTcp {
     /// True when the kernel said anything at all.
     pub fn available(&self) -> bool {
         self.busy_time_us.is_some() || self.rtt_us.is_some()
+    }
+}
+
+/// One reading of the sender's connection taken during a transfer: what was in flight and what
+/// waited in the send buffer. The end-of-transfer reading cannot say this: by then everything
+/// is acknowledged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlightSample {
+    /// Segments sent and not yet acknowledged, less those SACKed or lost, plus retransmitted
+    /// ones: what the kernel counts against the congestion window.
+    pub in_flight: u64,
+    /// The congestion window, in segments.
+    pub snd_cwnd: u64,
+    /// Bytes per segment.
+    pub snd_mss: u64,
+    /// Bytes in the send buffer not yet sent (`tcpi_notsent_bytes`).
+    pub notsent_bytes: u64,
+    /// The smoothed round trip then, µs.
+    pub rtt_us: u64,
+    /// The send buffer's size then, bytes (`SO_SNDBUF`; autotuning grows it).
+    pub sndbuf: u64,
+}
+
+/// The sender's connection sampled during a transfer (a [`FlightSample`] about every MiB
+/// sent), summed: the means say what held data back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Flight {
+    /// Readings taken.
+    pub samples: u64,
+    /// Readings with as many segments in flight as the congestion window allows.
+    pub cwnd_full: u64,
+    /// Readings with bytes waiting unsent in the send buffer.
+    pub notsent: u64,
+    /// Sum of the bytes in flight (segments × MSS).
+    pub in_flight_bytes_sum: u64,
+    /// Sum of the unsent bytes.
+    pub notsent_bytes_sum: u64,
+    /// Sum of the round trips, µs.
+    pub rtt_us_sum: u64,
+    /// Sum of the send buffer's sizes, bytes.
+    pub sndbuf_sum: u64,
+}
+
+impl Flight {
+    /// Adds one reading.
+    pub fn add(&mut self, s: FlightSample) {
+        self.samples += 1;
+        self.cwnd_full += u64::from(s.snd_cwnd > 0 && s.in_flight >= s.snd_cwnd);
+        self.notsent += u64::from(s.notsent_bytes > 0);
+        self.in_flight_bytes_sum += s.in_flight.saturating_mul(s.snd_mss);
+        self.notsent_bytes_sum += s.notsent_bytes;
+        self.rtt_us_sum += s.rtt_us;
+        self.sndbuf_sum += s.sndbuf;
+    }
+
+    /// The mean of a sum over the readings; `None` without readings.
+    pub fn mean(&self, sum: u64) -> Option<u64> {
+        (self.samples > 0).then(|| sum / self.samples)
+    }
+
+    /// The share of readings, in %, `count` is; `None` without readings.
+    pub fn share(&self, count: u64) -> Option<f64> {
+        (self.samples > 0).then(|| 100.0 * count as f64 / self.samples as f64)
     }
 }
 

@@ -87,6 +87,24 @@ pub struct ClientSide {
     pub polls: u64,
     /// The send buffer the client's socket got (`SO_SNDBUF`), in bytes.
     pub sndbuf: u32,
+    /// The sending thread on a CPU during the transfer, s (schedstat; version 6 on, as below).
+    #[serde(default)]
+    pub on_cpu_s: Option<f64>,
+    /// The sending thread runnable but waiting for a CPU (a quota's throttling included), s.
+    #[serde(default)]
+    pub run_queue_s: Option<f64>,
+    /// Waiting for the file's bytes during the transfer, s.
+    #[serde(default)]
+    pub source_read_s: f64,
+    /// Waiting for the file's first block, before the first byte went (outside `elapsed_s`), s.
+    #[serde(default)]
+    pub source_read_before_s: f64,
+    /// The interface the connection left by, and its speed (Mbit/s) where the driver says.
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// That interface's speed, Mbit/s.
+    #[serde(default)]
+    pub line_mbit: Option<u64>,
 }
 
 /// The server's report of one transfer, as the client received it.
@@ -141,6 +159,12 @@ pub struct ServerSide {
     /// Where the server's time went, from its first data byte to its report.
     #[serde(default)]
     pub time_split: TimeSplitJson,
+    /// Of that, its serving thread runnable but waiting for a CPU, s (version 6 on).
+    #[serde(default)]
+    pub run_queue_s: Option<f64>,
+    /// The server runs on this machine (a loopback peer, or its boot id is the client's).
+    #[serde(default)]
+    pub same_host: bool,
 }
 
 impl ServerSide {
@@ -223,6 +247,9 @@ pub struct TcpJson {
     pub client: SenderTcp,
     /// The server socket's `TCP_INFO`: the receiver's view.
     pub server: ReceiverTcp,
+    /// The client socket read about every MiB during the transfer (version 6 on).
+    #[serde(default)]
+    pub flight: tsperf_proto::tcp::Flight,
 }
 
 /// Where the server's time went, in µs, from its first data byte to its report: the phases

@@ -11,7 +11,7 @@
 
 use std::os::fd::AsFd;
 
-pub use tsperf_proto::tcp::{RECEIVER_FIELDS, ReceiverTcp, SenderTcp};
+pub use tsperf_proto::tcp::{FlightSample, RECEIVER_FIELDS, ReceiverTcp, SenderTcp};
 
 /// The kernel's `struct tcp_info`, as far as `tcpi_rcv_wnd` (Linux 6.2).
 #[repr(C)]
@@ -147,7 +147,28 @@ impl TcpInfo {
             segs_out: field!(self, tcpi_segs_out),
             data_segs_out: field!(self, tcpi_data_segs_out),
             bytes_acked: field!(self, tcpi_bytes_acked),
+            // Bit 0 of the byte after tcpi_wscale (a bit field in uapi/linux/tcp.h).
+            delivery_rate_app_limited: field!(self, tcpi_delivery_rate)
+                .map(|_| self.raw.tcpi_flags & 1 == 1),
+            notsent_bytes: field!(self, tcpi_notsent_bytes),
+            snd_ssthresh: field!(self, tcpi_snd_ssthresh),
         }
+    }
+
+    /// What is in flight and what waits unsent now, for a reading during a transfer;
+    /// `sndbuf` is the socket's send buffer size. `None` if the kernel's struct is too short.
+    pub fn flight(&self, sndbuf: u64) -> Option<FlightSample> {
+        let r = &self.raw;
+        let in_flight = (u64::from(r.tcpi_unacked) + u64::from(r.tcpi_retrans))
+            .saturating_sub(u64::from(r.tcpi_sacked) + u64::from(r.tcpi_lost));
+        Some(FlightSample {
+            in_flight,
+            snd_cwnd: field!(self, tcpi_snd_cwnd)?,
+            snd_mss: field!(self, tcpi_snd_mss)?,
+            notsent_bytes: field!(self, tcpi_notsent_bytes)?,
+            rtt_us: field!(self, tcpi_rtt)?,
+            sndbuf,
+        })
     }
 
     /// The receiver's side: its window, its estimate of the round trip, what arrived.
@@ -237,5 +258,9 @@ mod tests {
         assert!(tx.available());
         assert!(tx.data_segs_out.unwrap() > 0);
         assert!(tx.busy_time_us.is_some(), "kernel older than 4.10?");
+        assert_eq!(tx.notsent_bytes, Some(0), "all sent and read");
+        let f = TcpInfo::of(&c).unwrap().flight(1 << 20).unwrap();
+        assert_eq!(f.in_flight, 0, "all acknowledged: {f:?}");
+        assert!(f.snd_cwnd > 0 && f.snd_mss > 0, "{f:?}");
     }
 }

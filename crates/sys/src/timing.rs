@@ -112,9 +112,45 @@ impl CpuTime {
 /// does not keep it. On a machine with fewer cores than busy threads this is the part of a
 /// CPU-bound sender's time that `getrusage` does not show.
 pub fn run_queue_wait() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns = s.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
+    SchedStat::thread().map(|s| s.run_queue)
+}
+
+/// Where the calling thread's time went as the scheduler counts it (Linux's
+/// `/proc/thread-self/schedstat`): on a CPU, and runnable but waiting for one. The rest of a
+/// span is time it slept (in a blocking call, in poll). A CPU quota (cgroup `cpu.cfs_quota_us`)
+/// that throttles the thread shows as run-queue wait: the thread stays runnable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedStat {
+    /// On a CPU (`sum_exec_runtime`; updated at the scheduler's events, so up to a tick behind
+    /// for a thread that is running).
+    pub on_cpu: Duration,
+    /// Runnable, waiting for a CPU (`run_delay`).
+    pub run_queue: Duration,
+}
+
+impl SchedStat {
+    /// The calling thread's counts so far; `None` where the kernel does not keep them.
+    pub fn thread() -> Option<SchedStat> {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        SchedStat::parse(&s)
+    }
+
+    /// Parses schedstat's line: `on_cpu_ns run_delay_ns timeslices`.
+    pub fn parse(line: &str) -> Option<SchedStat> {
+        let mut f = line.split_whitespace().map(|v| v.parse::<u64>().ok());
+        Some(SchedStat {
+            on_cpu: Duration::from_nanos(f.next()??),
+            run_queue: Duration::from_nanos(f.next()??),
+        })
+    }
+
+    /// The counts since `earlier`.
+    pub fn since(self, earlier: SchedStat) -> SchedStat {
+        SchedStat {
+            on_cpu: self.on_cpu.saturating_sub(earlier.on_cpu),
+            run_queue: self.run_queue.saturating_sub(earlier.run_queue),
+        }
+    }
 }
 
 fn rusage(who: libc::c_int) -> CpuTime {
@@ -142,6 +178,15 @@ mod tests {
     fn run_queue_wait_is_read() {
         let wait = run_queue_wait().expect("/proc/thread-self/schedstat");
         assert!(wait < Duration::from_secs(3600), "{wait:?}");
+        assert_eq!(
+            SchedStat::parse("4522185 757921 278\n"),
+            Some(SchedStat {
+                on_cpu: Duration::from_nanos(4_522_185),
+                run_queue: Duration::from_nanos(757_921),
+            })
+        );
+        assert_eq!(SchedStat::parse("12"), None);
+        assert_eq!(SchedStat::parse("x 1 2"), None);
     }
 
     /// The stamp keeps the seed's exact format, microseconds unpadded as its printf wrote them.

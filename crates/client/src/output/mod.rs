@@ -45,13 +45,7 @@ impl From<&StreamResult> for StreamJson {
             verified: r.verified(),
             digest: hex(r.digest),
             cpu: Cpu::of(r.cpu.user, r.cpu.sys),
-            client: ClientSide {
-                writes: r.writes.writes,
-                partial_writes: r.writes.partial_writes,
-                would_block: r.writes.would_block,
-                polls: r.writes.polls,
-                sndbuf: r.sndbuf,
-            },
+            client: client_side(r),
             server: ServerSide {
                 bytes: s.bytes,
                 digest: hex(s.digest),
@@ -76,6 +70,8 @@ impl From<&StreamResult> for StreamJson {
                 ),
                 saved_to: s.saved_to.clone(),
                 time_split: TimeSplitJson::of(&s.split),
+                run_queue_s: s.run_queue_ns.map(|ns| ns as f64 / 1e9),
+                same_host: r.same_host(),
             },
             clock: ClockJson {
                 queries: r.clock.map_or(0, |c| c.queries),
@@ -88,12 +84,30 @@ impl From<&StreamResult> for StreamJson {
                 available: r.tcp.available(),
                 client: r.tcp,
                 server: s.tcp,
+                flight: r.flight,
             },
             limited_by: Some(verdict.limited_by),
             limits: verdict.limits,
             intervals: r.intervals.clone(),
             error: (!r.verified()).then(|| mismatch(r)),
         }
+    }
+}
+
+/// What the client counted about its own writes and time.
+fn client_side(r: &StreamResult) -> ClientSide {
+    ClientSide {
+        writes: r.writes.writes,
+        partial_writes: r.writes.partial_writes,
+        would_block: r.writes.would_block,
+        polls: r.writes.polls,
+        sndbuf: r.sndbuf,
+        on_cpu_s: r.sched.map(|s| s.on_cpu.as_secs_f64()),
+        run_queue_s: r.sched.map(|s| s.run_queue.as_secs_f64()),
+        source_read_s: r.source_read.as_secs_f64(),
+        source_read_before_s: r.source_read_before.as_secs_f64(),
+        interface: r.interface.as_ref().map(|(name, _)| name.clone()),
+        line_mbit: r.interface.as_ref().and_then(|(_, speed)| *speed),
     }
 }
 

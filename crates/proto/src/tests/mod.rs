@@ -57,6 +57,8 @@ pub(super) fn report() -> Report {
             bytes_received: Some(u64::MAX - 1),
             ..crate::tcp::ReceiverTcp::default()
         },
+        run_queue_ns: Some(19),
+        boot_id: Some([0xab; 16]),
     }
 }
 

@@ -2,14 +2,14 @@
 
 use super::*;
 
-/// Version 5's report carries the time split, the server's TCP_INFO and the log lines lost; a
-/// version 3 report (86 fixed bytes) or a version 4 one (214) does not decode as one, and an
-/// older hello is refused by its version.
+/// Version 6's report carries the time split, the server's TCP_INFO, the log lines lost, its
+/// run-queue wait and boot id; a version 3 report (86 fixed bytes), a version 4 one (214) or a
+/// version 5 one (218) does not decode as one, and an older hello is refused by its version.
 #[test]
-fn version_5_report_and_older_peers() {
+fn version_6_report_and_older_peers() {
     let mut b = Vec::new();
     encode_frame(&Frame::Report(report()), &mut b);
-    assert_eq!(b.len(), FRAME_HEADER + 218 + 2 + "/srv/ünïcode".len());
+    assert_eq!(b.len(), FRAME_HEADER + 242 + 2 + "/srv/ünïcode".len());
     assert_eq!(
         decode_frame(&b),
         Ok(Some((Frame::Report(report()), b.len())))
@@ -20,6 +20,27 @@ fn version_5_report_and_older_peers() {
     assert_eq!(r.split.wait_ns, u64::MAX - 100);
     assert_eq!(r.tcp.rcv_wnd, None, "u64::MAX is not known");
     assert_eq!(r.tcp.rcv_rtt_us, Some(0));
+    assert_eq!((r.run_queue_ns, r.boot_id), (Some(19), Some([0xab; 16])));
+    // Not known: u64::MAX and all zero on the wire.
+    let unknown = Report {
+        run_queue_ns: None,
+        boot_id: None,
+        ..report()
+    };
+    let mut u = Vec::new();
+    encode_frame(&Frame::Report(unknown.clone()), &mut u);
+    assert_eq!(&u[FRAME_HEADER + 218..FRAME_HEADER + 226], &[0xff; 8]);
+    assert_eq!(&u[FRAME_HEADER + 226..FRAME_HEADER + 242], &[0; 16]);
+    assert_eq!(
+        decode_frame(&u),
+        Ok(Some((Frame::Report(unknown), u.len())))
+    );
+    let mut v5 = vec![3, 0, 220];
+    v5.extend_from_slice(&[0; 220]);
+    assert!(matches!(
+        decode_frame(&v5),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
     let mut v3 = vec![3, 0, 88];
     v3.extend_from_slice(&[0; 86]);
     v3.extend_from_slice(&[0, 0]);
@@ -28,7 +49,7 @@ fn version_5_report_and_older_peers() {
         Err(ProtocolError::BadBodyLength {
             tag: 3,
             len: 88,
-            expected: 220
+            expected: 244
         })
     );
     let mut v4 = vec![3, 0, 216];
@@ -37,7 +58,7 @@ fn version_5_report_and_older_peers() {
         decode_frame(&v4),
         Err(ProtocolError::BadBodyLength { tag: 3, .. })
     ));
-    for old in [3u16, 4] {
+    for old in [3u16, 4, 5] {
         let mut hello = encoded(&Hello::stream(1, 1, "x"));
         hello[4..6].copy_from_slice(&old.to_be_bytes());
         assert_eq!(
@@ -95,6 +116,25 @@ fn contradictory_reports_are_refused() {
         }),
         "log_lines"
     );
+}
+
+/// Version 6: more waiting for a CPU than the whole split, beyond a tick's lag, is refused.
+#[test]
+fn more_run_queue_wait_than_the_transfer_is_refused() {
+    let field = |r: Report| match r.check() {
+        Err(ProtocolError::BadReport { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    let mut r = report();
+    r.split = TimeSplit {
+        wait_ns: 1_000_000,
+        ..TimeSplit::default()
+    };
+    r.elapsed_ns = 0;
+    r.run_queue_ns = Some(11_000_001);
+    assert_eq!(field(r.clone()), "run_queue_ns");
+    r.run_queue_ns = Some(11_000_000);
+    assert_eq!(r.check(), Ok(()));
     // The decoder refuses one on the wire.
     let mut r = report();
     r.split.hash_ns = u64::MAX;

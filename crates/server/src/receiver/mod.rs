@@ -50,6 +50,8 @@ pub struct Receiver {
     first: Option<(Instant, u64)>,
     last: Option<(Instant, u64)>,
     cpu_start: CpuTime,
+    /// The serving thread's scheduler counts at the first byte.
+    sched_start: Option<tsperf_sys::timing::SchedStat>,
     /// Event-loop wake-ups for this connection, counted by the event loop.
     pub wakeups: u64,
     log: TransferLog,
@@ -87,6 +89,7 @@ impl Receiver {
             first: None,
             last: None,
             cpu_start: CpuTime::thread(),
+            sched_start: None,
             wakeups: 0,
             log: TransferLog::new(log, conn),
             log_gate: 1,
@@ -194,10 +197,7 @@ impl Receiver {
         let ends = self.bytes == self.expected;
         let logged = self.log() != LogMode::None;
         let Some(at) = self.lap_at else {
-            let now = Instant::now();
-            self.first = Some((now, unix_us_now()));
-            self.lap_at = Some(now);
-            return self.counted(n, ends, now);
+            return self.first_bytes(n, ends);
         };
         if logged && !ends && !self.reads.is_multiple_of(SPLIT_SAMPLE) {
             self.log_read(n);
@@ -277,6 +277,18 @@ impl Receiver {
         self.bytes
     }
 
+    /// The first read's bytes: the clocks start. The CPU and the run queue are counted from
+    /// here, as the split is.
+    #[cold]
+    fn first_bytes(&mut self, n: usize, ends: bool) {
+        self.cpu_start = CpuTime::thread();
+        self.sched_start = tsperf_sys::timing::SchedStat::thread();
+        let now = Instant::now();
+        self.first = Some((now, unix_us_now()));
+        self.lap_at = Some(now);
+        self.counted(n, ends, now)
+    }
+
     /// Bytes announced in the hello.
     pub fn expected(&self) -> u64 {
         self.expected
@@ -296,6 +308,10 @@ impl Receiver {
     ) -> Report {
         debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
         let cpu = CpuTime::thread().since(self.cpu_start);
+        let run_queue = self
+            .sched_start
+            .zip(tsperf_sys::timing::SchedStat::thread())
+            .map(|(a, b)| b.since(a).run_queue.as_nanos() as u64);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
@@ -317,6 +333,8 @@ impl Receiver {
             saved_to: String::new(),
             split: self.split(),
             tcp,
+            run_queue_ns: run_queue,
+            boot_id: tsperf_sys::host::boot_id(),
         }
     }
 }

@@ -98,6 +98,9 @@ pub struct Source {
     hasher: XxHash3_64,
     /// The modification time when opened, to tell later whether the file changed meanwhile.
     modified: Option<std::time::SystemTime>,
+    /// Time spent waiting for the file's bytes: off the CPU while filling the mapping's page
+    /// table (a cold cache reads the disk there) or reading into the buffer.
+    waited: std::time::Duration,
 }
 
 impl Source {
@@ -159,6 +162,7 @@ impl Source {
             blocks,
             hasher: XxHash3_64::new(),
             modified: meta.modified().ok(),
+            waited: std::time::Duration::ZERO,
         })
     }
 
@@ -199,13 +203,18 @@ impl Source {
                 let at = self.read as usize;
                 let end = at + left.min(*block_len as u64) as usize;
                 if *populated < map.len() && end + POPULATE_STEP / 2 > *populated {
+                    let t = OffCpu::start();
                     *populated = populate(map, *populated, POPULATE_STEP);
+                    self.waited += t.stop();
                 }
                 &map[at..end]
             }
             Blocks::Read(buf) => {
                 let want = left.min(buf.len() as u64) as usize;
-                match read_full(&mut self.file, &mut buf[..want]) {
+                let t = OffCpu::start();
+                let got = read_full(&mut self.file, &mut buf[..want]);
+                self.waited += t.stop();
+                match got {
                     Ok(n) if n == want => &buf[..want],
                     Ok(n) => return Err(shrank(&self.path, self.read + n as u64, self.len)),
                     Err(e) => {
@@ -219,6 +228,13 @@ impl Source {
         self.read += block.len() as u64;
         self.hasher.write(block);
         Ok(block)
+    }
+
+    /// Time spent so far waiting for the file's bytes: the wall time of the calls that fetch
+    /// them less the CPU time they took (copying from a cached file is work, not waiting; a
+    /// slow disk makes this large). Checksumming is not in it.
+    pub fn read_time(&self) -> std::time::Duration {
+        self.waited
     }
 
     /// The xxh3-64 of every byte read so far.
@@ -283,6 +299,28 @@ impl Source {
             .name("checksum".into())
             .spawn(work)
             .context("cannot start the checksum thread")
+    }
+}
+
+/// A span's wall time less the calling thread's CPU time in it: the time it slept (on a
+/// disk, here). Two clock reads and two `getrusage` calls, once per block or populate step.
+struct OffCpu {
+    at: std::time::Instant,
+    cpu: crate::timing::CpuTime,
+}
+
+impl OffCpu {
+    fn start() -> OffCpu {
+        OffCpu {
+            cpu: crate::timing::CpuTime::thread(),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    fn stop(self) -> std::time::Duration {
+        let wall = self.at.elapsed();
+        let cpu = crate::timing::CpuTime::thread().since(self.cpu);
+        wall.saturating_sub(cpu.user + cpu.sys)
     }
 }
 

@@ -1,0 +1,255 @@
+use super::*;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn tcp(busy_ms: u64, rwnd_ms: u64, sndbuf_ms: u64) -> SenderTcp {
+    SenderTcp {
+        busy_time_us: Some(busy_ms * 1000),
+        rwnd_limited_us: Some(rwnd_ms * 1000),
+        sndbuf_limited_us: Some(sndbuf_ms * 1000),
+        total_retrans: Some(0),
+        min_rtt_us: Some(50),
+        ..SenderTcp::default()
+    }
+}
+
+/// Flight readings: `notsent` and `cwnd_full` of 10, `in_flight` bytes against a 4 MiB buffer.
+fn flight(notsent: u64, cwnd_full: u64, in_flight: u64) -> Flight {
+    Flight {
+        samples: 10,
+        notsent,
+        cwnd_full,
+        in_flight_bytes_sum: in_flight * 10,
+        notsent_bytes_sum: notsent * 1_000_000,
+        rtt_us_sum: 10 * 60,
+        sndbuf_sum: 10 * (4 << 20),
+    }
+}
+
+/// A 1000 ms transfer: sender `cpu`/`queue` ms of its thread, server `s_cpu`/`s_queue` ms of
+/// 1000, nothing else; 100 MB sent in 10240-byte writes with a 4 MiB buffer.
+fn base(cpu: u64, queue: u64, s_cpu: u64, s_queue: u64) -> Evidence {
+    Evidence {
+        tcp: tcp(950, 0, 0),
+        flight: flight(0, 0, 100_000),
+        elapsed: MS * 1000,
+        client_cpu: MS * cpu as u32,
+        sender_on_cpu: Some(MS * cpu as u32),
+        sender_run_queue: Some(MS * queue as u32),
+        source_read: Some(Duration::ZERO),
+        sndbuf: 4 << 20,
+        write_size: 10240,
+        bytes: 100_000_000,
+        line_mbit: None,
+        same_host: false,
+        cpus: 2,
+        server: Some(ServerTime {
+            total: MS * 990,
+            cpu: MS * s_cpu as u32,
+            run_queue: Some(MS * s_queue as u32),
+            log: Duration::ZERO,
+            disk: Duration::ZERO,
+        }),
+    }
+}
+
+fn by(e: Evidence) -> LimitedBy {
+    judge(&e).limited_by
+}
+
+#[test]
+fn a_slow_log_or_disk_at_the_server() {
+    let mut e = base(100, 0, 600, 0);
+    e.server.as_mut().unwrap().log = MS * 700;
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::ReceiverLog);
+    assert!(
+        v.sentence().contains("71% of its time writing"),
+        "{}",
+        v.sentence()
+    );
+    let mut e = base(100, 0, 100, 0);
+    e.server.as_mut().unwrap().disk = MS * 800;
+    assert_eq!(by(e), LimitedBy::ReceiverDisk);
+}
+
+#[test]
+fn a_slow_source_file() {
+    let mut e = base(100, 0, 50, 0);
+    e.source_read = Some(MS * 800);
+    assert_eq!(by(e), LimitedBy::SenderSource);
+}
+
+/// A quota shows as waiting for a CPU; the end that waits names itself.
+#[test]
+fn cpu_quota_on_either_end() {
+    let v = judge(&base(200, 10, 100, 850));
+    assert_eq!(v.limited_by, LimitedBy::ReceiverCpu);
+    assert!(v.sentence().contains("a CPU quota"), "{}", v.sentence());
+    assert_eq!(by(base(100, 850, 100, 10)), LimitedBy::SenderCpu);
+    // Both busy (one machine, two threads on one CPU): the busier end.
+    assert_eq!(by(base(700, 290, 500, 400)), LimitedBy::SenderCpu);
+    // A server before version 6 (no run queue) is judged on its CPU alone.
+    let mut e = base(300, 0, 950, 0);
+    e.server.as_mut().unwrap().run_queue = None;
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
+}
+
+#[test]
+fn a_full_window_names_the_servers_largest_share() {
+    let mut e = base(100, 0, 100, 0);
+    e.tcp = tcp(950, 800, 0);
+    assert_eq!(
+        by(e),
+        LimitedBy::Receiver,
+        "nothing at the server shows why"
+    );
+    // The log at 30% with the window full: the log, though short of LOG_SHARE.
+    e.server.as_mut().unwrap().log = MS * 300;
+    assert_eq!(by(e), LimitedBy::ReceiverLog);
+    // A log of 32% names the log though the CPU took 35% (its reader competes for the CPUs);
+    // a log of 21% does not, and the CPU (on one 15%, waiting for one 52%) is named.
+    let mut e = base(260, 0, 50, 300);
+    e.tcp = tcp(950, 990, 0);
+    e.server.as_mut().unwrap().log = MS * 320;
+    assert_eq!(by(e), LimitedBy::ReceiverLog);
+    let mut e = base(260, 0, 150, 515);
+    e.tcp = tcp(950, 990, 0);
+    e.server.as_mut().unwrap().log = MS * 210;
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
+}
+
+#[test]
+fn a_send_buffer_below_one_write_or_all_in_flight() {
+    let mut e = base(50, 0, 50, 0);
+    e.sndbuf = 4608;
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::SenderBuffer);
+    assert!(
+        v.sentence().contains("smaller than one write"),
+        "{}",
+        v.sentence()
+    );
+    // Large enough for a write, but nothing ever waited unsent: the buffer bounds the flight.
+    let mut e = base(50, 0, 50, 0);
+    e.sndbuf = 8192;
+    assert_eq!(by(e), LimitedBy::SenderBuffer);
+    // The kernel's own count, where it keeps one.
+    let mut e = base(50, 0, 50, 0);
+    e.tcp = tcp(950, 0, 700);
+    e.flight = flight(9, 0, 100_000);
+    assert_eq!(by(e), LimitedBy::SenderBuffer);
+}
+
+#[test]
+fn the_network_only_with_evidence() {
+    // Both ends waiting, bytes queued unsent: the path held them.
+    let mut e = base(50, 0, 50, 0);
+    e.flight = flight(9, 0, 200_000);
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Network);
+    assert!(
+        v.sentence().contains("unsent in the send buffer in 90%"),
+        "{}",
+        v.sentence()
+    );
+    // At the line's rate (800 Mbit/s of a 1000 Mbit/s interface).
+    let mut e = base(50, 0, 50, 0);
+    e.flight = flight(0, 0, 200_000);
+    e.line_mbit = Some(1000);
+    assert_eq!(by(e), LimitedBy::Network);
+    // Both ends waiting and no reading: nothing shows the path, so unknown, not network.
+    let mut e = base(50, 0, 50, 0);
+    e.flight = Flight::default();
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Unknown);
+    assert!(
+        v.sentence().contains("nothing shows the path"),
+        "{}",
+        v.sentence()
+    );
+    // The server busy half its time: not waiting for data, so not the network.
+    let mut e = base(50, 0, 600, 0);
+    e.flight = flight(9, 0, 200_000);
+    assert_eq!(by(e), LimitedBy::Unknown);
+}
+
+#[test]
+fn nothing_to_judge_on() {
+    let e = Evidence {
+        elapsed: MS,
+        ..Evidence::default()
+    };
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Unknown);
+    assert!(
+        v.sentence().contains("neither TCP_INFO"),
+        "{}",
+        v.sentence()
+    );
+    assert_eq!(by(Evidence::default()), LimitedBy::Unknown);
+}
+
+/// Loopback on two CPUs: both ends busy, each waiting for a CPU the other (and the kernel's
+/// packet work) holds.
+#[test]
+fn both_ends_busy_on_one_machine_share_its_cpus() {
+    let mut e = base(510, 390, 390, 360);
+    e.same_host = true;
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::SharedCpu);
+    assert!(
+        v.sentence().contains("this machine's 2 CPUs"),
+        "{}",
+        v.sentence()
+    );
+    // A quota on the server on the same machine: the client waits, so the server's CPU.
+    let mut e = base(60, 0, 100, 880);
+    e.same_host = true;
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
+    // The same shares on two machines: the busier end.
+    assert_eq!(by(base(510, 390, 390, 360)), LimitedBy::SenderCpu);
+}
+
+#[test]
+fn one_machine_is_said() {
+    let mut e = base(980, 10, 300, 100);
+    e.same_host = true;
+    e.server.as_mut().unwrap().run_queue = Some(MS * 50);
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::SenderCpu);
+    assert!(
+        v.sentence().ends_with("share its 2 CPUs"),
+        "{}",
+        v.sentence()
+    );
+    assert!(v.shares().contains("server: on CPU 30%"), "{}", v.shares());
+}
+
+/// Old results keep their values; every value reads back as it was written.
+#[test]
+fn values_round_trip_and_old_ones_read() {
+    for v in [
+        LimitedBy::ReceiverLog,
+        LimitedBy::ReceiverDisk,
+        LimitedBy::SharedCpu,
+        LimitedBy::ReceiverCpu,
+        LimitedBy::Receiver,
+        LimitedBy::SenderSource,
+        LimitedBy::SenderCpu,
+        LimitedBy::SenderBuffer,
+        LimitedBy::Sender,
+        LimitedBy::Network,
+        LimitedBy::Unknown,
+    ] {
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(json, format!("\"{v}\""));
+        assert_eq!(serde_json::from_str::<LimitedBy>(&json).unwrap(), v);
+    }
+    let old: Limits = serde_json::from_str(
+        r#"{"rwnd_limited_pct":1.0,"sndbuf_limited_pct":0.0,"busy_pct":90.0,
+            "client_cpu_pct":50.0,"retransmits":0}"#,
+    )
+    .unwrap();
+    assert_eq!(old.server_cpu_pct, None);
+}

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# The verdict's truth table: make each limit on purpose, run tsclient against it, and record
+# what tsperf says it was limited by, beside what was made.
+#
+#   scripts/verdicts.sh [--out DIR] [--reps R] [--quick] [--only LIST] [--bin-dir DIR]
+#
+#   --out DIR      where verdicts.jsonl and verdicts.md go (default results/; with --quick,
+#                  results/tmp/verdicts)
+#   --reps R       runs per case (default 3): a verdict must hold in each
+#   --quick        small files and 1 run per case: the fast subset the tests also run
+#   --only LIST    only these cases, comma-separated (names as in the table)
+#   --bin-dir DIR  use the tsperf binaries in DIR instead of building them
+#
+# Cases on loopback need nothing; the rest need root: network namespaces and tc (a shaped link,
+# addresses from 198.18.0.0/15), cgroup v1 cpu (CPU quotas with a 10 ms period) and blkio (a slow
+# disk on a loop device). A case whose tools are missing is skipped with a line saying why.
+set -euo pipefail
+prog=verdicts.sh
+source "$(dirname "$0")/common.sh"
+caller_paths
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "$prog: $*" >&2; usage >&2; exit 2; }
+
+out="" reps=3 quick=0 only="" bin=""
+while (($#)); do
+  case $1 in
+    --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
+    --reps) reps=${2:?--reps needs a number}; shift 2 ;;
+    --quick) quick=1; reps=1; shift ;;
+    --only) only=,${2:?--only needs a list},; shift 2 ;;
+    --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) bad "unknown option '$1'" ;;
+  esac
+done
+[[ $reps =~ ^[1-9][0-9]?$ ]] || bad "invalid --reps '$reps': expected a whole number from 1 to 99"
+bin=$(binaries "$bin" tsserver tsclient tsgen tsreport)
+bin=$(cd "$bin" && pwd)
+if [[ -z $out ]]; then ((quick)) && out=results/tmp/verdicts || out=results; fi
+mkdir -p "$out"
+jsonl=$out/verdicts.jsonl
+: > "$jsonl.part"
+
+work=$(mktemp -d /tmp/tsperf-verdicts.XXXXXX)
+name=tv$$
+name=${name:0:8}
+cg_cpu=/sys/fs/cgroup/cpu/tsperf-$name
+cg_blk=/sys/fs/cgroup/blkio/tsperf-$name
+server_pid="" loopdev="" mnt=""
+cleanup() {
+  set +e
+  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  [[ -n $mnt ]] && umount "$mnt" 2>/dev/null
+  [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null
+  for g in "$cg_cpu"-* "$cg_blk"; do [[ -d $g ]] && rmdir "$g" 2>/dev/null; done
+  ip netns del "$name-srv" 2>/dev/null; ip netns del "$name-cli" 2>/dev/null
+  rm -rf "$work"
+  true
+}
+trap cleanup EXIT
+
+# Files: small ones for --quick, the grid's size otherwise.
+if ((quick)); then big=8MiB mid=4MiB small=256KiB; else big=36MiB mid=4MiB small=1MiB; fi
+"$bin/tsgen" --size "$big" "$work/big.txt" >/dev/null
+"$bin/tsgen" --size "$mid" "$work/mid.txt" >/dev/null
+"$bin/tsgen" --size "$small" "$work/small.txt" >/dev/null
+
+root=0; [[ $EUID -eq 0 ]] && root=1
+has_netns=0; ((root)) && command -v ip >/dev/null && command -v tc >/dev/null && has_netns=1
+has_cpu=0; ((root)) && [[ -w /sys/fs/cgroup/cpu ]] && has_cpu=1
+has_blk=0; ((root)) && [[ -w /sys/fs/cgroup/blkio ]] && command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null && has_blk=1
+
+skip() { echo "$prog: skipped $1: $2" >&2; }
+wanted() { [[ -z $only || $only == *,$1,* ]]; }
+
+# cpu_group NAME QUOTA_US: a cgroup allowed QUOTA_US of CPU per 10 ms period; prints its path.
+cpu_group() {
+  local g=$cg_cpu-$1
+  mkdir -p "$g"
+  echo 10000 > "$g/cpu.cfs_period_us"
+  echo "$2" > "$g/cpu.cfs_quota_us"
+  printf '%s' "$g"
+}
+
+# lan_up RATE: two namespaces joined by a veth pair, each end shaped to RATE with tbf (none:
+# not shaped).
+lan_up() {
+  ip netns del "$name-srv" 2>/dev/null || true
+  ip netns del "$name-cli" 2>/dev/null || true
+  ip netns add "$name-srv"; ip netns add "$name-cli"
+  ip link add "$name-s" type veth peer name "$name-c"
+  ip link set "$name-s" netns "$name-srv"; ip link set "$name-c" netns "$name-cli"
+  ip -n "$name-srv" addr add 198.18.0.1/24 dev "$name-s"
+  ip -n "$name-cli" addr add 198.18.0.2/24 dev "$name-c"
+  for ns in srv cli; do ip -n "$name-$ns" link set lo up; done
+  ip -n "$name-srv" link set "$name-s" up; ip -n "$name-cli" link set "$name-c" up
+  [[ $1 == none ]] && return 0
+  tc -n "$name-cli" qdisc replace dev "$name-c" root tbf rate "$1" burst 256kb latency 10ms
+  tc -n "$name-srv" qdisc replace dev "$name-s" root tbf rate "$1" burst 256kb latency 10ms
+}
+
+# in_place NS CGROUP CMD...: runs CMD in network namespace NS (or here for "-") and in CGROUP
+# (or none for "-"). The cgroup is joined before `ip netns exec`, which hides /sys/fs/cgroup.
+in_place() {
+  local ns=$1 cg=$2; shift 2
+  local join=""
+  [[ $cg != - ]] && join="echo \$\$ > '$cg/cgroup.procs'; "
+  if [[ $ns == - ]]; then
+    exec bash -c "${join}exec \"\$@\"" _ "$@"
+  else
+    exec bash -c "${join}exec ip netns exec '$ns' \"\$@\"" _ "$@"
+  fi
+}
+
+# start_server NS CGROUP ARGS...: starts tsserver and sets $port once it listens.
+start_server() {
+  local ns=$1 cg=$2; shift 2
+  in_place "$ns" "$cg" "$bin/tsserver" --port 0 "$@" > "$work/server.out" 2> "$work/server.err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 100); do
+    port=$(grep -o 'listening on .*' "$work/server.err" "$work/server.out" 2>/dev/null | grep -o '[0-9]*$' | head -1) || true
+    [[ -n $port ]] && return 0
+    sleep 0.05
+  done
+  echo "$prog: tsserver did not start: $(cat "$work/server.err")" >&2
+  exit 1
+}
+
+stop_server() {
+  [[ -n $server_pid ]] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; }
+  server_pid=""
+}
+
+# run_case NAME WHERE MADE EXPECT NS CGROUP FILE CLIENT_ARGS...: REPS runs of tsclient, each
+# recorded as one line of verdicts.jsonl.
+run_case() {
+  local case=$1 where=$2 made=$3 expect=$4 ns=$5 cg=$6 file=$7; shift 7
+  local host=127.0.0.1
+  [[ $ns != - ]] && host=198.18.0.1
+  local rep
+  for rep in $(seq "$reps"); do
+    local json
+    json=$(in_place "$ns" "$cg" "$bin/tsclient" --host "$host" --port "$port" --json "$@" "$file" 2>/dev/null) || true
+    [[ -n $json ]] || json='{"error":"tsclient printed nothing"}'
+    printf '{"case":"%s","where":"%s","made":"%s","expect":"%s","rep":%d,"result":%s}\n' \
+      "$case" "$where" "$made" "$expect" "$rep" "$(tr -d '\n' <<<"$json")" >> "$jsonl.part"
+    echo "$prog: $case $rep/$reps: $(grep -o '"limited_by": *"[a-z-]*"' <<<"$json" | head -1 || echo '?')" >&2
+  done
+}
+
+# --- loopback --------------------------------------------------------------------------------
+start_server - - --log none
+wanted loopback && run_case loopback loopback "nothing limited: 10240-byte writes (both ends on this machine's CPUs)" "sender-cpu|shared-cpu" - - "$work/big.txt" --chunk 10240
+wanted sndbuf-1 && run_case sndbuf-1 loopback "--sndbuf 1 (4608 B granted, below one 10240-byte write)" sender-buffer - - "$work/small.txt" --chunk 10240 --sndbuf 1
+wanted sndbuf-4096 && run_case sndbuf-4096 loopback "--sndbuf 4096 (8 KiB granted, below one 10240-byte write)" sender-buffer - - "$work/small.txt" --chunk 10240 --sndbuf 4096
+stop_server
+if wanted log-stdout; then
+  # A slow terminal: the server's stdout read a line at a time, 0.2 ms per line, by a reader
+  # that sleeps between lines (it takes little CPU, as a terminal on another machine would).
+  "$bin/tsserver" --port 0 --log stdout 2> "$work/server.err" \
+    | perl -e '$| = 1; while (<STDIN>) { select(undef, undef, undef, 0.0002) }' &
+  server_pid=$!
+  for _ in $(seq 100); do port=$(grep -o 'listening on .*' "$work/server.err" | grep -o '[0-9]*$' | head -1) || true; [[ -n $port ]] && break; sleep 0.05; done
+  run_case log-stdout loopback "--log stdout into a pipe read a line per 0.2 ms" receiver-log - - "$work/mid.txt" --chunk 1024
+  pkill -f "^$bin/tsserver --port 0 --log stdout" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true; server_pid=""
+fi
+if ((has_cpu)); then
+  g=$(cpu_group srv 1000)
+  start_server - "$g" --log none
+  wanted server-quota && run_case server-quota loopback "the server in a cgroup with 1 ms of CPU per 10 ms" receiver-cpu - - "$work/big.txt" --chunk 10240
+  stop_server
+  start_server - - --log none
+  g=$(cpu_group cli 1000)
+  wanted client-quota && run_case client-quota loopback "the client in a cgroup with 1 ms of CPU per 10 ms" sender-cpu - "$g" "$work/big.txt" --chunk 10240
+  stop_server
+else
+  skip "server-quota, client-quota" "needs root and cgroup v1 cpu at /sys/fs/cgroup/cpu"
+fi
+
+# A slow disk: a loop device, read (or written) through a blkio limit.
+if ((has_blk)) && { wanted slow-source || wanted slow-save; }; then
+  truncate -s 128M "$work/disk.img"
+  loopdev=$(losetup -f --show "$work/disk.img")
+  mkfs.ext4 -q "$work/disk.img" 2>/dev/null || mkfs.ext4 -q "$loopdev"
+  mnt=$work/mnt; mkdir -p "$mnt"; mount "$loopdev" "$mnt"
+  cp "$work/big.txt" "$mnt/source.txt"; mkdir -p "$mnt/save"
+  devno=$(cat "/sys/block/${loopdev#/dev/}/dev")
+  mkdir -p "$cg_blk"
+  echo "$devno 4194304" > "$cg_blk/blkio.throttle.read_bps_device"
+  echo "$devno 4194304" > "$cg_blk/blkio.throttle.write_bps_device"
+  start_server - - --log none
+  if wanted slow-source; then
+    for rep in $(seq "$reps"); do
+      sync; echo 1 > /proc/sys/vm/drop_caches
+      reps_saved=$reps; reps=1
+      run_case slow-source loopback "the file on a loop device read through a 4 MiB/s blkio limit, cache dropped" sender-source - "$cg_blk" "$mnt/source.txt" --chunk 10240
+      reps=$reps_saved
+    done
+  fi
+  stop_server
+  if wanted slow-save; then
+    start_server - "$cg_blk" --log none --save "$mnt/save" --overwrite
+    run_case slow-save loopback "--save to a loop device written through a 4 MiB/s blkio limit (the sync pays it)" receiver-disk - - "$work/big.txt" --chunk 10240
+    stop_server
+  fi
+else
+  ((has_blk)) || skip "slow-source, slow-save" "needs root, cgroup v1 blkio, losetup and mkfs.ext4"
+fi
+
+# --- across two namespaces (one machine) ------------------------------------------------------
+if ((has_netns)); then
+  for rate in 1gbit 100mbit; do
+    lan_up "$rate"
+    start_server "$name-srv" - --log none
+    wanted "lan-$rate" && run_case "lan-$rate" "namespaces" "a $rate tbf link between two namespaces" network "$name-cli" - "$work/big.txt" --chunk 10240
+    if [[ $rate == 1gbit ]]; then
+      wanted lan-sndbuf-1 && run_case lan-sndbuf-1 namespaces "--sndbuf 1 (4608 B granted, below one 10240-byte write) across the 1gbit link" sender-buffer "$name-cli" - "$work/big.txt" --chunk 10240 --sndbuf 1
+    fi
+    stop_server
+  done
+  lan_up none
+  if ((has_cpu)); then
+    g=$(cpu_group lsrv 1000)
+    start_server "$name-srv" "$g" --log none
+    wanted lan-server-quota && run_case lan-server-quota namespaces "the server (in its namespace) with 1 ms of CPU per 10 ms" receiver-cpu "$name-cli" - "$work/big.txt" --chunk 10240
+    stop_server
+    start_server "$name-srv" - --log none
+    g=$(cpu_group lcli 1000)
+    wanted lan-client-quota && run_case lan-client-quota namespaces "the client (in its namespace) with 1 ms of CPU per 10 ms" sender-cpu "$name-cli" "$g" "$work/big.txt" --chunk 10240
+    stop_server
+  fi
+  start_server "$name-srv" - --log none
+  wanted lan-unshaped && run_case lan-unshaped namespaces "nothing limited: a veth pair without tbf (both ends on this machine's CPUs)" "sender-cpu|shared-cpu" "$name-cli" - "$work/big.txt" --chunk 10240
+  stop_server
+else
+  skip "the namespace cases" "needs root and iproute2 (ip, tc)"
+fi
+
+mv "$jsonl.part" "$jsonl"
+rm -f "$out/verdicts-machine.json"
+"$bin/tsreport" --verdicts --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$out" >/dev/null
+echo "$prog: wrote $jsonl and $out/verdicts.md" >&2
