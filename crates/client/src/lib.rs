@@ -190,7 +190,7 @@ impl StreamResult {
             bytes: self.bytes,
             line_mbit: self.interface.as_ref().and_then(|(_, speed)| *speed),
             same_host: self.same_host(),
-            cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+            cpus: tsperf_sys::host::cpus(),
             server: (split.total_ns() > 0).then(|| ServerTime {
                 total: Duration::from_nanos(split.total_ns()),
                 cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),

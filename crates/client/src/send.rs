@@ -95,8 +95,7 @@ pub(super) fn send_data<T: Transport>(
         if super::interrupt::requested() {
             return Err(Stop::Interrupted);
         }
-        let waited = source.read_time();
-        let block = source.next_block().map_err(Stop::File)?;
+        let (block, waited) = source.next_block_waited().map_err(Stop::File)?;
         if block.is_empty() {
             break;
         }

@@ -28,6 +28,22 @@ pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     (id != [0; 16]).then_some(id)
 }
 
+/// The CPUs this process may run on (its affinity mask), whatever share of them a CPU quota
+/// grants: the machine's CPUs that both ends of a loopback transfer share. 0 where not known.
+pub fn cpus() -> u32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+        if rc == 0 {
+            // SAFETY: `set` was filled by the kernel.
+            return unsafe { libc::CPU_COUNT(&set) } as u32;
+        }
+    }
+    std::thread::available_parallelism().map_or(0, |n| n.get() as u32)
+}
+
 /// The interface that holds the local address `local`, and the speed its driver gives
 /// (`/sys/class/net/IF/speed`, Mbit/s). `None` for the speed where the driver says none
 /// (loopback, a down link, `-1`).
@@ -122,6 +138,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn this_machine_has_a_boot_id_and_a_loopback() {
         assert!(boot_id().is_some());
+        assert!(cpus() >= 1);
         let (name, speed) = interface_of("127.0.0.1".parse().unwrap()).expect("lo");
         assert_eq!(name, "lo");
         assert_eq!(speed, None, "loopback has no line rate");

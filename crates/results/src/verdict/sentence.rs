@@ -185,7 +185,7 @@ fn network_sentence(l: &Limits) -> String {
         why.push(format!("{} at the congestion window", p(l.cwnd_full_pct)));
     }
     if let Some(r) = l.rtt_over_min.filter(|r| *r >= 2.0) {
-        why.push(format!("round trip {r:.1}× its minimum (a queue)"));
+        why.push(format!("round trip {r:.0}× its minimum (a queue)"));
     }
     if let Some(n) = l.retransmits.filter(|n| *n > 0) {
         why.push(units::count(n, "segment") + " retransmitted");

@@ -101,6 +101,8 @@ pub struct Source {
     /// Time spent waiting for the file's bytes: off the CPU while filling the mapping's page
     /// table (a cold cache reads the disk there) or reading into the buffer.
     waited: std::time::Duration,
+    /// The length of the block handed out last.
+    last_len: usize,
 }
 
 impl Source {
@@ -163,6 +165,7 @@ impl Source {
             hasher: XxHash3_64::new(),
             modified: meta.modified().ok(),
             waited: std::time::Duration::ZERO,
+            last_len: 0,
         })
     }
 
@@ -187,6 +190,26 @@ impl Source {
     /// True for an empty file.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// [`Source::next_block`] and [`Source::read_time`] after it, together (the block borrows
+    /// the source).
+    pub fn next_block_waited(&mut self) -> Result<(&[u8], std::time::Duration)> {
+        self.next_block()?;
+        let block = self.last_block();
+        Ok((block, self.waited))
+    }
+
+    /// The block the last [`Source::next_block`] handed out.
+    fn last_block(&self) -> &[u8] {
+        let len = self.last_len;
+        match &self.blocks {
+            Blocks::Mapped { map, .. } => {
+                let end = self.read as usize;
+                &map[end - len..end]
+            }
+            Blocks::Read(buf) => &buf[..len],
+        }
     }
 
     /// The next block, checksummed; empty once the announced length has been read. A file that
@@ -226,6 +249,7 @@ impl Source {
             }
         };
         self.read += block.len() as u64;
+        self.last_len = block.len();
         self.hasher.write(block);
         Ok(block)
     }
