@@ -23,7 +23,7 @@ _tsclient() {
 
     case "${cmd}" in
         tsclient)
-            opts="-h -V --host --port --chunk --json --no-progress --timeout --nonblocking --io --batch --sndbuf --server-log --clock-queries --interval --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --under-load --help --version"
+            opts="-h -V --host --port --chunk --json --no-progress --timeout --nonblocking --io --batch --sndbuf --server-log --clock-queries --interval --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -86,7 +86,7 @@ _tsclient() {
                     return 0
                     ;;
                 --framing)
-                    COMPREPLY=($(compgen -W "single split" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "single split split-request" -- "${cur}"))
                     return 0
                     ;;
                 --under-load)

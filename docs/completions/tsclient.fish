@@ -18,7 +18,8 @@ complete -c tsclient -l warmup -d 'Latency: requests sent first and not counted'
 complete -c tsclient -l codec -d 'Latency: message body encoding' -r -f -a "binary\t'Fixed-width big-endian fields, as Java\'s `DataOutputStream` writes them'
 object\t'A self-describing object naming its type and fields, as Java serialization does (JSON)'"
 complete -c tsclient -l framing -d 'Latency: one write per message, or the length prefix and body in two writes' -r -f -a "single\t'Length prefix and body in one write'
-split\t'Length prefix in one write, body in another: what a fresh `ObjectOutputStream` per message does, and what meets Nagle\'s algorithm'"
+split\t'Length prefix in one write, body in another, on both ends: what a fresh `ObjectOutputStream` per message does; meets Nagle\'s algorithm both ways'
+split-request\t'The request in two writes, the response in one: Nagle\'s algorithm meets one delayed ACK a round trip (about 40 ms)'"
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
 complete -c tsclient -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
@@ -26,5 +27,6 @@ complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in 
 complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
 complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'
 complete -c tsclient -l reconnect -d 'Latency: a new TCP connection for every request (like netperf TCP_CRR)'
+complete -c tsclient -l busy-poll -d 'Latency: wait for each answer by spinning on a non-blocking peek (as sockperf\'s busy polling does) instead of sleeping in a read: the client\'s CPU stays awake, so an idle machine\'s deep sleep states do not add to the round trip. Costs a whole CPU meanwhile'
 complete -c tsclient -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tsclient -s V -l version -d 'Print version'

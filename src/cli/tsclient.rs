@@ -96,6 +96,11 @@ struct Args {
     /// Latency: a new TCP connection for every request (like netperf TCP_CRR).
     #[arg(long)]
     reconnect: bool,
+    /// Latency: wait for each answer by spinning on a non-blocking peek (as sockperf's busy
+    /// polling does) instead of sleeping in a read: the client's CPU stays awake, so an idle
+    /// machine's deep sleep states do not add to the round trip. Costs a whole CPU meanwhile.
+    #[arg(long)]
+    busy_poll: bool,
     /// Latency: after the idle queries, make them again on a second connection while FILE
     /// streams to the same server, and compare. The stream takes the chunk size and the server
     /// log sink given for it with the stream flags.
@@ -126,13 +131,14 @@ const STREAM_ONLY: [&str; 7] = [
     "clock_queries",
     "interval",
 ];
-const LATENCY_ONLY: [&str; 7] = [
+const LATENCY_ONLY: [&str; 8] = [
     "count",
     "warmup",
     "codec",
     "framing",
     "nodelay",
     "reconnect",
+    "busy_poll",
     "under_load",
 ];
 
@@ -312,6 +318,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         framing: args.framing.into(),
         nodelay: args.nodelay,
         reconnect: args.reconnect,
+        busy_poll: args.busy_poll,
         nonblocking: args.nonblocking,
         timeout: Duration::from_secs_f64(args.timeout),
         under_load,

@@ -41,9 +41,12 @@ mirror! {
     FramingArg => Framing {
         /// Length prefix and body in one write.
         Single,
-        /// Length prefix in one write, body in another: what a fresh `ObjectOutputStream`
-        /// per message does, and what meets Nagle's algorithm.
+        /// Length prefix in one write, body in another, on both ends: what a fresh
+        /// `ObjectOutputStream` per message does; meets Nagle's algorithm both ways.
         Split,
+        /// The request in two writes, the response in one: Nagle's algorithm meets one
+        /// delayed ACK a round trip (about 40 ms).
+        SplitRequest,
     }
 }
 

@@ -58,7 +58,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
     assert_eq!(stream_rows, stream_cells, "{md}");
     assert!(!md.contains("**NO**"), "{md}");
     for codec in ["binary", "object"] {
-        for framing in ["single", "split"] {
+        for framing in ["single", "split", "split-request"] {
             for nodelay in ["off", "on"] {
                 let row = format!("| {codec} | {framing} | {nodelay} | no |");
                 assert!(md.contains(&row), "{row} missing:\n{md}");
@@ -74,6 +74,14 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
         "{md}"
     );
     assert!(md.contains("stdout went to "), "{md}");
+    // Issue 25: the field report's latency table, a row per client it tried.
+    assert!(
+        md.contains("## The field report's latency, side by side")
+            && md.contains(
+                "| one persistent Java object stream | about 40 ms | object split-request |"
+            ),
+        "{md}"
+    );
     assert!(
         md.contains("`tcp_rmem`") && md.contains("congestion control"),
         "{md}"
@@ -163,7 +171,7 @@ fn quick_grid_on_loopback() {
         text.contains("## Stream: throughput"),
         "no final tables: {text}"
     );
-    check_results(&out, 18, 12);
+    check_results(&out, 18, 16);
     assert_eq!(leftovers(), "", "left behind");
 }
 
@@ -194,7 +202,7 @@ fn tsreport_rerenders() {
     assert_eq!(setup["file"], "small.txt");
     assert_eq!(setup["bytes"], 1 << 20);
     let before = std::fs::read_to_string(out.join("matrix.md")).unwrap();
-    check_results(&out, 18, 12);
+    check_results(&out, 18, 16);
     for label in [
         "| blocking |",
         "| nonblocking writev |",
@@ -475,7 +483,7 @@ fn quick_grid_on_emulated_lan() {
         stdout(&o),
         stderr(&o)
     );
-    check_results(&out, 6, 12);
+    check_results(&out, 6, 16);
     let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
     assert!(
         md.contains("an emulated LAN") && md.contains("of 1 Gbit/s line"),
@@ -586,7 +594,7 @@ fn quick_grid_between_two_hosts() {
         stdout(&o),
         stderr(&o)
     );
-    check_results(&out, 18, 12);
+    check_results(&out, 18, 16);
     let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
     for sink in ["none", "file", "stdout"] {
         assert!(

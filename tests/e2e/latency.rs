@@ -60,6 +60,78 @@ fn nagle_stall_and_its_cures() {
     }
 }
 
+/// Issue 25: with only the request split (the response whole) a round trip meets one delayed
+/// ACK, not two: it stalls (p50 of 30 ms or more), in well under the both-ways split's time.
+#[test]
+fn split_request_stalls_once() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let both = latency(
+            server.port,
+            &["--count", "3", "--warmup", "1", "--framing", "split"],
+        );
+        let once = latency(
+            server.port,
+            &[
+                "--count",
+                "3",
+                "--warmup",
+                "1",
+                "--framing",
+                "split-request",
+            ],
+        );
+        assert_eq!(once["framing"], "split-request");
+        assert!(p50_ms(&once) >= 30.0, "{model:?}: {}", p50_ms(&once));
+        assert!(
+            p50_ms(&once) < 0.75 * p50_ms(&both),
+            "{model:?}: split-request {} ms against split {} ms",
+            p50_ms(&once),
+            p50_ms(&both)
+        );
+        assert!(once["hint"].as_str().unwrap().contains("Nagle"), "{once}");
+    }
+}
+
+/// Issue 25: --busy-poll measures as the sleeping read does, says so in the JSON, and under
+/// load says when the idle queries were the slower ones, with the figures that show it.
+#[test]
+fn busy_poll_and_the_idle_slower_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "load.txt", 4 << 20);
+    let server = Server::start(&[]);
+    for extra in [
+        &[][..],
+        &["--busy-poll"][..],
+        &["--busy-poll", "--nonblocking"][..],
+    ] {
+        let mut a = vec![
+            "--count",
+            "200",
+            "--nodelay",
+            "--under-load",
+            file.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        let v = latency(server.port, &a);
+        assert_eq!(v["count"], 200);
+        assert_eq!(v["busy_poll"], extra.contains(&"--busy-poll"), "{v}");
+        let u = &v["under_load"];
+        let (idle, loaded) = (
+            v["rtt_us"]["p50"].as_f64().unwrap(),
+            u["rtt_us"]["p50"].as_f64().unwrap(),
+        );
+        match u["idle_slower"].as_str() {
+            Some(line) => {
+                assert!(idle > loaded, "{v}");
+                assert!(line.contains("the CPUs sleep"), "{line}");
+                assert_eq!(line.contains("try --busy-poll"), extra.is_empty(), "{line}");
+            }
+            None => assert!(idle <= loaded, "{v}"),
+        }
+    }
+}
+
 /// Issue 5: every codec, framing, transport and reconnect combination works end to end, and
 /// the JSON says what was measured.
 #[test]

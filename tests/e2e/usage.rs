@@ -10,7 +10,7 @@ fn client_flags_of_the_other_mode_are_refused() {
     let file = test_file(dir.path(), "u.txt", 10);
     let file = file.to_str().unwrap();
     let port = dead_port().to_string();
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--latency", "--chunk", "1024"], "--chunk"),
         (&["--latency", "--sndbuf", "64k"], "--sndbuf"),
         (&["--latency", "--io", "writev"], "--io"),
@@ -21,6 +21,7 @@ fn client_flags_of_the_other_mode_are_refused() {
         (&["--codec", "object", file], "--codec"),
         (&["--framing", "split", file], "--framing"),
         (&["--reconnect", file], "--reconnect"),
+        (&["--busy-poll", file], "--busy-poll"),
         (&["--batch", "4", file], "--batch"),
     ];
     for (args, flag) in cases {

@@ -61,6 +61,8 @@ pub struct LatencyConfig {
     pub nodelay: bool,
     /// A new connection for every query.
     pub reconnect: bool,
+    /// Spin for each answer instead of sleeping in a read (`--busy-poll`).
+    pub busy_poll: bool,
     /// A mio non-blocking socket instead of a blocking one.
     pub nonblocking: bool,
     /// How long each answer may take.
@@ -183,7 +185,7 @@ impl LatencyResult {
     /// The hint for a result that shows the Nagle/delayed-ACK stall, if it does.
     pub fn hint(&self) -> Option<&'static str> {
         let exposed =
-            !self.cfg.nodelay && (self.cfg.framing == Framing::Split || self.cfg.reconnect);
+            !self.cfg.nodelay && (self.cfg.framing.splits_request() || self.cfg.reconnect);
         (exposed && self.rtt.value_at_quantile(0.5) >= NAGLE_HINT_NS).then_some(
             "a median round trip of 35 ms or more with small split writes and Nagle's algorithm on \
              is Nagle meeting delayed ACK: the second write waits for the ACK of the first, and \
@@ -352,15 +354,19 @@ fn measure<T: Transport>(
             cfg.codec,
             &mut out,
         );
-        let sent = match cfg.framing {
-            Framing::Single => c.write_all(&out),
-            Framing::Split => c
-                .write_all(&out[..PREFIX])
-                .and_then(|()| c.write_all(&out[PREFIX..])),
+        let sent = if cfg.framing.splits_request() {
+            c.write_all(&out[..PREFIX])
+                .and_then(|()| c.write_all(&out[PREFIX..]))
+        } else {
+            c.write_all(&out)
         };
         sent.with_context(|| format!("cannot send request {seq}"))
             .map_err(Stopped::Failed)?;
         c.read_by(Some(Instant::now() + cfg.timeout));
+        if cfg.busy_poll {
+            // The read below then finds the answer (or the error) waiting.
+            let _ = net::spin_until_readable(&*c.socket(), Instant::now() + cfg.timeout);
+        }
         let resp =
             read_response(c, &mut inbuf, cfg.codec, seq, cfg.timeout).map_err(Stopped::Failed)?;
         let elapsed = start.elapsed();

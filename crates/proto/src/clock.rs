@@ -26,9 +26,15 @@ pub enum Codec {
 pub enum Framing {
     /// Length prefix and body in one write.
     Single,
-    /// Length prefix in one write, body in another: what a fresh `ObjectOutputStream` per
-    /// message does, and what meets Nagle's algorithm.
+    /// Length prefix in one write, body in another, on both ends: what a fresh
+    /// `ObjectOutputStream` per message does, and what meets Nagle's algorithm in both
+    /// directions (two delayed ACKs a round trip).
     Split,
+    /// The request in two writes, the response in one: one direction meets Nagle's algorithm
+    /// (one delayed ACK a round trip, about 40 ms), as one persistent `ObjectOutputStream`
+    /// whose writes are flushed in pieces does.
+    #[serde(rename = "split-request")]
+    SplitRequest,
 }
 
 impl Codec {
@@ -59,11 +65,22 @@ impl Codec {
 }
 
 impl Framing {
+    /// True when the client writes its request's prefix and body apart.
+    pub fn splits_request(self) -> bool {
+        matches!(self, Framing::Split | Framing::SplitRequest)
+    }
+
+    /// True when the server writes its response's prefix and body apart.
+    pub fn splits_response(self) -> bool {
+        self == Framing::Split
+    }
+
     /// The name on the command line and in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             Framing::Single => "single",
             Framing::Split => "split",
+            Framing::SplitRequest => "split-request",
         }
     }
 
@@ -72,6 +89,7 @@ impl Framing {
         match self {
             Framing::Single => 1,
             Framing::Split => 2,
+            Framing::SplitRequest => 3,
         }
     }
 
@@ -80,6 +98,7 @@ impl Framing {
         match v {
             1 => Some(Framing::Single),
             2 => Some(Framing::Split),
+            3 => Some(Framing::SplitRequest),
             _ => None,
         }
     }

@@ -6,7 +6,8 @@
 //! split (where the server's time went) and the server's `TCP_INFO`. Version 5 added the
 //! report's `log_lines_lost` (lines of the transfer's log that could not be written). Version 6
 //! added the report's `run_queue_ns` (the serving thread's wait for a CPU, so its `wait` splits
-//! into waiting for data and for a CPU) and `boot_id` (both ends on one machine). Peers of
+//! into waiting for data and for a CPU) and `boot_id` (both ends on one machine), and latency
+//! framing 3, `split-request`. Peers of
 //! different versions refuse each other at the hello, with a reason naming both versions: a server reads the version as
 //! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
 //! left waiting for bytes that never come.
@@ -60,7 +61,7 @@
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
 //! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
-//! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split; else `BadFraming`        |
+//! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split (both ends), 3 = split-request (the request split, the response whole); else `BadFraming` |
 //! | 10     | 1    | log      | stream: the server log sink asked for: 0 = the server's own `--log`, 1 = none, 2 = stdout, 3 = file; latency: 0; else `BadLog` |
 //! | 11     | 1    | clock_queries | stream: 0 to [`MAX_CLOCK_QUERIES`] (64); latency: 0; else `BadClockQueries` |
 //! | 12     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
@@ -145,7 +146,8 @@
 //! message is `len: u32` (1 to [`clock::MAX_MESSAGE`], 4096; else `BadMessageLength`) then
 //! `len` bytes of body. With framing `single` a message (prefix and body) goes out in one
 //! `write()`; with `split` the prefix goes in one `write()` and the body in another, on both
-//! ends. That second small write is what Nagle's algorithm holds back until the peer ACKs the
+//! ends; with `split-request` (version 6) only the client's requests are split, and the server
+//! answers in one write. That second small write is what Nagle's algorithm holds back until the peer ACKs the
 //! first, and the peer delays that ACK (at least 40 ms on Linux).
 //!
 //! | codec  | request body                                  | response body                                                   |

@@ -40,7 +40,7 @@ impl Outbox {
     pub fn response(&mut self, r: &TimeResponse, codec: Codec, framing: Framing) {
         let start = self.buf.len();
         encode_response(r, codec, &mut self.buf);
-        if framing == Framing::Split {
+        if framing.splits_response() {
             self.marks.push_back(start + PREFIX);
         }
         self.marks.push_back(self.buf.len());

@@ -362,3 +362,40 @@ mod tests {
         assert_eq!(quick(&s), 1);
     }
 }
+
+/// Spins until `sock` has a byte to read (or the peer closed it, or it failed), peeking without
+/// blocking, or until `deadline`: busy polling, which keeps the calling CPU out of its sleep
+/// states while it waits. Returns `TimedOut` at the deadline; the data stays queued.
+pub fn spin_until_readable<S: std::os::fd::AsFd>(
+    sock: &S,
+    deadline: std::time::Instant,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_fd().as_raw_fd();
+    let mut byte = 0u8;
+    let mut spins = 0u32;
+    loop {
+        // SAFETY: recv(2) writes at most one byte into `byte`, a live local.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {}
+            _ => return Ok(()),
+        }
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(1024) && std::time::Instant::now() >= deadline {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        std::hint::spin_loop();
+    }
+}

@@ -24,6 +24,7 @@ impl From<&LatencyResult> for LatencyJson {
             framing: c.framing,
             nodelay: c.nodelay,
             reconnect: c.reconnect,
+            busy_poll: c.busy_poll,
             io: r.io,
             rtt_us: measured.then(|| Rtt::of(&r.rtt)),
             offset_us: measured.then_some(r.offset_ns as f64 / 1e3),
@@ -58,6 +59,7 @@ impl From<&LatencyResult> for LatencyJson {
                     stream_verified: l.streams.all_verified(),
                     stream_limited_by: l.streams.usual_verdict(),
                     stream_error: l.streams.error.clone(),
+                    idle_slower: idle_slower(r, l),
                 }
             }),
         }
@@ -176,6 +178,9 @@ fn under_load(s: &mut String, r: &LatencyResult, l: &Loaded) {
             d(l.rtt.value_at_quantile(0.99)),
             j.p50_ratio.unwrap_or(0.0)
         );
+        if let Some(line) = idle_slower(r, l) {
+            let _ = writeln!(s, "  {line}");
+        }
     }
     if let Some(e) = &l.streams.error {
         let _ = writeln!(s, "  the stream failed: {e}");
@@ -195,4 +200,23 @@ fn under_load(s: &mut String, r: &LatencyResult, l: &Loaded) {
             last.verdict().sentence()
         );
     }
+}
+
+/// The line for a run whose idle queries were slower than the loaded ones: an idle machine's
+/// CPUs sleep between queries (deep C-states take tens of µs to wake from), a busy one's do not.
+fn idle_slower(r: &LatencyResult, l: &Loaded) -> Option<String> {
+    let (idle, loaded) = (r.rtt.value_at_quantile(0.5), l.rtt.value_at_quantile(0.5));
+    (!r.rtt.is_empty() && !l.rtt.is_empty() && idle > loaded).then(|| {
+        format!(
+            "idle p50 {} is slower than loaded p50 {}: between idle queries the CPUs sleep, and \
+             waking them is part of the round trip{}",
+            d(idle),
+            d(loaded),
+            if r.cfg.busy_poll {
+                ""
+            } else {
+                " (try --busy-poll, which keeps the client's CPU awake)"
+            }
+        )
+    })
 }

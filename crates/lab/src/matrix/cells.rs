@@ -112,7 +112,7 @@ impl LatencyCell {
     /// True for the cells that wait on Nagle and delayed ACK (about 88 ms a request), which get
     /// a smaller count.
     pub fn stalls(&self) -> bool {
-        self.framing == Framing::Split && !self.nodelay
+        self.framing.splits_request() && !self.nodelay
     }
 
     /// The tsclient arguments that measure this cell with `count` requests (a cell under load
@@ -156,13 +156,13 @@ impl LatencyCell {
     }
 }
 
-/// The latency grid: codec × framing × nodelay, then reconnect with single and split framing
-/// (Nagle on), then binary single-write queries (nodelay on) under the load of a stream the
-/// server logs nowhere, and one it logs to stdout.
+/// The latency grid: codec × framing (single, split, split-request) × nodelay, then reconnect
+/// with single and split framing (Nagle on), then binary single-write queries (nodelay on)
+/// under the load of a stream the server logs nowhere, and one it logs to stdout.
 pub fn latency_cells() -> Vec<LatencyCell> {
     let mut cells = Vec::new();
     for codec in [Codec::Binary, Codec::Object] {
-        for framing in [Framing::Single, Framing::Split] {
+        for framing in [Framing::Single, Framing::Split, Framing::SplitRequest] {
             for nodelay in [false, true] {
                 cells.push(LatencyCell {
                     codec,
@@ -252,13 +252,13 @@ mod tests {
     #[test]
     fn latency_cell_arguments_and_labels() {
         let l = latency_cells();
-        assert_eq!(l.len(), 12);
+        assert_eq!(l.len(), 16);
         let load = Load {
             file: "f.txt".into(),
             chunk: 102,
         };
         assert_eq!(
-            l[11].args(20, &load)[7..],
+            l[15].args(20, &load)[7..],
             [
                 "--nodelay",
                 "--under-load",
@@ -270,7 +270,7 @@ mod tests {
             ]
         );
         assert!(
-            matches!(&l[10].cell(20), Cell::Latency { under_load: Some(u), .. } if u == "none")
+            matches!(&l[14].cell(20), Cell::Latency { under_load: Some(u), .. } if u == "none")
         );
         assert_eq!(
             l[3].args(20, &load),
@@ -286,5 +286,10 @@ mod tests {
             ]
         );
         assert!(l[2].stalls() && !l[3].stalls());
+        assert_eq!(l[4].framing, Framing::SplitRequest);
+        assert!(
+            l[4].stalls() && !l[5].stalls(),
+            "one stall a round trip is a stall too"
+        );
     }
 }

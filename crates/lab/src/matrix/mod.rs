@@ -281,7 +281,11 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     let latency = latency_cells();
     let columns = client_columns(&cfg.strategies);
     let bar = progress_bar(
-        cfg.chunks.len() * columns.len() * SINKS.len() * cfg.reps as usize + latency.len(),
+        cfg.chunks.len() * columns.len() * SINKS.len() * cfg.reps as usize
+            + latency
+                .iter()
+                .map(|c| latency_reps(c, cfg.reps) as usize)
+                .sum::<usize>(),
     );
     stream_grid(&mut rec, server.port, &columns, &bar)?;
     latency_grid(&mut rec, server.port, &latency, &bar)?;
@@ -389,7 +393,13 @@ fn stream_grid(
     Ok(())
 }
 
-/// Every latency cell (a latency session logs nothing per read).
+/// Repetitions of a latency cell: the grid's, except for a cell that stalls on Nagle and
+/// delayed ACK, whose round trip the kernel's timer sets (one run of it is enough).
+fn latency_reps(cell: &LatencyCell, reps: u32) -> u32 {
+    if cell.stalls() { 1 } else { reps.max(1) }
+}
+
+/// Every latency cell, repeated (a latency session logs nothing per read).
 fn latency_grid(
     rec: &mut Recorder,
     port: u16,
@@ -414,29 +424,31 @@ fn latency_grid(
             "latency {codec} {framing} nodelay {} reconnect {}{loaded}",
             lc.nodelay, lc.reconnect
         ));
-        let result = rec.measure(port, &lc.args(count, &load))?;
-        let rtt = match &result {
-            ClientJson::Latency(l) => match &l.under_load {
-                Some(u) => u.rtt_us.clone().unwrap_or_default(),
-                None => l.rtt_us.clone().unwrap_or_default(),
-            },
-            ClientJson::Stream(_) => Default::default(),
-        };
-        rec.record(Run {
-            cell: lc.cell(count),
-            rep: 1,
-            result,
-        })?;
-        bar.inc(1);
-        bar.suspend(|| {
-            println!(
-                "latency {codec:<6} {framing:<6}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs{loaded}",
-                if lc.nodelay { "on" } else { "off" },
-                if lc.reconnect { "yes" } else { "no" },
-                rtt.p50,
-                rtt.p99,
-            )
-        });
+        for rep in 1..=latency_reps(lc, rec.cfg.reps) {
+            let result = rec.measure(port, &lc.args(count, &load))?;
+            let rtt = match &result {
+                ClientJson::Latency(l) => match &l.under_load {
+                    Some(u) => u.rtt_us.clone().unwrap_or_default(),
+                    None => l.rtt_us.clone().unwrap_or_default(),
+                },
+                ClientJson::Stream(_) => Default::default(),
+            };
+            rec.record(Run {
+                cell: lc.cell(count),
+                rep,
+                result,
+            })?;
+            bar.inc(1);
+            bar.suspend(|| {
+                println!(
+                    "latency {codec:<6} {framing:<13}  nodelay {:<3}  reconnect {:<3}  p50 {:>10.1} µs  p99 {:>10.1} µs{loaded}",
+                    if lc.nodelay { "on" } else { "off" },
+                    if lc.reconnect { "yes" } else { "no" },
+                    rtt.p50,
+                    rtt.p99,
+                )
+            });
+        }
         rec.export()?;
     }
     Ok(())

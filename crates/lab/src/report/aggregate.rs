@@ -164,6 +164,17 @@ fn latency_row(cell: &Cell, reps: &[&LatencyJson]) -> LatencyRow {
         },
         p50_us: p(|r| r.p50),
         p99_us: p(|r| r.p99),
+        p50_range_us: reps
+            .iter()
+            .filter_map(|l| match under_load {
+                Some(_) => l.under_load.as_ref().and_then(|u| u.rtt_us.as_ref()),
+                None => l.rtt_us.as_ref(),
+            })
+            .map(|r| r.p50)
+            .fold(None, |acc: Option<(f64, f64)>, v| {
+                Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+            })
+            .unwrap_or_default(),
         reps: reps.len(),
         hint: reps.iter().any(|l| l.hint.is_some()),
         under_load: under_load.clone(),

@@ -83,6 +83,7 @@ pub fn render(m: &Matrix) -> String {
     }
     if !m.latency.is_empty() {
         latency_table(m, &mut o);
+        super::seed::seed_table(m, &mut o);
     }
     o
 }
@@ -165,6 +166,13 @@ fn latency_table(m: &Matrix, o: &mut String) {
     let _ = writeln!(o, "\n## Latency: clock query round trip\n");
     let _ = writeln!(
         o,
+        "Repetitions per cell: {} (a cell that stalls on Nagle and delayed ACK runs once: the \
+         kernel's timer sets its round trip); p50 is their median, with the fastest and slowest \
+         repetition's p50 in brackets.\n",
+        m.setup.reps
+    );
+    let _ = writeln!(
+        o,
         "| codec | framing | nodelay | reconnect | under load | requests | p50 | p99 | vs slowest | note |"
     );
     let _ = writeln!(o, "|---|---|---|---|---|---:|---:|---:|---:|---|");
@@ -192,6 +200,19 @@ fn latency_table(m: &Matrix, o: &mut String) {
         if !idle.is_empty() {
             note.push(&idle);
         }
+        if r.idle_p50_us.is_some_and(|i| i > r.p50_us) {
+            note.push("idle slower than loaded: idle CPUs sleep between queries");
+        }
+        let p50 = if r.reps > 1 {
+            format!(
+                "{} ({}–{})",
+                us(r.p50_us),
+                us(r.p50_range_us.0),
+                us(r.p50_range_us.1)
+            )
+        } else {
+            us(r.p50_us)
+        };
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             o,
@@ -204,8 +225,8 @@ fn latency_table(m: &Matrix, o: &mut String) {
                 .as_ref()
                 .map_or("—".to_owned(), |l| format!("stream, log {l}")),
             r.count,
-            units::duration(Duration::from_secs_f64(r.p50_us / 1e6)),
-            units::duration(Duration::from_secs_f64(r.p99_us / 1e6)),
+            p50,
+            us(r.p99_us),
             if r.p50_us > 0.0 {
                 slowest / r.p50_us
             } else {

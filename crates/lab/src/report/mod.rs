@@ -7,6 +7,7 @@
 
 pub mod csv;
 pub mod markdown;
+mod seed;
 pub mod svg;
 
 use std::fs;
@@ -76,6 +77,8 @@ pub struct LatencyRow {
     pub p50_us: f64,
     /// The 99th percentile, µs.
     pub p99_us: f64,
+    /// The fastest and slowest repetition's p50, µs: the spread between runs.
+    pub p50_range_us: (f64, f64),
     /// Repetitions measured.
     pub reps: usize,
     /// The client's hint, when it gave one.

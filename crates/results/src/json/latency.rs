@@ -63,6 +63,9 @@ pub struct LatencyJson {
     pub nodelay: bool,
     /// A new connection for every query.
     pub reconnect: bool,
+    /// Each answer was waited for by spinning (`--busy-poll`).
+    #[serde(default)]
+    pub busy_poll: bool,
     /// The client's I/O model.
     pub io: ClientIo,
     /// The round trips' statistics (`null` when none was measured).
@@ -112,6 +115,9 @@ pub struct UnderLoadJson {
     /// The first stream's failure, if one failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_error: Option<String>,
+    /// When the idle p50 was slower than the loaded one: the line saying why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_slower: Option<String>,
 }
 
 impl Default for LatencyJson {
@@ -125,6 +131,7 @@ impl Default for LatencyJson {
             framing: Framing::Single,
             nodelay: false,
             reconnect: false,
+            busy_poll: false,
             io: ClientIo::Blocking,
             rtt_us: None,
             offset_us: None,
