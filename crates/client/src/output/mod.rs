@@ -239,6 +239,20 @@ pub fn stream_interrupted_human(f: &StreamFailure) -> String {
     )
 }
 
+/// `, waited 8.91 s for its file (1.02 s before the first byte)` when the file kept the client
+/// waiting at least a millisecond; empty otherwise.
+fn file_wait(r: &StreamResult) -> String {
+    let total = r.source_read + r.source_read_before;
+    if total < Duration::from_millis(1) {
+        return String::new();
+    }
+    format!(
+        ", waited {} for its file ({} before the first byte)",
+        units::duration(total),
+        units::duration(r.source_read_before)
+    )
+}
+
 /// The human report: the seed's three lines, then what both ends saw.
 pub fn stream_human(r: &StreamResult) -> String {
     let s = &r.server;
@@ -251,7 +265,7 @@ pub fn stream_human(r: &StreamResult) -> String {
     format!(
         "{}\nfile[{}] read over .\n{}\n\
          sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
-         \x20 client: {} ({} short), cpu {} user + {} sys\n\
+         \x20 client: {} ({} short), cpu {} user + {} sys{}\n\
          \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}, \
          stdout to {}\n",
         Stamp {
@@ -277,6 +291,7 @@ pub fn stream_human(r: &StreamResult) -> String {
         r.writes.partial_writes,
         units::duration(r.cpu.user),
         units::duration(r.cpu.sys),
+        file_wait(r),
         units::count(s.reads, "read"),
         r.read_size,
         units::duration(server_elapsed),

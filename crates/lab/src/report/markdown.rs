@@ -150,11 +150,13 @@ fn stream_table(m: &Matrix, o: &mut String) {
     if m.stream.iter().any(|r| r.limited_by.is_some()) {
         let _ = writeln!(
             o,
-            "\n*limited by*: the verdict of most repetitions (how many gave it, when not all): \
-             `receiver` when the server's window was full for half the time the client had \
-             data to send, `sender-cpu` when the client was on (or waiting for) its CPU 90% of \
-             the time, and so on (docs/usage.md, \"Why it was slow\"). *server's time*: the phase \
-             the server spent most of its time in, and its share."
+            "\n*limited by*: the verdict of most repetitions (how many gave it, when not all), \
+             from both ends' time: `receiver-log` when the server spent half its time writing \
+             per-read lines, `sender-cpu` when the client's sending thread was on (or waiting \
+             for) a CPU 80% of its time, `shared-cpu` when both ends on one machine were busy, \
+             `network` only with evidence from the path, and so on (docs/usage.md, \"Why it was \
+             slow\"; checked against made limits in results/verdicts.md). *server's time*: the \
+             phase the server spent most of its time in, and its share."
         );
     }
 }

@@ -15,11 +15,11 @@
 //! | `receiver-disk` | the server spent ≥ [`DISK_SHARE`] % saving the file (writes, sync) |
 //! | `sender-source` | the client spent ≥ [`SOURCE_SHARE`] % waiting for its file's bytes |
 //! | `shared-cpu` | both ends run on one machine, each was on a CPU or waiting for one ≥ [`SHARED_SHARE`] % of its time and one of them ≥ [`CPU_SHARE`] %: they compete for its CPUs (loopback) |
-//! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time |
+//! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time (`receiver-log` or `receiver-disk` instead when that took ≥ [`CAUSE_SHARE`] % of it) |
 //! | `sender-cpu` | the sending thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time |
 //! | `receiver-log`, `-disk`, `-cpu`, or `receiver` | the server's window was full ≥ [`RECEIVER_SHARE`] % of the busy time: the server did not keep up, and the first of its log, disk and CPU shares that is ≥ [`CAUSE_SHARE`] % names why; `receiver` when none is |
 //! | `sender-buffer` | the send buffer is smaller than one write; or the client waited on its socket ≥ [`WAITING_SHARE`] % and the kernel's `sndbuf_limited` is ≥ [`SNDBUF_SHARE`] % of busy, or the readings found nothing unsent in the buffer (it was all in flight) |
-//! | `network` | the client waited on its socket and the server waited for data, each ≥ [`WAITING_SHARE`] %, with the window open, and the path shows it: bytes waited unsent in the send buffer in ≥ [`NOTSENT_SHARE`] % of the readings, or segments in flight reached the congestion window in ≥ [`CWND_SHARE`] %, or the rate reached [`LINE_SHARE`] % of the interface's speed, or retransmits |
+//! | `network` | the client waited on its socket ≥ [`WAITING_SHARE`] % with the server's window open (the server kept up: no rule above named it), and the path shows it: bytes waited unsent in the send buffer in ≥ [`NOTSENT_SHARE`] % of the readings, or segments in flight reached the congestion window in ≥ [`CWND_SHARE`] %, or the rate reached [`LINE_SHARE`] % of the interface's speed, or retransmits |
 //! | `unknown` | none of these: the shares are given, no cause is guessed |
 //!
 //! A CPU quota (cgroup) shows as waiting for a CPU: the throttled thread stays runnable. When
@@ -234,6 +234,11 @@ pub struct Limits {
     /// Bytes per write call.
     #[serde(default)]
     pub write_size: Option<u64>,
+    /// The path's bandwidth × delay, bytes: the interface's speed (or, where not known, the
+    /// rate reached) times the fastest round trip. A send buffer below it cannot keep the path
+    /// full.
+    #[serde(default)]
+    pub bdp_bytes: Option<u64>,
     /// Both ends on one machine.
     #[serde(default)]
     pub same_host: bool,
@@ -308,6 +313,10 @@ pub fn limits(e: &Evidence) -> Limits {
         line_mbit: e.line_mbit,
         sndbuf: (e.sndbuf > 0).then_some(e.sndbuf),
         write_size: (e.write_size > 0).then_some(e.write_size),
+        bdp_bytes: e.tcp.min_rtt_us.filter(|m| *m > 0).map(|m| {
+            let mbit = e.line_mbit.map_or(rate, |l| l as f64);
+            (mbit * 1e6 / 8.0 * m as f64 / 1e6) as u64
+        }),
         same_host: e.same_host,
         cpus: (e.cpus > 0).then_some(e.cpus),
     }
@@ -349,7 +358,8 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
     {
         LimitedBy::SharedCpu
     } else if over(receiver_busy, CPU_SHARE) && receiver_busy >= sender_busy {
-        LimitedBy::ReceiverCpu
+        // A busy server whose log or disk took a large share was busy with them.
+        full_window(l, Some(100.0))
     } else if over(sender_busy, CPU_SHARE) {
         LimitedBy::SenderCpu
     } else if over(l.rwnd_limited_pct, RECEIVER_SHARE) {
@@ -358,10 +368,7 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
         || (over(l.client_waiting_pct, WAITING_SHARE) && buffer_bound(l))
     {
         LimitedBy::SenderBuffer
-    } else if over(l.client_waiting_pct, WAITING_SHARE)
-        && over(l.server_waiting_pct, WAITING_SHARE)
-        && path_shows(l)
-    {
+    } else if over(l.client_waiting_pct, WAITING_SHARE) && path_shows(l) {
         LimitedBy::Network
     } else {
         LimitedBy::Unknown

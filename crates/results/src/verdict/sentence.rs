@@ -123,6 +123,17 @@ impl Verdict {
                 p(l.cwnd_full_pct)
             );
         }
+        if let (Some(b), Some(w)) = (l.sndbuf, l.write_size) {
+            s += &format!(
+                "; send buffer {} against one write of {}{}",
+                units::size(b),
+                units::size(w),
+                l.bdp_bytes.map_or(String::new(), |d| format!(
+                    " and the path's bandwidth × delay of {}",
+                    units::size(d)
+                ))
+            );
+        }
         s
     }
 }

@@ -87,6 +87,10 @@ fn cpu_quota_on_either_end() {
     assert_eq!(v.limited_by, LimitedBy::ReceiverCpu);
     assert!(v.sentence().contains("a CPU quota"), "{}", v.sentence());
     assert_eq!(by(base(100, 850, 100, 10)), LimitedBy::SenderCpu);
+    // A server busy 94% of its time, 42% of it writing its log: the log keeps it busy.
+    let mut e = base(300, 0, 620, 310);
+    e.server.as_mut().unwrap().log = MS * 420;
+    assert_eq!(by(e), LimitedBy::ReceiverLog);
     // Both busy (one machine, two threads on one CPU): the busier end.
     assert_eq!(by(base(700, 290, 500, 400)), LimitedBy::SenderCpu);
     // A server before version 6 (no run queue) is judged on its CPU alone.
@@ -168,8 +172,16 @@ fn the_network_only_with_evidence() {
         "{}",
         v.sentence()
     );
-    // The server busy half its time: not waiting for data, so not the network.
+    // The server busy 60% of its time (logging, say) but its window never full: it kept up,
+    // and the bytes queued unsent at the sender were the path's to carry.
     let mut e = base(50, 0, 600, 0);
+    e.flight = flight(9, 0, 200_000);
+    assert_eq!(by(e), LimitedBy::Network);
+    // The same with the window full: the receiver, by its CPU.
+    e.tcp = tcp(950, 900, 0);
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
+    // The client not waiting on its socket: whatever else, not the network.
+    let mut e = base(450, 100, 50, 0);
     e.flight = flight(9, 0, 200_000);
     assert_eq!(by(e), LimitedBy::Unknown);
 }
