@@ -164,17 +164,7 @@ fn latency_row(cell: &Cell, reps: &[&LatencyJson]) -> LatencyRow {
         },
         p50_us: p(|r| r.p50),
         p99_us: p(|r| r.p99),
-        p50_range_us: reps
-            .iter()
-            .filter_map(|l| match under_load {
-                Some(_) => l.under_load.as_ref().and_then(|u| u.rtt_us.as_ref()),
-                None => l.rtt_us.as_ref(),
-            })
-            .map(|r| r.p50)
-            .fold(None, |acc: Option<(f64, f64)>, v| {
-                Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
-            })
-            .unwrap_or_default(),
+        p50_range_us: p50_range(reps, under_load.is_some()),
         reps: reps.len(),
         hint: reps.iter().any(|l| l.hint.is_some()),
         under_load: under_load.clone(),
@@ -187,6 +177,20 @@ fn latency_row(cell: &Cell, reps: &[&LatencyJson]) -> LatencyRow {
                 .map(|v| v.to_string())
         })),
     }
+}
+
+/// The fastest and slowest repetition's p50 (the loaded one under load), µs.
+fn p50_range(reps: &[&LatencyJson], loaded: bool) -> (f64, f64) {
+    reps.iter()
+        .filter_map(|l| match loaded {
+            true => l.under_load.as_ref().and_then(|u| u.rtt_us.as_ref()),
+            false => l.rtt_us.as_ref(),
+        })
+        .map(|r| r.p50)
+        .fold(None, |acc: Option<(f64, f64)>, v| {
+            Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+        })
+        .unwrap_or_default()
 }
 
 /// The timelines of the smallest and largest chunk's cells that have intervals.

@@ -126,7 +126,12 @@ fn hello_refusals() {
     assert_eq!(latency(0, 1), ProtocolError::BadCodec(0));
     assert_eq!(latency(3, 1), ProtocolError::BadCodec(3));
     assert_eq!(latency(1, 0), ProtocolError::BadFraming(0));
-    assert_eq!(latency(2, 3), ProtocolError::BadFraming(3));
+    assert_eq!(latency(2, 4), ProtocolError::BadFraming(4));
+    assert_eq!(
+        latency(2, 3),
+        ProtocolError::BadLog(2),
+        "framing 3 (split-request) is valid"
+    );
     assert_eq!(refused(|b| b[10] = 4), ProtocolError::BadLog(4));
     assert_eq!(latency(1, 1), ProtocolError::BadLog(2));
     assert_eq!(

@@ -14,11 +14,12 @@
 //! | `receiver-log` | the server spent ≥ [`LOG_SHARE`] % of its time writing per-read log lines |
 //! | `receiver-disk` | the server spent ≥ [`DISK_SHARE`] % saving the file (writes, sync) |
 //! | `sender-source` | the client spent ≥ [`SOURCE_SHARE`] % waiting for its file's bytes |
+//! | `sender-buffer` | the send buffer is smaller than one write: every write waits for room |
 //! | `shared-cpu` | both ends run on one machine, each was on a CPU or waiting for one ≥ [`SHARED_SHARE`] % of its time and one of them ≥ [`CPU_SHARE`] %: they compete for its CPUs (loopback) |
-//! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time (`receiver-log` or `receiver-disk` instead when that took ≥ [`CAUSE_SHARE`] % of it) |
-//! | `sender-cpu` | the sending thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time |
+//! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % (`receiver-log` or `receiver-disk` instead when that took ≥ [`CAUSE_SHARE`] % of it) |
+//! | `sender-cpu` | the sending thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % |
 //! | `receiver-log`, `-disk`, `-cpu`, or `receiver` | the server's window was full ≥ [`RECEIVER_SHARE`] % of the busy time: the server did not keep up, and the first of its log, disk and CPU shares that is ≥ [`CAUSE_SHARE`] % names why; `receiver` when none is |
-//! | `sender-buffer` | the send buffer is smaller than one write; or the client waited on its socket ≥ [`WAITING_SHARE`] % and the kernel's `sndbuf_limited` is ≥ [`SNDBUF_SHARE`] % of busy, or the readings found nothing unsent in the buffer (it was all in flight) |
+//! | `sender-buffer` | the client waited on its socket ≥ [`WAITING_SHARE`] % and the kernel's `sndbuf_limited` is ≥ [`SNDBUF_SHARE`] % of busy, or the readings found nothing unsent in the buffer (it was all in flight) |
 //! | `network` | the client waited on its socket ≥ [`WAITING_SHARE`] % with the server's window open (the server kept up: no rule above named it), and the path shows it: bytes waited unsent in the send buffer in ≥ [`NOTSENT_SHARE`] % of the readings, or segments in flight reached the congestion window in ≥ [`CWND_SHARE`] %, or the rate reached [`LINE_SHARE`] % of the interface's speed, or retransmits |
 //! | `unknown` | none of these: the shares are given, no cause is guessed |
 //!
@@ -50,6 +51,9 @@ pub const DISK_SHARE: f64 = 50.0;
 pub const SOURCE_SHARE: f64 = 50.0;
 /// A thread on a CPU or waiting for one this share of its time is CPU-bound, in %.
 pub const CPU_SHARE: f64 = 80.0;
+/// A thread kept waiting for a CPU this share of its time is CPU-bound whatever else it did
+/// (a quota throttles it, or other threads hold the CPUs), in %.
+pub const RUN_QUEUE_SHARE: f64 = 50.0;
 /// On one machine, both ends busy this share of their time (one of them CPU-bound) compete
 /// for its CPUs, in %.
 pub const SHARED_SHARE: f64 = 50.0;
@@ -345,28 +349,34 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
         l.client_cpu_pct + l.client_run_queue_pct.unwrap_or(0.0),
     ));
     let receiver_busy = sum(l.server_cpu_pct, l.server_run_queue_pct);
+    // CPU-bound: on a CPU or waiting for one most of the time, or kept waiting for one at
+    // least half of it (a quota's throttling, or CPUs others hold).
+    let receiver_cpu =
+        over(receiver_busy, CPU_SHARE) || over(l.server_run_queue_pct, RUN_QUEUE_SHARE);
+    let sender_cpu = over(sender_busy, CPU_SHARE) || over(l.client_run_queue_pct, RUN_QUEUE_SHARE);
     if over(l.server_log_pct, LOG_SHARE) {
         LimitedBy::ReceiverLog
     } else if over(l.server_disk_pct, DISK_SHARE) {
         LimitedBy::ReceiverDisk
     } else if over(l.client_source_pct, SOURCE_SHARE) {
         LimitedBy::SenderSource
+    } else if e.sndbuf > 0 && e.sndbuf < e.write_size {
+        // Every write waits for room, whatever else is busy: the cure is known.
+        LimitedBy::SenderBuffer
     } else if e.same_host
         && over(sender_busy, SHARED_SHARE)
         && over(receiver_busy, SHARED_SHARE)
         && (over(sender_busy, CPU_SHARE) || over(receiver_busy, CPU_SHARE))
     {
         LimitedBy::SharedCpu
-    } else if over(receiver_busy, CPU_SHARE) && receiver_busy >= sender_busy {
+    } else if receiver_cpu && (!sender_cpu || receiver_busy >= sender_busy) {
         // A busy server whose log or disk took a large share was busy with them.
         full_window(l, Some(100.0))
-    } else if over(sender_busy, CPU_SHARE) {
+    } else if sender_cpu {
         LimitedBy::SenderCpu
     } else if over(l.rwnd_limited_pct, RECEIVER_SHARE) {
         full_window(l, receiver_busy)
-    } else if (e.sndbuf > 0 && e.sndbuf < e.write_size)
-        || (over(l.client_waiting_pct, WAITING_SHARE) && buffer_bound(l))
-    {
+    } else if over(l.client_waiting_pct, WAITING_SHARE) && buffer_bound(l) {
         LimitedBy::SenderBuffer
     } else if over(l.client_waiting_pct, WAITING_SHARE) && path_shows(l) {
         LimitedBy::Network

@@ -91,6 +91,11 @@ fn cpu_quota_on_either_end() {
     let mut e = base(300, 0, 620, 310);
     e.server.as_mut().unwrap().log = MS * 420;
     assert_eq!(by(e), LimitedBy::ReceiverLog);
+    // A throttled server busy only 71% of its time, 61% of it waiting for a CPU, while the
+    // client waits on its socket with bytes unsent: the server's CPU, not the path.
+    let mut e = base(340, 0, 100, 600);
+    e.flight = flight(9, 4, 200_000);
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
     // Both busy (one machine, two threads on one CPU): the busier end.
     assert_eq!(by(base(700, 290, 500, 400)), LimitedBy::SenderCpu);
     // A server before version 6 (no run queue) is judged on its CPU alone.
@@ -137,6 +142,11 @@ fn a_send_buffer_below_one_write_or_all_in_flight() {
     // Large enough for a write, but nothing ever waited unsent: the buffer bounds the flight.
     let mut e = base(50, 0, 50, 0);
     e.sndbuf = 8192;
+    assert_eq!(by(e), LimitedBy::SenderBuffer);
+    // Below one write it is named even with both ends busy on one machine.
+    let mut e = base(320, 290, 690, 410);
+    e.same_host = true;
+    e.sndbuf = 4608;
     assert_eq!(by(e), LimitedBy::SenderBuffer);
     // The kernel's own count, where it keeps one.
     let mut e = base(50, 0, 50, 0);
