@@ -2,13 +2,14 @@
 # Emulated gigabit LAN: two network namespaces joined by a veth pair, rate-limited with tc tbf.
 #
 #   scripts/lan.sh up [--name NAME] [--rate 1gbit]   server 198.18.0.1 in NAME-srv, client 198.18.0.2 in NAME-cli
+#                                                    (--rate none: the veth pair unshaped)
 #   scripts/lan.sh down [--name NAME]                remove both namespaces (and the veth pair with them)
 #
 # Addresses come from 198.18.0.0/15, the range set aside for network benchmarks. Needs root and
 # iproute2 (ip, tc). netem is not needed: tbf limits the rate; there is no added delay or loss.
 set -euo pipefail
 
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "lan.sh: $*" >&2; exit 1; }
 
 cmd=${1:-}
@@ -26,7 +27,7 @@ while (($#)); do
   esac
 done
 [[ $name =~ ^[a-z0-9]{1,12}$ ]] || { echo "lan.sh: invalid name '$name': expected 1 to 12 lowercase letters or digits" >&2; exit 2; }
-[[ $rate =~ ^[0-9]+(bit|kbit|mbit|gbit)$ ]] || { echo "lan.sh: invalid rate '$rate': expected e.g. 1gbit or 100mbit" >&2; exit 2; }
+[[ $rate == none || $rate =~ ^[0-9]+(bit|kbit|mbit|gbit)$ ]] || { echo "lan.sh: invalid rate '$rate': expected e.g. 1gbit or 100mbit, or none" >&2; exit 2; }
 
 [[ $EUID -eq 0 ]] || die "needs root: network namespaces and tc qdiscs can only be made by root"
 command -v ip >/dev/null || die "needs iproute2: 'ip' is not installed (apt-get install iproute2)"
@@ -54,8 +55,10 @@ case $cmd in
     for ns in "$srv" "$cli"; do ip -n "$ns" link set lo up; done
     ip -n "$srv" link set "$name-s" up
     ip -n "$cli" link set "$name-c" up
-    tc -n "$cli" qdisc replace dev "$name-c" root tbf rate "$rate" burst 256kb latency 10ms
-    tc -n "$srv" qdisc replace dev "$name-s" root tbf rate "$rate" burst 256kb latency 10ms
+    if [[ $rate != none ]]; then
+      tc -n "$cli" qdisc replace dev "$name-c" root tbf rate "$rate" burst 256kb latency 10ms
+      tc -n "$srv" qdisc replace dev "$name-s" root tbf rate "$rate" burst 256kb latency 10ms
+    fi
     trap - ERR
     echo "lan.sh: up: server 198.18.0.1 in netns $srv, client 198.18.0.2 in netns $cli, $rate each way"
     ;;

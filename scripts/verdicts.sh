@@ -48,14 +48,14 @@ name=tv$$
 name=${name:0:8}
 cg_cpu=/sys/fs/cgroup/cpu/tsperf-$name
 cg_blk=/sys/fs/cgroup/blkio/tsperf-$name
-server_pid="" loopdev="" mnt=""
+server_pid="" loopdev="" mnt="" has_netns=0
 cleanup() {
   set +e
   [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
   [[ -n $mnt ]] && umount "$mnt" 2>/dev/null
   [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null
   for g in "$cg_cpu"-* "$cg_blk"; do [[ -d $g ]] && rmdir "$g" 2>/dev/null; done
-  ip netns del "$name-srv" 2>/dev/null; ip netns del "$name-cli" 2>/dev/null
+  ((has_netns)) && scripts/lan.sh down --name "$name" >/dev/null 2>&1
   rm -rf "$work"
   true
 }
@@ -85,21 +85,8 @@ cpu_group() {
 }
 
 # lan_up RATE: two namespaces joined by a veth pair, each end shaped to RATE with tbf (none:
-# not shaped).
-lan_up() {
-  ip netns del "$name-srv" 2>/dev/null || true
-  ip netns del "$name-cli" 2>/dev/null || true
-  ip netns add "$name-srv"; ip netns add "$name-cli"
-  ip link add "$name-s" type veth peer name "$name-c"
-  ip link set "$name-s" netns "$name-srv"; ip link set "$name-c" netns "$name-cli"
-  ip -n "$name-srv" addr add 198.18.0.1/24 dev "$name-s"
-  ip -n "$name-cli" addr add 198.18.0.2/24 dev "$name-c"
-  for ns in srv cli; do ip -n "$name-$ns" link set lo up; done
-  ip -n "$name-srv" link set "$name-s" up; ip -n "$name-cli" link set "$name-c" up
-  [[ $1 == none ]] && return 0
-  tc -n "$name-cli" qdisc replace dev "$name-c" root tbf rate "$1" burst 256kb latency 10ms
-  tc -n "$name-srv" qdisc replace dev "$name-s" root tbf rate "$1" burst 256kb latency 10ms
-}
+# not shaped), by scripts/lan.sh.
+lan_up() { scripts/lan.sh up --name "$name" --rate "$1" >/dev/null; }
 
 # in_place NS CGROUP CMD...: runs CMD in network namespace NS (or here for "-") and in CGROUP
 # (or none for "-"). The cgroup is joined before `ip netns exec`, which hides /sys/fs/cgroup.
