@@ -27,8 +27,11 @@ pub struct Run {
     pub expect: String,
     /// The run's number within its case, from 1.
     pub rep: u32,
-    /// tsclient's JSON object.
+    /// tsclient's JSON object (`null` for a case skipped here).
     pub result: Value,
+    /// Why the case could not be made on this machine (a missing tool), when it was skipped.
+    #[serde(default)]
+    pub skipped: Option<String>,
 }
 
 impl Run {
@@ -116,9 +119,11 @@ fn evidence(run: &Run) -> String {
     }
 }
 
-/// `verdicts.md`: the table, then each case's evidence.
+/// `verdicts.md`: the table, then each case's evidence, then the cases not made here.
 pub fn render(runs: &[Run], machine: &Machine) -> String {
-    let all = cases(runs);
+    let (skipped, made): (Vec<Run>, Vec<Run>) =
+        runs.iter().cloned().partition(|r| r.skipped.is_some());
+    let all = cases(&made);
     let right = all
         .iter()
         .filter(|(_, rs)| rs.iter().all(|r| r.right()))
@@ -166,6 +171,17 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
     for (case, rs) in &all {
         let _ = writeln!(out, "- **{case}**: {}", evidence(rs[0]));
     }
+    if !skipped.is_empty() {
+        out += "\n## Not made on this machine\n\n";
+        for r in &skipped {
+            let _ = writeln!(
+                out,
+                "- **{}**: {}",
+                r.case,
+                r.skipped.as_deref().unwrap_or("")
+            );
+        }
+    }
     out
 }
 
@@ -180,6 +196,7 @@ mod tests {
             made: "made | so".into(),
             expect: expect.into(),
             rep: 1,
+            skipped: None,
             result: serde_json::json!({"limited_by": by, "mib_per_s": rate,
                 "limits": {"rwnd_limited_pct": 0.0, "sndbuf_limited_pct": 0.0,
                     "busy_pct": 99.0, "client_cpu_pct": 98.0, "retransmits": 0}}),
@@ -212,8 +229,18 @@ mod tests {
             ),
             run("server-quota", "loopback", "receiver-cpu", "unknown", 280.0),
         ];
+        let mut runs = runs;
+        runs.push(Run {
+            skipped: Some("needs netem".into()),
+            result: Value::Null,
+            ..run("lan-sndbuf-bdp", "", "", "", 0.0)
+        });
         let md = render(&runs, &Machine::default());
         assert!(md.contains("**1 of 2 cases named rightly"), "{md}");
+        assert!(
+            md.ends_with("## Not made on this machine\n\n- **lan-sndbuf-bdp**: needs netem\n"),
+            "{md}"
+        );
         assert!(
             md.contains("| loopback | loopback | made \\| so | sender-cpu or shared-cpu | sender-cpu ×1, shared-cpu ×1 | 1900.0 | 100% | yes |"),
             "{md}"

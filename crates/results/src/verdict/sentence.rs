@@ -123,6 +123,9 @@ impl Verdict {
                 p(l.cwnd_full_pct)
             );
         }
+        if let (Some(share), Some(mbit)) = (l.line_pct, l.line_mbit) {
+            s += &format!("; {share:.0}% of the interface's {mbit} Mbit/s");
+        }
         if let (Some(b), Some(w)) = (l.sndbuf, l.write_size) {
             s += &format!(
                 "; send buffer {} against one write of {}{}",

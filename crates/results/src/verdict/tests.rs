@@ -171,7 +171,13 @@ fn the_network_only_with_evidence() {
     let mut e = base(50, 0, 50, 0);
     e.flight = flight(0, 0, 200_000);
     e.line_mbit = Some(1000);
-    assert_eq!(by(e), LimitedBy::Network);
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Network);
+    assert!(
+        v.shares().contains("; 80% of the interface's 1000 Mbit/s"),
+        "{}",
+        v.shares()
+    );
     // Both ends waiting and no reading: nothing shows the path, so unknown, not network.
     let mut e = base(50, 0, 50, 0);
     e.flight = Flight::default();
