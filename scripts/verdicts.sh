@@ -112,6 +112,8 @@ in_place() {
 # start_server NS CGROUP ARGS...: starts tsserver and sets $port once it listens.
 start_server() {
   local ns=$1 cg=$2; shift 2
+  # The last server's lines must not be read as this one's.
+  rm -f "$work/server.out" "$work/server.err"
   in_place "$ns" "$cg" "$bin/tsserver" --port 0 "$@" > "$work/server.out" 2> "$work/server.err" &
   server_pid=$!
   port=""
@@ -155,6 +157,7 @@ stop_server
 if wanted log-stdout; then
   # A slow terminal: the server's stdout read a line at a time, 0.2 ms per line, by a reader
   # that sleeps between lines (it takes little CPU, as a terminal on another machine would).
+  rm -f "$work/server.err"
   "$bin/tsserver" --port 0 --log stdout 2> "$work/server.err" \
     | perl -e '$| = 1; while (<STDIN>) { select(undef, undef, undef, 0.0002) }' &
   server_pid=$!

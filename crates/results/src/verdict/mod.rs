@@ -15,7 +15,7 @@
 //! | `receiver-disk` | the server spent ≥ [`DISK_SHARE`] % saving the file (writes, sync) |
 //! | `sender-source` | the client spent ≥ [`SOURCE_SHARE`] % waiting for its file's bytes |
 //! | `sender-buffer` | the send buffer is smaller than one write: every write waits for room |
-//! | `shared-cpu` | both ends run on one machine, each was on a CPU or waiting for one ≥ [`SHARED_SHARE`] % of its time and one of them ≥ [`CPU_SHARE`] %: they compete for its CPUs (loopback) |
+//! | `shared-cpu` | both ends run on one machine, each was on a CPU or waiting for one ≥ [`SHARED_SHARE`] % of its time, and one of them ≥ [`CPU_SHARE`] % or their waits for a CPU together ≥ [`RUN_QUEUE_SHARE`] %: they compete for its CPUs (loopback), with each other or with other work |
 //! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % (`receiver-log` or `receiver-disk` instead when that took ≥ [`CAUSE_SHARE`] % of it) |
 //! | `sender-cpu` | the sending thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % |
 //! | `receiver-log`, `-disk`, `-cpu`, or `receiver` | the server's window was full ≥ [`RECEIVER_SHARE`] % of the busy time: the server did not keep up, and the first of its log, disk and CPU shares that is ≥ [`CAUSE_SHARE`] % names why; `receiver` when none is |
@@ -366,7 +366,12 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
     } else if e.same_host
         && over(sender_busy, SHARED_SHARE)
         && over(receiver_busy, SHARED_SHARE)
-        && (over(sender_busy, CPU_SHARE) || over(receiver_busy, CPU_SHARE))
+        && (over(sender_busy, CPU_SHARE)
+            || over(receiver_busy, CPU_SHARE)
+            || over(
+                sum(l.client_run_queue_pct, l.server_run_queue_pct),
+                RUN_QUEUE_SHARE,
+            ))
     {
         LimitedBy::SharedCpu
     } else if receiver_cpu && (!sender_cpu || receiver_busy >= sender_busy) {

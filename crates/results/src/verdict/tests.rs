@@ -231,6 +231,11 @@ fn both_ends_busy_on_one_machine_share_its_cpus() {
         "{}",
         v.sentence()
     );
+    // Both ends busy two thirds of their time, each waiting for a CPU 40-50% of it (a compiler
+    // took the CPUs): the machine's CPUs, though neither end reached 80%.
+    let mut e = base(270, 400, 255, 485);
+    e.same_host = true;
+    assert_eq!(by(e), LimitedBy::SharedCpu);
     // A quota on the server on the same machine: the client waits, so the server's CPU.
     let mut e = base(60, 0, 100, 880);
     e.same_host = true;
