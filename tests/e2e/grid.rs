@@ -364,8 +364,19 @@ fn lan_usage_errors() {
         2,
         "invalid rate 'fast'",
     );
+    // Issue 25: verdicts.sh names the bad input too.
+    assert_fails(
+        &script("verdicts.sh", &["--reps", "0"]),
+        2,
+        "invalid --reps '0'",
+    );
+    assert_fails(
+        &script("verdicts.sh", &["--sideways"]),
+        2,
+        "unknown option '--sideways'",
+    );
     // Issue 15: asking for help is not a usage error.
-    for script_name in ["lan.sh", "matrix.sh", "peers.sh", "scale.sh"] {
+    for script_name in ["lan.sh", "matrix.sh", "peers.sh", "scale.sh", "verdicts.sh"] {
         let o = script(script_name, &["--help"]);
         assert_eq!(o.status.code(), Some(0), "{script_name}: {}", stderr(&o));
         assert!(
