@@ -107,14 +107,6 @@ impl CpuTime {
     }
 }
 
-/// Time the calling thread has spent runnable but waiting for a CPU (the run queue), from
-/// Linux's `/proc/thread-self/schedstat` (its second field, in ns). `None` where the kernel
-/// does not keep it. On a machine with fewer cores than busy threads this is the part of a
-/// CPU-bound sender's time that `getrusage` does not show.
-pub fn run_queue_wait() -> Option<Duration> {
-    SchedStat::thread().map(|s| s.run_queue)
-}
-
 /// Where the calling thread's time went as the scheduler counts it (Linux's
 /// `/proc/thread-self/schedstat`): on a CPU, and runnable but waiting for one. The rest of a
 /// span is time it slept (in a blocking call, in poll). A CPU quota (cgroup `cpu.cfs_quota_us`)
@@ -176,7 +168,9 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn run_queue_wait_is_read() {
-        let wait = run_queue_wait().expect("/proc/thread-self/schedstat");
+        let wait = SchedStat::thread()
+            .expect("/proc/thread-self/schedstat")
+            .run_queue;
         assert!(wait < Duration::from_secs(3600), "{wait:?}");
         assert_eq!(
             SchedStat::parse("4522185 757921 278\n"),
