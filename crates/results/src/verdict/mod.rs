@@ -19,6 +19,7 @@
 //! | `receiver-cpu` | the serving thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % (`receiver-log` or `receiver-disk` instead when that took ≥ [`CAUSE_SHARE`] % of it) |
 //! | `sender-cpu` | the sending thread was on a CPU or waiting for one ≥ [`CPU_SHARE`] % of its time, or waiting for one ≥ [`RUN_QUEUE_SHARE`] % |
 //! | `receiver-log`, `-disk`, `-cpu`, or `receiver` | the server's window was full ≥ [`RECEIVER_SHARE`] % of the busy time: the server did not keep up, and the first of its log, disk and CPU shares that is ≥ [`CAUSE_SHARE`] % names why; `receiver` when none is |
+//! | `receiver-log`, `-disk`, `-cpu` | the client waited on its socket ≥ [`WAITING_SHARE`] % while the server, busy ≥ [`SHARED_SHARE`] % of its time, was kept waiting for a CPU ≥ [`STARVED_SHARE`] % of it (a throttled server whose window had room) |
 //! | `sender-buffer` | the client waited on its socket ≥ [`WAITING_SHARE`] % and the kernel's `sndbuf_limited` is ≥ [`SNDBUF_SHARE`] % of busy, or the readings found nothing unsent in the buffer (it was all in flight) |
 //! | `network` | the client waited on its socket ≥ [`WAITING_SHARE`] % with the server's window open (the server kept up: no rule above named it), and the path shows it: bytes waited unsent in the send buffer in ≥ [`NOTSENT_SHARE`] % of the readings, or segments in flight reached the congestion window in ≥ [`CWND_SHARE`] %, or the rate reached [`LINE_SHARE`] % of the interface's speed, or retransmits |
 //! | `unknown` | none of these: the shares are given, no cause is guessed |
@@ -54,6 +55,9 @@ pub const CPU_SHARE: f64 = 80.0;
 /// A thread kept waiting for a CPU this share of its time is CPU-bound whatever else it did
 /// (a quota throttles it, or other threads hold the CPUs), in %.
 pub const RUN_QUEUE_SHARE: f64 = 50.0;
+/// A server kept waiting for a CPU this share of its time, busy half of it, while the client
+/// waits on its socket, is the limit rather than the path, in %.
+pub const STARVED_SHARE: f64 = 30.0;
 /// On one machine, both ends busy this share of their time (one of them CPU-bound) compete
 /// for its CPUs, in %.
 pub const SHARED_SHARE: f64 = 50.0;
@@ -381,6 +385,12 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
         LimitedBy::SenderCpu
     } else if over(l.rwnd_limited_pct, RECEIVER_SHARE) {
         full_window(l, receiver_busy)
+    } else if over(l.client_waiting_pct, WAITING_SHARE)
+        && over(receiver_busy, SHARED_SHARE)
+        && over(l.server_run_queue_pct, STARVED_SHARE)
+    {
+        // The client waited on a server that was itself kept waiting for a CPU.
+        full_window(l, Some(100.0))
     } else if over(l.client_waiting_pct, WAITING_SHARE) && buffer_bound(l) {
         LimitedBy::SenderBuffer
     } else if over(l.client_waiting_pct, WAITING_SHARE) && path_shows(l) {

@@ -96,6 +96,11 @@ fn cpu_quota_on_either_end() {
     let mut e = base(340, 0, 100, 600);
     e.flight = flight(9, 4, 200_000);
     assert_eq!(by(e), LimitedBy::ReceiverCpu);
+    // Under other load the same quota: the server on a CPU 17%, waiting for one 47%, the client
+    // waiting on its socket 78% with bytes unsent and the window open: still the server.
+    let mut e = base(105, 115, 170, 465);
+    e.flight = flight(7, 3, 200_000);
+    assert_eq!(by(e), LimitedBy::ReceiverCpu);
     // Both busy (one machine, two threads on one CPU): the busier end.
     assert_eq!(by(base(700, 290, 500, 400)), LimitedBy::SenderCpu);
     // A server before version 6 (no run queue) is judged on its CPU alone.
