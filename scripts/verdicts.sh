@@ -44,6 +44,7 @@ jsonl=$out/verdicts.jsonl
 : > "$jsonl.part"
 
 work=$(mktemp -d /tmp/tsperf-verdicts.XXXXXX)
+server_stdout=$work/server.out
 name=tv$$
 name=${name:0:8}
 cg_cpu=/sys/fs/cgroup/cpu/tsperf-$name
@@ -109,12 +110,13 @@ in_place() {
   fi
 }
 
-# start_server NS CGROUP ARGS...: starts tsserver and sets $port once it listens.
+# start_server NS CGROUP ARGS...: starts tsserver, its stdout to $server_stdout, and sets $port
+# once it listens.
 start_server() {
   local ns=$1 cg=$2; shift 2
   # The last server's lines must not be read as this one's.
   rm -f "$work/server.out" "$work/server.err"
-  in_place "$ns" "$cg" "$bin/tsserver" --port 0 "$@" > "$work/server.out" 2> "$work/server.err" &
+  in_place "$ns" "$cg" "$bin/tsserver" --port 0 "$@" > "$server_stdout" 2> "$work/server.err" &
   server_pid=$!
   port=""
   for _ in $(seq 100); do
@@ -157,14 +159,14 @@ stop_server
 if wanted log-stdout; then
   # A slow terminal: the server's stdout read a line at a time, 0.2 ms per line, by a reader
   # that sleeps between lines (it takes little CPU, as a terminal on another machine would).
-  rm -f "$work/server.err"
-  "$bin/tsserver" --port 0 --log stdout 2> "$work/server.err" \
-    | perl -e '$| = 1; while (<STDIN>) { select(undef, undef, undef, 0.0002) }' &
-  server_pid=$!
-  for _ in $(seq 100); do port=$(grep -o 'listening on .*' "$work/server.err" | grep -o '[0-9]*$' | head -1) || true; [[ -n $port ]] && break; sleep 0.05; done
+  mkfifo "$work/slow-stdout"
+  perl -e '$| = 1; while (<STDIN>) { select(undef, undef, undef, 0.0002) }' < "$work/slow-stdout" &
+  server_stdout=$work/slow-stdout
+  start_server - - --log stdout
   run_case log-stdout loopback "--log stdout into a pipe read a line per 0.2 ms" receiver-log - - "$work/mid.txt" --chunk 1024
-  pkill -f "^$bin/tsserver --port 0 --log stdout" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true; server_pid=""
+  stop_server
+  server_stdout=$work/server.out
+  wait 2>/dev/null || true
 fi
 if ((has_cpu)); then
   g=$(cpu_group srv 1000)
