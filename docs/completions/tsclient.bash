@@ -23,7 +23,7 @@ _tsclient() {
 
     case "${cmd}" in
         tsclient)
-            opts="-h -V --host --port --chunk --json --no-progress --timeout --nonblocking --io --batch --sndbuf --server-log --clock-queries --interval --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
+            opts="-i -t -O -h -V --host --port --chunk --json --no-progress --timeout --nonblocking --io --batch --sndbuf --server-log --clock-queries --interval --time --omit --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -66,6 +66,26 @@ _tsclient() {
                     return 0
                     ;;
                 --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --omit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -O)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

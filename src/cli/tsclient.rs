@@ -69,8 +69,17 @@ struct Args {
     /// Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate
     /// and what the kernel's TCP_INFO says changed; printed as they happen, or in the JSON's
     /// `intervals`. Off by default.
-    #[arg(long, value_parser = parse_interval, value_name = "SECS")]
+    #[arg(short = 'i', long, value_parser = parse_interval, value_name = "SECS")]
     interval: Option<f64>,
+    /// A timed run, as iperf3 -t: send the file again and again for SECS seconds (0.001 to
+    /// 86400); the last pass may be partial. Every byte is counted and checksummed by the
+    /// server, and the whole run verified. Ctrl-C ends it as its time does.
+    #[arg(short = 't', long, value_parser = parse_run_secs, value_name = "SECS")]
+    time: Option<f64>,
+    /// With --time, leave the first SECS seconds (slow start) out of the rate, as iperf3 -O:
+    /// the run lasts --omit plus --time.
+    #[arg(short = 'O', long, requires = "time", value_parser = parse_omit, value_name = "SECS")]
+    omit: Option<f64>,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
@@ -111,6 +120,24 @@ struct Args {
     file: Option<PathBuf>,
 }
 
+fn parse_run_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.001..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid time '{s}': expected seconds from 0.001 to 86400"
+        )),
+    }
+}
+
+fn parse_omit(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid omit '{s}': expected seconds from 0 to 3600"
+        )),
+    }
+}
+
 fn parse_interval(s: &str) -> Result<f64, String> {
     use client::intervals::{MAX_INTERVAL_S, MIN_INTERVAL_S};
     match s.parse::<f64>() {
@@ -122,7 +149,9 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 7] = [
+const STREAM_ONLY: [&str; 9] = [
+    "time",
+    "omit",
     "chunk",
     "sndbuf",
     "strategy",
@@ -165,6 +194,12 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             "{} applies to {other} only, not to {mode}",
             flag(id)
         ));
+    }
+    if args.time.is_some() && args.strategy == StrategyArg::Sendfile {
+        cli::usage_error::<Args>(
+            "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
+                .to_owned(),
+        );
     }
     if args.batch.is_some() && args.strategy != StrategyArg::Writev {
         cli::usage_error::<Args>(format!(
@@ -256,6 +291,8 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         clock_queries: args.clock_queries,
         interval: args.interval.map(Duration::from_secs_f64),
         live_intervals: !args.json,
+        time: args.time.map(Duration::from_secs_f64),
+        omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -284,6 +321,13 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
     if !result.verified() {
         anyhow::bail!(output::mismatch(&result));
     }
+    if result.timed.is_some_and(|t| t.interrupted) {
+        eprintln!(
+            "tsclient: interrupted after {} of the timed run, every byte verified",
+            tsperf_results::units::duration(result.elapsed)
+        );
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -308,6 +352,8 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         clock_queries: 0,
         interval: None,
         live_intervals: false,
+        time: None,
+        omit: Duration::ZERO,
     });
     let cfg = latency::LatencyConfig {
         host,

@@ -59,6 +59,11 @@ struct Args {
     /// Suffixes k/m/g (binary).
     #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
     max_bytes: u64,
+    /// Longest timed run (tsclient --time) a client may ask for, in seconds; longer ones are
+    /// refused at the hello. A timed run still going this long plus 10 s after its first byte
+    /// is cut off.
+    #[arg(long, default_value_t = server::MAX_DURATION.as_secs_f64(), value_parser = cli::parse_secs, value_name = "SECS")]
+    max_time: f64,
     /// Connections served at once; more are refused with a reason. Lowered (with a warning) to
     /// what fits in the descriptor limit.
     #[arg(long, default_value_t = server::MAX_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -183,6 +188,7 @@ fn run() -> anyhow::Result<ExitCode> {
         log_min_read: args.log_min_read,
         read_size: args.read_size,
         max_bytes: args.max_bytes,
+        max_duration: std::time::Duration::from_secs_f64(args.max_time),
         stdout: tsperf_sys::term::stdout_kind(),
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tsperf_proto::{Frame, Hello, Mode, decode_hello, encode_frame, encode_hello};
+use tsperf_proto::{Frame, Hello, Mode, Session, decode_hello, encode_frame, encode_hello};
 
 /// The longest any single step of a test may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
@@ -402,6 +402,9 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         name: String::new(),
         log: None,
         clock_queries: 0,
+        duration_ms: 0,
+        reverse: false,
+        session: Session::ALONE,
     };
     encode_hello(&hello, &mut b);
     b

@@ -274,6 +274,9 @@ fn bad_request_does_not_stop_the_server() {
                 name: String::new(),
                 log: None,
                 clock_queries: 0,
+                duration_ms: 0,
+                reverse: false,
+                session: tsperf_proto::Session::ALONE,
             },
             &mut hello,
         );

@@ -22,6 +22,7 @@ mod service;
 mod shutdown;
 mod strategies;
 mod stream;
+mod timed;
 mod usage;
 mod verdicts;
 mod why;

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use crate::common::*;
-use tsperf_proto::{Frame, Hello, Mode, Report, decode_frame, encode_hello};
+use tsperf_proto::{Frame, Hello, Mode, Report, Session, decode_frame, encode_hello};
 
 /// Issue 2: every chunk size with file sizes 1, chunk-1, chunk, chunk+1 and a few chunks (an
 /// empty file is refused: issue 14, tests/client_phases.rs).
@@ -272,6 +272,9 @@ fn refusals_and_server_survives_garbage() {
             name: String::new(),
             log: None,
             clock_queries: 0,
+            duration_ms: 0,
+            reverse: false,
+            session: Session::ALONE,
         },
         &mut hello,
     );

@@ -115,8 +115,8 @@ fn fast_reader_is_not_the_limit() {
         assert_split_covers_elapsed(&v);
         // The server's TCP_INFO came back in its report.
         let rx = &v["tcp"]["server"];
-        // The hello (26 bytes and the name), 8 clock queries of 16, the data, the trailer.
-        let hello = 26 + "fast.txt".len() as u64;
+        // The hello (its fixed part and the name), 8 clock queries of 16, the data, the trailer.
+        let hello = tsperf_proto::HELLO_FIXED as u64 + "fast.txt".len() as u64;
         assert_eq!(
             rx["bytes_received"].as_u64(),
             Some(hello + 8 * 16 + (32 << 20) + 8)

@@ -21,6 +21,20 @@ pub const PATIENCE: Duration = Duration::from_secs(2);
 pub const EXIT_CODE: i32 = 130;
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The run ends itself on a stop (a timed run sends its end and waits for its report): its
+/// sockets are shut down only [`GENTLE_WAIT`] after [`MOMENT`], if it is still running then.
+static GENTLE: AtomicBool = AtomicBool::new(false);
+
+/// How much longer a run that ends itself ([`ends_itself`]) has before its sockets are shut
+/// down: enough to send its end and take its report, well inside [`PATIENCE`].
+pub const GENTLE_WAIT: Duration = Duration::from_secs(1);
+
+/// Says the run now ends itself on a stop (a timed run: Ctrl-C ends it as its time does, with
+/// its end trailer and the server's report): a stop gives it [`GENTLE_WAIT`] more before its
+/// sockets are shut down.
+pub fn ends_itself() {
+    GENTLE.store(true, Ordering::Relaxed);
+}
 static WATCHED: Mutex<Vec<(u64, RawFd)>> = Mutex::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -71,6 +85,9 @@ fn shut(fd: RawFd) {
 pub fn request() {
     REQUESTED.store(true, Ordering::Relaxed);
     std::thread::sleep(MOMENT);
+    if GENTLE.load(Ordering::Relaxed) {
+        std::thread::sleep(GENTLE_WAIT);
+    }
     for (_, fd) in watched().iter() {
         shut(*fd);
     }

@@ -11,6 +11,7 @@
 //! to the kernel: one `write` per chunk (the seed's way, and the default), `writev` of `--batch`
 //! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
+mod alarm;
 pub mod blocking;
 pub mod interrupt;
 pub mod intervals;
@@ -79,6 +80,28 @@ pub struct StreamConfig {
     pub interval: Option<Duration>,
     /// Print each sample as it is taken (a human run).
     pub live_intervals: bool,
+    /// A timed run (`--time`): send the file again and again for this long after `omit`.
+    pub time: Option<Duration>,
+    /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
+    pub omit: Duration,
+}
+
+/// What a timed run was, beside its figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timed {
+    /// The time asked for (`--time`), after the omitted start.
+    pub time: Duration,
+    /// The start left out of the figures (`--omit`).
+    pub omit: Duration,
+    /// The file's size: one pass.
+    pub file_bytes: u64,
+    /// Passes of the file sent, the last one's part counted as a fraction.
+    pub passes: f64,
+    /// The figures left out: the bytes the server's TCP had acknowledged when the omitted start
+    /// ended (or, where the kernel does not say, the bytes sent by then) and its length.
+    pub omitted: Option<(u64, Duration)>,
+    /// Ended by Ctrl-C or SIGTERM before its time: the figures are those up to the stop.
+    pub interrupted: bool,
 }
 
 /// Clock queries a stream transfer makes before its data unless told otherwise.
@@ -104,7 +127,7 @@ pub struct WriteStats {
 pub struct StreamResult {
     /// The file's name, as sent.
     pub name: String,
-    /// The file's size: the bytes sent.
+    /// The bytes sent: the file's size, or a timed run's every pass.
     pub bytes: u64,
     /// Bytes per write.
     pub chunk: u32,
@@ -155,9 +178,23 @@ pub struct StreamResult {
     /// The file's size or modification time changed while it was sent (checked only when the
     /// digests disagree, to say why).
     pub source_changed: bool,
+    /// A timed run's time, passes and omitted start.
+    pub timed: Option<Timed>,
 }
 
 impl StreamResult {
+    /// The bytes and the time the figures are of: everything, or a timed run's without its
+    /// omitted start.
+    pub fn measured(&self) -> (u64, Duration) {
+        match self.timed.and_then(|t| t.omitted) {
+            Some((bytes, time)) => (
+                self.bytes.saturating_sub(bytes),
+                self.elapsed.saturating_sub(time),
+            ),
+            None => (self.bytes, self.elapsed),
+        }
+    }
+
     /// True when the server counted every byte and its digest equals ours.
     pub fn verified(&self) -> bool {
         self.server.bytes == self.bytes && self.server.digest == self.digest
@@ -289,6 +326,12 @@ pub fn run_stream(
     };
     let source = Source::open(&cfg.file, cfg.chunk, batch)
         .map_err(|e| StreamFailure::before(cfg, None, e))?;
+    if cfg.time.is_some() && cfg.strategy == Strategy::Sendfile {
+        let e = anyhow::anyhow!(
+            "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
+        );
+        return Err(StreamFailure::before(cfg, Some(source.len()), e));
+    }
     // The size is known before anything can fail on the network: a failure's report has it.
     progress.start(source.len());
     let size = Some(source.len());

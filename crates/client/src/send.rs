@@ -46,6 +46,13 @@ pub(super) struct Tally {
     pub(super) sent: u64,
     pub(super) flight: tsperf_proto::tcp::Flight,
     next_reading: u64,
+    /// A timed run: when its omitted start ended, the bytes sent by then, and the socket's
+    /// acknowledged bytes then.
+    pub(super) omit_mark: Option<(std::time::Instant, u64, Option<u64>)>,
+    /// A timed run: full passes of the file begun after the first.
+    pub(super) rewinds: u64,
+    /// A timed run ended by a stop asked for (Ctrl-C), not by its time.
+    pub(super) interrupted: bool,
 }
 
 impl Tally {
@@ -90,6 +97,9 @@ pub(super) fn send_data<T: Transport>(
             .map_err(Stop::File);
     }
     let batch = cfg.batch.clamp(1, MAX_BATCH) as usize;
+    if let Some(time) = cfg.time {
+        return send_timed(conn, source, cfg, time, progress, tally, begin);
+    }
     let mut begun = false;
     loop {
         if super::interrupt::requested() {
@@ -121,6 +131,80 @@ pub(super) fn send_data<T: Transport>(
         tally.read_flight(conn);
     }
     Ok(source.digest())
+}
+
+/// [`send_data`] for a timed run: the file again and again, from the first byte until `time`
+/// after the omitted start (`cfg.omit`), or until a stop is asked for (Ctrl-C ends a timed run
+/// as its time does). The time and the stop are looked at before every write, so the run ends
+/// within one chunk (or one `writev` batch) of its time. Returns the xxh3-64 of exactly what
+/// was sent, the last pass's partial block included.
+fn send_timed<T: Transport>(
+    conn: &mut T,
+    source: &mut Source,
+    cfg: &StreamConfig,
+    time: Duration,
+    progress: &mut Progress,
+    tally: &mut Tally,
+    begin: &mut dyn FnMut(&T, Duration),
+) -> Result<u64, Stop> {
+    let (chunk, batch) = (cfg.chunk as usize, cfg.batch.clamp(1, MAX_BATCH) as usize);
+    source.repeat();
+    super::interrupt::ends_itself();
+    let mut alarm: Option<super::alarm::Alarm> = None;
+    let over = |alarm: &Option<super::alarm::Alarm>| {
+        super::interrupt::requested() || alarm.as_ref().is_some_and(|a| a.up())
+    };
+    loop {
+        let (block, waited) = source.next_block_waited().map_err(Stop::File)?;
+        if block.is_empty() {
+            source.rewind().map_err(Stop::File)?;
+            tally.rewinds += 1;
+            continue;
+        }
+        let timer = alarm.get_or_insert_with(|| {
+            progress.restart();
+            begin(conn, waited);
+            super::alarm::Alarm::start(cfg.omit, time)
+        });
+        if tally.omit_mark.is_none() && timer.omit_over() {
+            tally.omit_mark = Some((std::time::Instant::now(), tally.sent, acked(conn)));
+        }
+        let at = tally.sent;
+        let (writes, sent) = (&mut tally.writes, &mut tally.sent);
+        let mut stopped = false;
+        if cfg.strategy == Strategy::Writev {
+            let mut slots = [IoSlice::new(&[]); MAX_BATCH as usize];
+            for group in block.chunks(chunk * batch) {
+                if over(&alarm) {
+                    stopped = true;
+                    break;
+                }
+                write_batch(conn, group, chunk, &mut slots, writes, sent)
+                    .map_err(|e| Stop::write(e, *sent))?;
+            }
+        } else {
+            for piece in block.chunks(chunk) {
+                if over(&alarm) {
+                    stopped = true;
+                    break;
+                }
+                write_chunk(conn, piece, writes, sent).map_err(|e| Stop::write(e, *sent))?;
+            }
+        }
+        progress.update(tally.sent);
+        tally.read_flight(conn);
+        if stopped || over(&alarm) {
+            tally.interrupted = super::interrupt::requested();
+            return Ok(source.digest_sent((tally.sent - at) as usize));
+        }
+    }
+}
+
+/// The socket's bytes acknowledged by the peer (`TCP_INFO`), where the kernel says.
+fn acked<T: Transport>(conn: &T) -> Option<u64> {
+    tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())?
+        .sender()
+        .bytes_acked
 }
 
 /// Sends the file with one `sendfile` of up to `chunk` bytes per call, continuing a short call

@@ -110,22 +110,27 @@ pub(super) fn transfer<T: Transport>(
             return Err(so_far.failed(&conn, e));
         }
     };
-    let trailer = prepared.conv.trailer(digest);
-    let report = conn
-        .write_all(&trailer)
-        .map_err(|e| lost(&mut conn, e, &so_far, cfg.timeout))
-        .and_then(|()| await_report(&mut conn, &mut prepared.conv));
-    let Some((start, _)) = start else {
+    let report = end_data(
+        &mut conn,
+        &mut prepared.conv,
+        cfg,
+        &tally,
+        digest,
+        &mut so_far,
+    );
+    let Some((mut start, acked_at_start)) = start else {
         // Every file has a first byte (an empty one is refused when opened).
         let e = anyhow::anyhow!("no data was sent");
         return Err(so_far.failed(&conn, e));
     };
+    start.acked = acked_at_start;
     let elapsed = start.at.elapsed();
     let server = match report.and_then(|r| agrees(r, elapsed)) {
         Ok(r) => r,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
     let source_changed = server.digest != digest && source.changed();
+    let timed = timed(cfg, &source, &tally, &start);
     let sent = Sent {
         digest,
         writes: tally.writes,
@@ -134,8 +139,63 @@ pub(super) fn transfer<T: Transport>(
         server,
         elapsed,
         source_changed,
+        timed,
     };
     Ok(result(&conn, cfg, prepared, start, so_far, sent))
+}
+
+/// Ends the data and waits for the report: the digest trailer after a sized stream; after a
+/// timed one, its end trailer and this end's half-close (the stream ends where it does).
+fn end_data<T: Transport>(
+    conn: &mut T,
+    conv: &mut StreamConversation,
+    cfg: &StreamConfig,
+    tally: &Tally,
+    digest: u64,
+    so_far: &mut SoFar,
+) -> Result<Report> {
+    if cfg.time.is_some() {
+        so_far.bytes = tally.sent;
+        let end = conv.end(tally.sent, digest);
+        conn.write_all(&end)
+            .and_then(|()| conn.socket().shutdown(std::net::Shutdown::Write))
+            .map_err(|e| lost(conn, e, so_far, cfg.timeout))
+            .and_then(|()| await_report(conn, conv))
+    } else {
+        let trailer = conv.trailer(digest);
+        conn.write_all(&trailer)
+            .map_err(|e| lost(conn, e, so_far, cfg.timeout))
+            .and_then(|()| await_report(conn, conv))
+    }
+}
+
+/// What a timed run was: its passes, its omitted start (the bytes the server's TCP had
+/// acknowledged by its end, where the kernel says, else those sent), an interrupt.
+fn timed(
+    cfg: &StreamConfig,
+    source: &Source,
+    tally: &Tally,
+    start: &Start,
+) -> Option<crate::Timed> {
+    let time = cfg.time?;
+    let omitted = tally
+        .omit_mark
+        .filter(|_| !cfg.omit.is_zero())
+        .map(|(at, sent, acked)| {
+            let data_acked = acked.zip(start.acked).map(|(a, b)| a.saturating_sub(b));
+            (
+                data_acked.unwrap_or(sent).min(sent),
+                at.saturating_duration_since(start.at),
+            )
+        });
+    Some(crate::Timed {
+        time,
+        omit: cfg.omit,
+        file_bytes: source.len(),
+        passes: tally.sent as f64 / source.len() as f64,
+        omitted,
+        interrupted: tally.interrupted,
+    })
 }
 
 /// What the hello and the clock queries settled.
@@ -155,6 +215,8 @@ struct Start {
     sched: Option<SchedStat>,
     /// Time spent waiting for the file before the first byte (its first block).
     source_before: Duration,
+    /// The socket's acknowledged bytes then (the hello and the clock queries).
+    acked: Option<u64>,
 }
 
 impl Start {
@@ -165,6 +227,7 @@ impl Start {
             at: Instant::now(),
             unix_us: unix_us_now(),
             source_before,
+            acked: None,
         }
     }
 }
@@ -179,6 +242,7 @@ struct Sent {
     server: Report,
     elapsed: Duration,
     source_changed: bool,
+    timed: Option<crate::Timed>,
 }
 
 /// Everything measured about a verified-or-not transfer, once the report is in.
@@ -228,6 +292,7 @@ fn result<T: Transport>(
             .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
         intervals: so_far.intervals,
         source_changed: sent.source_changed,
+        timed: sent.timed,
     }
 }
 
@@ -241,9 +306,13 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
             .set_send_buffer_size(n as usize)
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
     }
+    let duration_ms = cfg.time.map_or(0, |t| {
+        u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)
+    });
     let hello = Hello {
         log: cfg.server_log,
         clock_queries: cfg.clock_queries,
+        duration_ms,
         ..Hello::stream(source.len(), cfg.chunk, source.name())
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);

@@ -116,6 +116,8 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         clock_queries: 0,
         interval: None,
         live_intervals: false,
+        time: None,
+        omit: std::time::Duration::ZERO,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

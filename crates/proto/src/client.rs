@@ -191,6 +191,19 @@ impl StreamConversation {
         digest.to_be_bytes()
     }
 
+    /// The end trailer of a closed stream ([`crate::Hello::closed_end`]), once its data is
+    /// sent: `length` bytes whose digest is `digest`. The sender then closes its direction and
+    /// the report is awaited.
+    pub fn end(&mut self, length: u64, digest: u64) -> [u8; crate::END_TRAILER] {
+        self.state = State::Report;
+        crate::end::End { length, digest }.encode()
+    }
+
+    /// The hello this conversation sent.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
     /// A frame arrived at `now` (`unix_ns` on the wall clock). `key` answers a challenge.
     pub fn on_frame(
         &mut self,

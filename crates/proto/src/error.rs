@@ -1,6 +1,8 @@
 //! Everything a decoder can refuse, each naming the field and the value it saw.
 
-use crate::{MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, VERSION, clock};
+use crate::{
+    MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, MAX_STREAMS, VERSION, clock,
+};
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,7 +20,9 @@ pub enum ProtocolError {
     #[error("bad mode {0}: expected 1 (stream) or 2 (latency)")]
     BadMode(u8),
     /// The hello sets flags this version does not define.
-    #[error("bad flags {0:#04x}: only bit 0 (nodelay) is defined")]
+    #[error(
+        "bad flags {0:#04x}: only bit 0 (nodelay) and, in stream mode, bit 1 (reverse) are defined"
+    )]
     BadFlags(u8),
     /// The hello's codec does not fit its mode.
     #[error("bad codec {0} for this mode")]
@@ -47,6 +51,19 @@ pub enum ProtocolError {
     /// A latency hello's chunk is not 1.
     #[error("bad chunk size {0} for latency mode: expected 1")]
     LatencyChunk(u32),
+    /// A latency hello asks for a duration.
+    #[error("latency hello with a duration ({0} ms): expected 0")]
+    LatencyDuration(u32),
+    /// The hello's stream index and count do not fit.
+    #[error(
+        "bad stream {index} of {count}: expected 1 to {MAX_STREAMS} streams, the index below the count"
+    )]
+    BadStreams {
+        /// The stream's index.
+        index: u8,
+        /// The streams in its session.
+        count: u8,
+    },
     /// A latency hello names a file.
     #[error("latency hello with a name ({0} bytes): expected none")]
     LatencyName(usize),

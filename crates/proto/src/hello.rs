@@ -3,6 +3,107 @@
 use super::frame::{be16, be32, be64};
 use super::*;
 
+/// The client's opening message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// What the connection is for.
+    pub mode: Mode,
+    /// The client wants TCP_NODELAY on the server's end too (latency mode).
+    pub nodelay: bool,
+    /// Latency mode: the message body encoding ([`clock::Codec::code`]); stream: 0.
+    pub codec: u8,
+    /// Latency mode: one write per message or two ([`clock::Framing::code`]); stream: 0.
+    pub framing: u8,
+    /// Bytes to send (stream mode) or requests to make (latency mode).
+    pub length: u64,
+    /// The client's write size (stream); 1 (latency).
+    pub chunk: u32,
+    /// The file's basename (stream); empty (latency).
+    pub name: String,
+    /// The server log sink asked for (stream mode); `None`: the server's own.
+    pub log: Option<LogMode>,
+    /// Clock queries before the data (stream mode), at most [`MAX_CLOCK_QUERIES`].
+    pub clock_queries: u8,
+    /// Stream mode: how long the run lasts, in ms (`--time`); 0: sized by `length`. A timed
+    /// stream repeats its `length` bytes and ends as a closed stream does ([`END_TRAILER`]).
+    pub duration_ms: u32,
+    /// Stream mode: the server sends and the client receives (`--reverse`).
+    pub reverse: bool,
+    /// The session the connection belongs to, and its place in it (`--parallel`).
+    pub session: Session,
+}
+
+/// The session a stream belongs to: the streams of one `--parallel` run share its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Session {
+    /// The client's random id for the session; all zero: a stream of its own.
+    pub id: [u8; 16],
+    /// This stream's place, 0 to `count` − 1.
+    pub index: u8,
+    /// Streams in the session, 1 to [`MAX_STREAMS`]; 0 is read as 1 (a stream of its own).
+    pub count: u8,
+}
+
+impl Session {
+    /// A stream of its own.
+    pub const ALONE: Session = Session {
+        id: [0; 16],
+        index: 0,
+        count: 1,
+    };
+}
+
+impl Hello {
+    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`,
+    /// with the server's own log sink and no clock queries.
+    pub fn stream(length: u64, chunk: u32, name: &str) -> Hello {
+        Hello {
+            mode: Mode::Stream,
+            nodelay: false,
+            codec: 0,
+            framing: 0,
+            length,
+            chunk,
+            name: name.to_owned(),
+            log: None,
+            clock_queries: 0,
+            duration_ms: 0,
+            reverse: false,
+            session: Session::ALONE,
+        }
+    }
+
+    /// True when the stream ends where its sender closes its direction, with an
+    /// [`END_TRAILER`] (a timed run, or any run the server sends): else it is sized by `length`
+    /// and ends with a [`TRAILER`].
+    pub fn closed_end(&self) -> bool {
+        self.mode == Mode::Stream && (self.duration_ms > 0 || self.reverse)
+    }
+
+    /// The hello of a latency session of `count` requests.
+    pub fn latency(
+        count: u64,
+        codec: clock::Codec,
+        framing: clock::Framing,
+        nodelay: bool,
+    ) -> Hello {
+        Hello {
+            mode: Mode::Latency,
+            nodelay,
+            codec: codec.code(),
+            framing: framing.code(),
+            length: count,
+            chunk: 1,
+            name: String::new(),
+            log: None,
+            clock_queries: 0,
+            duration_ms: 0,
+            reverse: false,
+            session: Session::ALONE,
+        }
+    }
+}
+
 /// Appends the encoded hello to `out`. The caller has validated the name and chunk; an invalid
 /// hello still encodes, so tests can send one.
 pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
@@ -12,7 +113,7 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
         Mode::Stream => 1,
         Mode::Latency => 2,
     });
-    out.push(if h.nodelay { FLAG_NODELAY } else { 0 });
+    out.push(if h.nodelay { FLAG_NODELAY } else { 0 } | if h.reverse { FLAG_REVERSE } else { 0 });
     out.push(h.codec);
     out.push(h.framing);
     out.push(hello_log_code(h.log));
@@ -20,6 +121,10 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.extend_from_slice(&(h.name.len() as u16).to_be_bytes());
     out.extend_from_slice(&h.length.to_be_bytes());
     out.extend_from_slice(&h.chunk.to_be_bytes());
+    out.extend_from_slice(&h.duration_ms.to_be_bytes());
+    out.extend_from_slice(&h.session.id);
+    out.push(h.session.index);
+    out.push(h.session.count);
     out.extend_from_slice(h.name.as_bytes());
 }
 
@@ -67,6 +172,21 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     if mode == Mode::Latency && name_len != 0 {
         return Err(ProtocolError::LatencyName(name_len));
     }
+    let duration_ms = be32(&buf[26..30]);
+    if mode == Mode::Latency && duration_ms != 0 {
+        return Err(ProtocolError::LatencyDuration(duration_ms));
+    }
+    let session = Session {
+        id: buf[30..46].try_into().expect("16 bytes"),
+        index: buf[46],
+        count: buf[47],
+    };
+    if session.count == 0 || session.count > MAX_STREAMS || session.index >= session.count {
+        return Err(ProtocolError::BadStreams {
+            index: session.index,
+            count: session.count,
+        });
+    }
     let Some(name_bytes) = buf.get(HELLO_FIXED..HELLO_FIXED + name_len) else {
         return Ok(None);
     };
@@ -84,6 +204,9 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         name: name.to_owned(),
         log,
         clock_queries,
+        duration_ms,
+        reverse: flags & FLAG_REVERSE != 0,
+        session,
     };
     Ok(Some((hello, HELLO_FIXED + name_len)))
 }
@@ -107,7 +230,11 @@ fn header(buf: &[u8]) -> Result<Header, ProtocolError> {
         other => return Err(ProtocolError::BadMode(other)),
     };
     let flags = buf[7];
-    if flags & !FLAG_NODELAY != 0 {
+    let defined = match mode {
+        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE,
+        Mode::Latency => FLAG_NODELAY,
+    };
+    if flags & !defined != 0 {
         return Err(ProtocolError::BadFlags(flags));
     }
     let (codec, framing) = (buf[8], buf[9]);

@@ -1,4 +1,4 @@
-//! The tsperf wire protocol, version 6. This module doc is the specification.
+//! The tsperf wire protocol, version 7. This module doc is the specification.
 //!
 //! Version 2 added `output_dropped` to the report. Version 3 added the hello's `log` (the client
 //! asks for the server's log sink) and `clock_queries` (clock queries before a stream's data),
@@ -7,7 +7,10 @@
 //! report's `log_lines_lost` (lines of the transfer's log that could not be written). Version 6
 //! added the report's `run_queue_ns` (the serving thread's wait for a CPU, so its `wait` splits
 //! into waiting for data and for a CPU) and `boot_id` (both ends on one machine), and latency
-//! framing 3, `split-request`. Peers of
+//! framing 3, `split-request`. Version 7 added the hello's `duration_ms` (a timed run, ended by
+//! the client's half-close after an end trailer: [`END_TRAILER`]), its reverse flag and its
+//! session (id, stream index and count), the refusal code `unoffered`, for every mode of
+//! iperf3's that a server may not offer (`--reverse`, `--parallel`). Peers of
 //! different versions refuse each other at the hello, with a reason naming both versions: a server reads the version as
 //! soon as the first 6 bytes are in, so an older, shorter hello is refused at once rather than
 //! left waiting for bytes that never come.
@@ -35,6 +38,18 @@
 //!    Then the client sends exactly `length` bytes of file data, with no framing, then
 //!    a trailer: its xxh3-64 of those bytes, 8 bytes big-endian ([`TRAILER`]). A server that
 //!    saves files renames one into place only when the trailer equals its own digest.
+//!
+//!    A **timed** stream (`duration_ms` > 0) cannot say its length ahead: the client sends the
+//!    file's `length` bytes again and again, with no framing, for `duration_ms` from its first
+//!    byte (the last pass may be partial), then the **end trailer** ([`END_TRAILER`], 16
+//!    bytes: the data bytes it sent, `u64`, and their xxh3-64, `u64`, big-endian), then closes
+//!    its direction (`shutdown(SHUT_WR)`). The data ends where the stream does: the server holds
+//!    the last 16 bytes back from its count and checksum ([`end::Tail`]) until it reads the end
+//!    of the stream, and they are the trailer. Its length must equal the bytes before it (else
+//!    [`Frame::Abort`]); the digest is compared by the client, as for a sized stream. A timed
+//!    stream is never saved. The server refuses a `duration_ms` above its `--max-time`
+//!    (`limit`), and cuts off a timed stream still open [`serve::TIMED_GRACE`] (10 s) after its
+//!    `duration_ms` from its first byte, whatever still arrives.
 //! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
 //!    the trailer, or [`Frame::Abort`] with a reason if it cannot go on (disk full, say; then it
 //!    closes). The client's clock stops when the report arrives, not when its last write
@@ -52,14 +67,14 @@
 //! Latency mode replaces steps 3 and 4 with clock queries (below); the client closes the
 //! connection when it has made its requests.
 //!
-//! # Hello (client to server), 26 bytes + name
+//! # Hello (client to server), 48 bytes + name
 //!
 //! | offset | size | field    | value and limit                                                   |
 //! |-------:|-----:|----------|-------------------------------------------------------------------|
 //! | 0      | 4    | magic    | `TSPF` (`54 53 50 46`); anything else: refused, `BadMagic`          |
-//! | 4      | 2    | version  | [`VERSION`] (6); anything else: refused, `UnsupportedVersion`       |
+//! | 4      | 2    | version  | [`VERSION`] (7); anything else: refused, `UnsupportedVersion`       |
 //! | 6      | 1    | mode     | 1 = stream, 2 = latency; anything else: refused, `BadMode`           |
-//! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; other bits must be 0, else `BadFlags`   |
+//! | 7      | 1    | flags    | bit 0 = TCP_NODELAY wanted; bit 1 (stream only) = reverse: the server sends; other bits must be 0, else `BadFlags` |
 //! | 8      | 1    | codec    | stream: 0; latency: 1 = binary, 2 = object; else `BadCodec`         |
 //! | 9      | 1    | framing  | stream: 0; latency: 1 = single, 2 = split (both ends), 3 = split-request (the request split, the response whole); else `BadFraming` |
 //! | 10     | 1    | log      | stream: the server log sink asked for: 0 = the server's own `--log`, 1 = none, 2 = stdout, 3 = file; latency: 0; else `BadLog` |
@@ -67,10 +82,18 @@
 //! | 12     | 2    | name_len | 0 to [`MAX_NAME`] (255); more: `NameTooLong`                        |
 //! | 14     | 8    | length   | bytes the client will send (stream), request count (latency)      |
 //! | 22     | 4    | chunk    | the client's write size, 1 to [`MAX_CHUNK`] (16 MiB), else `BadChunk`; latency: 1, else `LatencyChunk` |
-//! | 26     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
+//! | 26     | 4    | duration_ms | stream: 0 = sized by `length`; else a timed run of this many ms (and `length` is one pass); latency: 0, else `LatencyDuration` |
+//! | 30     | 16   | session  | the client's random id of the session its streams share (`--parallel`); all zero: a stream of its own |
+//! | 46     | 1    | index    | this stream's place in its session, below `count`, else `BadStreams` |
+//! | 47     | 1    | count    | streams in the session, 1 to [`MAX_STREAMS`] (128), else `BadStreams` |
+//! | 48     | n    | name     | file basename, UTF-8, else `NameNotUtf8`; latency: empty, else `LatencyName` |
 //!
 //! The name is a basename: the decoder refuses a `/`, a NUL byte or any other control character
 //! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
+//!
+//! A server that does not offer what a hello asks for refuses it with the code `unoffered` and a
+//! reason naming the flag: this version's tsserver sends nothing yet (the reverse flag) and
+//! serves one stream per session (a `count` above 1).
 //!
 //! A `log` other than 0 or the server's own sink is served only by a server started with
 //! `--allow-client-log`; any other server refuses the hello with a reason naming that flag. The
@@ -166,6 +189,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod end;
 mod error;
 mod frame;
 mod hello;
@@ -179,7 +203,7 @@ pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
 
 pub use frame::{decode_frame, encode_frame};
-pub use hello::{decode_hello, encode_hello};
+pub use hello::{Hello, Session, decode_hello, encode_hello};
 
 use std::fmt;
 
@@ -193,7 +217,7 @@ pub const BULK_READ: u32 = 256 * 1024;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -203,7 +227,12 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 26;
+pub const HELLO_FIXED: usize = 48;
+/// Most streams in one session (`--parallel`).
+pub const MAX_STREAMS: u8 = 128;
+/// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the
+/// xxh3-64 of them, both big-endian; then the sender closes its direction.
+pub const END_TRAILER: usize = 16;
 /// Most clock queries a stream's hello may ask for.
 pub const MAX_CLOCK_QUERIES: u8 = 64;
 /// Size of a stream's clock query: `seq: u64`, `client_send_unix_ns: u64`.
@@ -219,6 +248,7 @@ const REPORT_FIXED: usize = 242;
 const ACCEPT_BODY: usize = 7;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
+const FLAG_REVERSE: u8 = 2;
 
 const TAG_ACCEPT: u8 = 1;
 const TAG_REFUSE: u8 = 2;
@@ -259,67 +289,6 @@ pub enum LogMode {
     File,
 }
 
-/// The client's opening message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hello {
-    /// What the connection is for.
-    pub mode: Mode,
-    /// The client wants TCP_NODELAY on the server's end too (latency mode).
-    pub nodelay: bool,
-    /// Latency mode: the message body encoding ([`clock::Codec::code`]); stream: 0.
-    pub codec: u8,
-    /// Latency mode: one write per message or two ([`clock::Framing::code`]); stream: 0.
-    pub framing: u8,
-    /// Bytes to send (stream mode) or requests to make (latency mode).
-    pub length: u64,
-    /// The client's write size (stream); 1 (latency).
-    pub chunk: u32,
-    /// The file's basename (stream); empty (latency).
-    pub name: String,
-    /// The server log sink asked for (stream mode); `None`: the server's own.
-    pub log: Option<LogMode>,
-    /// Clock queries before the data (stream mode), at most [`MAX_CLOCK_QUERIES`].
-    pub clock_queries: u8,
-}
-
-impl Hello {
-    /// The hello of a stream transfer of `length` bytes in `chunk`-byte writes of file `name`,
-    /// with the server's own log sink and no clock queries.
-    pub fn stream(length: u64, chunk: u32, name: &str) -> Hello {
-        Hello {
-            mode: Mode::Stream,
-            nodelay: false,
-            codec: 0,
-            framing: 0,
-            length,
-            chunk,
-            name: name.to_owned(),
-            log: None,
-            clock_queries: 0,
-        }
-    }
-
-    /// The hello of a latency session of `count` requests.
-    pub fn latency(
-        count: u64,
-        codec: clock::Codec,
-        framing: clock::Framing,
-        nodelay: bool,
-    ) -> Hello {
-        Hello {
-            mode: Mode::Latency,
-            nodelay,
-            codec: codec.code(),
-            framing: framing.code(),
-            length: count,
-            chunk: 1,
-            name: String::new(),
-            log: None,
-            clock_queries: 0,
-        }
-    }
-}
-
 /// Why a server refused a hello: the code a client acts on, beside the reason's words. Sent in
 /// the Refused frame (tag 7); the version refusal keeps the Refuse frame (tag 2) that every
 /// version reads, and decodes as [`RefuseCode::Version`].
@@ -343,11 +312,14 @@ pub enum RefuseCode {
     Shutdown,
     /// Anything else.
     Other,
+    /// The hello asks for something this server does not offer (`--reverse` on a server
+    /// started with `--no-reverse`, say); the reason names the flag.
+    Unoffered,
 }
 
 impl RefuseCode {
     /// Every code, in wire order (the byte is the index).
-    pub const ALL: [RefuseCode; 8] = [
+    pub const ALL: [RefuseCode; 9] = [
         RefuseCode::Version,
         RefuseCode::Hello,
         RefuseCode::Auth,
@@ -356,6 +328,7 @@ impl RefuseCode {
         RefuseCode::Save,
         RefuseCode::Shutdown,
         RefuseCode::Other,
+        RefuseCode::Unoffered,
     ];
 
     /// The byte on the wire.

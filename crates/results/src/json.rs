@@ -181,7 +181,7 @@ pub struct StreamJson {
     pub tsperf: String,
     /// The name of the file sent (its basename).
     pub file: String,
-    /// The file's size: the bytes sent.
+    /// The bytes sent: the file's size, or every pass of a timed run.
     pub bytes: u64,
     /// Bytes per write (`--chunk`).
     pub chunk: u32,
@@ -200,7 +200,8 @@ pub struct StreamJson {
     pub begin_unix_us: u64,
     /// The report's arrival, wall clock, µs since the epoch.
     pub end_unix_us: u64,
-    /// `bytes` over `elapsed_s`, in MiB/s.
+    /// `bytes` over `elapsed_s`, in MiB/s (a timed run with `--omit`: without its omitted
+    /// start, `timed.omitted_bytes` in `timed.omitted_s`).
     pub mib_per_s: f64,
     /// The same in Gbit/s.
     pub gbit_per_s: f64,
@@ -233,9 +234,33 @@ pub struct StreamJson {
     /// Samples in time, with `--interval` (empty without).
     #[serde(default)]
     pub intervals: Vec<crate::intervals::Interval>,
+    /// A timed run (`--time`): its time, passes and omitted start; absent for a run sized by
+    /// its file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed: Option<TimedJson>,
     /// What failed, when the transfer is not verified (the report stays beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A timed run beside its figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimedJson {
+    /// The time asked for (`--time`), after the omitted start, in seconds.
+    pub time_s: f64,
+    /// The start left out of the rate (`--omit`), in seconds.
+    pub omit_s: f64,
+    /// The file's size: one pass.
+    pub file_bytes: u64,
+    /// Passes of the file sent, the last one's part as a fraction.
+    pub passes: f64,
+    /// Bytes the server's TCP had acknowledged when the omitted start ended (0 without
+    /// `--omit`).
+    pub omitted_bytes: u64,
+    /// The omitted start's length as measured, from the first byte, in seconds.
+    pub omitted_s: f64,
+    /// Ended by Ctrl-C or SIGTERM before its time (every byte sent until then is verified).
+    pub interrupted: bool,
 }
 
 /// `TCP_INFO` of both ends; `available` is false where the client's kernel did not say.

@@ -87,7 +87,8 @@ fn begin(
     let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
     rx.set_log_gate(cfg.policy.log_min_read);
-    if let Some(dir) = &cfg.save {
+    // A timed run repeats its file: it is measured, never saved.
+    if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
         dir.admit(&hello.name)
             .map_err(|why| (RefuseCode::Save, why))?;
         let partial = dir
@@ -174,6 +175,7 @@ pub(crate) fn data_end(
         crate::receiver::ReadEnd::Eof => tsperf_proto::serve::DataEnd::Closed {
             shutting_down: crate::stopping(),
         },
+        crate::receiver::ReadEnd::Ended(end) => tsperf_proto::serve::DataEnd::Ended(end),
         crate::receiver::ReadEnd::Error(e) => tsperf_proto::serve::DataEnd::Failed(e.to_string()),
         crate::receiver::ReadEnd::Sink(e) => tsperf_proto::serve::DataEnd::Sink(match hello {
             Some(h) => save_failed(h, &e),

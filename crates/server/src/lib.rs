@@ -22,8 +22,8 @@ pub mod save;
 
 pub use mark::WakeMark;
 pub use tsperf_proto::serve::{
-    AUTH_FAILED, HELLO_TIMEOUT, IDLE_TIMEOUT, LOG_MIN_READ, Outcome, Policy, SHUTTING_DOWN,
-    default_read_size,
+    AUTH_FAILED, HELLO_TIMEOUT, IDLE_TIMEOUT, LOG_MIN_READ, MAX_DURATION, Outcome, Policy,
+    SHUTTING_DOWN, default_read_size,
 };
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};

@@ -28,6 +28,7 @@ impl From<&StreamResult> for StreamJson {
         let s = &r.server;
         let nonzero = |v: u64| (v != 0).then_some(v);
         let verdict = r.verdict();
+        let (measured, measured_time) = r.measured();
         StreamJson {
             tsperf: VERSION.into(),
             file: r.name.clone(),
@@ -40,8 +41,8 @@ impl From<&StreamResult> for StreamJson {
             elapsed_s: r.elapsed.as_secs_f64(),
             begin_unix_us: r.begin_unix_us,
             end_unix_us: r.end_unix_us,
-            mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
-            gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+            mib_per_s: units::mib_per_s(measured, measured_time),
+            gbit_per_s: units::gbit_per_s(measured, measured_time),
             verified: r.verified(),
             digest: hex(r.digest),
             cpu: Cpu::of(r.cpu.user, r.cpu.sys),
@@ -89,6 +90,15 @@ impl From<&StreamResult> for StreamJson {
             limited_by: Some(verdict.limited_by),
             limits: verdict.limits,
             intervals: r.intervals.clone(),
+            timed: r.timed.map(|t| json::TimedJson {
+                time_s: t.time.as_secs_f64(),
+                omit_s: t.omit.as_secs_f64(),
+                file_bytes: t.file_bytes,
+                passes: t.passes,
+                omitted_bytes: t.omitted.map_or(0, |(b, _)| b),
+                omitted_s: t.omitted.map_or(0.0, |(_, d)| d.as_secs_f64()),
+                interrupted: t.interrupted,
+            }),
             error: (!r.verified()).then(|| mismatch(r)),
         }
     }
@@ -262,6 +272,7 @@ pub fn stream_human(r: &StreamResult) -> String {
         "NOT VERIFIED".to_owned()
     };
     let server_elapsed = Duration::from_nanos(s.elapsed_ns);
+    let (measured, measured_time) = r.measured();
     format!(
         "{}\nfile[{}] read over .\n{}\n\
          sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
@@ -279,8 +290,8 @@ pub fn stream_human(r: &StreamResult) -> String {
         },
         units::size(r.bytes),
         units::duration(r.elapsed),
-        units::mib_per_s(r.bytes, r.elapsed),
-        units::gbit_per_s(r.bytes, r.elapsed),
+        units::mib_per_s(measured, measured_time),
+        units::gbit_per_s(measured, measured_time),
         r.chunk,
         r.io,
         match r.batch {
@@ -300,7 +311,8 @@ pub fn stream_human(r: &StreamResult) -> String {
         s.server_io.map_or("?".to_owned(), |v| v.to_string()),
         s.log.map_or("?".to_owned(), |v| v.to_string()),
         r.server_stdout.describe(),
-    ) + &clock_human(r)
+    ) + &timed_human(r)
+        + &clock_human(r)
         + &why_human(r)
         + &if s.saved_to.is_empty() {
             String::new()
@@ -317,6 +329,33 @@ pub fn stream_human(r: &StreamResult) -> String {
             )
         }
         + &lost_log_lines(s)
+}
+
+/// A timed run's line: its time, its passes of the file, its omitted start, a stop.
+fn timed_human(r: &StreamResult) -> String {
+    let Some(t) = r.timed else {
+        return String::new();
+    };
+    let omitted = match t.omitted {
+        Some((bytes, time)) => format!(
+            "; the first {} ({} in {}) left out of the rate (--omit)",
+            units::duration(t.omit),
+            units::size(bytes),
+            units::duration(time)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "  timed: {} asked for, {:.2} passes of the {} file{omitted}{}\n",
+        units::duration(t.time),
+        t.passes,
+        units::size(t.file_bytes),
+        if t.interrupted {
+            "; stopped early by an interrupt, every byte sent until then verified"
+        } else {
+            ""
+        }
+    )
 }
 
 /// A line when some of the transfer's per-read log lines could not be written.

@@ -11,6 +11,11 @@ use crate::{BULK_READ, Hello, LogMode, Mode, RefuseCode, StdoutKind};
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default: how long a transfer may go without a byte before the server gives up on it.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default: the longest timed run a client may ask for (`--max-time`).
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// A timed run is cut off this long after its duration, counted from its first byte: the
+/// client's end and the server's report have that long.
+pub const TIMED_GRACE: Duration = Duration::from_secs(10);
 /// Default: the smallest read with a log sink (`--log-min-read`), so a client announcing
 /// 1-byte chunks does not get a log line per byte.
 pub const LOG_MIN_READ: u32 = 64;
@@ -40,6 +45,8 @@ pub struct Policy {
     pub read_size: Option<u32>,
     /// Largest announced transfer accepted, in bytes (`--max-bytes`).
     pub max_bytes: u64,
+    /// Longest timed run accepted (`--max-time`).
+    pub max_duration: Duration,
     /// What the server's stdout is, as the Accept tells clients.
     pub stdout: StdoutKind,
     /// How long a connection may take to send its hello, from the accept, and then its first
@@ -59,6 +66,7 @@ impl Default for Policy {
             log_min_read: LOG_MIN_READ,
             read_size: None,
             max_bytes: u64::MAX,
+            max_duration: MAX_DURATION,
             stdout: StdoutKind::Unknown,
             hello_timeout: HELLO_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
@@ -96,8 +104,9 @@ pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
 /// the driver's, when it begins the transfer). Returns what it gets, or the refusal.
 pub fn admit(hello: &Hello, policy: &Policy) -> Result<Admitted, Refusal> {
     let log = transfer_log(hello, policy)?;
+    offered(hello, policy)?;
     let read_size = match hello.mode {
-        Mode::Stream if hello.length > policy.max_bytes => {
+        Mode::Stream if hello.duration_ms == 0 && hello.length > policy.max_bytes => {
             return Err((
                 RefuseCode::Limit,
                 format!(
@@ -112,6 +121,40 @@ pub fn admit(hello: &Hello, policy: &Policy) -> Result<Admitted, Refusal> {
         Mode::Latency => 0,
     };
     Ok(Admitted { read_size, log })
+}
+
+/// Refuses what this server does not serve: a run longer than `--max-time`, and the modes not
+/// offered, each refusal naming the flag.
+fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
+    let asked = Duration::from_millis(u64::from(hello.duration_ms));
+    if asked > policy.max_duration {
+        return Err((
+            RefuseCode::Limit,
+            format!(
+                "a timed run of {} s was asked for (--time): this server runs at most {} s \
+                 (--max-time)",
+                asked.as_secs_f64(),
+                policy.max_duration.as_secs_f64()
+            ),
+        ));
+    }
+    if hello.reverse {
+        return Err((
+            RefuseCode::Unoffered,
+            "this server does not send (--reverse is not offered by this tsserver)".to_owned(),
+        ));
+    }
+    if hello.session.count > 1 {
+        return Err((
+            RefuseCode::Unoffered,
+            format!(
+                "a session of {} streams was asked for (--parallel): this tsserver serves one \
+                 stream per session",
+                hello.session.count
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The log sink of a transfer: the one its client asked for where the server lets it choose (or

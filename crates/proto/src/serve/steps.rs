@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
-use super::{Conversation, Effect, Outcome, SHUTTING_DOWN, State, Step};
-use crate::{Frame, RefuseCode};
+use super::{Conversation, Effect, Outcome, SHUTTING_DOWN, State, Step, TIMED_GRACE};
+use crate::end::End;
+use crate::{END_TRAILER, Frame, RefuseCode};
 
 /// How a turn of data reads ended, as the driver saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,9 @@ pub enum DataEnd {
     Failed(String),
     /// Saving the received bytes failed: the reason to give.
     Sink(String),
+    /// A closed stream ([`crate::Hello::closed_end`]) ended: the client closed its direction.
+    /// Its last bytes, held back from the data, are its end trailer (`None`: fewer came).
+    Ended(Option<End>),
 }
 
 impl Conversation {
@@ -34,9 +38,38 @@ impl Conversation {
         let State::Data { t } = &mut self.state else {
             return Step::default();
         };
+        if t.got == 0 && got > 0 && t.hello.duration_ms > 0 {
+            let run = std::time::Duration::from_millis(u64::from(t.hello.duration_ms));
+            t.until = Some(now + run + TIMED_GRACE);
+        }
         t.got += got;
+        if let Some(until) = t.until {
+            self.deadline = self.deadline.min(until);
+        }
         match end {
             DataEnd::More => Step::default(),
+            DataEnd::Ended(None) => self.stop(
+                "the client closed its stream before its end trailer (16 bytes)",
+                true,
+            ),
+            DataEnd::Ended(Some(e)) if e.length != t.got - END_TRAILER as u64 => {
+                let why = format!(
+                    "the client's end trailer says it sent {} bytes: {} arrived",
+                    e.length,
+                    t.got - END_TRAILER as u64
+                );
+                self.stop(&why, true)
+            }
+            DataEnd::Ended(Some(e)) => {
+                self.state = match std::mem::replace(&mut self.state, State::Done) {
+                    State::Data { t } => State::Finish { t },
+                    other => other,
+                };
+                Step {
+                    effect: Some(Effect::Finish { digest: e.digest }),
+                    ..Step::default()
+                }
+            }
             DataEnd::Complete => {
                 let State::Data { t } = std::mem::replace(&mut self.state, State::Done) else {
                     unreachable!("matched above");
@@ -140,6 +173,14 @@ impl Conversation {
             State::Data { t } if t.got == 0 => {
                 self.stop(&format!("no data within {hello} s of the accept"), true)
             }
+            State::Data { t } if t.until.is_some_and(|u| u <= self.deadline) => {
+                let why = format!(
+                    "the timed run of {} s went on {} s past its time without its end",
+                    f64::from(t.hello.duration_ms) / 1000.0,
+                    TIMED_GRACE.as_secs()
+                );
+                self.stop(&why, true)
+            }
             State::Data { .. } if log_wait => self.stop(
                 &format!("its log output (stdout) was not taken for {idle} s"),
                 true,
@@ -185,6 +226,17 @@ impl Conversation {
     /// driver abandons it ([`Effect::Abandon`]).
     pub(super) fn stop(&mut self, why: &str, tell: bool) -> Step {
         let outcome = match &self.state {
+            State::Clock { t, .. }
+            | State::Data { t }
+            | State::Trailer { t, .. }
+            | State::Finish { t }
+                if t.hello.duration_ms > 0 =>
+            {
+                Outcome::Incomplete(format!(
+                    "'{}': {} bytes of a timed run, then {why}",
+                    t.hello.name, t.got
+                ))
+            }
             State::Clock { t, .. }
             | State::Data { t }
             | State::Trailer { t, .. }

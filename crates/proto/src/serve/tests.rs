@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::clock::{TimeRequest, encode_query};
+use crate::Report;
+use crate::clock::{Codec, TimeRequest, TimeResponse, encode_query};
 use crate::{LogMode, StdoutKind, encode_hello};
 
 fn policy() -> Policy {
@@ -386,3 +387,5 @@ fn latency_session_and_its_summary() {
         "{step:?}"
     );
 }
+
+mod timed;

@@ -158,10 +158,10 @@ fn frame_refusals_of_old_layouts_and_strings() {
     ));
     assert_eq!(decode_frame(&[8, 0, 0]), Err(ProtocolError::BadTag(8)));
     assert_eq!(
-        decode_frame(&[7, 0, 3, 8, 0, 0]),
+        decode_frame(&[7, 0, 3, 9, 0, 0]),
         Err(ProtocolError::BadEnum {
             field: "refusal code",
-            value: 8
+            value: 9
         })
     );
     // A string length that disagrees with the body length: the body its string needs is the

@@ -15,6 +15,13 @@ pub(super) fn hello() -> Hello {
         name: "tsl.txt".into(),
         log: Some(LogMode::Stdout),
         clock_queries: 8,
+        duration_ms: 2500,
+        reverse: true,
+        session: Session {
+            id: [7; 16],
+            index: 3,
+            count: 4,
+        },
     }
 }
 
@@ -113,12 +120,12 @@ fn hello_refusals() {
     );
     assert_eq!(refused(|b| b[6] = 0), ProtocolError::BadMode(0));
     assert_eq!(refused(|b| b[6] = 3), ProtocolError::BadMode(3));
-    assert_eq!(refused(|b| b[7] = 2), ProtocolError::BadFlags(2));
     assert_eq!(refused(|b| b[8] = 1), ProtocolError::BadCodec(1));
     assert_eq!(refused(|b| b[9] = 1), ProtocolError::BadFraming(1));
     let latency = |codec, framing| {
         refused(|b| {
             b[6] = 2;
+            b[7] = 0;
             b[8] = codec;
             b[9] = framing;
         })
@@ -141,11 +148,42 @@ fn hello_refusals() {
     assert_eq!(
         refused(|b| {
             b[6] = 2;
+            b[7] = 0;
             b[8] = 1;
             b[9] = 1;
             b[10] = 0;
         }),
         ProtocolError::BadClockQueries(8)
+    );
+}
+
+/// Version 7's fields: an undefined flag, the reverse flag outside stream mode, a stream index
+/// and count that do not fit.
+#[test]
+fn hello_refusals_of_flags_and_streams() {
+    assert_eq!(refused(|b| b[7] = 4), ProtocolError::BadFlags(4));
+    // Reverse (bit 1) is a stream's flag only.
+    assert_eq!(
+        refused(|b| {
+            b[6] = 2;
+            b[7] = 2;
+        }),
+        ProtocolError::BadFlags(2)
+    );
+    assert_eq!(
+        refused(|b| b[47] = 0),
+        ProtocolError::BadStreams { index: 3, count: 0 }
+    );
+    assert_eq!(
+        refused(|b| b[47] = MAX_STREAMS + 1),
+        ProtocolError::BadStreams {
+            index: 3,
+            count: MAX_STREAMS + 1
+        }
+    );
+    assert_eq!(
+        refused(|b| b[46] = 4),
+        ProtocolError::BadStreams { index: 4, count: 4 }
     );
 }
 
@@ -165,14 +203,18 @@ fn hello_refusals_of_names_and_chunks() {
         refused(|b| b[22..26].copy_from_slice(&(MAX_CHUNK + 1).to_be_bytes())),
         ProtocolError::BadChunk(MAX_CHUNK + 1)
     );
-    assert_eq!(refused(|b| b[26] = 0xff), ProtocolError::NameNotUtf8);
+    let name = HELLO_FIXED;
+    assert_eq!(refused(|b| b[name] = 0xff), ProtocolError::NameNotUtf8);
     assert!(matches!(
-        refused(|b| b[27] = b'/'),
+        refused(|b| b[name + 1] = b'/'),
         ProtocolError::BadName(_)
     ));
-    assert!(matches!(refused(|b| b[27] = 0), ProtocolError::BadName(_)));
     assert!(matches!(
-        refused(|b| b[27] = b'\n'),
+        refused(|b| b[name + 1] = 0),
+        ProtocolError::BadName(_)
+    ));
+    assert!(matches!(
+        refused(|b| b[name + 1] = b'\n'),
         ProtocolError::BadName(_)
     ));
     // Latency mode carries no name and a chunk of 1.
@@ -184,6 +226,8 @@ fn hello_refusals_of_names_and_chunks() {
             b[10] = 0;
             b[11] = 0;
             b[22..26].copy_from_slice(&1u32.to_be_bytes());
+            b[7] = 0;
+            b[26..30].copy_from_slice(&0u32.to_be_bytes());
             edit(b);
         })
     };
@@ -195,6 +239,14 @@ fn hello_refusals_of_names_and_chunks() {
             b[22..26].copy_from_slice(&2u32.to_be_bytes());
         }),
         ProtocolError::LatencyChunk(2)
+    );
+    assert_eq!(
+        latency(&|b| {
+            b.truncate(HELLO_FIXED);
+            b[12..14].copy_from_slice(&0u16.to_be_bytes());
+            b[26..30].copy_from_slice(&1000u32.to_be_bytes());
+        }),
+        ProtocolError::LatencyDuration(1000)
     );
 }
 
@@ -214,6 +266,10 @@ fn hello_limits_inclusive() {
     h.log = None;
     h.clock_queries = 0;
     h.mode = Mode::Latency;
+    h.duration_ms = 0;
+    h.reverse = false;
+    h.session.count = MAX_STREAMS;
+    h.session.index = MAX_STREAMS - 1;
     h.nodelay = true;
     h.codec = 2;
     h.framing = 2;

@@ -17,7 +17,7 @@
 //! the client announced, so a read never swallows what follows the data.
 
 use std::hash::Hasher as _;
-use std::io::{self, Read};
+use std::io;
 use std::time::Instant;
 
 use twox_hash::XxHash3_64;
@@ -42,6 +42,9 @@ pub const TURN_BYTES: usize = 1 << 20;
 /// The accounting of one transfer in progress.
 pub struct Receiver {
     expected: u64,
+    /// A closed stream's last bytes, held back from the checksum until it ends: its end
+    /// trailer ([`tsperf_proto::end`]).
+    tail: Option<tsperf_proto::end::Tail>,
     read_size: usize,
     hasher: XxHash3_64,
     hashed: u64,
@@ -79,8 +82,10 @@ impl Receiver {
     /// Starts a transfer of `hello.length` bytes, read `read_size` bytes at a time. With a `log`
     /// sink, every read writes a line tagged with connection number `conn` to it.
     pub fn new(hello: &Hello, read_size: u32, conn: u64, log: LogMode) -> Receiver {
+        let closed = hello.closed_end();
         Receiver {
-            expected: hello.length,
+            expected: if closed { u64::MAX } else { hello.length },
+            tail: closed.then(Default::default),
             read_size: read_size.max(1) as usize,
             hasher: XxHash3_64::new(),
             hashed: 0,
@@ -249,8 +254,19 @@ impl Receiver {
         if data.is_empty() {
             return Ok(());
         }
-        self.hasher.write(data);
-        self.hashed += data.len() as u64;
+        match &mut self.tail {
+            Some(tail) => {
+                let (hasher, hashed) = (&mut self.hasher, &mut self.hashed);
+                tail.feed(data, |d| {
+                    hasher.write(d);
+                    *hashed += d.len() as u64;
+                });
+            }
+            None => {
+                self.hasher.write(data);
+                self.hashed += data.len() as u64;
+            }
+        }
         self.lap(TimePhase::Hash);
         match &mut self.sink {
             Some(sink) => {
@@ -289,9 +305,23 @@ impl Receiver {
         self.counted(n, ends, now)
     }
 
-    /// Bytes announced in the hello.
+    /// Bytes announced in the hello (`u64::MAX` for a closed stream, which ends when it ends).
     pub fn expected(&self) -> u64 {
         self.expected
+    }
+
+    /// A closed stream ended (the client closed its direction): the last byte's stamp, and its
+    /// end trailer, if whole. Every byte read must have been hashed.
+    pub fn ended(&mut self) -> Option<tsperf_proto::end::End> {
+        if self.last.is_none() && self.first.is_some() {
+            self.last = Some((Instant::now(), unix_us_now()));
+        }
+        self.tail.as_ref().and_then(|t| t.end())
+    }
+
+    /// True for a stream that ends where its sender closes it.
+    pub fn closed(&self) -> bool {
+        self.tail.is_some()
     }
 
     /// The report as it stands, complete or not. Every counted byte must have been hashed.
@@ -306,7 +336,12 @@ impl Receiver {
         rcvbuf: u32,
         tcp: tsperf_proto::tcp::ReceiverTcp,
     ) -> Report {
-        debug_assert_eq!(self.hashed, self.bytes, "bytes counted but not checksummed");
+        let held = self.tail.as_ref().map_or(0, |t| t.held() as u64);
+        debug_assert_eq!(
+            self.hashed + held,
+            self.bytes,
+            "bytes counted but not checksummed"
+        );
         let cpu = CpuTime::thread().since(self.cpu_start);
         let run_queue = self
             .sched_start
@@ -315,7 +350,7 @@ impl Receiver {
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
-            bytes: self.bytes,
+            bytes: self.hashed,
             digest: self.hasher.finish(),
             first_byte_unix_us: first_us,
             last_byte_unix_us: last_us,
@@ -339,129 +374,9 @@ impl Receiver {
     }
 }
 
-/// What one call of [`Block::read_turn`] ended with.
-#[derive(Debug)]
-pub enum ReadEnd {
-    /// Every announced byte has arrived.
-    Complete,
-    /// The peer closed the connection first.
-    Eof,
-    /// The socket had no more data for now (non-blocking only).
-    WouldBlock,
-    /// This turn's share is used up ([`Block::read_turn`]), or the transfer wants a new
-    /// low-water mark ([`Receiver::wake_at`]); more data may be waiting.
-    TurnOver,
-    /// Any other error, including a blocking socket's timeout.
-    Error(io::Error),
-    /// Saving the received bytes failed (disk full, I/O error).
-    Sink(io::Error),
-}
+mod block;
 
-/// A buffer that reads land in until it is checksummed in one go.
-pub struct Block {
-    buf: Vec<u8>,
-    pos: usize,
-    /// Reads are non-blocking (the event loop's): a read that returns less than it asked for
-    /// found the socket empty for now, and a logged transfer's turn ends there, so its next
-    /// read waits for its low-water mark ([`Receiver::wake_at`]) instead of taking the few bytes
-    /// that trickled in meanwhile (a line each).
-    nonblocking: bool,
-}
-
-impl Block {
-    /// A block for reads of up to `read_size` bytes, sized no larger than `limit` needs.
-    pub fn new(read_size: usize, limit: u64) -> Block {
-        let cap = HASH_BLOCK.max(read_size);
-        let cap = cap.min(usize::try_from(limit.max(1)).unwrap_or(usize::MAX));
-        Block {
-            buf: vec![0; cap],
-            pos: 0,
-            nonblocking: false,
-        }
-    }
-
-    /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
-    /// the socket says `WouldBlock`/errs, or the turn is over ([`ReadEnd::TurnOver`]: after
-    /// [`TURN_READS`] reads or [`TURN_BYTES`] bytes, whichever comes first, so one connection
-    /// cannot keep the event loop to itself; or when the transfer wants a new low-water mark).
-    /// Everything read is counted and checksummed before this returns, so the block can serve
-    /// another connection next.
-    pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
-        self.read_some(src, rx, TURN_READS, TURN_BYTES)
-    }
-
-    /// One read only (then [`ReadEnd::TurnOver`] if it got data and more is due): the blocking
-    /// server reads the first byte of a transfer under a different timeout than the rest.
-    pub fn read_once<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
-        self.read_some(src, rx, 1, TURN_BYTES)
-    }
-
-    /// The same block for non-blocking reads (the event loop's): a logged transfer's turn ends at
-    /// a short read.
-    pub fn nonblocking(self) -> Block {
-        Block {
-            nonblocking: true,
-            ..self
-        }
-    }
-
-    fn read_some<R: Read>(
-        &mut self,
-        src: &mut R,
-        rx: &mut Receiver,
-        max_reads: u64,
-        max_bytes: usize,
-    ) -> ReadEnd {
-        let (mut reads, mut bytes) = (0u64, 0usize);
-        // Since the last turn this transfer waited: for data, for the CPU, for others.
-        rx.lap(TimePhase::Wait);
-        let mark = rx.wake_at();
-        let drains = self.nonblocking && rx.log() != LogMode::None;
-        let end = loop {
-            let want = rx.want();
-            if want == 0 {
-                break ReadEnd::Complete;
-            }
-            // A new low-water mark ends the turn, so the caller sets it before the next wait:
-            // a blocking read under the old mark could wait for bytes that never come.
-            if reads >= max_reads || bytes >= max_bytes || rx.wake_at() != mark {
-                break ReadEnd::TurnOver;
-            }
-            if self.buf.len() - self.pos < want {
-                if let Err(e) = self.flush(rx) {
-                    return ReadEnd::Sink(e);
-                }
-                if self.buf.len() < want {
-                    self.buf.resize(want, 0);
-                }
-            }
-            match src.read(&mut self.buf[self.pos..self.pos + want]) {
-                Ok(0) => break ReadEnd::Eof,
-                Ok(n) => {
-                    self.pos += n;
-                    rx.count(n);
-                    reads += 1;
-                    bytes += n;
-                    if drains && n < want && !rx.is_complete() {
-                        break ReadEnd::WouldBlock;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break ReadEnd::WouldBlock,
-                Err(e) => break ReadEnd::Error(e),
-            }
-        };
-        match self.flush(rx) {
-            Ok(()) => end,
-            Err(e) => ReadEnd::Sink(e),
-        }
-    }
-
-    fn flush(&mut self, rx: &mut Receiver) -> io::Result<()> {
-        let pos = std::mem::take(&mut self.pos);
-        rx.hash(&self.buf[..pos])
-    }
-}
+pub use block::{Block, ReadEnd};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! Counting and checksumming: every byte once, in any read size, never past the announced end.
 
 use super::*;
+use std::io::Read;
 
 /// Reads without turn limits: until complete, closed, `WouldBlock`, an error, or a new
 /// low-water mark.
@@ -207,4 +208,54 @@ fn time_split_covers_first_byte_to_last_boundary() {
         assert_eq!(split.log_ns > 0, log != LogMode::None, "{log:?}: {split:?}");
         assert_eq!(rx.report(ServerIo::EventLoop, 0).split, split);
     }
+}
+
+/// A closed stream (a timed run) is read to its end, in any read size: its last 16 bytes are
+/// the end trailer, held out of the count and the digest of the data.
+#[test]
+fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
+    let data: Vec<u8> = (0..100_003u32).map(|i| (i * 13 % 251) as u8).collect();
+    let end = tsperf_proto::end::End {
+        length: data.len() as u64,
+        digest: xxhash_rust::xxh3::xxh3_64(&data),
+    };
+    let mut stream = data.clone();
+    stream.extend_from_slice(&end.encode());
+    for rs in [1u32, 7, 102, 65536] {
+        let h = Hello {
+            duration_ms: 1000,
+            ..hello(data.len() as u64)
+        };
+        let mut rx = Receiver::new(&h, rs, 0, LogMode::None);
+        let mut block = Block::new(rs as usize, u64::MAX);
+        let mut src = Trickle {
+            data: &stream,
+            piece: 3001,
+            asked: vec![],
+            block_next: false,
+        };
+        let got = loop {
+            match read_all(&mut block, &mut src, &mut rx) {
+                ReadEnd::Ended(got) => break got,
+                ReadEnd::WouldBlock | ReadEnd::TurnOver => {}
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(got, Some(end), "read size {rs}");
+        let rep = rx.report(ServerIo::Blocking, 0);
+        assert_eq!((rep.bytes, rep.digest), (end.length, end.digest));
+        assert!(rep.last_byte_unix_us >= rep.first_byte_unix_us);
+    }
+    // Fewer bytes than a trailer: no end.
+    let h = Hello {
+        duration_ms: 1000,
+        ..hello(10)
+    };
+    let mut rx = Receiver::new(&h, 64, 0, LogMode::None);
+    let mut block = Block::new(64, u64::MAX);
+    let mut src: &[u8] = b"short";
+    assert!(matches!(
+        read_all(&mut block, &mut src, &mut rx),
+        ReadEnd::Ended(None)
+    ));
 }

@@ -26,6 +26,7 @@
 //! checksums the file from the page cache on a thread of its own, off the socket path.
 
 mod guard;
+mod repeat;
 
 use std::fs::File;
 use std::hash::Hasher as _;
@@ -103,6 +104,9 @@ pub struct Source {
     waited: std::time::Duration,
     /// The length of the block handed out last.
     last_len: usize,
+    /// With [`Source::repeat`]: the checksum as it was before the last block, so a run that
+    /// stops inside a block can have the digest of exactly what it sent.
+    before_last: Option<XxHash3_64>,
 }
 
 impl Source {
@@ -166,6 +170,7 @@ impl Source {
             modified: meta.modified().ok(),
             waited: std::time::Duration::ZERO,
             last_len: 0,
+            before_last: None,
         })
     }
 
@@ -250,6 +255,9 @@ impl Source {
         };
         self.read += block.len() as u64;
         self.last_len = block.len();
+        if let Some(before) = &mut self.before_last {
+            before.clone_from(&self.hasher);
+        }
         self.hasher.write(block);
         Ok(block)
     }

@@ -111,3 +111,39 @@ fn directory_refused() {
     let e = Source::open(d.path(), 1024, 1).err().unwrap().to_string();
     assert!(e.contains("is a directory"), "{e}");
 }
+
+/// A repeated source hands the file out again after a rewind, its checksum going on over every
+/// pass, and gives the digest of a run stopped inside a block; mapped and read alike.
+#[test]
+fn repeated_passes_and_a_stop_inside_a_block() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..300_007u32).map(|i| (i * 3 % 253) as u8).collect();
+    f.write_all(&data).unwrap();
+    for access in [Access::Map, Access::Read] {
+        let mut s = Source::open_with(f.path(), 1000, 1, access).unwrap();
+        s.repeat();
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            loop {
+                let b = s.next_block().unwrap();
+                if b.is_empty() {
+                    break;
+                }
+                sent.extend_from_slice(b);
+            }
+            s.rewind().unwrap();
+        }
+        assert_eq!(s.digest(), xxhash_rust::xxh3::xxh3_64(&sent), "{access:?}");
+        // The third pass stops 777 bytes into its second block.
+        let first = s.next_block().unwrap().to_vec();
+        sent.extend_from_slice(&first);
+        let second = s.next_block().unwrap().to_vec();
+        sent.extend_from_slice(&second[..777]);
+        assert_eq!(
+            s.digest_sent(777),
+            xxhash_rust::xxh3::xxh3_64(&sent),
+            "{access:?}"
+        );
+        assert_eq!(sent.len(), 2 * data.len() + first.len() + 777);
+    }
+}

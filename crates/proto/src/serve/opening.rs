@@ -1,0 +1,131 @@
+//! The conversation's opening and closing steps: the clock queries, the admission and its
+//! Accept, the driver's begin and finish.
+
+use std::time::Instant;
+
+use super::{Admitted, Conversation, Outcome, Refusal, State, Step, Transfer, admit};
+use crate::clock::{Codec, TimeResponse, decode_request};
+use crate::{CLOCK_QUERY, Frame, Hello, Mode, Report};
+
+use super::{Effect, LatencySession};
+
+impl Conversation {
+    /// `n` more bytes of a clock query: once it is whole, the answer, stamped with the server's
+    /// clock on arrival and on sending. After the last query the data is due.
+    pub(super) fn clock_query(&mut self, n: usize, clock: &mut dyn FnMut() -> u64) -> Step {
+        let received = clock();
+        let State::Clock {
+            buf, have, next, t, ..
+        } = &mut self.state
+        else {
+            return Step::default();
+        };
+        *have += n;
+        if *have < CLOCK_QUERY {
+            return Step::default();
+        }
+        *have = 0;
+        let seq = match decode_request(buf, Codec::Binary) {
+            Ok(q) if q.seq == u64::from(*next) => q.seq,
+            Ok(q) => {
+                let why = format!("clock query {} arrived when {next} was due", q.seq);
+                return self.stop(&why, true);
+            }
+            Err(e) => return self.stop(&format!("bad clock query: {e}"), true),
+        };
+        *next += 1;
+        if *next >= t.hello.clock_queries {
+            let State::Clock { t, .. } = std::mem::replace(&mut self.state, State::Done) else {
+                unreachable!("matched above");
+            };
+            self.state = State::Data { t };
+        }
+        Step::send(Frame::Time(TimeResponse {
+            seq,
+            server_recv_unix_ns: received,
+            server_send_unix_ns: clock(),
+        }))
+    }
+
+    /// Accepts an (authenticated) hello the server will serve, or refuses it with the reason.
+    /// A stream's accept waits for the driver to begin the transfer ([`Effect::Begin`]).
+    pub(super) fn admit(&mut self, hello: Hello, now: Instant) -> Step {
+        let admitted = match admit(&hello, &self.policy) {
+            Ok(a) => a,
+            Err(refusal) => return Step::refuse(refusal),
+        };
+        // The clock queries and the first byte (or request) are due within the hello timeout of
+        // the accept.
+        self.deadline = now + self.policy.hello_timeout;
+        match hello.mode {
+            Mode::Stream => {
+                self.state = State::Begin {
+                    hello: hello.clone(),
+                    admitted,
+                };
+                Step {
+                    effect: Some(Effect::Begin { hello, admitted }),
+                    ..Step::default()
+                }
+            }
+            Mode::Latency => {
+                self.state = State::Latency {
+                    session: Box::new(LatencySession::new(&hello)),
+                };
+                Step::send(self.accept(admitted))
+            }
+        }
+    }
+
+    fn accept(&self, admitted: Admitted) -> Frame {
+        Frame::Accept {
+            read_size: admitted.read_size,
+            server_io: self.server_io,
+            log: admitted.log,
+            stdout: self.policy.stdout,
+        }
+    }
+
+    /// The driver began the admitted transfer (`Ok`), or could not (`Err`: the refusal, such
+    /// as a name the save directory will not take). Returns the Accept, or the refusal.
+    pub fn begun(&mut self, result: Result<(), Refusal>) -> Step {
+        let State::Begin { hello, admitted } = std::mem::replace(&mut self.state, State::Done)
+        else {
+            return Step::default();
+        };
+        if let Err(refusal) = result {
+            return Step::refuse(refusal);
+        }
+        let t = Transfer {
+            hello,
+            got: 0,
+            until: None,
+        };
+        self.state = if t.hello.clock_queries > 0 {
+            State::Clock {
+                t,
+                buf: [0; CLOCK_QUERY],
+                have: 0,
+                next: 0,
+            }
+        } else {
+            State::Data { t }
+        };
+        Step::send(self.accept(admitted))
+    }
+
+    /// The driver finished the transfer: its report, or why it could not be saved. Returns the
+    /// frame to send and the outcome.
+    pub fn finished(&mut self, result: Result<Report, String>) -> Step {
+        let State::Finish { t } = std::mem::replace(&mut self.state, State::Done) else {
+            return Step::default();
+        };
+        match result {
+            Ok(report) => Step::end(Some(Frame::Report(report)), Outcome::Complete),
+            Err(reason) => Step::end(
+                Some(Frame::Abort(reason)),
+                Outcome::Incomplete(format!("'{}' could not be saved", t.hello.name)),
+            ),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Timed runs (version 7): the end trailer, the cut-off past the time, and what a server does
+//! not offer, refused naming the flag.
+
+use super::*;
+
+fn timed_hello(ms: u32) -> Vec<u8> {
+    hello_bytes(&Hello {
+        duration_ms: ms,
+        ..Hello::stream(10, 1024, "t.txt")
+    })
+}
+
+/// A timed run ends where the client closes its direction: its last 16 bytes are the end
+/// trailer, whose length must be what arrived before it; then the report is due.
+#[test]
+fn a_timed_run_ends_with_its_end_trailer() {
+    let now = Instant::now();
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let _ = accepted(&mut c, &timed_hello(2000));
+    let _ = c.data_turn(DataEnd::More, 100, now);
+    let end = crate::end::End {
+        length: 100,
+        digest: 77,
+    };
+    let step = c.data_turn(DataEnd::Ended(Some(end)), 16, now);
+    assert!(
+        matches!(step.effect, Some(Effect::Finish { digest: 77 })),
+        "{step:?}"
+    );
+    assert_eq!(c.phase(), Phase::Finish);
+
+    // A trailer that counts otherwise, or none, is the client's failure, told.
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let _ = accepted(&mut c, &timed_hello(2000));
+    let step = c.data_turn(DataEnd::Ended(Some(end)), 50, now);
+    assert!(
+        matches!(step.send, Some(Frame::Abort(ref r)) if r == "the client's end trailer says it sent 100 bytes: 34 arrived"),
+        "{step:?}"
+    );
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let _ = accepted(&mut c, &timed_hello(2000));
+    let step = c.data_turn(DataEnd::Ended(None), 5, now);
+    assert!(
+        matches!(step.end, Some(Outcome::Incomplete(ref r)) if r.contains("5 bytes of a timed run") && r.contains("before its end trailer")),
+        "{step:?}"
+    );
+}
+
+/// A timed run that goes on past its time and the grace is cut off, even while data flows.
+#[test]
+fn a_timed_run_past_its_time_is_cut_off() {
+    let now = Instant::now();
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let _ = accepted(&mut c, &timed_hello(1500));
+    let _ = c.data_turn(DataEnd::More, 10, now);
+    let until = now + Duration::from_millis(1500) + TIMED_GRACE;
+    assert_eq!(
+        c.deadline(),
+        now + Duration::from_secs(7),
+        "the idle timeout first"
+    );
+    let late = now + Duration::from_secs(5);
+    let _ = c.data_turn(DataEnd::More, 10, late);
+    assert_eq!(
+        c.deadline(),
+        until,
+        "data keeps coming: the run's end is the deadline"
+    );
+    let step = c.timed_out(false, false);
+    assert!(
+        matches!(step.send, Some(Frame::Abort(ref r)) if r == "the timed run of 1.5 s went on 10 s past its time without its end"),
+        "{step:?}"
+    );
+}
+
+/// What the server does not offer, or allows no longer, is refused at the hello with the flag
+/// named.
+#[test]
+fn modes_not_offered_and_runs_too_long_are_refused_naming_the_flag() {
+    let now = Instant::now();
+    let refusal = |h: Hello| {
+        let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+        match feed(&mut c, &hello_bytes(&h)).send {
+            Some(Frame::Refuse { code, reason }) => (code, reason),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (code, reason) = refusal(Hello {
+        duration_ms: 3_600_001,
+        ..Hello::stream(10, 1024, "t.txt")
+    });
+    assert_eq!(code, RefuseCode::Limit);
+    assert!(
+        reason.contains("--max-time") && reason.contains("3600.001 s"),
+        "{reason}"
+    );
+    let (code, reason) = refusal(Hello {
+        session: crate::Session {
+            id: [1; 16],
+            index: 0,
+            count: 4,
+        },
+        ..Hello::stream(10, 1024, "t.txt")
+    });
+    assert_eq!(code, RefuseCode::Unoffered);
+    assert!(reason.contains("--parallel"), "{reason}");
+    // A timed run is bounded by its time, not by --max-bytes (nothing of it is kept).
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let step = feed(
+        &mut c,
+        &hello_bytes(&Hello {
+            duration_ms: 1000,
+            ..Hello::stream(1 << 40, 1024, "t.txt")
+        }),
+    );
+    assert!(
+        matches!(step.effect, Some(Effect::Begin { .. })),
+        "{step:?}"
+    );
+}

@@ -1,0 +1,265 @@
+//! Timed runs (issue 26: `--time`, `--omit`): the file again and again for a time, every byte
+//! counted and checksummed by the server and the whole run verified; its end is the client's
+//! end trailer and half-close (protocol 7), so the server bounds what it cannot know ahead.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use tsperf_proto::{Frame, Hello, encode_hello};
+
+const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
+
+/// A `--time 2` run lasts its 2 s (from its first byte to the report, with a bounded slack),
+/// moves more than its file, and is verified, in both client and both server models; with
+/// `--interval 0.5` it reads like iperf3 `-t 2 -i 0.5`.
+#[test]
+fn a_timed_run_lasts_its_time_and_is_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.txt", 1 << 20);
+    for (model, server_io) in MODELS {
+        let server = Server::start(model);
+        for io in [&[][..], &["--nonblocking"][..]] {
+            let mut args = vec!["-t", "2", "--interval", "0.5", "--chunk", "1024"];
+            args.extend_from_slice(io);
+            args.push(path.to_str().unwrap());
+            let (out, v) = client_json(server.port, &args);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            assert_eq!(v["verified"], true, "{v:#}");
+            assert_eq!(v["server"]["io"], server_io);
+            let bytes = v["bytes"].as_u64().unwrap();
+            assert_eq!(v["server"]["bytes"].as_u64(), Some(bytes), "{v:#}");
+            assert_eq!(v["server"]["digest"], v["digest"]);
+            let t = &v["timed"];
+            assert_eq!(t["time_s"].as_f64(), Some(2.0), "{v:#}");
+            assert_eq!(t["file_bytes"].as_u64(), Some(1 << 20));
+            assert!(
+                bytes > 1 << 20,
+                "a timed run moves more than its file: {v:#}"
+            );
+            let passes = t["passes"].as_f64().unwrap();
+            assert!(
+                (passes - bytes as f64 / f64::from(1 << 20)).abs() < 1e-9,
+                "{v:#}"
+            );
+            assert_eq!(t["interrupted"], false);
+            let elapsed = v["elapsed_s"].as_f64().unwrap();
+            assert!((2.0..10.0).contains(&elapsed), "a 2 s run took {elapsed} s");
+            let intervals = v["intervals"].as_array().unwrap();
+            assert!(intervals.len() >= 4, "{} intervals", intervals.len());
+            // The digest is of every byte sent, the last pass's part included: the client's
+            // own count says how far into its pass it stopped.
+            assert!(bytes % (1 << 20) != 0 || passes.fract() == 0.0);
+        }
+    }
+}
+
+/// `--omit` leaves the run's start out of its rate, as iperf3 `-O` does: the run lasts omit
+/// plus time, and the rate is that of the bytes after the omitted start over the time after it.
+#[test]
+fn omit_leaves_the_start_out_of_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.txt", 1 << 20);
+    let server = Server::start(&[]);
+    let (out, v) = client_json(
+        server.port,
+        &["-t", "1", "-O", "0.5", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true, "{v:#}");
+    let t = &v["timed"];
+    let (omitted, omitted_s) = (
+        t["omitted_bytes"].as_u64().unwrap(),
+        t["omitted_s"].as_f64().unwrap(),
+    );
+    let (bytes, elapsed) = (
+        v["bytes"].as_u64().unwrap(),
+        v["elapsed_s"].as_f64().unwrap(),
+    );
+    assert!(omitted > 0 && omitted < bytes, "{v:#}");
+    assert!(omitted_s >= 0.5 && omitted_s < elapsed, "{v:#}");
+    assert!(elapsed >= 1.5, "omit plus time: {elapsed} s");
+    let rate = (bytes - omitted) as f64 / (elapsed - omitted_s) / (1024.0 * 1024.0);
+    let shown = v["mib_per_s"].as_f64().unwrap();
+    assert!((shown - rate).abs() <= rate * 1e-9, "{shown} vs {rate}");
+    // --omit without --time is a usage error, as is a time of 0.
+    let out = client(&["-O", "1", path.to_str().unwrap()]);
+    assert_fails(&out, 2, "--time");
+    let out = client(&["-t", "0", path.to_str().unwrap()]);
+    assert_fails(&out, 2, "invalid time '0'");
+    let out = client(&["-t", "1", "--io", "sendfile", path.to_str().unwrap()]);
+    assert_fails(&out, 2, "--io sendfile sends the file once");
+}
+
+/// Ctrl-C in a timed run ends it as its time does: the end trailer, the server's report, every
+/// byte sent until the stop verified, the figures printed, exit 130; in both server models.
+#[test]
+fn ctrl_c_ends_a_timed_run_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.txt", 1 << 20);
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        for json in [true, false] {
+            let mut cmd = Command::new(bin("tsclient"));
+            cmd.args(["--port", &server.port.to_string(), "-t", "30"]);
+            if json {
+                cmd.arg("--json");
+            }
+            let child = cmd
+                .arg(&path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            thread::sleep(Duration::from_millis(700));
+            // SAFETY: kill(2) on our own child's pid.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+            let out = wait_child(child);
+            assert_fails(&out, 130, "interrupted after");
+            let text = stdout(&out);
+            if json {
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(v["verified"], true, "{v:#}");
+                assert_eq!(v["timed"]["interrupted"], true, "{v:#}");
+                assert_eq!(v["server"]["bytes"], v["bytes"]);
+                assert!(v["elapsed_s"].as_f64().unwrap() < 30.0);
+            } else {
+                assert!(text.contains("verified (xxh3 "), "{text}");
+                assert!(text.contains("stopped early by an interrupt"), "{text}");
+            }
+        }
+    }
+}
+
+/// Sends a timed hello of `ms` and reads the Accept.
+fn timed_conn(port: u16, ms: u32) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            duration_ms: ms,
+            ..Hello::stream(1000, 1000, "t.txt")
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    assert!(
+        matches!(read_one_frame(&mut s), Some(Frame::Accept { .. })),
+        "accepted"
+    );
+    s
+}
+
+/// What the server must bound, since a timed run announces no length: a run longer than
+/// `--max-time` is refused at the hello naming the flag; a stream closed before its end
+/// trailer, or whose trailer counts otherwise, is aborted with the reason; in both models.
+#[test]
+fn the_server_bounds_a_timed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.txt", 1 << 20);
+    for (model, _) in MODELS {
+        let mut args = vec!["--max-time", "1"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let out = client(&[
+            "--port",
+            &server.port.to_string(),
+            "-t",
+            "1",
+            "-O",
+            "0.5",
+            path.to_str().unwrap(),
+        ]);
+        assert_fails(
+            &out,
+            1,
+            "a timed run of 1.5 s was asked for (--time): this server runs at most 1 s (--max-time)",
+        );
+        // Closed before the trailer's 16 bytes.
+        let mut s = timed_conn(server.port, 500);
+        s.write_all(b"short").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        match read_one_frame(&mut s) {
+            Some(Frame::Abort(why)) => assert!(why.contains("before its end trailer"), "{why}"),
+            other => panic!("{model:?}: {other:?}"),
+        }
+        // A trailer that counts otherwise.
+        let mut s = timed_conn(server.port, 500);
+        s.write_all(&[7; 100]).unwrap();
+        let end = tsperf_proto::end::End {
+            length: 99,
+            digest: 0,
+        };
+        s.write_all(&end.encode()).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        match read_one_frame(&mut s) {
+            Some(Frame::Abort(why)) => assert_eq!(
+                why, "the client's end trailer says it sent 99 bytes: 100 arrived",
+                "{model:?}"
+            ),
+            other => panic!("{model:?}: {other:?}"),
+        }
+        // A trailer that counts right with a wrong digest: the report, and the client's
+        // compare says so (the server only counts and checksums).
+        let mut s = timed_conn(server.port, 500);
+        s.write_all(&[7; 100]).unwrap();
+        let end = tsperf_proto::end::End {
+            length: 100,
+            digest: 1,
+        };
+        s.write_all(&end.encode()).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        match read_one_frame(&mut s) {
+            Some(Frame::Report(r)) => {
+                assert_eq!(r.bytes, 100);
+                assert_eq!(r.digest, xxhash_rust::xxh3::xxh3_64(&[7; 100]));
+            }
+            other => panic!("{model:?}: {other:?}"),
+        }
+    }
+}
+
+/// A timed stream that never ends is cut off its grace (10 s) after its time, even while its
+/// bytes keep coming, so a client cannot hold a connection past what it asked for.
+#[test]
+fn a_timed_run_that_never_ends_is_cut_off() {
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        let mut s = timed_conn(server.port, 1);
+        s.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        let mut buf = Vec::new();
+        let frame = loop {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{model:?}: not cut off"
+            );
+            let _ = s.write(&[1; 64]);
+            let mut tmp = [0u8; 4096];
+            match s.read(&mut tmp) {
+                Ok(0) => break None,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break None,
+            }
+            if let Ok(Some((f, _))) = tsperf_proto::decode_frame(&buf) {
+                break Some(f);
+            }
+            thread::sleep(Duration::from_millis(100));
+        };
+        match frame {
+            Some(Frame::Abort(why)) => {
+                assert!(
+                    why.contains("went on 10 s past its time"),
+                    "{model:?}: {why}"
+                )
+            }
+            other => panic!("{model:?}: {other:?}"),
+        }
+        assert!(start.elapsed() >= Duration::from_secs(10));
+    }
+}
