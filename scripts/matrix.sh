@@ -19,6 +19,7 @@
 #   --rate RATE     the emulated LAN's rate (default 1gbit)
 #   --stdout-to     where the --log stdout server's stdout goes: pty (default; read by tmux if
 #                   installed, else by script) or file
+#   --time SECS     size every stream cell by time: a timed run of SECS (tsclient --time)
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
 prog=matrix.sh
@@ -27,10 +28,10 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write
+out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time=""
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -45,11 +46,13 @@ while (($#)); do
     --rate) rate=${2:?--rate needs a rate}; shift 2 ;;
     --stdout-to) stdout_to=${2:?--stdout-to needs pty or file}; shift 2 ;;
     --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
+    --time) time=${2:?--time needs seconds}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac
 done
 [[ -z $reps || $reps =~ ^[1-9][0-9]*$ ]] || bad "invalid --reps '$reps': expected a positive whole number"
+[[ -z $time || $time =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "invalid --time '$time': expected seconds, e.g. 2 or 0.5"
 [[ $port =~ ^[0-9]+$ ]] || bad "invalid --port '$port': expected a number"
 [[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
@@ -86,6 +89,7 @@ args=(--out "$out" --file "$file" --reps "$reps" --latency-count "$latency_count
 IFS=, read -r -a chunk_list <<<"$chunks"
 for c in "${chunk_list[@]}"; do args+=(--chunks "$c"); done
 args+=(--io "$io")
+[[ -n $time ]] && args+=(--time "$time")
 if [[ -n $host ]]; then
   args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
 elif ((lan)); then

@@ -68,6 +68,10 @@ struct Args {
     /// The link's rate in Gbit/s, when known: tables then show each cell's fraction of it.
     #[arg(long)]
     line_gbit: Option<f64>,
+    /// Size every stream cell by time: a timed run of SECS seconds (tsclient --time) instead of
+    /// one pass of the file (--io sendfile is refused with it).
+    #[arg(long, value_name = "SECS")]
+    time: Option<f64>,
 }
 
 /// tsmatrix's command-line definition (its man page and completions are made from it).
@@ -104,7 +108,18 @@ fn run() -> anyhow::Result<ExitCode> {
         bin_dir,
         work: args.work,
         line_gbit: args.line_gbit,
+        time: args.time,
     };
+    if let Some(t) = cfg.time {
+        anyhow::ensure!(
+            (0.001..=86_400.0).contains(&t),
+            "invalid --time '{t}': expected seconds from 0.001 to 86400"
+        );
+        anyhow::ensure!(
+            !cfg.strategies.contains(&tsperf_client::Strategy::Sendfile),
+            "--io sendfile sends the file once: a timed grid (--time) takes write or writev"
+        );
+    }
     match matrix::run(&cfg) {
         Ok(tables) => {
             cli::print(&format!("\n{tables}"))?;

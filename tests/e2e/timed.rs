@@ -263,3 +263,44 @@ fn a_timed_run_that_never_ends_is_cut_off() {
         assert!(start.elapsed() >= Duration::from_secs(10));
     }
 }
+
+/// A timed run to a server that logs each read ends when its time does: the server sees the
+/// client's half-close after a short read (the event loop stops a logged turn at one, and the
+/// half-close comes with no new data to wake it). Before, the event loop saw it only at its
+/// deadline: a 0.3 s run took 10.3 s, or was cut off.
+#[test]
+fn a_logged_timed_run_ends_with_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.txt", 1 << 20);
+    let log = dir.path().join("reads.log");
+    for (model, _) in MODELS {
+        for floor in ["64", "1"] {
+            let mut args = vec![
+                "--log",
+                "file",
+                "--log-file",
+                log.to_str().unwrap(),
+                "--log-min-read",
+                floor,
+            ];
+            args.extend_from_slice(model);
+            let server = Server::start(&args);
+            let (out, v) = client_json(
+                server.port,
+                &["-t", "0.3", "--chunk", "102", path.to_str().unwrap()],
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{model:?} {floor}: {}",
+                stderr(&out)
+            );
+            assert_eq!(v["verified"], true);
+            let elapsed = v["elapsed_s"].as_f64().unwrap();
+            assert!(
+                elapsed < 5.0,
+                "{model:?}, --log-min-read {floor}: a 0.3 s run took {elapsed} s"
+            );
+        }
+    }
+}

@@ -79,6 +79,9 @@ pub struct GridConfig {
     pub work: Option<PathBuf>,
     /// The link's rate, when known (the emulated LAN's), in Gbit/s.
     pub line_gbit: Option<f64>,
+    /// Stream cells are timed runs of this many seconds (`tsclient --time`) instead of one pass
+    /// of the file: on a fast link a pass is too short to measure well.
+    pub time: Option<f64>,
 }
 
 /// The grid was stopped by Ctrl-C or SIGTERM (tsmatrix exits 130).
@@ -350,7 +353,11 @@ fn stream_grid(
                         "stream chunk {chunk} {label} log {} rep {rep}/{}",
                         cell.log, cfg.reps
                     ));
-                    let result = rec.measure(port, &cell.args(&file))?;
+                    let mut args = cell.args(&file);
+                    if let Some(t) = cfg.time {
+                        args.extend(["--time".to_owned(), t.to_string()]);
+                    }
+                    let result = rec.measure(port, &args)?;
                     let reported = match &result {
                         ClientJson::Stream(s) => s.server.log,
                         ClientJson::Latency(_) => None,

@@ -134,7 +134,7 @@ impl Loop<'_> {
                         self.accept_all();
                         None
                     }
-                    Token(key) => self.serve_event(key),
+                    Token(key) => self.serve_event(key, event.is_read_closed()),
                 };
                 if let Some(done) = done {
                     return Ok(done);
@@ -182,10 +182,14 @@ impl Loop<'_> {
     }
 
     /// One event for connection `key`.
-    fn serve_event(&mut self, key: usize) -> Option<bool> {
+    fn serve_event(&mut self, key: usize, read_closed: bool) -> Option<bool> {
         // A token we no longer know: its connection closed earlier in this batch.
         let conn = self.conns.get_mut(key)?;
         conn.wakeups += 1;
+        // The client closed its direction: no edge will come after the bytes still queued.
+        if read_closed && let Some(rx) = conn.rx.as_deref_mut() {
+            rx.peer_closed = true;
+        }
         self.turn_and_requeue(key, false)
     }
 

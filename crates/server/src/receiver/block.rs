@@ -85,7 +85,7 @@ impl Block {
         // Since the last turn this transfer waited: for data, for the CPU, for others.
         rx.lap(TimePhase::Wait);
         let mark = rx.wake_at();
-        let drains = self.nonblocking && rx.log() != LogMode::None;
+        let drains = self.nonblocking && rx.log() != LogMode::None && !rx.peer_closed;
         let end = loop {
             let want = rx.want();
             if want == 0 {

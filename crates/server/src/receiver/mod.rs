@@ -65,6 +65,10 @@ pub struct Receiver {
     pub large_segments: bool,
     /// Where received bytes are saved, with `--save`.
     pub sink: Option<crate::save::Partial>,
+    /// The event loop saw the client close its direction (a closed stream's end): its reads
+    /// go on to the end of the stream, a short read no longer ends a logged turn (no event
+    /// would come for the rest).
+    pub peer_closed: bool,
     split: TimeSplit,
     /// The last phase boundary; `None` until the first byte.
     lap_at: Option<Instant>,
@@ -100,6 +104,7 @@ impl Receiver {
             log_gate: 1,
             large_segments: false,
             sink: None,
+            peer_closed: false,
             split: TimeSplit::default(),
             lap_at: None,
             read_and_log_ns: 0,
