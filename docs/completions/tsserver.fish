@@ -18,6 +18,7 @@ complete -c tsserver -l idle-timeout -d 'Seconds a connection may go without dat
 complete -c tsserver -l once -d 'Exit after one transfer: 0 if it completed, 1 if not'
 complete -c tsserver -l blocking -d 'Serve each connection on its own thread with blocking reads, instead of the default single-threaded mio event loop'
 complete -c tsserver -l allow-client-log -d 'Let each client choose its transfer\'s log sink (tsclient --server-log): none, stdout, or the --log-file named here (never a path of the client\'s). --log stays the sink of clients that do not ask. The log file is opened at start'
+complete -c tsserver -l no-reverse -d 'Refuse reverse streams (tsclient --reverse): this server then only receives'
 complete -c tsserver -l overwrite -d 'With --save, replace a file of the same name (refused by default)'
 complete -c tsserver -s h -l help -d 'Print help'
 complete -c tsserver -s V -l version -d 'Print version'

@@ -80,6 +80,15 @@ struct Args {
     /// the run lasts --omit plus --time.
     #[arg(short = 'O', long, requires = "time", value_parser = parse_omit, value_name = "SECS")]
     omit: Option<f64>,
+    /// The server sends and this client receives, counts and checksums (as iperf3 -R): the
+    /// generated stream (the tsgen text; 36MiB is the seed's tsl.txt byte for byte) of --bytes,
+    /// or for --time, in writes of --chunk bytes. Verified by the server's end trailer.
+    #[arg(short = 'R', long, conflicts_with = "file")]
+    reverse: bool,
+    /// With --reverse, the bytes to ask the server for (a pass, with --time); suffixes as for
+    /// --chunk. Default 36MiB, the seed's file.
+    #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
+    bytes: Option<u64>,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
@@ -115,9 +124,18 @@ struct Args {
     /// log sink given for it with the stream flags.
     #[arg(long, value_name = "FILE", conflicts_with = "reconnect")]
     under_load: Option<PathBuf>,
-    /// The file to send (not with --latency).
-    #[arg(required_unless_present = "latency", conflicts_with = "latency")]
+    /// The file to send (not with --latency or --reverse).
+    #[arg(required_unless_present_any = ["latency", "reverse"], conflicts_with = "latency")]
     file: Option<PathBuf>,
+}
+
+fn parse_bytes_arg(s: &str) -> Result<u64, String> {
+    match tsperf_results::units::parse_size(s) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "invalid size '{s}': expected bytes such as 36MiB, at least 1"
+        )),
+    }
 }
 
 fn parse_run_secs(s: &str) -> Result<f64, String> {
@@ -149,7 +167,9 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 9] = [
+const STREAM_ONLY: [&str; 11] = [
+    "reverse",
+    "bytes",
     "time",
     "omit",
     "chunk",
@@ -194,6 +214,28 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             "{} applies to {other} only, not to {mode}",
             flag(id)
         ));
+    }
+    if args.bytes.is_some() && !args.reverse {
+        cli::usage_error::<Args>(
+            "--bytes applies to --reverse only (a forward run sends its FILE)".to_owned(),
+        );
+    }
+    if args.reverse {
+        // What the client's writes are, it does not write: the server's writes are --chunk.
+        for (given, flag) in [
+            (cli::given(m, "strategy"), "--io"),
+            (args.batch.is_some(), "--batch"),
+            (args.sndbuf.is_some(), "--sndbuf"),
+            (args.server_log.is_some(), "--server-log"),
+            (args.omit.is_some(), "--omit"),
+            (args.interval.is_some(), "--interval"),
+        ] {
+            if given {
+                cli::usage_error::<Args>(format!(
+                    "{flag} does not apply to --reverse (the server sends; --chunk sets its writes)"
+                ));
+            }
+        }
     }
     if args.time.is_some() && args.strategy == StrategyArg::Sendfile {
         cli::usage_error::<Args>(
@@ -296,6 +338,9 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
+    if args.reverse {
+        return reverse_run(args, &cfg, &mut progress);
+    }
     let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
         Err(f) => {
@@ -327,6 +372,35 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
             tsperf_results::units::duration(result.elapsed)
         );
         return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A reverse stream: the server sends, this client receives and verifies.
+fn reverse_run(
+    args: &Args,
+    cfg: &client::StreamConfig,
+    progress: &mut Progress,
+) -> anyhow::Result<ExitCode> {
+    let bytes = args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN);
+    let result = match client::reverse::run_reverse(cfg, bytes, progress) {
+        Ok(r) => r,
+        Err(f) => {
+            if f.interrupted {
+                eprintln!("tsclient: interrupted after receiving {} bytes", f.sent);
+                return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+            }
+            return Err(f.error);
+        }
+    };
+    let text = if args.json {
+        output::reverse_json(&result) + "\n"
+    } else {
+        output::reverse_human(&result)
+    };
+    cli::print_result(&text)?;
+    if !result.verified() {
+        anyhow::bail!(output::reverse_mismatch(&result));
     }
     Ok(ExitCode::SUCCESS)
 }

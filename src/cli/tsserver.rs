@@ -48,6 +48,9 @@ struct Args {
     /// clients that do not ask. The log file is opened at start.
     #[arg(long)]
     allow_client_log: bool,
+    /// Refuse reverse streams (tsclient --reverse): this server then only receives.
+    #[arg(long)]
+    no_reverse: bool,
     /// The log file for --log file (and --allow-client-log); lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
@@ -189,6 +192,7 @@ fn run() -> anyhow::Result<ExitCode> {
         read_size: args.read_size,
         max_bytes: args.max_bytes,
         max_duration: std::time::Duration::from_secs_f64(args.max_time),
+        reverse: !args.no_reverse,
         stdout: tsperf_sys::term::stdout_kind(),
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),

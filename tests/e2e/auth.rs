@@ -111,7 +111,7 @@ fn replayed_answer_fails() {
         let (mut first, c1) = open();
         let answer = Key::from_bytes(secret).answer(&c1);
         first.write_all(&answer).unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         first.read_exact(&mut accept).unwrap();
         assert!(matches!(
             decode_frame(&accept),

@@ -71,6 +71,7 @@ fn hello_answer_deadline_is_not_reset_by_a_trickle() {
             server_io: tsperf_proto::ServerIo::Blocking,
             log: tsperf_proto::LogMode::None,
             stdout: tsperf_proto::StdoutKind::Unknown,
+            length: 0,
         };
         trickle_out(&mut s, &frame_bytes(&accept), Duration::from_millis(700));
         thread::sleep(Duration::from_secs(30));

@@ -17,6 +17,8 @@ use tsperf_proto::{Frame, Hello, Mode, Session, decode_hello, encode_frame, enco
 
 /// The longest any single step of a test may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
+/// An Accept frame on the wire: its header and its 15-byte body (protocol 7).
+pub(crate) const ACCEPT_LEN: usize = 3 + 15;
 
 pub(crate) fn bin(name: &str) -> PathBuf {
     match name {
@@ -244,6 +246,7 @@ pub(crate) fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) ->
                 server_io: tsperf_proto::ServerIo::Blocking,
                 log: tsperf_proto::LogMode::None,
                 stdout: tsperf_proto::StdoutKind::Unknown,
+                length: 0,
             },
         );
         answer_clock_queries(&mut s, hello.clock_queries);

@@ -107,11 +107,11 @@ fn hostile_bytes_both_models() {
         let mut s = connect(port);
         s.write_all(&stream_hello(1, 16 * 1024 * 1024, &name))
             .unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         s.read_exact(&mut accept).unwrap();
         assert!(matches!(
             decode_frame(&accept),
-            Ok(Some((Frame::Accept { .. }, 10)))
+            Ok(Some((Frame::Accept { .. }, ACCEPT_LEN)))
         ));
         drop(s);
         // A hello one byte at a time is served normally.
@@ -120,11 +120,11 @@ fn hostile_bytes_both_models() {
             s.write_all(&[b]).unwrap();
             std::thread::sleep(Duration::from_millis(2));
         }
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         s.read_exact(&mut accept).unwrap();
         assert!(matches!(
             decode_frame(&accept),
-            Ok(Some((Frame::Accept { .. }, 10)))
+            Ok(Some((Frame::Accept { .. }, ACCEPT_LEN)))
         ));
         s.write_all(b"abc").unwrap();
         s.write_all(&xxhash_rust::xxh3::xxh3_64(b"abc").to_be_bytes())
@@ -224,7 +224,7 @@ fn hello_and_idle_timeouts() {
         stalled
             .write_all(&stream_hello(1000, 100, "idle.txt"))
             .unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         stalled.read_exact(&mut accept).unwrap();
         stalled.write_all(&[b'i'; 300]).unwrap();
         let mut rest = Vec::new();
@@ -253,7 +253,7 @@ fn slow_stream_below_the_low_water_mark() {
         s.set_nodelay(true).unwrap();
         s.write_all(&stream_hello(4 << 20, 1024, "slow.txt"))
             .unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         s.read_exact(&mut accept).unwrap();
         s.write_all(&[b's'; 256 << 10]).unwrap();
         // 20 KiB over 2 s: four idle timeouts, a third of the mark.

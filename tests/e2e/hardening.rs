@@ -608,6 +608,7 @@ fn silent_latency_server(answered: u64) -> u16 {
                 server_io: tsperf_proto::ServerIo::Blocking,
                 log: tsperf_proto::LogMode::None,
                 stdout: tsperf_proto::StdoutKind::Unknown,
+                length: 0,
             },
         );
         for _ in 0..answered {
@@ -751,6 +752,7 @@ fn slow_clock_server(delay: Duration) -> u16 {
                 server_io: tsperf_proto::ServerIo::Blocking,
                 log: tsperf_proto::LogMode::None,
                 stdout: tsperf_proto::StdoutKind::Unknown,
+                length: 0,
             },
         );
         for _ in 0..hello.clock_queries {

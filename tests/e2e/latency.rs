@@ -281,7 +281,7 @@ fn bad_request_does_not_stop_the_server() {
             &mut hello,
         );
         s.write_all(&hello).unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         s.read_exact(&mut accept).unwrap();
         s.write_all(b"\x00\x00\x00\x03abc").unwrap();
         let mut rest = Vec::new();

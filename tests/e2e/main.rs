@@ -16,6 +16,7 @@ mod layout;
 mod logs;
 mod nonblocking;
 mod peer_text;
+mod reverse;
 mod save;
 mod scale;
 mod service;

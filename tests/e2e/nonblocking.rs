@@ -141,7 +141,7 @@ fn stalled_client(port: u16, len: u64, sent: usize) -> TcpStream {
     let mut hello = Vec::new();
     hello.extend(stream_hello(len, 1024, "stalled.txt"));
     s.write_all(&hello).unwrap();
-    let mut accept = [0u8; 10];
+    let mut accept = [0u8; ACCEPT_LEN];
     s.read_exact(&mut accept).unwrap();
     assert!(matches!(
         decode_frame(&accept),

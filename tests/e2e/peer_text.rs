@@ -129,7 +129,7 @@ fn server_escapes_received_names() {
     use std::io::Write;
     s.write_all(&stream_hello(1000, 100, "half\u{202e}.txt"))
         .unwrap();
-    let mut accept = [0u8; 10];
+    let mut accept = [0u8; ACCEPT_LEN];
     s.read_exact(&mut accept).unwrap();
     s.write_all(&[b'h'; 10]).unwrap();
     drop(s);

@@ -207,7 +207,7 @@ fn failed_transfers_leave_nothing() {
         let mut h = Vec::new();
         h.extend(stream_hello(3, 3, "bad.txt"));
         s.write_all(&h).unwrap();
-        let mut accept = [0u8; 10];
+        let mut accept = [0u8; ACCEPT_LEN];
         s.read_exact(&mut accept).unwrap();
         s.write_all(b"abc").unwrap();
         s.write_all(&7u64.to_be_bytes()).unwrap();

@@ -311,7 +311,7 @@ fn early_disconnect_is_incomplete() {
     let mut hello = Vec::new();
     hello.extend(stream_hello(10_000, 1000, "half.txt"));
     s.write_all(&hello).unwrap();
-    let mut accept = [0u8; 10];
+    let mut accept = [0u8; ACCEPT_LEN];
     s.read_exact(&mut accept).unwrap();
     assert!(matches!(
         decode_frame(&accept),
@@ -320,7 +320,7 @@ fn early_disconnect_is_incomplete() {
                 read_size: 262144,
                 ..
             },
-            10
+            ACCEPT_LEN
         )))
     ));
     s.write_all(&[b'x'; 5000]).unwrap();

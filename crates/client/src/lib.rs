@@ -19,6 +19,7 @@ pub mod latency;
 pub mod nonblocking;
 pub mod output;
 pub mod progress;
+pub mod reverse;
 mod send;
 mod session;
 mod transfer;

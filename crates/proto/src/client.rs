@@ -30,6 +30,8 @@ pub struct Accepted {
     pub log: LogMode,
     /// What the server's stdout is, as it sees it.
     pub stdout: StdoutKind,
+    /// A reverse stream: the bytes of one pass the server sends.
+    pub length: u64,
 }
 
 /// The server's clock against ours, from a transfer's clock queries.
@@ -225,6 +227,7 @@ impl StreamConversation {
                     server_io,
                     log,
                     stdout,
+                    length,
                 },
             ) => {
                 self.state = if self.hello.clock_queries > 0 {
@@ -237,6 +240,7 @@ impl StreamConversation {
                     server_io,
                     log,
                     stdout,
+                    length,
                 }))
             }
             (State::Hello | State::Auth, Frame::Refuse { code, reason }) => {

@@ -32,27 +32,37 @@ impl End {
     }
 }
 
-/// The last [`END_TRAILER`] bytes of a stream, held back from the data until the stream ends:
+/// The last `N` bytes of a stream ([`END_TRAILER`] unless a reverse stream's Sent frame comes
+/// before it: [`crate::sent::REVERSE_TAIL`]), held back from the data until the stream ends:
 /// [`Tail::feed`] hands on everything that is known to come before them.
-#[derive(Debug, Clone, Default)]
-pub struct Tail {
-    buf: [u8; END_TRAILER],
+#[derive(Debug, Clone)]
+pub struct Tail<const N: usize = END_TRAILER> {
+    buf: [u8; N],
     len: usize,
 }
 
-impl Tail {
+impl<const N: usize> Default for Tail<N> {
+    fn default() -> Tail<N> {
+        Tail {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+}
+
+impl<const N: usize> Tail<N> {
     /// Takes `data`, the stream's next bytes, and hands `emit` the bytes that are now known
-    /// not to be among the last [`END_TRAILER`]: first any it held, then the front of `data`.
-    /// Copies at most [`END_TRAILER`] bytes, so a large read costs nothing more.
+    /// not to be among the last `N`: first any it held, then the front of `data`. Copies at
+    /// most `N` bytes, so a large read costs nothing more.
     #[inline]
     pub fn feed(&mut self, data: &[u8], mut emit: impl FnMut(&[u8])) {
         let total = self.len + data.len();
-        if total <= END_TRAILER {
+        if total <= N {
             self.buf[self.len..total].copy_from_slice(data);
             self.len = total;
             return;
         }
-        let out = total - END_TRAILER;
+        let out = total - N;
         let from_held = out.min(self.len);
         if from_held > 0 {
             emit(&self.buf[..from_held]);
@@ -64,7 +74,7 @@ impl Tail {
         self.buf.copy_within(from_held..self.len, 0);
         let kept = self.len - from_held;
         self.buf[kept..].copy_from_slice(&data[from_data..]);
-        self.len = END_TRAILER;
+        self.len = N;
     }
 
     /// Bytes held back.
@@ -72,9 +82,16 @@ impl Tail {
         self.len
     }
 
-    /// The trailer, once the stream ended: `None` if fewer than [`END_TRAILER`] bytes came.
+    /// The bytes held back.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The end trailer, once the stream ended: its last [`END_TRAILER`] bytes; `None` if fewer
+    /// than `N` came.
     pub fn end(&self) -> Option<End> {
-        (self.len == END_TRAILER).then(|| End::decode(&self.buf))
+        let last = self.buf.get(N.checked_sub(END_TRAILER)?..)?;
+        (self.len == N).then(|| End::decode(last.try_into().expect("16 bytes")))
     }
 }
 
@@ -89,7 +106,7 @@ mod tests {
     fn holds_back_the_last_bytes_however_the_stream_is_cut() {
         proptest!(|(data in proptest::collection::vec(any::<u8>(), 0..200),
                     cuts in proptest::collection::vec(0usize..40, 0..20))| {
-            let mut tail = Tail::default();
+            let mut tail = Tail::<16>::default();
             let mut out = Vec::new();
             let mut rest = &data[..];
             for c in cuts {

@@ -13,12 +13,18 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             server_io,
             log,
             stdout,
+            length,
         } => {
             out.extend_from_slice(&read_size.to_be_bytes());
             out.push(server_io_code(Some(*server_io)));
             out.push(log_code(Some(*log)));
             out.push(stdout_code(*stdout));
+            out.extend_from_slice(&length.to_be_bytes());
             TAG_ACCEPT
+        }
+        Frame::Sent(s) => {
+            s.encode(out);
+            TAG_SENT
         }
         Frame::Time(t) => {
             for v in [t.seq, t.server_recv_unix_ns, t.server_send_unix_ns] {
@@ -47,34 +53,7 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             TAG_CHALLENGE
         }
         Frame::Report(r) => {
-            for v in [
-                r.bytes,
-                r.digest,
-                r.first_byte_unix_us,
-                r.last_byte_unix_us,
-                r.elapsed_ns,
-                r.reads,
-                r.wakeups,
-                r.cpu_user_us,
-                r.cpu_sys_us,
-            ] {
-                out.extend_from_slice(&v.to_be_bytes());
-            }
-            out.extend_from_slice(&r.log_lines.to_be_bytes());
-            out.extend_from_slice(&r.rcvbuf.to_be_bytes());
-            out.push(server_io_code(r.server_io));
-            out.push(log_code(r.log));
-            out.extend_from_slice(&r.output_dropped.to_be_bytes());
-            for phase in TimePhase::ALL {
-                out.extend_from_slice(&r.split.get(phase).to_be_bytes());
-            }
-            for v in r.tcp.to_array() {
-                out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
-            }
-            out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
-            out.extend_from_slice(&r.run_queue_ns.unwrap_or(u64::MAX).to_be_bytes());
-            out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
-            put_string(out, &r.saved_to);
+            encode_report(r, out);
             TAG_REPORT
         }
     };
@@ -83,12 +62,44 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
     out[start + 1..start + 3].copy_from_slice(&body_len.to_be_bytes());
 }
 
+/// Appends a Report's body.
+fn encode_report(r: &Report, out: &mut Vec<u8>) {
+    for v in [
+        r.bytes,
+        r.digest,
+        r.first_byte_unix_us,
+        r.last_byte_unix_us,
+        r.elapsed_ns,
+        r.reads,
+        r.wakeups,
+        r.cpu_user_us,
+        r.cpu_sys_us,
+    ] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    out.extend_from_slice(&r.log_lines.to_be_bytes());
+    out.extend_from_slice(&r.rcvbuf.to_be_bytes());
+    out.push(server_io_code(r.server_io));
+    out.push(log_code(r.log));
+    out.extend_from_slice(&r.output_dropped.to_be_bytes());
+    for phase in TimePhase::ALL {
+        out.extend_from_slice(&r.split.get(phase).to_be_bytes());
+    }
+    for v in r.tcp.to_array() {
+        out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
+    }
+    out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
+    out.extend_from_slice(&r.run_queue_ns.unwrap_or(u64::MAX).to_be_bytes());
+    out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
+    put_string(out, &r.saved_to);
+}
+
 /// Decodes one frame from the front of `buf`, with the same contract as [`decode_hello`].
 pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> {
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
-    if !(TAG_ACCEPT..=TAG_REFUSED).contains(&tag) {
+    if !(TAG_ACCEPT..=TAG_SENT).contains(&tag) {
         return Err(ProtocolError::BadTag(tag));
     }
     if buf.len() < FRAME_HEADER {
@@ -130,6 +141,8 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
         }
         TAG_ABORT => Frame::Abort(whole_string(body).map_err(|e| e.or_len(bad_len))?),
         TAG_CHALLENGE => Frame::Challenge(body.try_into().map_err(|_| bad_len(32))?),
+        TAG_SENT if len != crate::sent::SENT_BODY => return Err(bad_len(crate::sent::SENT_BODY)),
+        TAG_SENT => Frame::Sent(crate::sent::Sent::decode(body)?),
         _ if len < REPORT_FIXED + 2 => return Err(bad_len(REPORT_FIXED + 2)),
         _ => {
             let saved_to = whole_string(&body[REPORT_FIXED..])
@@ -153,6 +166,7 @@ fn decode_accept(body: &[u8]) -> Result<Frame, ProtocolError> {
             value: body[5],
         })?,
         stdout: stdout_from(body[6])?,
+        length: be64(&body[7..15]),
     })
 }
 

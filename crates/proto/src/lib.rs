@@ -50,6 +50,21 @@
 //!    stream is never saved. The server refuses a `duration_ms` above its `--max-time`
 //!    (`limit`), and cuts off a timed stream still open [`serve::TIMED_GRACE`] (10 s) after its
 //!    `duration_ms` from its first byte, whatever still arrives.
+//!
+//!    A **reverse** stream (the hello's reverse flag) turns the data round: after the Accept
+//!    (whose `length` says the bytes of one pass) and the clock queries, the server sends. Its
+//!    data is the generated stream, the tsgen text (the seed's 36 MiB repeated; a pass of
+//!    36 MiB is `tsl.txt` byte for byte): one pass of `length` bytes, or passes for
+//!    `duration_ms` from its first write. `chunk` is the server's write size. Then the server
+//!    sends [`Frame::Sent`] (what it measured while sending, [`sent::SENT_BODY`] bytes of body)
+//!    and the end trailer, and closes. The client sends nothing after its clock queries; it
+//!    reads to the end of the stream holding back the last [`sent::REVERSE_TAIL`] bytes, which
+//!    are then the frame and the trailer. The stream is verified when the trailer's length is
+//!    what arrived (a sized stream: `length`) and its digest the client's. A reverse hello's
+//!    `log` must be 0 (the client logs what it receives), and `length` is at least 1 and at
+//!    most the server's `--max-bytes`; a server started with `--no-reverse`, or asked for a
+//!    file by name (this version serves only the generated stream), refuses it (`unoffered`).
+//!    A client that takes no bytes for the server's idle timeout is cut off.
 //! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
 //!    the trailer, or [`Frame::Abort`] with a reason if it cannot go on (disk full, say; then it
 //!    closes). The client's clock stops when the report arrives, not when its last write
@@ -92,8 +107,8 @@
 //! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
 //!
 //! A server that does not offer what a hello asks for refuses it with the code `unoffered` and a
-//! reason naming the flag: this version's tsserver sends nothing yet (the reverse flag) and
-//! serves one stream per session (a `count` above 1).
+//! reason naming the flag: this version's tsserver serves one stream per session (a `count`
+//! above 1), and sends only when not started with `--no-reverse`.
 //!
 //! A `log` other than 0 or the server's own sink is served only by a server started with
 //! `--allow-client-log`; any other server refuses the hello with a reason naming that flag. The
@@ -109,13 +124,14 @@
 //!
 //! | tag | frame  | body                                                                      |
 //! |----:|--------|---------------------------------------------------------------------------|
-//! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8` (7 bytes)      |
+//! | 1   | Accept | `read_size: u32`, `server_io: u8`, `log: u8`, `stdout: u8`, `length: u64` (a reverse stream's bytes a pass; 0 otherwise) (15 bytes) |
 //! | 2   | Refuse | `reason: string` (at most [`MAX_REASON`] bytes): the refusal of a hello of another version, in the one layout every version reads (code [`RefuseCode::Version`]) |
 //! | 3   | Report | 242 fixed bytes (below), then `saved_to: string` (empty when not saved)    |
 //! | 4   | Abort  | `reason: string`: the server gave up mid-transfer and closes               |
 //! | 5   | Challenge | 32 random bytes to authenticate against (32 bytes)                     |
 //! | 6   | Time   | the answer to a stream's clock query: `seq: u64`, `server_recv_unix_ns: u64`, `server_send_unix_ns: u64` (24 bytes) |
 //! | 7   | Refused | `code: u8` ([`RefuseCode`]; unknown values are refused, `BadEnum`), `reason: string`: every other refusal, with a code a program acts on and the reason for people |
+//! | 8   | Sent   | a reverse stream's sender report, inside the stream before its end trailer ([`sent::Sent`], [`sent::SENT_BODY`] bytes): 12 × u64 (`bytes`, `writes`, `partial_writes`, `would_block`, `first_write_unix_us`, `elapsed_ns`, `cpu_user_us`, `cpu_sys_us`, `on_cpu_ns`, `run_queue_ns`, `source_read_ns`, `chunk`; `u64::MAX` = not known), `sndbuf: u32`, `server_io: u8`, `boot_id` (16), the sender's `TCP_INFO` (16 × u64) and its in-flight readings (7 × u64); `writes` above `bytes` or `partial_writes` above `writes` is refused (`BadReport`) |
 //!
 //! `server_io`: 0 = blocking (thread per connection), 1 = event loop. `log`: the transfer's
 //! sink, 0 = none, 1 = stdout, 2 = file. `stdout`: what the server's standard output is, as
@@ -196,6 +212,7 @@ mod hello;
 #[cfg(test)]
 mod pair;
 mod report;
+pub mod sent;
 pub mod serve;
 pub mod tcp;
 
@@ -245,7 +262,7 @@ pub const TRAILER: usize = 8;
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
 
 const REPORT_FIXED: usize = 242;
-const ACCEPT_BODY: usize = 7;
+const ACCEPT_BODY: usize = 15;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
 const FLAG_REVERSE: u8 = 2;
@@ -257,6 +274,7 @@ const TAG_ABORT: u8 = 4;
 const TAG_CHALLENGE: u8 = 5;
 const TAG_TIME: u8 = 6;
 const TAG_REFUSED: u8 = 7;
+const TAG_SENT: u8 = 8;
 
 /// What a connection is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,6 +414,9 @@ pub enum Frame {
         log: LogMode,
         /// What the server's stdout is, as it sees it.
         stdout: StdoutKind,
+        /// A reverse stream: the bytes of one pass the server will send (the asked bytes, or
+        /// the served file's size); 0 otherwise.
+        length: u64,
     },
     /// The server does not serve the hello, and says why; it closes.
     Refuse {
@@ -413,6 +434,8 @@ pub enum Frame {
     Challenge([u8; 32]),
     /// The answer to a stream's clock query.
     Time(clock::TimeResponse),
+    /// A reverse stream's sender report, after its data and before its end trailer.
+    Sent(sent::Sent),
 }
 
 impl fmt::Display for Mode {

@@ -15,6 +15,8 @@ use tsperf_proto::{LogMode, ServerIo, StdoutKind};
 mod latency;
 
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
+mod reverse;
+pub use reverse::ReverseJson;
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.

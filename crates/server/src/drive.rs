@@ -30,6 +30,8 @@ pub(crate) fn perform(
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
+            // A reverse stream's sender is made by the model when it starts to send.
+            Effect::Begin { hello, .. } if hello.reverse => conv.begun(Ok(())),
             Effect::Begin { hello, admitted } => {
                 let begun = begin(&hello, admitted, at.peer, at.cfg).map(|r| {
                     *rx = Some(Box::new(r));

@@ -19,6 +19,7 @@ pub mod outbox;
 pub mod readlog;
 pub mod receiver;
 pub mod save;
+pub mod sender;
 
 pub use mark::WakeMark;
 pub use tsperf_proto::serve::{
@@ -288,6 +289,39 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
         r.digest,
     );
     // A stuck or closed stdout must not stop the server from serving.
+    console::message(Stream::Out, &text);
+}
+
+/// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
+/// first and last write) and what it sent.
+pub fn print_sent(peer: SocketAddr, closing: &[u8]) {
+    let Ok(Some((tsperf_proto::Frame::Sent(s), _))) = tsperf_proto::decode_frame(closing) else {
+        return;
+    };
+    let elapsed = Duration::from_nanos(s.elapsed_ns);
+    let end_us = s.first_write_unix_us + elapsed.as_micros() as u64;
+    let text = format!(
+        "{}\nfile[generated] sent over .\n{}\n\
+         tsserver: sent {} to {peer} in {} (first to last write): {:.1} MiB/s ({:.2} Gbit/s), \
+         {} of {} B, cpu {} user + {} sys, io {}\n",
+        Stamp {
+            label: "begin",
+            unix_us: s.first_write_unix_us
+        },
+        Stamp {
+            label: "end",
+            unix_us: end_us
+        },
+        units::size(s.bytes),
+        units::duration(elapsed),
+        units::mib_per_s(s.bytes, elapsed),
+        units::gbit_per_s(s.bytes, elapsed),
+        tsperf_results::units::count(s.writes, "write"),
+        s.chunk,
+        units::duration(Duration::from_micros(s.cpu_user_us)),
+        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        s.server_io,
+    );
     console::message(Stream::Out, &text);
 }
 

@@ -36,6 +36,12 @@ impl Outbox {
         self.marks.push_back(self.buf.len());
     }
 
+    /// Queues bytes to go out in one write (a reverse stream's end: its Sent frame and trailer).
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+        self.marks.push_back(self.buf.len());
+    }
+
     /// Queues a clock response in the session's codec and framing.
     pub fn response(&mut self, r: &TimeResponse, codec: Codec, framing: Framing) {
         let start = self.buf.len();

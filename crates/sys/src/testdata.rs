@@ -67,6 +67,14 @@ impl Generator {
     }
 }
 
+/// The first `len` bytes of the test text, in memory: what `generate` writes to a file of that
+/// length (a reverse stream's generated data).
+pub fn text(len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    fill(&mut Generator::new(), &mut out);
+    out
+}
+
 /// Writes `len` bytes of test text to `path`, atomically.
 pub fn generate(path: &Path, len: u64) -> Result<()> {
     let shown = path.display();
@@ -105,6 +113,15 @@ pub fn generate(path: &Path, len: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text in memory is the file's.
+    #[test]
+    fn text_is_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.txt");
+        generate(&path, 100_000).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), text(100_000));
+    }
 
     /// The same length gives the same bytes, a prefix of a longer file; the text is ASCII lines.
     #[test]

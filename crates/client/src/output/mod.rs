@@ -331,33 +331,6 @@ pub fn stream_human(r: &StreamResult) -> String {
         + &lost_log_lines(s)
 }
 
-/// A timed run's line: its time, its passes of the file, its omitted start, a stop.
-fn timed_human(r: &StreamResult) -> String {
-    let Some(t) = r.timed else {
-        return String::new();
-    };
-    let omitted = match t.omitted {
-        Some((bytes, time)) => format!(
-            "; the first {} ({} in {}) left out of the rate (--omit)",
-            units::duration(t.omit),
-            units::size(bytes),
-            units::duration(time)
-        ),
-        None => String::new(),
-    };
-    format!(
-        "  timed: {} asked for, {:.2} passes of the {} file{omitted}{}\n",
-        units::duration(t.time),
-        t.passes,
-        units::size(t.file_bytes),
-        if t.interrupted {
-            "; stopped early by an interrupt, every byte sent until then verified"
-        } else {
-            ""
-        }
-    )
-}
-
 /// A line when some of the transfer's per-read log lines could not be written.
 fn lost_log_lines(s: &Report) -> String {
     if s.log_lines_lost == 0 {
@@ -458,8 +431,13 @@ fn host_port(host: &str, port: u16) -> String {
 }
 
 mod latency;
+mod reverse;
+mod timed;
+
+use timed::timed_human;
 
 pub use latency::{latency_human, latency_json};
+pub use reverse::{reverse_human, reverse_json, reverse_mismatch};
 
 #[cfg(test)]
 mod tests {

@@ -47,6 +47,8 @@ pub struct Policy {
     pub max_bytes: u64,
     /// Longest timed run accepted (`--max-time`).
     pub max_duration: Duration,
+    /// Clients may ask the server to send (`--reverse`); off with `--no-reverse`.
+    pub reverse: bool,
     /// What the server's stdout is, as the Accept tells clients.
     pub stdout: StdoutKind,
     /// How long a connection may take to send its hello, from the accept, and then its first
@@ -67,6 +69,7 @@ impl Default for Policy {
             read_size: None,
             max_bytes: u64::MAX,
             max_duration: MAX_DURATION,
+            reverse: true,
             stdout: StdoutKind::Unknown,
             hello_timeout: HELLO_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
@@ -82,6 +85,8 @@ pub struct Admitted {
     pub read_size: u32,
     /// Where the transfer's per-read lines go.
     pub log: LogMode,
+    /// A reverse stream: the bytes of one pass the server sends; 0 otherwise.
+    pub length: u64,
 }
 
 /// A refusal: its code and its reason.
@@ -103,9 +108,10 @@ pub fn default_read_size(chunk: u32, log: LogMode, log_min_read: u32) -> u32 {
 /// Decides whether to serve a hello by the policy (a save directory's say about the name is
 /// the driver's, when it begins the transfer). Returns what it gets, or the refusal.
 pub fn admit(hello: &Hello, policy: &Policy) -> Result<Admitted, Refusal> {
-    let log = transfer_log(hello, policy)?;
     offered(hello, policy)?;
+    let log = transfer_log(hello, policy)?;
     let read_size = match hello.mode {
+        Mode::Stream if hello.reverse => 0,
         Mode::Stream if hello.duration_ms == 0 && hello.length > policy.max_bytes => {
             return Err((
                 RefuseCode::Limit,
@@ -120,7 +126,12 @@ pub fn admit(hello: &Hello, policy: &Policy) -> Result<Admitted, Refusal> {
             .unwrap_or_else(|| default_read_size(hello.chunk, log, policy.log_min_read)),
         Mode::Latency => 0,
     };
-    Ok(Admitted { read_size, log })
+    let length = if hello.reverse { hello.length } else { 0 };
+    Ok(Admitted {
+        read_size,
+        log,
+        length,
+    })
 }
 
 /// Refuses what this server does not serve: a run longer than `--max-time`, and the modes not
@@ -139,10 +150,7 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
         ));
     }
     if hello.reverse {
-        return Err((
-            RefuseCode::Unoffered,
-            "this server does not send (--reverse is not offered by this tsserver)".to_owned(),
-        ));
+        reverse_offered(hello, policy)?;
     }
     if hello.session.count > 1 {
         return Err((
@@ -152,6 +160,55 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
                  stream per session",
                 hello.session.count
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a reverse stream this server does not send: on a server started with
+/// `--no-reverse`, a file by name (this tsserver serves the generated stream only), an empty
+/// stream, or more bytes than `--max-bytes`.
+fn reverse_offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
+    if !policy.reverse {
+        return Err((
+            RefuseCode::Unoffered,
+            "this server does not send (it was started with --no-reverse): --reverse is not \
+             offered"
+                .to_owned(),
+        ));
+    }
+    if !hello.name.is_empty() {
+        return Err((
+            RefuseCode::Unoffered,
+            format!(
+                "'{}' was asked for: this tsserver serves no files (no --serve), only the \
+                 generated stream (tsclient --reverse --bytes SIZE)",
+                hello.name
+            ),
+        ));
+    }
+    if hello.length == 0 {
+        return Err((
+            RefuseCode::Hello,
+            "a reverse stream of 0 bytes was asked for: expected at least 1 (--bytes)".to_owned(),
+        ));
+    }
+    if hello.length > policy.max_bytes {
+        return Err((
+            RefuseCode::Limit,
+            format!(
+                "{} bytes were asked for (--reverse --bytes): this server sends at most {} \
+                 (--max-bytes)",
+                hello.length, policy.max_bytes
+            ),
+        ));
+    }
+    if hello.log.is_some() {
+        return Err((
+            RefuseCode::Sink,
+            "a reverse stream has no server log sink to choose: the client logs what it \
+             receives (tsclient --log)"
+                .to_owned(),
         ));
     }
     Ok(())

@@ -53,6 +53,9 @@ pub enum Phase {
     Data,
     /// The client's digest after the data: read into [`Conversation::space`].
     Trailer,
+    /// A reverse stream: the driver sends the data, its Sent frame and its end trailer,
+    /// reporting each turn with [`Conversation::sending`], then [`Conversation::sent_all`].
+    Send,
     /// The driver to finish the transfer ([`Effect::Finish`], then [`Conversation::finished`]).
     Finish,
     /// Clock requests: [`Conversation::latency`].
@@ -177,6 +180,9 @@ enum State {
     Data {
         t: Transfer,
     },
+    Send {
+        t: Transfer,
+    },
     Trailer {
         t: Transfer,
         buf: [u8; TRAILER],
@@ -189,6 +195,21 @@ enum State {
         session: Box<LatencySession>,
     },
     Done,
+}
+
+impl State {
+    /// After the Accept and the clock queries: the data, read (`Data`) or sent (`Send`).
+    fn data_or_send(t: Transfer) -> State {
+        if t.hello.reverse {
+            State::Send { t }
+        } else {
+            State::Data { t }
+        }
+    }
+
+    fn sends(&self) -> bool {
+        matches!(self, State::Send { .. })
+    }
 }
 
 /// One connection's conversation.
@@ -236,6 +257,7 @@ impl Conversation {
             State::Begin { .. } => Phase::Begin,
             State::Clock { .. } => Phase::Clock,
             State::Data { .. } => Phase::Data,
+            State::Send { .. } => Phase::Send,
             State::Trailer { .. } => Phase::Trailer,
             State::Finish { .. } => Phase::Finish,
             State::Latency { .. } => Phase::Latency,
@@ -262,6 +284,7 @@ impl Conversation {
             State::Begin { hello, .. } => Some(hello),
             State::Clock { t, .. }
             | State::Data { t }
+            | State::Send { t }
             | State::Trailer { t, .. }
             | State::Finish { t } => Some(&t.hello),
             _ => None,

@@ -38,7 +38,7 @@ impl Conversation {
             let State::Clock { t, .. } = std::mem::replace(&mut self.state, State::Done) else {
                 unreachable!("matched above");
             };
-            self.state = State::Data { t };
+            self.state = State::data_or_send(t);
         }
         Step::send(Frame::Time(TimeResponse {
             seq,
@@ -83,12 +83,14 @@ impl Conversation {
             server_io: self.server_io,
             log: admitted.log,
             stdout: self.policy.stdout,
+            length: admitted.length,
         }
     }
 
     /// The driver began the admitted transfer (`Ok`), or could not (`Err`: the refusal, such
     /// as a name the save directory will not take). Returns the Accept, or the refusal.
     pub fn begun(&mut self, result: Result<(), Refusal>) -> Step {
+        let now = Instant::now();
         let State::Begin { hello, admitted } = std::mem::replace(&mut self.state, State::Done)
         else {
             return Step::default();
@@ -109,8 +111,13 @@ impl Conversation {
                 next: 0,
             }
         } else {
-            State::Data { t }
+            State::data_or_send(t)
         };
+        if self.state.sends() {
+            // The server's first byte is due at once: from here each wait is for the client
+            // to take bytes.
+            self.deadline = now + self.policy.idle_timeout;
+        }
         Step::send(self.accept(admitted))
     }
 

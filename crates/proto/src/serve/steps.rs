@@ -90,6 +90,34 @@ impl Conversation {
         }
     }
 
+    /// A reverse stream's turn of writes at `now` handed `sent` bytes to the socket: the
+    /// client took some, so it is not idle (a client that stops reading is cut off at the idle
+    /// timeout).
+    pub fn sending(&mut self, sent: u64, now: Instant) {
+        if let State::Send { t } = &mut self.state {
+            if sent > 0 {
+                self.deadline = now + self.policy.idle_timeout;
+            }
+            t.got += sent;
+        }
+    }
+
+    /// A reverse stream's data, its Sent frame and its end trailer are all in the socket: the
+    /// conversation is over (the driver closes, which ends the stream).
+    pub fn sent_all(&mut self) -> Step {
+        if !self.state.sends() {
+            return Step::default();
+        }
+        self.state = State::Done;
+        Step::end(None, Outcome::Complete)
+    }
+
+    /// A reverse stream could not go on: writing failed with `why`, or the client closed or
+    /// sent bytes it should not.
+    pub fn send_failed(&mut self, why: &str) -> Step {
+        self.stop(why, false)
+    }
+
     /// A latency client sent a request or took answers at `now`: it is not idle.
     pub fn busy_at(&mut self, now: Instant) {
         if matches!(&self.state, State::Latency { session } if session.requests > 0) {
@@ -143,6 +171,7 @@ impl Conversation {
             State::Clock { .. } | State::Data { .. } | State::Trailer { .. } => {
                 self.stop(&e.to_string(), true)
             }
+            State::Send { .. } => self.stop(&e.to_string(), false),
             State::Latency { .. } => self.end_latency(Some(e.to_string())),
             State::Done => Step::default(),
         }
@@ -189,6 +218,9 @@ impl Conversation {
             State::Trailer { .. } => {
                 self.stop(&format!("no digest after the data for {idle} s"), true)
             }
+            State::Send { .. } => {
+                self.stop(&format!("the client took no data for {idle} s"), false)
+            }
             State::Latency { session } => {
                 let why = if unsent {
                     format!("the client took no answer for {idle} s")
@@ -217,6 +249,7 @@ impl Conversation {
             | State::Data { .. }
             | State::Trailer { .. }
             | State::Finish { .. } => self.stop(why, true),
+            State::Send { .. } => self.stop(why, false),
             State::Latency { .. } => self.end_latency(Some(why.to_owned())),
             State::Done => Step::default(),
         }

@@ -11,12 +11,14 @@ fn frame_round_trips() {
             server_io: ServerIo::Blocking,
             log: LogMode::Stdout,
             stdout: StdoutKind::Terminal,
+            length: 0,
         },
         Frame::Accept {
             read_size: 1,
             server_io: ServerIo::EventLoop,
             log: LogMode::None,
             stdout: StdoutKind::Closed,
+            length: u64::MAX,
         },
         Frame::Time(clock::TimeResponse {
             seq: 3,
@@ -119,21 +121,21 @@ fn frame_refusals() {
         Err(ProtocolError::BadBodyLength { tag: 1, .. })
     ));
     assert_eq!(
-        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 7, 0, 0]),
+        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
         Err(ProtocolError::BadEnum {
             field: "server_io",
             value: 7
         })
     );
     assert_eq!(
-        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 0, 3, 0]),
+        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
         Err(ProtocolError::BadEnum {
             field: "log",
             value: 3
         })
     );
     assert_eq!(
-        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 0, 0, 8]),
+        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]),
         Err(ProtocolError::BadEnum {
             field: "stdout",
             value: 8
@@ -145,9 +147,14 @@ fn frame_refusals() {
 /// bodies are refused.
 #[test]
 fn frame_refusals_of_old_layouts_and_strings() {
-    // The version 2 Accept (6 bytes of body) is not a version 3 one.
+    // The version 2 Accept (6 bytes of body) is not a version 3 one, nor version 6's (7) a
+    // version 7 one.
     assert!(matches!(
         decode_frame(&[1, 0, 6, 0, 0, 0, 1, 0, 0]),
+        Err(ProtocolError::BadBodyLength { tag: 1, .. })
+    ));
+    assert!(matches!(
+        decode_frame(&[1, 0, 7, 0, 0, 0, 1, 0, 0, 0]),
         Err(ProtocolError::BadBodyLength { tag: 1, .. })
     ));
     let mut short_time = vec![6, 0, 23];
@@ -156,7 +163,11 @@ fn frame_refusals_of_old_layouts_and_strings() {
         decode_frame(&short_time),
         Err(ProtocolError::BadBodyLength { tag: 6, .. })
     ));
-    assert_eq!(decode_frame(&[8, 0, 0]), Err(ProtocolError::BadTag(8)));
+    assert_eq!(decode_frame(&[9, 0, 0]), Err(ProtocolError::BadTag(9)));
+    assert!(matches!(
+        decode_frame(&[8, 0, 0]),
+        Err(ProtocolError::BadBodyLength { tag: 8, .. })
+    ));
     assert_eq!(
         decode_frame(&[7, 0, 3, 9, 0, 0]),
         Err(ProtocolError::BadEnum {

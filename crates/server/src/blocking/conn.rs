@@ -16,6 +16,7 @@ use crate::console;
 use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
+use crate::sender::{SendEnd, Sender};
 use crate::{Outcome, ServerConfig, print_failed};
 
 /// Runs one connection to its end and prints its outcome.
@@ -68,6 +69,7 @@ impl Conn<'_> {
             let step = match self.conv.phase() {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => self.read_small(),
                 Phase::Data => self.serve_data(),
+                Phase::Send => self.serve_send(),
                 Phase::Latency => return self.serve_latency(),
                 Phase::Begin | Phase::Finish | Phase::Done => {
                     return Outcome::Incomplete("the conversation ended".into());
@@ -122,6 +124,43 @@ impl Conn<'_> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Step::default(),
             Err(e) if net::is_timeout(&e) => self.conv.timed_out(false, false),
             Err(e) => self.conv.read_failed(&e),
+        }
+    }
+
+    /// Sends a reverse stream's data, then its end (the Sent frame and the trailer); the
+    /// connection closes after. A write that waits the idle timeout for the client to take
+    /// bytes is the end of it.
+    fn serve_send(&mut self) -> Step {
+        let Some(hello) = self.conv.hello() else {
+            return Step::default();
+        };
+        let mut tx = Sender::new(hello);
+        loop {
+            let before = tx.sent();
+            let end = tx.send_turn(self.stream);
+            self.conv.sending(tx.sent() - before, Instant::now());
+            match end {
+                SendEnd::TurnOver => {}
+                SendEnd::WouldBlock => return self.conv.timed_out(false, false),
+                SendEnd::Error(e) if net::is_timeout(&e) => {
+                    return self.conv.timed_out(false, false);
+                }
+                SendEnd::Error(e) => {
+                    return self
+                        .conv
+                        .send_failed(&format!("cannot write to the client: {e}"));
+                }
+                SendEnd::Done => {
+                    let closing = tx.closing(&*self.stream, ServerIo::Blocking);
+                    if let Err(e) = self.stream.write_all(&closing) {
+                        return self
+                            .conv
+                            .send_failed(&format!("cannot write to the client: {e}"));
+                    }
+                    crate::print_sent(self.peer, &closing);
+                    return self.conv.sent_all();
+                }
+            }
         }
     }
 

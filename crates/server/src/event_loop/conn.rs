@@ -17,6 +17,7 @@ use crate::console;
 use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
+use crate::sender::{SendEnd, Sender};
 use crate::{Outcome, ServerConfig};
 
 pub(super) struct Conn {
@@ -25,6 +26,8 @@ pub(super) struct Conn {
     pub(super) conv: Conversation,
     /// The transfer's accounting, once the conversation has begun one.
     pub(super) rx: Option<Box<Receiver>>,
+    /// A reverse stream's sending, once it has begun.
+    pub(super) tx: Option<Box<Sender>>,
     pub(super) out: Outbox,
     /// The outcome, once the conversation is over; its last frame may still be flushing.
     pub(super) closing: Option<Outcome>,
@@ -112,6 +115,13 @@ impl Conn {
                     }
                     step
                 }
+                Phase::Send => {
+                    let step = self.send_data();
+                    if step.end.is_none() && self.conv.phase() == Phase::Send {
+                        return step;
+                    }
+                    step
+                }
                 Phase::Latency => return self.serve_latency(),
                 Phase::Begin | Phase::Finish | Phase::Done => return Step::default(),
             };
@@ -168,6 +178,35 @@ impl Conn {
         self.more = matches!(end, ReadEnd::TurnOver);
         let end = data_end(end, self.conv.hello());
         self.conv.data_turn(end, got, Instant::now())
+    }
+
+    /// A turn of a reverse stream's writes; once the data is done, its end (the Sent frame and
+    /// the trailer) is queued and the conversation is over: the connection closes once that is
+    /// written.
+    fn send_data(&mut self) -> Step {
+        let Some(hello) = self.conv.hello() else {
+            return Step::default();
+        };
+        let tx = self.tx.get_or_insert_with(|| Box::new(Sender::new(hello)));
+        let before = tx.sent();
+        let end = tx.send_turn(&mut self.stream);
+        self.conv.sending(tx.sent() - before, Instant::now());
+        match end {
+            SendEnd::TurnOver => {
+                self.more = true;
+                Step::default()
+            }
+            SendEnd::WouldBlock => Step::default(),
+            SendEnd::Done => {
+                let closing = tx.closing(&self.stream, ServerIo::EventLoop);
+                self.out.bytes(&closing);
+                crate::print_sent(self.peer, &closing);
+                self.conv.sent_all()
+            }
+            SendEnd::Error(e) => self
+                .conv
+                .send_failed(&format!("cannot write to the client: {e}")),
+        }
     }
 
     /// Answers first (what the client took makes room for reading its next requests), then

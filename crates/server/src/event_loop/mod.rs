@@ -381,6 +381,7 @@ impl Loop<'_> {
                 Instant::now(),
             ),
             rx: None,
+            tx: None,
             out: Outbox::default(),
             closing: None,
             log_wait: false,

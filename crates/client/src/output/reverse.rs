@@ -1,0 +1,155 @@
+//! What tsclient prints for a reverse stream: the seed's begin/end lines, both ends' figures
+//! and the verdict (the server being the sender), or one JSON object.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{VERSION, hex, to_json};
+use crate::reverse::ReverseResult;
+use tsperf_results::json::{ClockJson, Cpu, ReverseJson, TimedJson};
+use tsperf_results::units;
+use tsperf_sys::timing::Stamp;
+
+/// The JSON object of a reverse stream.
+pub fn reverse_json(r: &ReverseResult) -> String {
+    to_json(&reverse_object(r))
+}
+
+fn reverse_object(r: &ReverseResult) -> ReverseJson {
+    let s = &r.server;
+    let verdict = r.verdict();
+    let secs = |ns: Option<u64>| ns.map(|ns| ns as f64 / 1e9);
+    ReverseJson {
+        mode: "reverse".into(),
+        tsperf: VERSION.into(),
+        source: "generated".into(),
+        bytes: r.bytes,
+        asked_bytes: r.asked,
+        chunk: r.chunk,
+        io: r.io,
+        peer: r.peer.to_string(),
+        elapsed_s: r.elapsed.as_secs_f64(),
+        begin_unix_us: r.begin_unix_us,
+        end_unix_us: r.end_unix_us,
+        mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
+        gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+        verified: r.verified(),
+        digest: hex(r.digest),
+        cpu: Cpu::of(r.cpu.user, r.cpu.sys),
+        client: json!({
+            "reads": r.reads,
+            "read_size": crate::reverse::READ_SIZE,
+            "rcvbuf": r.rcvbuf,
+            "on_cpu_s": r.sched.map(|s| s.on_cpu.as_secs_f64()),
+            "run_queue_s": r.sched.map(|s| s.run_queue.as_secs_f64()),
+        }),
+        server: json!({
+            "bytes": s.bytes,
+            "digest": hex(r.end.digest),
+            "writes": s.writes,
+            "partial_writes": s.partial_writes,
+            "would_block": s.would_block,
+            "sndbuf": s.sndbuf,
+            "io": s.server_io,
+            "cpu": Cpu::of(Duration::from_micros(s.cpu_user_us), Duration::from_micros(s.cpu_sys_us)),
+            "on_cpu_s": secs(s.on_cpu_ns),
+            "run_queue_s": secs(s.run_queue_ns),
+            "elapsed_s": s.elapsed_ns as f64 / 1e9,
+            "first_write_unix_us": s.first_write_unix_us,
+            "same_host": r.same_host(),
+        }),
+        tcp: json!({ "server": s.tcp, "client": r.tcp, "flight": s.flight }),
+        clock: ClockJson {
+            queries: r.clock.map_or(0, |c| c.queries),
+            offset_us: r.clock.map(|c| c.offset.offset_ns as f64 / 1e3),
+            offset_err_us: r.clock.map(|c| c.offset.err_ns as f64 / 1e3),
+            rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
+        },
+        timed: r.time.map(|t| TimedJson {
+            time_s: t.as_secs_f64(),
+            omit_s: 0.0,
+            file_bytes: r.asked,
+            passes: r.bytes as f64 / r.asked.max(1) as f64,
+            omitted_bytes: 0,
+            omitted_s: 0.0,
+            interrupted: false,
+        }),
+        limited_by: Some(verdict.limited_by),
+        limits: verdict.limits,
+        error: (!r.verified()).then(|| mismatch(r)),
+    }
+}
+
+/// Why a reverse stream does not verify.
+pub fn reverse_mismatch(r: &ReverseResult) -> String {
+    mismatch(r)
+}
+
+fn mismatch(r: &ReverseResult) -> String {
+    format!(
+        "NOT VERIFIED: received {} bytes with xxh3 {:016x}; the server says it sent {} with xxh3 \
+         {:016x}{}",
+        r.bytes,
+        r.digest,
+        r.end.length,
+        r.end.digest,
+        if r.time.is_none() && r.bytes != r.asked {
+            format!(" ({} were asked for)", r.asked)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The report for people.
+pub fn reverse_human(r: &ReverseResult) -> String {
+    let s = &r.server;
+    let verdict = if r.verified() {
+        format!("verified (xxh3 {:016x})", r.digest)
+    } else {
+        "NOT VERIFIED".to_owned()
+    };
+    let v = r.verdict();
+    format!(
+        "{}\nfile[generated] read over .\n{}\n\
+         received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), server writes of {} B, io {}, {verdict}\n\
+         \x20 client: {} of up to {} B, cpu {} user + {} sys\n\
+         \x20 server: {} ({} short), first to last write {}, cpu {} user + {} sys, io {}\n{}\
+         \x20 limited by: {} (the server sends: a sender-* verdict is the server's, a receiver-* one this client's)\n",
+        Stamp {
+            label: "begin",
+            unix_us: r.begin_unix_us
+        },
+        Stamp {
+            label: "end",
+            unix_us: r.end_unix_us
+        },
+        units::size(r.bytes),
+        units::duration(r.elapsed),
+        units::mib_per_s(r.bytes, r.elapsed),
+        units::gbit_per_s(r.bytes, r.elapsed),
+        r.chunk,
+        r.io,
+        units::count(r.reads, "read"),
+        crate::reverse::READ_SIZE,
+        units::duration(r.cpu.user),
+        units::duration(r.cpu.sys),
+        units::count(s.writes, "write"),
+        s.partial_writes,
+        units::duration(Duration::from_nanos(s.elapsed_ns)),
+        units::duration(Duration::from_micros(s.cpu_user_us)),
+        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        s.server_io,
+        match r.time {
+            Some(t) => format!(
+                "  timed: {} asked for, {:.2} passes of {}\n",
+                units::duration(t),
+                r.bytes as f64 / r.asked.max(1) as f64,
+                units::size(r.asked)
+            ),
+            None => String::new(),
+        },
+        v.limited_by,
+    )
+}

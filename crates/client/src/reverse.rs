@@ -1,0 +1,337 @@
+//! tsclient `--reverse`: the server sends, the client receives, counts and checksums.
+//!
+//! The server sends the generated stream (the tsgen text: `--bytes 36MiB` is the seed's
+//! `tsl.txt`), sized by `--bytes` or, with `--time`, repeated for that long; then its Sent frame
+//! (what it measured while sending) and the end trailer (length and digest), then it closes
+//! (protocol 7). The client reads to the end of the stream, holding the last bytes back from its
+//! checksum ([`tsperf_proto::end::Tail`]): at the end they are the frame and the trailer. The
+//! run is verified when the trailer's length is what arrived (and what a sized run asked for)
+//! and its digest is the client's own. The clock runs from the first byte received to the end
+//! of the stream: the receiver's view, as the server's is for a forward stream.
+
+use std::hash::Hasher as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use twox_hash::XxHash3_64;
+
+use super::session::{ask_clock, handshake};
+use super::{StreamConfig, StreamFailure, Transport, interrupt};
+use crate::blocking::Blocking;
+use crate::nonblocking::MioConn;
+use crate::progress::Progress;
+use tsperf_proto::client::{Accepted, Clock, StreamConversation};
+use tsperf_proto::end::Tail;
+use tsperf_proto::sent::{REVERSE_TAIL, Sent};
+use tsperf_proto::{END_TRAILER, Frame, Hello, decode_frame};
+use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
+
+/// Bytes one read asks for.
+pub const READ_SIZE: usize = 256 << 10;
+
+/// Everything measured about one reverse stream, by both ends.
+#[derive(Debug, Clone)]
+pub struct ReverseResult {
+    /// The bytes received (every pass of a timed run).
+    pub bytes: u64,
+    /// Bytes asked for: one pass.
+    pub asked: u64,
+    /// The server's write size.
+    pub chunk: u32,
+    /// The client's I/O model.
+    pub io: super::ClientIo,
+    /// The server's address.
+    pub peer: SocketAddr,
+    /// The first byte received, wall clock, µs since the epoch.
+    pub begin_unix_us: u64,
+    /// The end of the stream, wall clock.
+    pub end_unix_us: u64,
+    /// From the first byte received to the end of the stream.
+    pub elapsed: Duration,
+    /// The client's xxh3-64 of what it received.
+    pub digest: u64,
+    /// The digest and length the server's end trailer gives.
+    pub end: tsperf_proto::end::End,
+    /// Reads that returned data.
+    pub reads: u64,
+    /// The client's CPU time while it received.
+    pub cpu: CpuTime,
+    /// The receiving thread's time on a CPU and waiting for one.
+    pub sched: Option<tsperf_sys::timing::SchedStat>,
+    /// The receive buffer the socket had at the end.
+    pub rcvbuf: u32,
+    /// The client socket's `TCP_INFO` at the end: the receiver's view.
+    pub tcp: tsperf_proto::tcp::ReceiverTcp,
+    /// What the server measured while it sent.
+    pub server: Sent,
+    /// The clock offset, when clock queries were made.
+    pub clock: Option<Clock>,
+    /// A timed run's time asked for.
+    pub time: Option<Duration>,
+}
+
+impl ReverseResult {
+    /// True when the server's trailer counts what arrived (a sized run: what was asked) and
+    /// its digest is the client's.
+    pub fn verified(&self) -> bool {
+        self.end.length == self.bytes
+            && self.server.bytes == self.bytes
+            && self.end.digest == self.digest
+            && (self.time.is_some() || self.bytes == self.asked)
+    }
+
+    /// Both ends on one machine.
+    pub fn same_host(&self) -> bool {
+        self.peer.ip().is_loopback()
+            || self
+                .server
+                .boot_id
+                .is_some_and(|id| Some(id) == tsperf_sys::host::boot_id())
+    }
+
+    /// The verdict's evidence, with the roles turned round: the server sends, the client
+    /// receives.
+    pub fn evidence(&self) -> tsperf_results::verdict::Evidence {
+        use tsperf_results::verdict::{Evidence, ServerTime};
+        let s = &self.server;
+        Evidence {
+            tcp: s.tcp,
+            flight: s.flight,
+            elapsed: self.elapsed,
+            client_cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
+            sender_on_cpu: s.on_cpu_ns.map(Duration::from_nanos),
+            sender_run_queue: s.run_queue_ns.map(Duration::from_nanos),
+            source_read: None,
+            sndbuf: u64::from(s.sndbuf),
+            write_size: s.chunk,
+            bytes: self.bytes,
+            line_mbit: None,
+            same_host: self.same_host(),
+            cpus: tsperf_sys::host::cpus(),
+            server: Some(ServerTime {
+                total: self.elapsed,
+                cpu: self.cpu.user + self.cpu.sys,
+                run_queue: self.sched.map(|s| s.run_queue),
+                log: Duration::ZERO,
+                disk: Duration::ZERO,
+            }),
+        }
+    }
+
+    /// What limited the stream, the roles turned round.
+    pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
+        tsperf_results::verdict::judge(&self.evidence())
+    }
+}
+
+/// Runs one reverse stream of `bytes` bytes a pass (`cfg.time`: timed) over the transport the
+/// configuration asks for.
+pub fn run_reverse(
+    cfg: &StreamConfig,
+    bytes: u64,
+    progress: &mut Progress,
+) -> Result<ReverseResult, StreamFailure> {
+    let before = |e: anyhow::Error| StreamFailure {
+        name: String::new(),
+        bytes: Some(bytes),
+        sent: 0,
+        acked: None,
+        elapsed: None,
+        intervals: Vec::new(),
+        interrupted: interrupt::requested(),
+        error: e,
+    };
+    progress.start(bytes);
+    let result = if cfg.nonblocking {
+        MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
+            .map_err(before)
+            .and_then(|conn| receive(conn, cfg, bytes, progress))
+    } else {
+        Blocking::connect(&cfg.host, cfg.port, cfg.timeout)
+            .map_err(before)
+            .and_then(|conn| receive(conn, cfg, bytes, progress))
+    };
+    progress.clear();
+    result
+}
+
+/// What the receiving counted so far.
+struct Received {
+    hasher: XxHash3_64,
+    hashed: u64,
+    reads: u64,
+    total: u64,
+    first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
+}
+
+fn receive<T: Transport>(
+    mut conn: T,
+    cfg: &StreamConfig,
+    bytes: u64,
+    progress: &mut Progress,
+) -> Result<ReverseResult, StreamFailure> {
+    let mut got = Received {
+        hasher: XxHash3_64::new(),
+        hashed: 0,
+        reads: 0,
+        total: 0,
+        first: None,
+    };
+    let fail = |got: &Received, e: anyhow::Error| StreamFailure {
+        name: String::new(),
+        bytes: Some(bytes),
+        sent: got.hashed,
+        acked: None,
+        elapsed: got.first.map(|(at, ..)| at.elapsed()),
+        intervals: Vec::new(),
+        interrupted: interrupt::requested(),
+        error: e,
+    };
+    let (peer, accepted, clock) = match open(&mut conn, cfg, bytes) {
+        Ok(p) => p,
+        Err(e) => return Err(fail(&got, e)),
+    };
+    let mut tail = Tail::<REVERSE_TAIL>::default();
+    if let Err(e) = read_to_end(&mut conn, cfg, &mut got, &mut tail, progress) {
+        return Err(fail(&got, e));
+    }
+    let end_at = Instant::now();
+    let (server, end) = match ending(&tail) {
+        Ok(v) => v,
+        Err(e) => return Err(fail(&got, e)),
+    };
+    let Some((first_at, first_us, cpu, sched)) = got.first else {
+        return Err(fail(&got, anyhow!("the server sent no data")));
+    };
+    let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
+    let sock = conn.socket();
+    Ok(ReverseResult {
+        bytes: got.hashed,
+        asked: accepted.length,
+        chunk: cfg.chunk,
+        io: T::IO,
+        peer,
+        begin_unix_us: first_us,
+        end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
+        elapsed: end_at.duration_since(first_at),
+        digest: got.hasher.finish(),
+        end,
+        reads: got.reads,
+        cpu: CpuTime::process().since(cpu),
+        sched,
+        rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
+        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
+            .map_or_else(Default::default, |i| i.receiver()),
+        server,
+        clock,
+        time: cfg.time,
+    })
+}
+
+/// Reads the stream to its end, counting and checksumming all but what `tail` holds back.
+fn read_to_end<T: Transport>(
+    conn: &mut T,
+    cfg: &StreamConfig,
+    got: &mut Received,
+    tail: &mut Tail<REVERSE_TAIL>,
+    progress: &mut Progress,
+) -> Result<()> {
+    let mut buf = vec![0u8; READ_SIZE];
+    conn.read_by(None);
+    loop {
+        if interrupt::requested() {
+            return Err(anyhow!("interrupted"));
+        }
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if got.first.is_none() {
+                    got.first = Some((
+                        Instant::now(),
+                        unix_us_now(),
+                        CpuTime::process(),
+                        SchedStat::thread(),
+                    ));
+                    progress.restart();
+                }
+                got.reads += 1;
+                got.total += n as u64;
+                let (hasher, hashed) = (&mut got.hasher, &mut got.hashed);
+                tail.feed(&buf[..n], |d| {
+                    hasher.write(d);
+                    *hashed += d.len() as u64;
+                });
+                progress.update(got.hashed);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if tsperf_sys::net::is_timeout(&e) => {
+                let e = anyhow!(
+                    "the server sent nothing for {} s after {} bytes",
+                    cfg.timeout.as_secs_f64(),
+                    got.hashed
+                );
+                return Err(e);
+            }
+            Err(e) => {
+                let e = anyhow::Error::new(e).context(format!(
+                    "connection lost after receiving {} bytes",
+                    got.hashed
+                ));
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The hello, its answer and the clock queries.
+fn open<T: Transport>(
+    conn: &mut T,
+    cfg: &StreamConfig,
+    bytes: u64,
+) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
+    let peer = conn.peer().context("cannot read the server's address")?;
+    conn.set_timeout(cfg.timeout)?;
+    let duration_ms = cfg.time.map_or(0, |t| {
+        u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)
+    });
+    let hello = Hello {
+        reverse: true,
+        clock_queries: cfg.clock_queries,
+        duration_ms,
+        ..Hello::stream(bytes, cfg.chunk, "")
+    };
+    let mut conv = StreamConversation::new(hello, cfg.timeout);
+    let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
+        .with_context(|| format!("the server at {peer} did not accept the reverse stream"))?;
+    if accepted.length != bytes {
+        bail!(
+            "the server at {peer} would send {} bytes a pass where {bytes} were asked for",
+            accepted.length
+        );
+    }
+    let clock = ask_clock(conn, &mut conv)
+        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
+    Ok((peer, accepted, clock))
+}
+
+/// The end of the stream, held back: the server's Sent frame and its end trailer.
+fn ending(tail: &Tail<REVERSE_TAIL>) -> Result<(Sent, tsperf_proto::end::End)> {
+    let held = tail.bytes();
+    if held.len() < REVERSE_TAIL {
+        bail!(
+            "the stream ended after {} bytes, before the server's report and end trailer ({REVERSE_TAIL} bytes)",
+            held.len()
+        );
+    }
+    let frame = &held[..REVERSE_TAIL - END_TRAILER];
+    let sent = match decode_frame(frame) {
+        Ok(Some((Frame::Sent(s), used))) if used == frame.len() => s,
+        Ok(Some((Frame::Abort(why), _))) => bail!("the server aborted the stream: {why}"),
+        Ok(other) => bail!("the stream's end is not the server's report: {other:?}"),
+        Err(e) => bail!("the stream's end is not the server's report: {e}"),
+    };
+    let end = tail.end().ok_or_else(|| anyhow!("no end trailer"))?;
+    Ok((sent, end))
+}

@@ -1,0 +1,266 @@
+//! The sender's report of a reverse stream ([`Frame::Sent`], tag 8): what the server measured
+//! while it sent, the client's figures for the sending end. Fixed size ([`SENT_BODY`]), so a
+//! receiver can hold the end of a reverse stream back whole ([`REVERSE_TAIL`]).
+
+use crate::frame::{be32, be64};
+use crate::tcp::{Flight, SenderTcp};
+use crate::{END_TRAILER, FRAME_HEADER, ProtocolError, ServerIo};
+
+/// The Sent frame's body: 12 `u64`s, the send buffer (`u32`), the server's I/O model (`u8`), its
+/// boot id (16 bytes), its `TCP_INFO` (16 `u64`s) and its in-flight readings (7 `u64`s).
+pub const SENT_BODY: usize = 12 * 8 + 4 + 1 + 16 + SENDER_FIELDS * 8 + FLIGHT_FIELDS * 8;
+/// What a reverse stream's receiver holds back until the stream ends: the Sent frame and the end
+/// trailer.
+pub const REVERSE_TAIL: usize = FRAME_HEADER + SENT_BODY + END_TRAILER;
+
+const SENDER_FIELDS: usize = 16;
+const FLIGHT_FIELDS: usize = 7;
+
+/// What the sending end of a reverse stream measured. `None`: not known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Data bytes sent.
+    pub bytes: u64,
+    /// Write calls that moved bytes.
+    pub writes: u64,
+    /// Of those, calls that took fewer bytes than offered.
+    pub partial_writes: u64,
+    /// Writes that found the socket full (the event loop).
+    pub would_block: u64,
+    /// The first data write, wall clock, µs since the epoch.
+    pub first_write_unix_us: u64,
+    /// From the first data write to the last, monotonic ns.
+    pub elapsed_ns: u64,
+    /// The server's CPU in user mode while it sent, µs.
+    pub cpu_user_us: u64,
+    /// In kernel mode, µs.
+    pub cpu_sys_us: u64,
+    /// The sending thread's time on a CPU, ns (schedstat).
+    pub on_cpu_ns: Option<u64>,
+    /// Its time runnable but waiting for a CPU, ns.
+    pub run_queue_ns: Option<u64>,
+    /// Time waiting for the data to send (a served file's reads), ns.
+    pub source_read_ns: u64,
+    /// Bytes per write (the hello's chunk).
+    pub chunk: u64,
+    /// The send buffer the socket got.
+    pub sndbuf: u32,
+    /// How the server does its I/O.
+    pub server_io: ServerIo,
+    /// The server kernel's boot id.
+    pub boot_id: Option<[u8; 16]>,
+    /// The server socket's `TCP_INFO` at the end: the sender's view.
+    pub tcp: SenderTcp,
+    /// Its readings about every MiB while it sent.
+    pub flight: Flight,
+}
+
+fn opt(v: Option<u64>) -> u64 {
+    v.unwrap_or(u64::MAX)
+}
+
+fn known(v: u64) -> Option<u64> {
+    (v != u64::MAX).then_some(v)
+}
+
+fn tcp_array(t: &SenderTcp) -> [u64; SENDER_FIELDS] {
+    [
+        opt(t.busy_time_us),
+        opt(t.rwnd_limited_us),
+        opt(t.sndbuf_limited_us),
+        opt(t.total_retrans),
+        opt(t.bytes_retrans),
+        opt(t.rtt_us),
+        opt(t.rttvar_us),
+        opt(t.min_rtt_us),
+        opt(t.snd_cwnd),
+        opt(t.snd_mss),
+        opt(t.snd_wnd),
+        opt(t.delivery_rate),
+        opt(t.bytes_acked),
+        opt(t.delivery_rate_app_limited.map(u64::from)),
+        opt(t.notsent_bytes),
+        opt(t.snd_ssthresh),
+    ]
+}
+
+fn tcp_from(a: [u64; SENDER_FIELDS]) -> SenderTcp {
+    SenderTcp {
+        busy_time_us: known(a[0]),
+        rwnd_limited_us: known(a[1]),
+        sndbuf_limited_us: known(a[2]),
+        total_retrans: known(a[3]),
+        bytes_retrans: known(a[4]),
+        rtt_us: known(a[5]),
+        rttvar_us: known(a[6]),
+        min_rtt_us: known(a[7]),
+        snd_cwnd: known(a[8]),
+        snd_mss: known(a[9]),
+        snd_wnd: known(a[10]),
+        delivery_rate: known(a[11]),
+        bytes_acked: known(a[12]),
+        delivery_rate_app_limited: known(a[13]).map(|v| v != 0),
+        notsent_bytes: known(a[14]),
+        snd_ssthresh: known(a[15]),
+        segs_out: None,
+        data_segs_out: None,
+    }
+}
+
+impl Sent {
+    /// Appends the body.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.bytes,
+            self.writes,
+            self.partial_writes,
+            self.would_block,
+            self.first_write_unix_us,
+            self.elapsed_ns,
+            self.cpu_user_us,
+            self.cpu_sys_us,
+            opt(self.on_cpu_ns),
+            opt(self.run_queue_ns),
+            self.source_read_ns,
+            self.chunk,
+        ] {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        out.extend_from_slice(&self.sndbuf.to_be_bytes());
+        out.push(match self.server_io {
+            ServerIo::Blocking => 0,
+            ServerIo::EventLoop => 1,
+        });
+        out.extend_from_slice(&self.boot_id.unwrap_or([0; 16]));
+        for v in tcp_array(&self.tcp) {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        let f = &self.flight;
+        for v in [
+            f.samples,
+            f.cwnd_full,
+            f.notsent,
+            f.in_flight_bytes_sum,
+            f.notsent_bytes_sum,
+            f.rtt_us_sum,
+            f.sndbuf_sum,
+        ] {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// Decodes a body of [`SENT_BODY`] bytes (the caller checked its size).
+    pub(crate) fn decode(b: &[u8]) -> Result<Sent, ProtocolError> {
+        let u = |i: usize| be64(&b[i * 8..]);
+        let server_io = match b[100] {
+            0 => ServerIo::Blocking,
+            1 => ServerIo::EventLoop,
+            value => {
+                return Err(ProtocolError::BadEnum {
+                    field: "server_io",
+                    value,
+                });
+            }
+        };
+        let at = 101 + 16;
+        let tcp = tcp_from(std::array::from_fn(|i| be64(&b[at + 8 * i..])));
+        let at = at + 8 * SENDER_FIELDS;
+        let f = |i: usize| be64(&b[at + 8 * i..]);
+        let sent = Sent {
+            bytes: u(0),
+            writes: u(1),
+            partial_writes: u(2),
+            would_block: u(3),
+            first_write_unix_us: u(4),
+            elapsed_ns: u(5),
+            cpu_user_us: u(6),
+            cpu_sys_us: u(7),
+            on_cpu_ns: known(u(8)),
+            run_queue_ns: known(u(9)),
+            source_read_ns: u(10),
+            chunk: u(11),
+            sndbuf: be32(&b[96..100]),
+            server_io,
+            boot_id: Some(<[u8; 16]>::try_from(&b[101..117]).expect("16 bytes"))
+                .filter(|id| *id != [0; 16]),
+            tcp,
+            flight: Flight {
+                samples: f(0),
+                cwnd_full: f(1),
+                notsent: f(2),
+                in_flight_bytes_sum: f(3),
+                notsent_bytes_sum: f(4),
+                rtt_us_sum: f(5),
+                sndbuf_sum: f(6),
+            },
+        };
+        if sent.writes > sent.bytes || sent.partial_writes > sent.writes {
+            return Err(ProtocolError::BadReport {
+                field: "writes",
+                why: format!(
+                    "{} writes ({} short) for {} bytes",
+                    sent.writes, sent.partial_writes, sent.bytes
+                ),
+            });
+        }
+        Ok(sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Frame, decode_frame, encode_frame};
+
+    /// A Sent frame decodes to itself, is exactly its fixed size, and a sender's numbers that
+    /// cannot be are refused.
+    #[test]
+    fn round_trip_and_checks() {
+        let sent = Sent {
+            bytes: 1 << 30,
+            writes: 1000,
+            partial_writes: 3,
+            would_block: 9,
+            first_write_unix_us: 1_796_000_000_000_000,
+            elapsed_ns: 2_000_000_000,
+            cpu_user_us: 5,
+            cpu_sys_us: 6,
+            on_cpu_ns: Some(7),
+            run_queue_ns: None,
+            source_read_ns: 8,
+            chunk: 10240,
+            sndbuf: 4 << 20,
+            server_io: ServerIo::EventLoop,
+            boot_id: Some([3; 16]),
+            tcp: SenderTcp {
+                busy_time_us: Some(11),
+                delivery_rate_app_limited: Some(true),
+                notsent_bytes: Some(0),
+                ..SenderTcp::default()
+            },
+            flight: Flight {
+                samples: 4,
+                cwnd_full: 1,
+                ..Flight::default()
+            },
+        };
+        let mut out = Vec::new();
+        encode_frame(&Frame::Sent(sent), &mut out);
+        assert_eq!(out.len(), FRAME_HEADER + SENT_BODY);
+        assert_eq!(decode_frame(&out), Ok(Some((Frame::Sent(sent), out.len()))));
+        let bad = Sent {
+            writes: 5,
+            bytes: 4,
+            ..sent
+        };
+        let mut out = Vec::new();
+        encode_frame(&Frame::Sent(bad), &mut out);
+        assert!(matches!(
+            decode_frame(&out),
+            Err(ProtocolError::BadReport {
+                field: "writes",
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,69 @@
+//! A reverse stream's JSON (`tsclient --reverse --json`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{ClockJson, Cpu, TimedJson};
+use crate::strategy::ClientIo;
+use crate::verdict::{LimitedBy, Limits};
+
+/// A reverse stream's result (`tsclient --reverse --json`, `mode: "reverse"`): the server sent,
+/// the client received and verified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReverseJson {
+    /// Always `"reverse"`.
+    pub mode: String,
+    /// The version of the tsclient that wrote this.
+    pub tsperf: String,
+    /// What the server sent: `generated` (the tsgen text).
+    pub source: String,
+    /// The bytes received: every pass of a timed run.
+    pub bytes: u64,
+    /// Bytes a pass, as asked (`--bytes`).
+    pub asked_bytes: u64,
+    /// The server's write size (`--chunk`).
+    pub chunk: u32,
+    /// The client's I/O model.
+    pub io: ClientIo,
+    /// The server's address.
+    pub peer: String,
+    /// From the first byte received to the end of the stream, in seconds.
+    pub elapsed_s: f64,
+    /// The first byte received, wall clock, µs since the epoch.
+    pub begin_unix_us: u64,
+    /// The end of the stream, wall clock.
+    pub end_unix_us: u64,
+    /// `bytes` over `elapsed_s`, in MiB/s.
+    pub mib_per_s: f64,
+    /// The same in Gbit/s.
+    pub gbit_per_s: f64,
+    /// True when the server's end trailer counts what arrived (a sized run: what was asked)
+    /// and its digest equals the client's.
+    pub verified: bool,
+    /// The client's xxh3-64 of what it received.
+    pub digest: String,
+    /// The client's CPU time while it received.
+    pub cpu: Cpu,
+    /// The client's side: `reads`, `read_size`, `rcvbuf`, the receiving thread's `on_cpu_s` and
+    /// `run_queue_s`.
+    pub client: serde_json::Value,
+    /// The server's Sent report: `bytes`, `digest` (its end trailer's), `writes`,
+    /// `partial_writes`, `would_block`, `sndbuf`, `io`, `cpu`, `on_cpu_s`, `run_queue_s`,
+    /// `elapsed_s` (first to last write), `first_write_unix_us`, `same_host`.
+    pub server: serde_json::Value,
+    /// The server's `TCP_INFO` (the sender's view, `server`), the client's (the receiver's,
+    /// `client`), the server's readings while it sent (`flight`).
+    pub tcp: serde_json::Value,
+    /// The server's clock against the client's.
+    #[serde(default)]
+    pub clock: ClockJson,
+    /// A timed run: its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed: Option<TimedJson>,
+    /// What limited the stream, the sender being the server.
+    pub limited_by: Option<LimitedBy>,
+    /// The shares the verdict was judged on (the sender's figures are the server's).
+    pub limits: Limits,
+    /// What failed, when the stream is not verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -1,0 +1,153 @@
+//! Reverse streams (issue 26: `tsclient --reverse`): the server sends the generated stream,
+//! the client receives, counts, checksums and verifies it against the server's end trailer;
+//! the server bounds what a client may ask of it.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::common::*;
+use tsperf_proto::{Frame, Hello, RefuseCode, encode_hello};
+
+const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
+
+/// The generated stream arrives whole and verified, in both server models and both client
+/// models, and is the tsgen text byte for byte: its digest is that of a tsgen file of the size.
+#[test]
+fn reverse_receives_the_generated_stream_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gen.txt");
+    let out = run(bin("tsgen"), &["--size", "3000001", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let digest = xxh3_of(&file);
+    for (model, server_io) in MODELS {
+        let server = Server::start(model);
+        for io in [&[][..], &["--nonblocking"][..]] {
+            for chunk in ["102", "10240"] {
+                let mut args = vec!["--reverse", "--bytes", "3000001", "--chunk", chunk];
+                args.extend_from_slice(io);
+                let (out, v) = client_json(server.port, &args);
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                assert_eq!(v["mode"], "reverse");
+                assert_eq!(v["verified"], true, "{v:#}");
+                assert_eq!(v["bytes"].as_u64(), Some(3_000_001));
+                assert_eq!(v["digest"], digest.as_str(), "the tsgen text");
+                assert_eq!(v["server"]["digest"], digest.as_str());
+                assert_eq!(v["server"]["io"], server_io);
+                let writes = v["server"]["writes"].as_u64().unwrap();
+                let c: u64 = chunk.parse().unwrap();
+                assert!(writes >= 3_000_001u64.div_ceil(c), "{writes} writes of {c}");
+                assert!(v["limited_by"].is_string(), "{v:#}");
+            }
+        }
+        // The server's summary says what it sent.
+        assert!(
+            server.wait_for(|out, _| out.contains("tsserver: sent 2.86 MiB to")),
+            "{}",
+            server.stdout()
+        );
+    }
+}
+
+/// A timed reverse stream repeats its pass for its time and is verified whole, however far
+/// into its last pass it stopped.
+#[test]
+fn a_timed_reverse_stream_is_verified() {
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(
+            server.port,
+            &["-R", "--bytes", "1MiB", "-t", "1", "--chunk", "1024"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v:#}");
+        let bytes = v["bytes"].as_u64().unwrap();
+        assert!(bytes > 1 << 20, "{model:?}: {bytes}");
+        assert_eq!(v["server"]["bytes"].as_u64(), Some(bytes));
+        let elapsed = v["elapsed_s"].as_f64().unwrap();
+        assert!((0.9..10.0).contains(&elapsed), "a 1 s run took {elapsed} s");
+        assert_eq!(v["timed"]["file_bytes"].as_u64(), Some(1 << 20));
+    }
+}
+
+/// What the server may refuse, it refuses at the hello, naming the flag: reverse on a server
+/// started with --no-reverse, more bytes than --max-bytes; and the client refuses flags that
+/// are the sender's, as usage errors.
+#[test]
+fn reverse_refusals_name_the_flag() {
+    let server = Server::start(&["--no-reverse"]);
+    let out = client(&["--port", &server.port.to_string(), "-R", "--bytes", "1k"]);
+    assert_fails(&out, 1, "--no-reverse");
+    let server = Server::start(&["--max-bytes", "1MiB"]);
+    let out = client(&["--port", &server.port.to_string(), "-R", "--bytes", "2MiB"]);
+    assert_fails(&out, 1, "(--max-bytes)");
+    let out = client(&["-R", "--io", "writev"]);
+    assert_fails(&out, 2, "--io does not apply to --reverse");
+    let out = client(&["-R", "some.txt"]);
+    assert_fails(&out, 2, "cannot be used with");
+    let out = client(&["--bytes", "1k", "f.txt"]);
+    assert_fails(&out, 2, "--reverse");
+    let out = client(&["-R", "--bytes", "0"]);
+    assert_fails(&out, 2, "invalid size '0'");
+    // A hand-made hello naming a file: a path is refused as a bad name, a plain one because
+    // this server serves none.
+    let server = Server::start(&[]);
+    for (name, code, words) in [
+        ("../etc.txt", RefuseCode::Hello, "bad file name"),
+        ("tsl.txt", RefuseCode::Unoffered, "serves no files"),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut hello = Vec::new();
+        encode_hello(
+            &Hello {
+                reverse: true,
+                ..Hello::stream(10, 10, name)
+            },
+            &mut hello,
+        );
+        s.write_all(&hello).unwrap();
+        match read_one_frame(&mut s) {
+            Some(Frame::Refuse { code: got, reason }) => {
+                assert_eq!(got, code, "{name}: {reason}");
+                assert!(reason.contains(words), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A reverse client that never reads costs the server one connection until --idle-timeout,
+/// then is cut off with the reason, in both models; the server goes on serving.
+#[test]
+fn a_reverse_client_that_never_reads_is_cut_off() {
+    for (model, _) in MODELS {
+        let mut args = vec!["--idle-timeout", "1"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        socket2::SockRef::from(&s)
+            .set_recv_buffer_size(4096)
+            .unwrap();
+        let mut hello = Vec::new();
+        encode_hello(
+            &Hello {
+                reverse: true,
+                ..Hello::stream(1 << 30, 65536, "")
+            },
+            &mut hello,
+        );
+        s.write_all(&hello).unwrap();
+        assert!(
+            server.wait_for(|_, err| err.contains("the client took no data for 1 s")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+        drop(s);
+        let (out, v) = client_json(server.port, &["-R", "--bytes", "10k"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
