@@ -402,6 +402,13 @@ fn reverse_run(
     if !result.verified() {
         anyhow::bail!(output::reverse_mismatch(&result));
     }
+    if result.interrupted {
+        eprintln!(
+            "tsclient: interrupted after receiving {} bytes, every one verified",
+            result.bytes
+        );
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

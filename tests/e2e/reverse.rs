@@ -151,3 +151,40 @@ fn a_reverse_client_that_never_reads_is_cut_off() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Ctrl-C in a reverse stream ends it as its end does: the client asks the server to stop, the
+/// server sends its report and end trailer after what it had sent, and every byte received is
+/// verified; exit 130, in both server models, timed or sized.
+#[test]
+fn ctrl_c_ends_a_reverse_stream_verified() {
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        for args in [&["-t", "30"][..], &["--bytes", "60GiB"][..]] {
+            let mut cmd = std::process::Command::new(bin("tsclient"));
+            cmd.args([
+                "--port",
+                &server.port.to_string(),
+                "-R",
+                "--json",
+                "--chunk",
+                "1024",
+            ])
+            .args(args);
+            let child = cmd
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(700));
+            // SAFETY: kill(2) on our own child's pid.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+            let out = wait_child(child);
+            assert_fails(&out, 130, "every one verified");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["verified"], true, "{model:?} {args:?}: {v:#}");
+            assert_eq!(v["interrupted"], true);
+            assert_eq!(v["server"]["bytes"], v["bytes"]);
+            assert!(v["bytes"].as_u64().unwrap() > 0);
+        }
+    }
+}

@@ -69,6 +69,9 @@ pub struct ReverseResult {
     pub clock: Option<Clock>,
     /// A timed run's time asked for.
     pub time: Option<Duration>,
+    /// Stopped by Ctrl-C or SIGTERM: the client asked the server to end the stream early, and
+    /// every byte until then is verified.
+    pub interrupted: bool,
 }
 
 impl ReverseResult {
@@ -78,7 +81,7 @@ impl ReverseResult {
         self.end.length == self.bytes
             && self.server.bytes == self.bytes
             && self.end.digest == self.digest
-            && (self.time.is_some() || self.bytes == self.asked)
+            && (self.time.is_some() || self.interrupted || self.bytes == self.asked)
     }
 
     /// Both ends on one machine.
@@ -163,6 +166,8 @@ struct Received {
     reads: u64,
     total: u64,
     first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
+    /// The client asked the server to stop (Ctrl-C).
+    stop_sent: bool,
 }
 
 fn receive<T: Transport>(
@@ -177,6 +182,7 @@ fn receive<T: Transport>(
         reads: 0,
         total: 0,
         first: None,
+        stop_sent: false,
     };
     let fail = |got: &Received, e: anyhow::Error| StreamFailure {
         name: String::new(),
@@ -226,6 +232,7 @@ fn receive<T: Transport>(
         server,
         clock,
         time: cfg.time,
+        interrupted: got.stop_sent,
     })
 }
 
@@ -239,9 +246,14 @@ fn read_to_end<T: Transport>(
 ) -> Result<()> {
     let mut buf = vec![0u8; READ_SIZE];
     conn.read_by(None);
+    // A stop ends the stream as its end does: the server is asked to stop, and sends its
+    // report and end trailer after what it had sent.
+    interrupt::ends_itself();
     loop {
-        if interrupt::requested() {
-            return Err(anyhow!("interrupted"));
+        if interrupt::requested() && !got.stop_sent {
+            got.stop_sent = true;
+            conn.write_all(&[1])
+                .context("cannot ask the server to stop")?;
         }
         match conn.read(&mut buf) {
             Ok(0) => break,

@@ -57,8 +57,11 @@
 //!    36 MiB is `tsl.txt` byte for byte): one pass of `length` bytes, or passes for
 //!    `duration_ms` from its first write. `chunk` is the server's write size. Then the server
 //!    sends [`Frame::Sent`] (what it measured while sending, [`sent::SENT_BODY`] bytes of body)
-//!    and the end trailer, and closes. The client sends nothing after its clock queries; it
-//!    reads to the end of the stream holding back the last [`sent::REVERSE_TAIL`] bytes, which
+//!    and the end trailer, and closes. After its clock queries the client sends nothing but, to
+//!    stop the stream early (its Ctrl-C), one byte of any value: the server looks once per turn
+//!    of writes and then ends the data where it is, as at its time (its end trailer counts
+//!    what it sent; the client closing is the end of it). The client reads to the end of the
+//!    stream holding back the last [`sent::REVERSE_TAIL`] bytes, which
 //!    are then the frame and the trailer. The stream is verified when the trailer's length is
 //!    what arrived (a sized stream: `length`) and its digest the client's. A reverse hello's
 //!    `log` must be 0 (the client logs what it receives), and `length` is at least 1 and at

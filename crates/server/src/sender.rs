@@ -79,6 +79,20 @@ pub struct Sender {
     sched_start: Option<SchedStat>,
     flight: Flight,
     next_reading: u64,
+    /// The client asked the stream to stop (a byte from it: its Ctrl-C): the data ends at
+    /// this turn, as at a timed stream's time.
+    stopped: bool,
+}
+
+/// What the client sent during a reverse stream, looked at once a turn.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Heard {
+    /// Nothing.
+    Nothing,
+    /// A byte: stop the data now (the client's Ctrl-C), end the stream as at its time.
+    Stop,
+    /// The client closed the connection.
+    Closed,
 }
 
 impl Sender {
@@ -104,6 +118,21 @@ impl Sender {
             sched_start: None,
             flight: Flight::default(),
             next_reading: FLIGHT_EVERY,
+            stopped: false,
+        }
+    }
+
+    /// Looks, without waiting, whether the client sent anything: a byte asks the data to stop
+    /// (it ends at once, as at a timed stream's time); the end of its stream means it has gone.
+    pub fn listen<S: std::os::fd::AsFd>(&mut self, sock: &S) -> io::Result<Heard> {
+        let mut buf = [0u8; 64];
+        match tsperf_sys::net::read_now(sock, &mut buf)? {
+            None => Ok(Heard::Nothing),
+            Some(0) => Ok(Heard::Closed),
+            Some(_) => {
+                self.stopped = true;
+                Ok(Heard::Stop)
+            }
         }
     }
 
@@ -115,6 +144,9 @@ impl Sender {
     /// True once every byte of the data is sent: a sized stream's pass, or a timed stream's
     /// time (looked at once per turn).
     fn done(&self, now: Instant) -> bool {
+        if self.stopped {
+            return true;
+        }
         match self.until {
             Some(until) => now >= until,
             None => self.time.is_none() && self.at == self.length,
@@ -140,7 +172,7 @@ impl Sender {
             if self.time.is_some() && self.at == self.length {
                 self.at = 0;
             }
-            if self.at == self.length {
+            if self.at == self.length || self.stopped {
                 return SendEnd::Done;
             }
             if writes == TURN_WRITES || self.sent - start >= TURN_BYTES {

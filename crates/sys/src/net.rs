@@ -363,6 +363,27 @@ mod tests {
     }
 }
 
+/// What a socket has to read now, without waiting: `Ok(Some(n))` bytes taken (0: the peer
+/// closed), `Ok(None)`: nothing yet. Reads at most `buf.len()` bytes (`MSG_DONTWAIT`), whatever
+/// the socket's mode.
+pub fn read_now<S: std::os::fd::AsFd>(sock: &S, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_fd().as_raw_fd();
+    loop {
+        // SAFETY: recv(2) writes at most `buf.len()` bytes into `buf`, a live slice.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => {}
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Spins until `sock` has a byte to read (or the peer closed it, or it failed), peeking without
 /// blocking, or until `deadline`: busy polling, which keeps the calling CPU out of its sleep
 /// states while it waits. Returns `TimedOut` at the deadline; the data stays queued.

@@ -36,6 +36,7 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
         gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
         verified: r.verified(),
         digest: hex(r.digest),
+        interrupted: r.interrupted,
         cpu: Cpu::of(r.cpu.user, r.cpu.sys),
         client: json!({
             "reads": r.reads,
@@ -73,7 +74,7 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
             passes: r.bytes as f64 / r.asked.max(1) as f64,
             omitted_bytes: 0,
             omitted_s: 0.0,
-            interrupted: false,
+            interrupted: r.interrupted,
         }),
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,

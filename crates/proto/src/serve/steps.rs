@@ -259,6 +259,10 @@ impl Conversation {
     /// driver abandons it ([`Effect::Abandon`]).
     pub(super) fn stop(&mut self, why: &str, tell: bool) -> Step {
         let outcome = match &self.state {
+            State::Send { t } => Outcome::Incomplete(format!(
+                "sent {} bytes of a reverse stream, then {why}",
+                t.got
+            )),
             State::Clock { t, .. }
             | State::Data { t }
             | State::Trailer { t, .. }

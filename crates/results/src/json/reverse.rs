@@ -41,6 +41,9 @@ pub struct ReverseJson {
     pub verified: bool,
     /// The client's xxh3-64 of what it received.
     pub digest: String,
+    /// Ctrl-C or SIGTERM stopped it early: the client asked the server to end the stream, and
+    /// every byte until then is verified (exit 130).
+    pub interrupted: bool,
     /// The client's CPU time while it received.
     pub cpu: Cpu,
     /// The client's side: `reads`, `read_size`, `rcvbuf`, the receiving thread's `on_cpu_s` and

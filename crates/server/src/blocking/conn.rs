@@ -16,7 +16,7 @@ use crate::console;
 use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
-use crate::sender::{SendEnd, Sender};
+use crate::sender::{Heard, SendEnd, Sender};
 use crate::{Outcome, ServerConfig, print_failed};
 
 /// Runs one connection to its end and prints its outcome.
@@ -136,6 +136,17 @@ impl Conn<'_> {
         };
         let mut tx = Sender::new(hello);
         loop {
+            match tx.listen(&*self.stream) {
+                Ok(Heard::Closed) => {
+                    return self.conv.send_failed("the client closed the connection");
+                }
+                Err(e) => {
+                    return self
+                        .conv
+                        .send_failed(&format!("cannot read from the client: {e}"));
+                }
+                Ok(Heard::Stop | Heard::Nothing) => {}
+            }
             let before = tx.sent();
             let end = tx.send_turn(self.stream);
             self.conv.sending(tx.sent() - before, Instant::now());

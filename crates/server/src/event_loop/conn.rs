@@ -17,7 +17,7 @@ use crate::console;
 use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
-use crate::sender::{SendEnd, Sender};
+use crate::sender::{Heard, SendEnd, Sender};
 use crate::{Outcome, ServerConfig};
 
 pub(super) struct Conn {
@@ -188,6 +188,15 @@ impl Conn {
             return Step::default();
         };
         let tx = self.tx.get_or_insert_with(|| Box::new(Sender::new(hello)));
+        match tx.listen(&self.stream) {
+            Ok(Heard::Closed) => return self.conv.send_failed("the client closed the connection"),
+            Err(e) => {
+                return self
+                    .conv
+                    .send_failed(&format!("cannot read from the client: {e}"));
+            }
+            Ok(Heard::Stop | Heard::Nothing) => {}
+        }
         let before = tx.sent();
         let end = tx.send_turn(&mut self.stream);
         self.conv.sending(tx.sent() - before, Instant::now());

@@ -118,3 +118,86 @@ fn modes_not_offered_and_runs_too_long_are_refused_naming_the_flag() {
         "{step:?}"
     );
 }
+
+fn reverse_hello(length: u64) -> Vec<u8> {
+    hello_bytes(&Hello {
+        reverse: true,
+        ..Hello::stream(length, 1024, "")
+    })
+}
+
+/// A reverse stream is accepted with its pass length, goes straight to sending (no clock
+/// queries asked), is not idle while the client takes bytes, and is over once everything is
+/// sent; a client that takes nothing is cut off at the idle timeout, with nothing to tell it
+/// in-band.
+#[test]
+fn a_reverse_stream_sends_then_ends() {
+    let now = Instant::now();
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let step = accepted(&mut c, &reverse_hello(5000));
+    assert!(
+        matches!(step.send, Some(Frame::Accept { length: 5000, .. })),
+        "{step:?}"
+    );
+    assert_eq!(c.phase(), Phase::Send);
+    let later = now + Duration::from_secs(3);
+    c.sending(4000, later);
+    assert_eq!(c.deadline(), later + Duration::from_secs(7));
+    let step = c.sent_all();
+    assert_eq!(step.end, Some(Outcome::Complete));
+    assert_eq!(c.phase(), Phase::Done);
+
+    let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
+    let _ = accepted(&mut c, &reverse_hello(5000));
+    c.sending(100, now);
+    let step = c.timed_out(false, false);
+    assert!(
+        step.send.is_none(),
+        "the data direction is the client's to read"
+    );
+    assert!(
+        matches!(step.end, Some(Outcome::Incomplete(ref r)) if r == "sent 100 bytes of a reverse stream, then the client took no data for 7 s"),
+        "{step:?}"
+    );
+}
+
+/// What a reverse hello may not ask: no bytes, more than --max-bytes, a server log sink, a
+/// file by name; and nothing at all of a server started with --no-reverse.
+#[test]
+fn reverse_refusals() {
+    let now = Instant::now();
+    let refusal = |p: &Policy, h: Hello| {
+        let mut c = Conversation::new(ServerIo::EventLoop, p, None, now);
+        match feed(&mut c, &hello_bytes(&h)).send {
+            Some(Frame::Refuse { code, reason }) => (code, reason),
+            other => panic!("{other:?}"),
+        }
+    };
+    let rev = |length, name: &str| Hello {
+        reverse: true,
+        ..Hello::stream(length, 1024, name)
+    };
+    let p = policy();
+    assert_eq!(refusal(&p, rev(0, "")).0, RefuseCode::Hello);
+    let (code, why) = refusal(&p, rev((1 << 30) + 1, ""));
+    assert_eq!(code, RefuseCode::Limit);
+    assert!(why.contains("--max-bytes"), "{why}");
+    let (code, why) = refusal(&p, rev(10, "tsl.txt"));
+    assert_eq!(code, RefuseCode::Unoffered);
+    assert!(why.contains("serves no files"), "{why}");
+    let (code, _) = refusal(
+        &p,
+        Hello {
+            log: Some(LogMode::Stdout),
+            ..rev(10, "")
+        },
+    );
+    assert_eq!(code, RefuseCode::Sink);
+    let closed = Policy {
+        reverse: false,
+        ..policy()
+    };
+    let (code, why) = refusal(&closed, rev(10, ""));
+    assert_eq!(code, RefuseCode::Unoffered);
+    assert!(why.contains("--no-reverse"), "{why}");
+}
