@@ -14,7 +14,7 @@ complete -c tsclient -l clock-queries -d 'Clock queries before the data (0 to 64
 complete -c tsclient -s i -l interval -d 'Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate and what the kernel\'s TCP_INFO says changed; printed as they happen, or in the JSON\'s `intervals`. Off by default' -r
 complete -c tsclient -s t -l time -d 'A timed run, as iperf3 -t: send the file again and again for SECS seconds (0.001 to 86400); the last pass may be partial. Every byte is counted and checksummed by the server, and the whole run verified. Ctrl-C ends it as its time does' -r
 complete -c tsclient -s O -l omit -d 'With --time, leave the first SECS seconds (slow start) out of the rate, as iperf3 -O: the run lasts --omit plus --time' -r
-complete -c tsclient -l bytes -d 'With --reverse, the bytes to ask the server for (a pass, with --time); suffixes as for --chunk. Default 36MiB, the seed\'s file' -r
+complete -c tsclient -l bytes -d 'With --reverse or --bidir, the bytes to ask the server for (a pass, with --time); suffixes as for --chunk. Default 36MiB, the seed\'s file' -r
 complete -c tsclient -l auth-key -d 'The key shared with a server started with --auth-key' -r -F
 complete -c tsclient -l count -d 'Latency: requests to measure' -r
 complete -c tsclient -l warmup -d 'Latency: requests sent first and not counted' -r
@@ -28,6 +28,7 @@ complete -c tsclient -l json -d 'Print one JSON object on stdout instead of the 
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
 complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
 complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or for --time, in writes of --chunk bytes. Verified by the server\'s end trailer'
+complete -c tsclient -l bidir -d 'Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the generated stream from it on another (--bytes a pass, by default FILE\'s size), each verified, each with its own figures and verdict; --time times both'
 complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
 complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'
 complete -c tsclient -l reconnect -d 'Latency: a new TCP connection for every request (like netperf TCP_CRR)'

@@ -85,7 +85,12 @@ struct Args {
     /// or for --time, in writes of --chunk bytes. Verified by the server's end trailer.
     #[arg(short = 'R', long, conflicts_with = "file")]
     reverse: bool,
-    /// With --reverse, the bytes to ask the server for (a pass, with --time); suffixes as for
+    /// Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the
+    /// generated stream from it on another (--bytes a pass, by default FILE's size), each
+    /// verified, each with its own figures and verdict; --time times both.
+    #[arg(long, conflicts_with_all = ["reverse", "latency"], requires = "file")]
+    bidir: bool,
+    /// With --reverse or --bidir, the bytes to ask the server for (a pass, with --time); suffixes as for
     /// --chunk. Default 36MiB, the seed's file.
     #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
@@ -167,7 +172,8 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 11] = [
+const STREAM_ONLY: [&str; 12] = [
+    "bidir",
     "reverse",
     "bytes",
     "time",
@@ -215,9 +221,10 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             flag(id)
         ));
     }
-    if args.bytes.is_some() && !args.reverse {
+    if args.bytes.is_some() && !args.reverse && !args.bidir {
         cli::usage_error::<Args>(
-            "--bytes applies to --reverse only (a forward run sends its FILE)".to_owned(),
+            "--bytes applies to --reverse and --bidir only (a forward run sends its FILE)"
+                .to_owned(),
         );
     }
     if args.reverse {
@@ -341,6 +348,9 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
     if args.reverse {
         return reverse_run(args, &cfg, &mut progress);
     }
+    if args.bidir {
+        return bidir_run(args, &cfg);
+    }
     let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
         Err(f) => {
@@ -371,6 +381,43 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
             "tsclient: interrupted after {} of the timed run, every byte verified",
             tsperf_results::units::duration(result.elapsed)
         );
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Both directions at once: each printed, each verified.
+fn bidir_run(args: &Args, cfg: &client::StreamConfig) -> anyhow::Result<ExitCode> {
+    let bytes = args.bytes.unwrap_or_else(|| {
+        std::fs::metadata(&cfg.file).map_or(tsperf_sys::testdata::SEED_FILE_LEN, |m| m.len())
+    });
+    let b = client::bidir::run_bidir(cfg, bytes.max(1));
+    let text = if args.json {
+        output::bidir_json(&b) + "\n"
+    } else {
+        output::bidir_human(&b)
+    };
+    cli::print_result(&text)?;
+    let interrupted = matches!(&b.forward, Ok(r) if r.timed.is_some_and(|t| t.interrupted))
+        || matches!(&b.reverse, Ok(r) if r.interrupted);
+    let mut errors = Vec::new();
+    match &b.forward {
+        Ok(r) if !r.verified() => errors.push(format!("to the server: {}", output::mismatch(r))),
+        Err(f) => errors.push(format!("to the server: {:#}", f.error)),
+        Ok(_) => {}
+    }
+    match &b.reverse {
+        Ok(r) if !r.verified() => {
+            errors.push(format!("from the server: {}", output::reverse_mismatch(r)));
+        }
+        Err(f) => errors.push(format!("from the server: {:#}", f.error)),
+        Ok(_) => {}
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(errors.join("; "));
+    }
+    if interrupted {
+        eprintln!("tsclient: interrupted, both directions verified up to the stop");
         return Ok(ExitCode::from(cli::INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)

@@ -188,3 +188,42 @@ fn ctrl_c_ends_a_reverse_stream_verified() {
         }
     }
 }
+
+/// `--bidir` runs both directions at once on two connections, each verified with its own
+/// figures and verdict: sized (the reverse pass is the file's size) and timed, in both models.
+#[test]
+fn bidir_verifies_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "both.txt", 2 << 20);
+    let digest = xxh3_of(&path);
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        for timed in [false, true] {
+            let mut args = vec!["--bidir", path.to_str().unwrap()];
+            if timed {
+                args.extend(["-t", "1"]);
+            }
+            let (out, v) = client_json(server.port, &args);
+            assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+            assert_eq!(v["mode"], "bidir");
+            let (f, r) = (&v["forward"], &v["reverse"]);
+            assert_eq!(f["mode"], "stream");
+            assert_eq!(r["mode"], "reverse");
+            assert_eq!(f["verified"], true, "{v:#}");
+            assert_eq!(r["verified"], true, "{v:#}");
+            assert_eq!(r["asked_bytes"].as_u64(), Some(2 << 20));
+            assert!(f["limited_by"].is_string() && r["limited_by"].is_string());
+            if timed {
+                assert!(f["bytes"].as_u64().unwrap() > 2 << 20, "{v:#}");
+                assert!(r["bytes"].as_u64().unwrap() > 2 << 20, "{v:#}");
+            } else {
+                assert_eq!(f["digest"], digest.as_str());
+                assert_eq!(r["bytes"].as_u64(), Some(2 << 20));
+            }
+        }
+    }
+    let out = client(&["--bidir"]);
+    assert_fails(&out, 2, "FILE");
+    let out = client(&["--bidir", "-R", "f.txt"]);
+    assert_fails(&out, 2, "cannot be used with");
+}

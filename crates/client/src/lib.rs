@@ -12,6 +12,7 @@
 //! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
 mod alarm;
+pub mod bidir;
 pub mod blocking;
 pub mod interrupt;
 pub mod intervals;

@@ -437,7 +437,7 @@ mod timed;
 use timed::timed_human;
 
 pub use latency::{latency_human, latency_json};
-pub use reverse::{reverse_human, reverse_json, reverse_mismatch};
+pub use reverse::{bidir_human, bidir_json, reverse_human, reverse_json, reverse_mismatch};
 
 #[cfg(test)]
 mod tests {

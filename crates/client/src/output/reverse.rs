@@ -154,3 +154,38 @@ pub fn reverse_human(r: &ReverseResult) -> String {
         v.limited_by,
     )
 }
+
+/// The JSON object of a `--bidir` run: `{"mode": "bidir", "forward": .., "reverse": ..}`, each
+/// the object its direction prints alone (a failure's included).
+pub fn bidir_json(b: &crate::bidir::Bidir) -> String {
+    let value = |text: String| {
+        serde_json::from_str::<serde_json::Value>(&text).unwrap_or(serde_json::Value::Null)
+    };
+    let forward = match &b.forward {
+        Ok(r) => value(super::stream_json(r)),
+        Err(f) => value(super::stream_failure_json(f)),
+    };
+    let reverse = match &b.reverse {
+        Ok(r) => value(reverse_json(r)),
+        Err(f) => value(super::stream_failure_json(f)),
+    };
+    to_json(&json!({
+        "mode": "bidir",
+        "tsperf": VERSION,
+        "forward": forward,
+        "reverse": reverse,
+    }))
+}
+
+/// The report of a `--bidir` run for people: each direction's, under its heading.
+pub fn bidir_human(b: &crate::bidir::Bidir) -> String {
+    let forward = match &b.forward {
+        Ok(r) => super::stream_human(r),
+        Err(f) => format!("  failed: {:#}\n", f.error),
+    };
+    let reverse = match &b.reverse {
+        Ok(r) => reverse_human(r),
+        Err(f) => format!("  failed: {:#}\n", f.error),
+    };
+    format!("to the server:\n{forward}\nfrom the server:\n{reverse}")
+}

@@ -1,0 +1,38 @@
+//! tsclient `--bidir`: both directions at once, as iperf3 `--bidir`: the file to the server on
+//! one connection and the generated stream from it on another, each counted, checksummed and
+//! verified on its own, each with its own figures and verdict.
+
+use crate::progress::Progress;
+use crate::reverse::{ReverseResult, run_reverse};
+use crate::{StreamConfig, StreamFailure, StreamResult, run_stream};
+
+/// Both directions' outcomes.
+pub struct Bidir {
+    /// The file, to the server.
+    pub forward: Result<StreamResult, StreamFailure>,
+    /// The generated stream of `bytes` a pass, from the server.
+    pub reverse: Result<ReverseResult, StreamFailure>,
+}
+
+/// Runs a forward stream of `cfg` and a reverse one of `bytes` a pass at once, each on its own
+/// connection and thread (`cfg.time` times both). No progress bar: two would fight over the
+/// terminal.
+pub fn run_bidir(cfg: &StreamConfig, bytes: u64) -> Bidir {
+    std::thread::scope(|s| {
+        let back = s.spawn(|| run_reverse(cfg, bytes, &mut Progress::new(false)));
+        let forward = run_stream(cfg, &mut Progress::new(false));
+        let reverse = back.join().unwrap_or_else(|_| {
+            Err(StreamFailure {
+                name: String::new(),
+                bytes: Some(bytes),
+                sent: 0,
+                acked: None,
+                elapsed: None,
+                intervals: Vec::new(),
+                interrupted: crate::interrupt::requested(),
+                error: anyhow::anyhow!("the receiving thread panicked"),
+            })
+        });
+        Bidir { forward, reverse }
+    })
+}
