@@ -27,7 +27,7 @@ complete -c tsclient -l under-load -d 'Latency: after the idle queries, make the
 complete -c tsclient -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
 complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
-complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or for --time, in writes of --chunk bytes. Verified by the server\'s end trailer'
+complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or, given a NAME for FILE, that file from a server started with --serve DIR; for --time again and again; in writes of --chunk bytes. Verified by the server\'s end trailer'
 complete -c tsclient -l bidir -d 'Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the generated stream from it on another (--bytes a pass, by default FILE\'s size), each verified, each with its own figures and verdict; --time times both'
 complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
 complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'

@@ -82,8 +82,9 @@ struct Args {
     omit: Option<f64>,
     /// The server sends and this client receives, counts and checksums (as iperf3 -R): the
     /// generated stream (the tsgen text; 36MiB is the seed's tsl.txt byte for byte) of --bytes,
-    /// or for --time, in writes of --chunk bytes. Verified by the server's end trailer.
-    #[arg(short = 'R', long, conflicts_with = "file")]
+    /// or, given a NAME for FILE, that file from a server started with --serve DIR; for --time
+    /// again and again; in writes of --chunk bytes. Verified by the server's end trailer.
+    #[arg(short = 'R', long)]
     reverse: bool,
     /// Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the
     /// generated stream from it on another (--bytes a pass, by default FILE's size), each
@@ -129,7 +130,8 @@ struct Args {
     /// log sink given for it with the stream flags.
     #[arg(long, value_name = "FILE", conflicts_with = "reconnect")]
     under_load: Option<PathBuf>,
-    /// The file to send (not with --latency or --reverse).
+    /// The file to send (not with --latency); with --reverse, the plain name of a file the
+    /// server serves (--serve), never a path.
     #[arg(required_unless_present_any = ["latency", "reverse"], conflicts_with = "latency")]
     file: Option<PathBuf>,
 }
@@ -226,6 +228,21 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             "--bytes applies to --reverse and --bidir only (a forward run sends its FILE)"
                 .to_owned(),
         );
+    }
+    if args.reverse
+        && let Some(name) = &args.file
+        && (args.bytes.is_some() || name.components().count() != 1 || name.file_name().is_none())
+    {
+        cli::usage_error::<Args>(if args.bytes.is_some() {
+            "--reverse takes --bytes (the generated stream) or a NAME the server serves, not both"
+                .to_owned()
+        } else {
+            format!(
+                "--reverse NAME takes the plain name of a file the server serves (--serve), not \
+                 a path: '{}'",
+                name.display()
+            )
+        });
     }
     if args.reverse {
         // What the client's writes are, it does not write: the server's writes are --chunk.
@@ -429,8 +446,14 @@ fn reverse_run(
     cfg: &client::StreamConfig,
     progress: &mut Progress,
 ) -> anyhow::Result<ExitCode> {
-    let bytes = args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN);
-    let result = match client::reverse::run_reverse(cfg, bytes, progress) {
+    let (bytes, name) = match &args.file {
+        Some(name) => (0, name.to_string_lossy().into_owned()),
+        None => (
+            args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN),
+            String::new(),
+        ),
+    };
+    let result = match client::reverse::run_reverse(cfg, bytes, &name, progress) {
         Ok(r) => r,
         Err(f) => {
             if f.interrupted {

@@ -49,8 +49,12 @@ struct Args {
     #[arg(long)]
     allow_client_log: bool,
     /// Refuse reverse streams (tsclient --reverse): this server then only receives.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "serve")]
     no_reverse: bool,
+    /// Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain
+    /// names only, opened from a handle on DIR, never through a symlink, regular files only.
+    #[arg(long, value_name = "DIR")]
+    serve: Option<PathBuf>,
     /// The log file for --log file (and --allow-client-log); lines are appended.
     #[arg(long, default_value = "tsserver.log", value_name = "PATH")]
     log_file: PathBuf,
@@ -166,6 +170,10 @@ fn run() -> anyhow::Result<ExitCode> {
         )?)),
         None => None,
     };
+    let serve = match &args.serve {
+        Some(dir) => Some(std::sync::Arc::new(server::serve_dir::ServeDir::open(dir)?)),
+        None => None,
+    };
     // Warnings wait until after the listening line, which is always stderr's first.
     let mut warnings = Vec::new();
     let auth = match args.auth_key.as_deref().map(cli::load_key).transpose()? {
@@ -193,6 +201,7 @@ fn run() -> anyhow::Result<ExitCode> {
         max_bytes: args.max_bytes,
         max_duration: std::time::Duration::from_secs_f64(args.max_time),
         reverse: !args.no_reverse,
+        serves: serve.is_some(),
         stdout: tsperf_sys::term::stdout_kind(),
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
@@ -206,6 +215,7 @@ fn run() -> anyhow::Result<ExitCode> {
         blocking: args.blocking,
         max_clients: args.max_clients as usize,
         save,
+        serve,
         grace,
         policy,
     };

@@ -83,8 +83,9 @@ fn reverse_refusals_name_the_flag() {
     assert_fails(&out, 1, "(--max-bytes)");
     let out = client(&["-R", "--io", "writev"]);
     assert_fails(&out, 2, "--io does not apply to --reverse");
-    let out = client(&["-R", "some.txt"]);
-    assert_fails(&out, 2, "cannot be used with");
+    // A name asks for a served file, which a server without --serve does not have.
+    let out = client(&["--port", &server.port.to_string(), "-R", "some.txt"]);
+    assert_fails(&out, 1, "serves no files");
     let out = client(&["--bytes", "1k", "f.txt"]);
     assert_fails(&out, 2, "--reverse");
     let out = client(&["-R", "--bytes", "0"]);
@@ -226,4 +227,52 @@ fn bidir_verifies_both_directions() {
     assert_fails(&out, 2, "FILE");
     let out = client(&["--bidir", "-R", "f.txt"]);
     assert_fails(&out, 2, "cannot be used with");
+}
+
+/// `tsserver --serve DIR`: a reverse stream naming a file gets that file, verified (its digest
+/// is the file's), sized by it and, timed, again and again; a symlink, a FIFO, a missing file,
+/// a path and a hostile name are refused with the reason, in both models.
+#[test]
+fn served_files_by_name_and_what_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let path = test_file(&served, "tsl.txt", 3 << 20);
+    let digest = xxh3_of(&path);
+    std::os::unix::fs::symlink(&path, served.join("link.txt")).unwrap();
+    let fifo = std::ffi::CString::new(served.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    for (model, _) in MODELS {
+        let mut args = vec!["--serve", served.to_str().unwrap()];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let (out, v) = client_json(server.port, &["-R", "tsl.txt", "--chunk", "1000"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v:#}");
+        assert_eq!(v["source"], "tsl.txt");
+        assert_eq!(v["digest"], digest.as_str());
+        assert_eq!(v["bytes"].as_u64(), Some(3 << 20));
+        let (out, v) = client_json(server.port, &["-R", "tsl.txt", "-t", "1"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v:#}");
+        assert!(v["bytes"].as_u64().unwrap() > 3 << 20);
+        let port = server.port.to_string();
+        for (name, words) in [
+            ("link.txt", "it is a symlink"),
+            ("fifo", "not a regular file"),
+            ("nope.txt", "no file \"nope.txt\" is served here"),
+            ("a\u{202e}b.txt", "invisible formatting character"),
+        ] {
+            let out = client(&["--port", &port, "-R", name]);
+            assert_fails(&out, 1, words);
+        }
+    }
+    let server = Server::start(&["--serve", served.to_str().unwrap(), "--max-bytes", "1MiB"]);
+    let out = client(&["--port", &server.port.to_string(), "-R", "tsl.txt"]);
+    assert_fails(&out, 1, "this server sends at most 1048576 (--max-bytes)");
+    let out = client(&["-R", "../tsl.txt"]);
+    assert_fails(&out, 2, "not a path");
+    let out = client(&["-R", "tsl.txt", "--bytes", "1k"]);
+    assert_fails(&out, 2, "not both");
 }

@@ -19,7 +19,7 @@ pub struct Bidir {
 /// terminal.
 pub fn run_bidir(cfg: &StreamConfig, bytes: u64) -> Bidir {
     std::thread::scope(|s| {
-        let back = s.spawn(|| run_reverse(cfg, bytes, &mut Progress::new(false)));
+        let back = s.spawn(|| run_reverse(cfg, bytes, "", &mut Progress::new(false)));
         let forward = run_stream(cfg, &mut Progress::new(false));
         let reverse = back.join().unwrap_or_else(|_| {
             Err(StreamFailure {

@@ -35,8 +35,10 @@ pub const READ_SIZE: usize = 256 << 10;
 pub struct ReverseResult {
     /// The bytes received (every pass of a timed run).
     pub bytes: u64,
-    /// Bytes asked for: one pass.
+    /// Bytes of one pass: asked for, or the served file's size.
     pub asked: u64,
+    /// The served file's name; empty for the generated stream.
+    pub name: String,
     /// The server's write size.
     pub chunk: u32,
     /// The client's I/O model.
@@ -133,6 +135,7 @@ impl ReverseResult {
 pub fn run_reverse(
     cfg: &StreamConfig,
     bytes: u64,
+    name: &str,
     progress: &mut Progress,
 ) -> Result<ReverseResult, StreamFailure> {
     let before = |e: anyhow::Error| StreamFailure {
@@ -149,11 +152,11 @@ pub fn run_reverse(
     let result = if cfg.nonblocking {
         MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
             .map_err(before)
-            .and_then(|conn| receive(conn, cfg, bytes, progress))
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress))
     } else {
         Blocking::connect(&cfg.host, cfg.port, cfg.timeout)
             .map_err(before)
-            .and_then(|conn| receive(conn, cfg, bytes, progress))
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress))
     };
     progress.clear();
     result
@@ -174,6 +177,7 @@ fn receive<T: Transport>(
     mut conn: T,
     cfg: &StreamConfig,
     bytes: u64,
+    name: &str,
     progress: &mut Progress,
 ) -> Result<ReverseResult, StreamFailure> {
     let mut got = Received {
@@ -194,7 +198,7 @@ fn receive<T: Transport>(
         interrupted: interrupt::requested(),
         error: e,
     };
-    let (peer, accepted, clock) = match open(&mut conn, cfg, bytes) {
+    let (peer, accepted, clock) = match open(&mut conn, cfg, bytes, name) {
         Ok(p) => p,
         Err(e) => return Err(fail(&got, e)),
     };
@@ -215,6 +219,7 @@ fn receive<T: Transport>(
     Ok(ReverseResult {
         bytes: got.hashed,
         asked: accepted.length,
+        name: name.to_owned(),
         chunk: cfg.chunk,
         io: T::IO,
         peer,
@@ -302,6 +307,7 @@ fn open<T: Transport>(
     conn: &mut T,
     cfg: &StreamConfig,
     bytes: u64,
+    name: &str,
 ) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
     let peer = conn.peer().context("cannot read the server's address")?;
     conn.set_timeout(cfg.timeout)?;
@@ -312,12 +318,12 @@ fn open<T: Transport>(
         reverse: true,
         clock_queries: cfg.clock_queries,
         duration_ms,
-        ..Hello::stream(bytes, cfg.chunk, "")
+        ..Hello::stream(bytes, cfg.chunk, name)
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);
     let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
         .with_context(|| format!("the server at {peer} did not accept the reverse stream"))?;
-    if accepted.length != bytes {
+    if name.is_empty() && accepted.length != bytes {
         bail!(
             "the server at {peer} would send {} bytes a pass where {bytes} were asked for",
             accepted.length

@@ -53,9 +53,11 @@
 //!
 //!    A **reverse** stream (the hello's reverse flag) turns the data round: after the Accept
 //!    (whose `length` says the bytes of one pass) and the clock queries, the server sends. Its
-//!    data is the generated stream, the tsgen text (the seed's 36 MiB repeated; a pass of
-//!    36 MiB is `tsl.txt` byte for byte): one pass of `length` bytes, or passes for
-//!    `duration_ms` from its first write. `chunk` is the server's write size. Then the server
+//!    data is, with an empty name, the generated stream, the tsgen text (the seed's 36 MiB
+//!    repeated; a pass of 36 MiB is `tsl.txt` byte for byte) of `length` bytes a pass; with a
+//!    name (and `length` 0), the file of that name a server started with `--serve DIR` offers,
+//!    its size a pass (a name it does not serve is refused, `unoffered`, with the reason). One
+//!    pass, or passes for `duration_ms` from its first write. `chunk` is the server's write size. Then the server
 //!    sends [`Frame::Sent`] (what it measured while sending, [`sent::SENT_BODY`] bytes of body)
 //!    and the end trailer, and closes. After its clock queries the client sends nothing but, to
 //!    stop the stream early (its Ctrl-C), one byte of any value: the server looks once per turn
@@ -64,9 +66,9 @@
 //!    stream holding back the last [`sent::REVERSE_TAIL`] bytes, which
 //!    are then the frame and the trailer. The stream is verified when the trailer's length is
 //!    what arrived (a sized stream: `length`) and its digest the client's. A reverse hello's
-//!    `log` must be 0 (the client logs what it receives), and `length` is at least 1 and at
+//!    `log` must be 0 (the client logs what it receives), and a pass is at least 1 byte and at
 //!    most the server's `--max-bytes`; a server started with `--no-reverse`, or asked for a
-//!    file by name (this version serves only the generated stream), refuses it (`unoffered`).
+//!    file by name without `--serve`, refuses it (`unoffered`).
 //!    A client that takes no bytes for the server's idle timeout is cut off.
 //! 4. The server sends [`Frame::Report`] once it has read and checksummed all `length` bytes and
 //!    the trailer, or [`Frame::Abort`] with a reason if it cannot go on (disk full, say; then it

@@ -14,6 +14,7 @@ use tsperf_sys::text::Peer;
 
 use crate::console::{self, Stream};
 use crate::receiver::Receiver;
+use crate::sender::Sender;
 use crate::{Outcome, ServerConfig, print_complete, print_failed};
 
 /// Numbers connections in the per-read log.
@@ -26,12 +27,18 @@ pub(crate) fn perform(
     mut step: Step,
     conv: &mut Conversation,
     rx: &mut Option<Box<Receiver>>,
+    tx: &mut Option<Box<Sender>>,
     at: Where<'_, impl AsFd>,
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
-            // A reverse stream's sender is made by the model when it starts to send.
-            Effect::Begin { hello, .. } if hello.reverse => conv.begun(Ok(())),
+            Effect::Begin { hello, .. } if hello.reverse => {
+                let begun = sender(&hello, at.cfg).map(|s| {
+                    conv.set_pass_length(s.pass_length());
+                    *tx = Some(Box::new(s));
+                });
+                conv.begun(begun)
+            }
             Effect::Begin { hello, admitted } => {
                 let begun = begin(&hello, admitted, at.peer, at.cfg).map(|r| {
                     *rx = Some(Box::new(r));
@@ -100,6 +107,45 @@ fn begin(
     }
     rx.log_start(peer, hello);
     Ok(rx)
+}
+
+/// The sender of a reverse stream: the generated text, or the file named from `--serve`'s
+/// directory (refused: no such file, not a plain name, a symlink, not a regular file, more than
+/// `--max-bytes`).
+fn sender(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
+    if hello.name.is_empty() {
+        return Ok(Sender::new(hello));
+    }
+    let Some(dir) = &cfg.serve else {
+        return Err((
+            RefuseCode::Unoffered,
+            "this server serves no files (--serve)".into(),
+        ));
+    };
+    let (file, path) = dir
+        .open_file(&hello.name)
+        .map_err(|why| (RefuseCode::Unoffered, why))?;
+    let source = tsperf_sys::source::Source::from_file(
+        file,
+        &path,
+        hello.name.clone(),
+        hello.chunk,
+        1,
+        tsperf_sys::source::Access::Map,
+    )
+    .map_err(|e| (RefuseCode::Unoffered, format!("{e:#}")))?;
+    if source.len() > cfg.policy.max_bytes {
+        return Err((
+            RefuseCode::Limit,
+            format!(
+                "'{}' is {} bytes: this server sends at most {} (--max-bytes)",
+                Peer(&hello.name),
+                source.len(),
+                cfg.policy.max_bytes
+            ),
+        ));
+    }
+    Ok(Sender::served(hello, source))
 }
 
 /// The reason sent when saving failed.

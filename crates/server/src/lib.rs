@@ -20,6 +20,7 @@ pub mod readlog;
 pub mod receiver;
 pub mod save;
 pub mod sender;
+pub mod serve_dir;
 
 pub use mark::WakeMark;
 pub use tsperf_proto::serve::{
@@ -71,6 +72,8 @@ pub struct ServerConfig {
     pub max_clients: usize,
     /// Save received files here (`--save`), whole or not at all.
     pub save: Option<Arc<SaveDir>>,
+    /// Where reverse streams' named files are served from (`--serve`).
+    pub serve: Option<Arc<serve_dir::ServeDir>>,
     /// What a conversation decides by: the log sinks, read sizes, limits, deadlines and key.
     pub policy: Policy,
     /// How long transfers in flight may take to finish after a stop is requested.
@@ -294,19 +297,24 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
 
 /// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
 /// first and last write) and what it sent.
-pub fn print_sent(peer: SocketAddr, closing: &[u8]) {
+pub fn print_sent(peer: SocketAddr, name: &str, closing: &[u8]) {
     let Ok(Some((tsperf_proto::Frame::Sent(s), _))) = tsperf_proto::decode_frame(closing) else {
         return;
     };
     let elapsed = Duration::from_nanos(s.elapsed_ns);
     let end_us = s.first_write_unix_us + elapsed.as_micros() as u64;
     let text = format!(
-        "{}\nfile[generated] sent over .\n{}\n\
+        "{}\nfile[{}] sent over .\n{}\n\
          tsserver: sent {} to {peer} in {} (first to last write): {:.1} MiB/s ({:.2} Gbit/s), \
          {} of {} B, cpu {} user + {} sys, io {}\n",
         Stamp {
             label: "begin",
             unix_us: s.first_write_unix_us
+        },
+        if name.is_empty() {
+            "generated".to_owned()
+        } else {
+            Peer(name).to_string()
         },
         Stamp {
             label: "end",

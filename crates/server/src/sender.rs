@@ -23,7 +23,34 @@ use twox_hash::XxHash3_64;
 use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::Flight;
 use tsperf_proto::{Frame, Hello, ServerIo, encode_frame};
+use tsperf_sys::source::Source;
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
+
+/// One write of `want` bytes of the generated text from `at` (a write across the end of the
+/// text is one `writev` of two pieces); what it took is checksummed. Returns the bytes taken.
+#[inline]
+fn write_text<W: Write>(
+    w: &mut W,
+    text: &[u8],
+    hasher: &mut XxHash3_64,
+    at: u64,
+    want: usize,
+) -> io::Result<usize> {
+    let from = (at % text.len() as u64) as usize;
+    let first = &text[from..text.len().min(from + want)];
+    let n = if first.len() == want {
+        w.write(first)?
+    } else {
+        let rest = &text[..want - first.len()];
+        w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])?
+    };
+    let took = n.min(first.len());
+    hasher.write(&first[..took]);
+    if n > took {
+        hasher.write(&text[..n - took]);
+    }
+    Ok(n)
+}
 
 /// The generated text, made on first use: the seed's 36 MiB.
 pub fn pattern() -> Arc<[u8]> {
@@ -56,9 +83,24 @@ pub enum SendEnd {
     Error(io::Error),
 }
 
+/// What a reverse stream sends.
+// The sender lives boxed in its connection, and the generated text is the common case: its
+// checksum state inline saves a pointer chase on every write.
+#[allow(clippy::large_enum_variant)]
+enum Data {
+    /// The generated text, shared; its own checksum as it goes.
+    Generated { text: Arc<[u8]>, hasher: XxHash3_64 },
+    /// A served file (`--serve`), in the source's blocks (which it checksums as it hands them
+    /// out); `block_at` bytes of the current block are sent.
+    Served {
+        source: Box<Source>,
+        block_at: usize,
+    },
+}
+
 /// A reverse stream in progress.
 pub struct Sender {
-    text: Arc<[u8]>,
+    data: Data,
     /// Bytes of one pass.
     length: u64,
     chunk: u64,
@@ -68,7 +110,6 @@ pub struct Sender {
     /// Where the next write starts in its pass.
     at: u64,
     sent: u64,
-    hasher: XxHash3_64,
     writes: u64,
     partial_writes: u64,
     /// Writes that found the socket full.
@@ -99,16 +140,40 @@ impl Sender {
     /// A reverse stream for `hello`: `hello.length` bytes a pass, `hello.chunk` a write, passes
     /// for `hello.duration_ms` if it is timed.
     pub fn new(hello: &Hello) -> Sender {
+        Sender::with(
+            Data::Generated {
+                text: pattern(),
+                hasher: XxHash3_64::new(),
+            },
+            hello.length.max(1),
+            hello,
+        )
+    }
+
+    /// A reverse stream of a served file (`--serve`): its size a pass.
+    pub fn served(hello: &Hello, mut source: Source) -> Sender {
+        source.repeat();
+        let length = source.len();
+        Sender::with(
+            Data::Served {
+                source: Box::new(source),
+                block_at: 0,
+            },
+            length,
+            hello,
+        )
+    }
+
+    fn with(data: Data, length: u64, hello: &Hello) -> Sender {
         Sender {
-            text: pattern(),
-            length: hello.length.max(1),
+            data,
+            length,
             chunk: u64::from(hello.chunk.max(1)),
             time: (hello.duration_ms > 0)
                 .then(|| Duration::from_millis(u64::from(hello.duration_ms))),
             until: None,
             at: 0,
             sent: 0,
-            hasher: XxHash3_64::new(),
             writes: 0,
             partial_writes: 0,
             would_block: 0,
@@ -134,6 +199,11 @@ impl Sender {
                 Ok(Heard::Stop)
             }
         }
+    }
+
+    /// Bytes a pass sends.
+    pub fn pass_length(&self) -> u64 {
+        self.length
     }
 
     /// Bytes sent so far.
@@ -169,8 +239,11 @@ impl Sender {
         }
         let (mut writes, start) = (0u64, self.sent);
         loop {
-            if self.time.is_some() && self.at == self.length {
-                self.at = 0;
+            if self.time.is_some()
+                && self.at == self.length
+                && let Err(e) = self.next_pass()
+            {
+                return SendEnd::Error(e);
             }
             if self.at == self.length || self.stopped {
                 return SendEnd::Done;
@@ -194,20 +267,41 @@ impl Sender {
         }
     }
 
+    /// A timed stream's next pass, from the start of its data.
+    fn next_pass(&mut self) -> io::Result<()> {
+        self.at = 0;
+        if let Data::Served { source, block_at } = &mut self.data {
+            // The pass's last block is all sent: the source is at its end.
+            source.next_block().map_err(io::Error::other)?;
+            source.rewind().map_err(io::Error::other)?;
+            *block_at = 0;
+        }
+        Ok(())
+    }
+
     /// One write of the rest of the current chunk (a chunk starts at a multiple of `chunk` in
-    /// its pass); what it took is counted and checksummed.
+    /// its pass); what it took is counted (and, for the generated text, checksummed: a served
+    /// file's blocks are checksummed as they are taken).
     #[inline]
     fn write_once<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
         let chunk_end = ((self.at / self.chunk + 1) * self.chunk).min(self.length);
         let want = (chunk_end - self.at) as usize;
-        let text_len = self.text.len();
-        let from = (self.at % text_len as u64) as usize;
-        let first = &self.text[from..text_len.min(from + want)];
-        let n = if first.len() == want {
-            w.write(first)?
-        } else {
-            let rest = &self.text[..want - first.len()];
-            w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])?
+        let n = match &mut self.data {
+            Data::Generated { text, hasher } => write_text(w, text, hasher, self.at, want)?,
+            Data::Served { source, block_at } => {
+                if *block_at == source.last_block().len() {
+                    source.next_block().map_err(io::Error::other)?;
+                    *block_at = 0;
+                }
+                let block = source.last_block();
+                let piece = &block[*block_at..block.len().min(*block_at + want)];
+                if piece.is_empty() {
+                    return Err(io::Error::other("the served file ended early"));
+                }
+                let n = w.write(piece)?;
+                *block_at += n;
+                n
+            }
         };
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
@@ -216,15 +310,18 @@ impl Sender {
         if n < want {
             self.partial_writes += 1;
         }
-        let took = n.min(first.len());
-        self.hasher.write(&first[..took]);
-        if n > took {
-            self.hasher.write(&self.text[..n - took]);
-        }
         self.at += n as u64;
         self.sent += n as u64;
         self.last = Some(Instant::now());
         Ok(())
+    }
+
+    /// The xxh3-64 of everything sent.
+    fn digest(&self) -> u64 {
+        match &self.data {
+            Data::Generated { hasher, .. } => hasher.finish(),
+            Data::Served { source, block_at } => source.digest_sent(*block_at),
+        }
     }
 
     fn read_flight<S: std::os::fd::AsFd>(&mut self, sock: &S) {
@@ -258,7 +355,10 @@ impl Sender {
             cpu_sys_us: cpu.sys.as_micros() as u64,
             on_cpu_ns: sched.map(|s| s.on_cpu.as_nanos() as u64),
             run_queue_ns: sched.map(|s| s.run_queue.as_nanos() as u64),
-            source_read_ns: 0,
+            source_read_ns: match &self.data {
+                Data::Served { source, .. } => source.read_time().as_nanos() as u64,
+                Data::Generated { .. } => 0,
+            },
             chunk: self.chunk,
             sndbuf: socket2::SockRef::from(sock)
                 .send_buffer_size()
@@ -274,7 +374,7 @@ impl Sender {
         out.extend_from_slice(
             &tsperf_proto::end::End {
                 length: self.sent,
-                digest: self.hasher.finish(),
+                digest: self.digest(),
             }
             .encode(),
         );

@@ -23,7 +23,11 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
     ReverseJson {
         mode: "reverse".into(),
         tsperf: VERSION.into(),
-        source: "generated".into(),
+        source: if r.name.is_empty() {
+            "generated".into()
+        } else {
+            r.name.clone()
+        },
         bytes: r.bytes,
         asked_bytes: r.asked,
         chunk: r.chunk,
@@ -113,7 +117,7 @@ pub fn reverse_human(r: &ReverseResult) -> String {
     };
     let v = r.verdict();
     format!(
-        "{}\nfile[generated] read over .\n{}\n\
+        "{}\nfile[{}] read over .\n{}\n\
          received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), server writes of {} B, io {}, {verdict}\n\
          \x20 client: {} of up to {} B, cpu {} user + {} sys\n\
          \x20 server: {} ({} short), first to last write {}, cpu {} user + {} sys, io {}\n{}\
@@ -121,6 +125,11 @@ pub fn reverse_human(r: &ReverseResult) -> String {
         Stamp {
             label: "begin",
             unix_us: r.begin_unix_us
+        },
+        if r.name.is_empty() {
+            "generated".to_owned()
+        } else {
+            tsperf_sys::text::Peer(&r.name).to_string()
         },
         Stamp {
             label: "end",

@@ -49,6 +49,8 @@ pub struct Policy {
     pub max_duration: Duration,
     /// Clients may ask the server to send (`--reverse`); off with `--no-reverse`.
     pub reverse: bool,
+    /// The server serves files by name to reverse streams (`--serve DIR`).
+    pub serves: bool,
     /// What the server's stdout is, as the Accept tells clients.
     pub stdout: StdoutKind,
     /// How long a connection may take to send its hello, from the accept, and then its first
@@ -70,6 +72,7 @@ impl Default for Policy {
             max_bytes: u64::MAX,
             max_duration: MAX_DURATION,
             reverse: true,
+            serves: false,
             stdout: StdoutKind::Unknown,
             hello_timeout: HELLO_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
@@ -166,8 +169,8 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
 }
 
 /// Refuses a reverse stream this server does not send: on a server started with
-/// `--no-reverse`, a file by name (this tsserver serves the generated stream only), an empty
-/// stream, or more bytes than `--max-bytes`.
+/// `--no-reverse`, a file by name without `--serve` (the driver then opens it from DIR, and may
+/// still refuse it), an empty generated stream, or more bytes than `--max-bytes`.
 fn reverse_offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
     if !policy.reverse {
         return Err((
@@ -177,7 +180,7 @@ fn reverse_offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
                 .to_owned(),
         ));
     }
-    if !hello.name.is_empty() {
+    if !hello.name.is_empty() && !policy.serves {
         return Err((
             RefuseCode::Unoffered,
             format!(
@@ -187,7 +190,7 @@ fn reverse_offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
             ),
         ));
     }
-    if hello.length == 0 {
+    if hello.length == 0 && hello.name.is_empty() {
         return Err((
             RefuseCode::Hello,
             "a reverse stream of 0 bytes was asked for: expected at least 1 (--bytes)".to_owned(),

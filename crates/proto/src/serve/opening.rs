@@ -87,6 +87,14 @@ impl Conversation {
         }
     }
 
+    /// The bytes a pass of the reverse stream being begun sends, once the driver knows them (a
+    /// served file's size): the Accept says so.
+    pub fn set_pass_length(&mut self, length: u64) {
+        if let State::Begin { admitted, .. } = &mut self.state {
+            admitted.length = length;
+        }
+    }
+
     /// The driver began the admitted transfer (`Ok`), or could not (`Err`: the refusal, such
     /// as a name the save directory will not take). Returns the Accept, or the refusal.
     pub fn begun(&mut self, result: Result<(), Refusal>) -> Step {

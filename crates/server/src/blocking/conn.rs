@@ -30,6 +30,7 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig
             Instant::now(),
         ),
         rx: None,
+        tx: None,
         stream: &mut stream,
         peer,
         cfg,
@@ -46,6 +47,8 @@ struct Conn<'a> {
     conv: Conversation,
     /// The transfer's accounting, once the conversation has begun one.
     rx: Option<Box<Receiver>>,
+    /// A reverse stream's sending, once begun.
+    tx: Option<Box<Sender>>,
 }
 
 impl Conn<'_> {
@@ -56,7 +59,7 @@ impl Conn<'_> {
             cfg: self.cfg,
             server_io: ServerIo::Blocking,
         };
-        perform(step, &mut self.conv, &mut self.rx, at)
+        perform(step, &mut self.conv, &mut self.rx, &mut self.tx, at)
     }
 
     fn converse(&mut self) -> Outcome {
@@ -131,10 +134,9 @@ impl Conn<'_> {
     /// connection closes after. A write that waits the idle timeout for the client to take
     /// bytes is the end of it.
     fn serve_send(&mut self) -> Step {
-        let Some(hello) = self.conv.hello() else {
+        let Some(mut tx) = self.tx.take() else {
             return Step::default();
         };
-        let mut tx = Sender::new(hello);
         loop {
             match tx.listen(&*self.stream) {
                 Ok(Heard::Closed) => {
@@ -168,7 +170,8 @@ impl Conn<'_> {
                             .conv
                             .send_failed(&format!("cannot write to the client: {e}"));
                     }
-                    crate::print_sent(self.peer, &closing);
+                    let name = self.conv.hello().map_or("", |h| h.name.as_str());
+                    crate::print_sent(self.peer, name, &closing);
                     return self.conv.sent_all();
                 }
             }

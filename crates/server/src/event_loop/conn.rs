@@ -87,7 +87,7 @@ impl Conn {
             cfg,
             server_io: ServerIo::EventLoop,
         };
-        perform(step, &mut self.conv, &mut self.rx, at)
+        perform(step, &mut self.conv, &mut self.rx, &mut self.tx, at)
     }
 
     /// Reads what the socket has for the conversation, phase after phase, until it waits.
@@ -209,7 +209,8 @@ impl Conn {
             SendEnd::Done => {
                 let closing = tx.closing(&self.stream, ServerIo::EventLoop);
                 self.out.bytes(&closing);
-                crate::print_sent(self.peer, &closing);
+                let name = self.conv.hello().map_or("", |h| h.name.as_str());
+                crate::print_sent(self.peer, name, &closing);
                 self.conv.sent_all()
             }
             SendEnd::Error(e) => self

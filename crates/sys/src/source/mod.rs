@@ -142,6 +142,23 @@ impl Source {
         }
         clear_nonblocking(&file).with_context(|| format!("cannot read file '{shown}'"))?;
         let name = basename(path)?;
+        Source::from_file(file, path, name, chunk, batch, access)
+    }
+
+    /// A source of `file`, already open (a server's served file, opened from its directory's
+    /// handle) and checked to be a regular file of at least one byte; `path` names it in
+    /// errors, `name` is what is announced.
+    pub fn from_file(
+        file: File,
+        path: &Path,
+        name: String,
+        chunk: u32,
+        batch: u32,
+        access: Access,
+    ) -> Result<Source> {
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot stat file '{}'", path.display()))?;
         let chunk = chunk as usize;
         // A whole number of batches, so every writev but the file's last takes `batch` chunks.
         let chunks = BLOCK_TARGET
@@ -206,7 +223,7 @@ impl Source {
     }
 
     /// The block the last [`Source::next_block`] handed out.
-    fn last_block(&self) -> &[u8] {
+    pub fn last_block(&self) -> &[u8] {
         let len = self.last_len;
         match &self.blocks {
             Blocks::Mapped { map, .. } => {
