@@ -152,17 +152,14 @@ pub fn main() -> ExitCode {
     cli::main("tsserver", run)
 }
 
-fn run() -> anyhow::Result<ExitCode> {
-    let matches = Args::command().get_matches();
-    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let log = check(&matches, &args);
-    let (bind, port) = bind_and_port(&matches, &args);
-    tsperf_server::readlog::init(log, args.allow_client_log, &args.log_file)?;
-    cli::init_server_diagnostics()?;
-    // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
-    // serve() returns and the log is flushed. A second signal cuts the grace short.
-    let grace = std::time::Duration::from_secs_f64(args.grace);
-    server::stop_on_signals(grace)?;
+/// The `--save` and `--serve` directories, opened.
+#[allow(clippy::type_complexity)]
+fn dirs(
+    args: &Args,
+) -> anyhow::Result<(
+    Option<std::sync::Arc<server::save::SaveDir>>,
+    Option<std::sync::Arc<server::serve_dir::ServeDir>>,
+)> {
     let save = match &args.save {
         Some(dir) => Some(std::sync::Arc::new(server::save::SaveDir::open(
             dir,
@@ -174,6 +171,21 @@ fn run() -> anyhow::Result<ExitCode> {
         Some(dir) => Some(std::sync::Arc::new(server::serve_dir::ServeDir::open(dir)?)),
         None => None,
     };
+    Ok((save, serve))
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let log = check(&matches, &args);
+    let (bind, port) = bind_and_port(&matches, &args);
+    tsperf_server::readlog::init(log, args.allow_client_log, &args.log_file)?;
+    cli::init_server_diagnostics()?;
+    // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
+    // serve() returns and the log is flushed. A second signal cuts the grace short.
+    let grace = std::time::Duration::from_secs_f64(args.grace);
+    server::stop_on_signals(grace)?;
+    let (save, serve) = dirs(&args)?;
     // Warnings wait until after the listening line, which is always stderr's first.
     let mut warnings = Vec::new();
     let auth = match args.auth_key.as_deref().map(cli::load_key).transpose()? {

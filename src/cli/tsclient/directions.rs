@@ -1,0 +1,129 @@
+//! tsclient's other directions: `--reverse` (the server sends) and `--bidir` (both at once),
+//! their flag checks and their runs.
+
+use std::process::ExitCode;
+
+use super::Args;
+use crate::cli;
+use tsperf_client::{self as client, output, progress::Progress};
+
+/// Refuses (exit 2) what a reverse or two-way run cannot take.
+pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
+    if args.bytes.is_some() && !args.reverse && !args.bidir {
+        cli::usage_error::<Args>(
+            "--bytes applies to --reverse and --bidir only (a forward run sends its FILE)"
+                .to_owned(),
+        );
+    }
+    if args.reverse
+        && let Some(name) = &args.file
+        && (args.bytes.is_some() || name.components().count() != 1 || name.file_name().is_none())
+    {
+        cli::usage_error::<Args>(if args.bytes.is_some() {
+            "--reverse takes --bytes (the generated stream) or a NAME the server serves, not both"
+                .to_owned()
+        } else {
+            format!(
+                "--reverse NAME takes the plain name of a file the server serves (--serve), not \
+                 a path: '{}'",
+                name.display()
+            )
+        });
+    }
+    if args.reverse {
+        // What the client's writes are, it does not write: the server's writes are --chunk.
+        for (given, flag) in [
+            (cli::given(m, "strategy"), "--io"),
+            (args.batch.is_some(), "--batch"),
+            (args.sndbuf.is_some(), "--sndbuf"),
+            (args.server_log.is_some(), "--server-log"),
+            (args.omit.is_some(), "--omit"),
+            (args.interval.is_some(), "--interval"),
+        ] {
+            if given {
+                cli::usage_error::<Args>(format!(
+                    "{flag} does not apply to --reverse (the server sends; --chunk sets its writes)"
+                ));
+            }
+        }
+    }
+}
+
+/// Both directions at once: each printed, each verified.
+pub(super) fn bidir_run(args: &Args, cfg: &client::StreamConfig) -> anyhow::Result<ExitCode> {
+    let bytes = args.bytes.unwrap_or_else(|| {
+        std::fs::metadata(&cfg.file).map_or(tsperf_sys::testdata::SEED_FILE_LEN, |m| m.len())
+    });
+    let b = client::bidir::run_bidir(cfg, bytes.max(1));
+    let text = if args.json {
+        output::bidir_json(&b) + "\n"
+    } else {
+        output::bidir_human(&b)
+    };
+    cli::print_result(&text)?;
+    let interrupted = matches!(&b.forward, Ok(r) if r.timed.is_some_and(|t| t.interrupted))
+        || matches!(&b.reverse, Ok(r) if r.interrupted);
+    let mut errors = Vec::new();
+    match &b.forward {
+        Ok(r) if !r.verified() => errors.push(format!("to the server: {}", output::mismatch(r))),
+        Err(f) => errors.push(format!("to the server: {:#}", f.error)),
+        Ok(_) => {}
+    }
+    match &b.reverse {
+        Ok(r) if !r.verified() => {
+            errors.push(format!("from the server: {}", output::reverse_mismatch(r)));
+        }
+        Err(f) => errors.push(format!("from the server: {:#}", f.error)),
+        Ok(_) => {}
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(errors.join("; "));
+    }
+    if interrupted {
+        eprintln!("tsclient: interrupted, both directions verified up to the stop");
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A reverse stream: the server sends, this client receives and verifies.
+pub(super) fn reverse_run(
+    args: &Args,
+    cfg: &client::StreamConfig,
+    progress: &mut Progress,
+) -> anyhow::Result<ExitCode> {
+    let (bytes, name) = match &args.file {
+        Some(name) => (0, name.to_string_lossy().into_owned()),
+        None => (
+            args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN),
+            String::new(),
+        ),
+    };
+    let result = match client::reverse::run_reverse(cfg, bytes, &name, progress) {
+        Ok(r) => r,
+        Err(f) => {
+            if f.interrupted {
+                eprintln!("tsclient: interrupted after receiving {} bytes", f.sent);
+                return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+            }
+            return Err(f.error);
+        }
+    };
+    let text = if args.json {
+        output::reverse_json(&result) + "\n"
+    } else {
+        output::reverse_human(&result)
+    };
+    cli::print_result(&text)?;
+    if !result.verified() {
+        anyhow::bail!(output::reverse_mismatch(&result));
+    }
+    if result.interrupted {
+        eprintln!(
+            "tsclient: interrupted after receiving {} bytes, every one verified",
+            result.bytes
+        );
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
