@@ -82,6 +82,13 @@ struct Args {
     /// the run lasts --omit plus --time.
     #[arg(short = 'O', long, requires = "time", value_parser = parse_omit, value_name = "SECS")]
     omit: Option<f64>,
+    /// With --reverse, where this client's per-read lines go, as the server's --log: none,
+    /// stdout (one write per line) or file (--log-file, buffered). Not with --json on stdout.
+    #[arg(long, value_enum, value_name = "SINK")]
+    log: Option<LogArg>,
+    /// The file the file sink appends to.
+    #[arg(long, default_value = "tsclient.log", value_name = "PATH")]
+    log_file: PathBuf,
     /// The server sends and this client receives, counts and checksums (as iperf3 -R): the
     /// generated stream (the tsgen text; 36MiB is the seed's tsl.txt byte for byte) of --bytes,
     /// or, given a NAME for FILE, that file from a server started with --serve DIR; for --time
@@ -324,6 +331,8 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         live_intervals: !args.json,
         time: args.time.map(Duration::from_secs_f64),
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
+        log: args.log.map_or(LogMode::None, LogMode::from),
+        log_file: args.log_file.clone(),
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -391,6 +400,8 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         live_intervals: false,
         time: None,
         omit: Duration::ZERO,
+        log: LogMode::None,
+        log_file: std::path::PathBuf::new(),
     });
     let cfg = latency::LatencyConfig {
         host,

@@ -276,3 +276,43 @@ fn served_files_by_name_and_what_is_refused() {
     let out = client(&["-R", "tsl.txt", "--bytes", "1k"]);
     assert_fails(&out, 2, "not both");
 }
+
+/// The receiving end's log sink in reverse: `tsclient --log file` writes the server's lines
+/// (a start, a line per read of a chunk, an end) for what it receives, and the verdict can name
+/// it; flags for it outside a reverse stream, or stdout beside --json, are usage errors.
+#[test]
+fn reverse_logs_each_read_on_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("reads.log");
+    let server = Server::start(&[]);
+    let (out, v) = client_json(
+        server.port,
+        &[
+            "-R",
+            "--bytes",
+            "100000",
+            "--chunk",
+            "1000",
+            "--log",
+            "file",
+            "--log-file",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    let c = &v["client"];
+    assert_eq!(c["log"], "file");
+    assert_eq!(c["read_size"].as_u64(), Some(1000));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len() as u64, c["log_lines"].as_u64().unwrap());
+    assert_eq!(lines.len() as u64, c["reads"].as_u64().unwrap() + 2);
+    assert!(lines[0].contains("event=\"start\"") && lines[0].contains("chunk=1000"));
+    assert!(lines[1].contains(" conn=1 seq=1 bytes="), "{}", lines[1]);
+    assert!(lines.last().unwrap().contains("status=\"complete\""));
+    let out = client(&["--log", "file", "f.txt"]);
+    assert_fails(&out, 2, "--log and --log-file apply to --reverse");
+    let out = client(&["-R", "--log", "stdout", "--json"]);
+    assert_fails(&out, 2, "--log stdout and --json");
+}

@@ -20,6 +20,7 @@ pub mod latency;
 pub mod nonblocking;
 pub mod output;
 pub mod progress;
+pub mod readlog;
 pub mod reverse;
 mod send;
 mod session;
@@ -86,6 +87,10 @@ pub struct StreamConfig {
     pub time: Option<Duration>,
     /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
     pub omit: Duration,
+    /// A reverse stream's per-read log sink, on this end (`--log`), and its file (`--log-file`).
+    pub log: LogMode,
+    /// The file the file sink appends to.
+    pub log_file: PathBuf,
 }
 
 /// What a timed run was, beside its figures.

@@ -74,6 +74,14 @@ pub struct ReverseResult {
     /// Stopped by Ctrl-C or SIGTERM: the client asked the server to end the stream early, and
     /// every byte until then is verified.
     pub interrupted: bool,
+    /// This end's per-read log sink (`--log`).
+    pub log: tsperf_proto::LogMode,
+    /// Its lines written, and lost (could not be written).
+    pub log_lines: (u64, u64),
+    /// Time spent writing them.
+    pub log_time: Duration,
+    /// The most bytes one read asked for.
+    pub read_size: usize,
 }
 
 impl ReverseResult {
@@ -118,7 +126,7 @@ impl ReverseResult {
                 total: self.elapsed,
                 cpu: self.cpu.user + self.cpu.sys,
                 run_queue: self.sched.map(|s| s.run_queue),
-                log: Duration::ZERO,
+                log: self.log_time,
                 disk: Duration::ZERO,
             }),
         }
@@ -171,6 +179,9 @@ struct Received {
     first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
     /// The client asked the server to stop (Ctrl-C).
     stop_sent: bool,
+    /// The per-read log, with `--log`.
+    log: Option<crate::readlog::ClientLog>,
+    read_size: usize,
 }
 
 fn receive<T: Transport>(
@@ -187,6 +198,8 @@ fn receive<T: Transport>(
         total: 0,
         first: None,
         stop_sent: false,
+        log: None,
+        read_size: READ_SIZE,
     };
     let fail = |got: &Received, e: anyhow::Error| StreamFailure {
         name: String::new(),
@@ -202,8 +215,35 @@ fn receive<T: Transport>(
         Ok(p) => p,
         Err(e) => return Err(fail(&got, e)),
     };
+    // With a log, a read of a chunk, as the field report's server read (at least
+    // LOG_MIN_READ, at most a bulk read): a line each.
+    match crate::readlog::ClientLog::open(cfg.log, &cfg.log_file) {
+        Ok(log) => got.log = log,
+        Err(e) => return Err(fail(&got, e)),
+    }
+    if let Some(log) = &mut got.log {
+        got.read_size = tsperf_proto::serve::default_read_size(
+            cfg.chunk,
+            cfg.log,
+            tsperf_proto::serve::LOG_MIN_READ,
+        ) as usize;
+        log.start(peer, name, accepted.length, cfg.chunk, got.read_size);
+    }
     let mut tail = Tail::<REVERSE_TAIL>::default();
-    if let Err(e) = read_to_end(&mut conn, cfg, &mut got, &mut tail, progress) {
+    let read = read_to_end(&mut conn, cfg, &mut got, &mut tail, progress);
+    let (total, reads) = (got.total, got.reads);
+    if let Some(log) = &mut got.log {
+        log.end(
+            total,
+            reads,
+            if read.is_ok() {
+                "complete"
+            } else {
+                "incomplete"
+            },
+        );
+    }
+    if let Err(e) = read {
         return Err(fail(&got, e));
     }
     let end_at = Instant::now();
@@ -238,6 +278,10 @@ fn receive<T: Transport>(
         clock,
         time: cfg.time,
         interrupted: got.stop_sent,
+        log: cfg.log,
+        log_lines: got.log.as_ref().map_or((0, 0), |l| (l.written, l.lost)),
+        log_time: got.log.as_ref().map_or(Duration::ZERO, |l| l.time),
+        read_size: got.read_size,
     })
 }
 
@@ -249,7 +293,7 @@ fn read_to_end<T: Transport>(
     tail: &mut Tail<REVERSE_TAIL>,
     progress: &mut Progress,
 ) -> Result<()> {
-    let mut buf = vec![0u8; READ_SIZE];
+    let mut buf = vec![0u8; got.read_size];
     conn.read_by(None);
     // A stop ends the stream as its end does: the server is asked to stop, and sends its
     // report and end trailer after what it had sent.
@@ -279,6 +323,9 @@ fn read_to_end<T: Transport>(
                     hasher.write(d);
                     *hashed += d.len() as u64;
                 });
+                if let Some(log) = &mut got.log {
+                    log.read(got.reads, n, got.total);
+                }
                 progress.update(got.hashed);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -118,6 +118,8 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         live_intervals: false,
         time: None,
         omit: std::time::Duration::ZERO,
+        log: tsperf_proto::LogMode::None,
+        log_file: std::path::PathBuf::new(),
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

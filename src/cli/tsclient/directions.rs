@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::Args;
+use super::{Args, LogArg};
 use crate::cli;
 use tsperf_client::{self as client, output, progress::Progress};
 
@@ -29,6 +29,19 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
                 name.display()
             )
         });
+    }
+    if !args.reverse && (args.log.is_some() || cli::given(m, "log_file")) {
+        cli::usage_error::<Args>(
+            "--log and --log-file apply to --reverse (this end receives); the server's sink is \
+             --server-log"
+                .to_owned(),
+        );
+    }
+    if args.json && matches!(args.log, Some(LogArg::Stdout)) {
+        cli::usage_error::<Args>(
+            "--log stdout and --json both write to stdout: use --log file, or leave out --json"
+                .to_owned(),
+        );
     }
     if args.reverse {
         // What the client's writes are, it does not write: the server's writes are --chunk.

@@ -44,7 +44,11 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
         cpu: Cpu::of(r.cpu.user, r.cpu.sys),
         client: json!({
             "reads": r.reads,
-            "read_size": crate::reverse::READ_SIZE,
+            "read_size": r.read_size,
+            "log": r.log,
+            "log_lines": r.log_lines.0,
+            "log_lines_lost": r.log_lines.1,
+            "log_s": r.log_time.as_secs_f64(),
             "rcvbuf": r.rcvbuf,
             "on_cpu_s": r.sched.map(|s| s.on_cpu.as_secs_f64()),
             "run_queue_s": r.sched.map(|s| s.run_queue.as_secs_f64()),
@@ -119,7 +123,7 @@ pub fn reverse_human(r: &ReverseResult) -> String {
     format!(
         "{}\nfile[{}] read over .\n{}\n\
          received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), server writes of {} B, io {}, {verdict}\n\
-         \x20 client: {} of up to {} B, cpu {} user + {} sys\n\
+         \x20 client: {} of up to {} B, cpu {} user + {} sys, log {}\n\
          \x20 server: {} ({} short), first to last write {}, cpu {} user + {} sys, io {}\n{}\
          \x20 limited by: {} (the server sends: a sender-* verdict is the server's, a receiver-* one this client's)\n",
         Stamp {
@@ -142,9 +146,17 @@ pub fn reverse_human(r: &ReverseResult) -> String {
         r.chunk,
         r.io,
         units::count(r.reads, "read"),
-        crate::reverse::READ_SIZE,
+        r.read_size,
         units::duration(r.cpu.user),
         units::duration(r.cpu.sys),
+        match r.log {
+            tsperf_proto::LogMode::None => "none".to_owned(),
+            mode => format!(
+                "{mode} ({} lines, {} writing them)",
+                r.log_lines.0,
+                units::duration(r.log_time)
+            ),
+        },
         units::count(s.writes, "write"),
         s.partial_writes,
         units::duration(Duration::from_nanos(s.elapsed_ns)),
