@@ -100,6 +100,12 @@ struct Args {
     /// verified, each with its own figures and verdict; --time times both.
     #[arg(long, conflicts_with_all = ["reverse", "latency"], requires = "file")]
     bidir: bool,
+    /// One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous
+    /// ranges, each sent on its own connection and verified by its own digest; the whole is
+    /// verified when every stripe is. A line per stream and a SUM line.
+    #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
+          conflicts_with_all = ["reverse", "bidir", "latency"], value_name = "N")]
+    parallel: Option<u8>,
     /// With --reverse or --bidir, the bytes to ask the server for: one pass, repeated in a
     /// timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
     #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
@@ -183,7 +189,8 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 12] = [
+const STREAM_ONLY: [&str; 13] = [
+    "parallel",
     "bidir",
     "reverse",
     "bytes",
@@ -333,6 +340,7 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
+        stripe: None,
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -341,6 +349,9 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
     }
     if args.bidir {
         return directions::bidir_run(args, &cfg);
+    }
+    if let Some(n) = args.parallel.filter(|&n| n > 1) {
+        return directions::parallel_run(args, &cfg, n);
     }
     let result = match client::run_stream(&cfg, &mut progress) {
         Ok(r) => r,
@@ -402,6 +413,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         omit: Duration::ZERO,
         log: LogMode::None,
         log_file: std::path::PathBuf::new(),
+        stripe: None,
     });
     let cfg = latency::LatencyConfig {
         host,

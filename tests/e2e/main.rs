@@ -15,6 +15,7 @@ mod latency;
 mod layout;
 mod logs;
 mod nonblocking;
+mod parallel;
 mod peer_text;
 mod reverse;
 mod save;

@@ -19,6 +19,7 @@ pub mod intervals;
 pub mod latency;
 pub mod nonblocking;
 pub mod output;
+pub mod parallel;
 pub mod progress;
 pub mod readlog;
 pub mod reverse;
@@ -91,6 +92,9 @@ pub struct StreamConfig {
     pub log: LogMode,
     /// The file the file sink appends to.
     pub log_file: PathBuf,
+    /// One stream of a `--parallel` session: the stripe of the file it sends (offset, length)
+    /// and its place in the session.
+    pub stripe: Option<(u64, u64, tsperf_proto::Session)>,
 }
 
 /// What a timed run was, beside its figures.
@@ -332,6 +336,10 @@ pub fn run_stream(
         Strategy::Write | Strategy::Sendfile => 1,
     };
     let source = Source::open(&cfg.file, cfg.chunk, batch)
+        .and_then(|s| match cfg.stripe {
+            Some((offset, len, _)) => s.stripe(offset, len),
+            None => Ok(s),
+        })
         .map_err(|e| StreamFailure::before(cfg, None, e))?;
     if cfg.time.is_some() && cfg.strategy == Strategy::Sendfile {
         let e = anyhow::anyhow!(

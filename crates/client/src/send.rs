@@ -222,7 +222,7 @@ fn send_file<T: Transport>(
         let chunk_end = (tally.sent + chunk as u64).min(len);
         while tally.sent < chunk_end {
             let want = (chunk_end - tally.sent) as usize;
-            match conn.sendfile(source.file(), tally.sent, want)? {
+            match conn.sendfile(source.file(), source.offset() + tally.sent, want)? {
                 0 => return Err(Stop::File(source.shrank(tally.sent))),
                 n => {
                     tally.writes.writes += 1;

@@ -313,6 +313,7 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
         log: cfg.server_log,
         clock_queries: cfg.clock_queries,
         duration_ms,
+        session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),
         ..Hello::stream(source.len(), cfg.chunk, source.name())
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);

@@ -120,6 +120,7 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         omit: std::time::Duration::ZERO,
         log: tsperf_proto::LogMode::None,
         log_file: std::path::PathBuf::new(),
+        stripe: None,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

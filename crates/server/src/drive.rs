@@ -50,9 +50,18 @@ pub(crate) fn perform(
                     (Some(mut r), Some(hello)) => finish(&mut r, hello, &at, digest),
                     _ => Err("no transfer to finish".to_owned()),
                 };
+                if let Some(hello) = conv.hello()
+                    && let Some(line) =
+                        crate::sessions::ended(hello.session, at.peer, result.as_ref().ok())
+                {
+                    console::message(Stream::Out, &line);
+                }
                 conv.finished(result)
             }
-            Effect::Abandon { why } => {
+            Effect::Abandon { why, session } => {
+                if let Some(line) = crate::sessions::ended(session, at.peer, None) {
+                    console::message(Stream::Out, &line);
+                }
                 if let Some(mut r) = rx.take() {
                     r.discard();
                     r.log_end(&why);

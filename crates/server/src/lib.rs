@@ -21,6 +21,7 @@ pub mod receiver;
 pub mod save;
 pub mod sender;
 pub mod serve_dir;
+pub mod sessions;
 
 pub use mark::WakeMark;
 pub use tsperf_proto::serve::{

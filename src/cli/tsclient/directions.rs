@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use super::{Args, LogArg};
 use crate::cli;
 use tsperf_client::{self as client, output, progress::Progress};
@@ -136,6 +138,42 @@ pub(super) fn reverse_run(
             "tsclient: interrupted after receiving {} bytes, every one verified",
             result.bytes
         );
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One session of `n` streams: a line each and a SUM line, every stripe verified.
+pub(super) fn parallel_run(
+    args: &Args,
+    cfg: &client::StreamConfig,
+    n: u8,
+) -> anyhow::Result<ExitCode> {
+    let len = std::fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot open file '{}'", cfg.file.display()))?
+        .len();
+    let p = client::parallel::run_parallel(cfg, n, len).map_err(anyhow::Error::msg)?;
+    let text = if args.json {
+        output::parallel_json(&p) + "\n"
+    } else {
+        output::parallel_human(&p)
+    };
+    cli::print_result(&text)?;
+    if let Some(Err(f)) = p.streams.iter().find(|s| s.is_err()) {
+        if f.interrupted {
+            return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+        }
+        anyhow::bail!("a stream of the session failed: {:#}", f.error);
+    }
+    if !p.verified() {
+        anyhow::bail!("NOT VERIFIED: the session's stripes do not all agree with the server");
+    }
+    if p.streams
+        .iter()
+        .flatten()
+        .any(|r| r.timed.is_some_and(|t| t.interrupted))
+    {
+        eprintln!("tsclient: interrupted, every stream verified up to the stop");
         return Ok(ExitCode::from(cli::INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)

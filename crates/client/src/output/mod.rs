@@ -431,12 +431,14 @@ fn host_port(host: &str, port: u16) -> String {
 }
 
 mod latency;
+mod parallel;
 mod reverse;
 mod timed;
 
 use timed::timed_human;
 
 pub use latency::{latency_human, latency_json};
+pub use parallel::{parallel_human, parallel_json};
 pub use reverse::{bidir_human, bidir_json, reverse_human, reverse_json, reverse_mismatch};
 
 #[cfg(test)]

@@ -96,6 +96,8 @@ pub enum Effect {
     Abandon {
         /// Why, as the log's end line says.
         why: String,
+        /// The session the stream was part of ([`crate::Session::ALONE`] when none).
+        session: crate::Session,
     },
     /// A latency session ended: the server says what it answered (`summary`).
     SessionEnded {

@@ -283,10 +283,12 @@ impl Conversation {
             )),
             _ => Outcome::Incomplete(why.to_owned()),
         };
+        let session = self.hello().map_or(crate::Session::ALONE, |h| h.session);
         self.state = State::Done;
         Step {
             effect: Some(Effect::Abandon {
                 why: why.to_owned(),
+                session,
             }),
             ..Step::end(tell.then(|| Frame::Abort(why.to_owned())), outcome)
         }

@@ -129,7 +129,7 @@ fn reasons() {
         matches!(step.send, Some(Frame::Abort(ref r)) if r == "no data within 2 s of the accept")
     );
     assert!(
-        matches!(step.effect, Some(Effect::Abandon { ref why }) if why == "no data within 2 s of the accept"),
+        matches!(step.effect, Some(Effect::Abandon { ref why, .. }) if why == "no data within 2 s of the accept"),
         "a transfer that stops short is abandoned: {step:?}"
     );
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);

@@ -104,6 +104,10 @@ pub struct Source {
     waited: std::time::Duration,
     /// The length of the block handed out last.
     last_len: usize,
+    /// Where the bytes sent start in the file: 0, or a stripe's start ([`Source::stripe`]).
+    offset: u64,
+    /// The file's size when opened (a stripe's `len` is less).
+    file_len: u64,
     /// With [`Source::repeat`]: the checksum as it was before the last block, so a run that
     /// stops inside a block can have the digest of exactly what it sent.
     before_last: Option<XxHash3_64>,
@@ -172,7 +176,7 @@ impl Source {
             );
         }
         let blocks = match access {
-            Access::Map => map(&file, path, meta.len(), block_len),
+            Access::Map => map(&file, path, 0, meta.len(), block_len),
             Access::Read => None,
         }
         .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
@@ -187,6 +191,8 @@ impl Source {
             modified: meta.modified().ok(),
             waited: std::time::Duration::ZERO,
             last_len: 0,
+            offset: 0,
+            file_len: meta.len(),
             before_last: None,
         })
     }
@@ -291,6 +297,12 @@ impl Source {
         self.hasher.finish()
     }
 
+    /// Where the bytes this source hands out start in the file (a stripe's start), for
+    /// `sendfile`.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The open file, for `sendfile`.
     pub fn file(&self) -> &File {
         &self.file
@@ -300,7 +312,7 @@ impl Source {
     /// something wrote to it meanwhile, so what was read may be a mix of old and new bytes.
     pub fn changed(&self) -> bool {
         match self.file.metadata() {
-            Ok(m) => m.len() != self.len || m.modified().ok() != self.modified,
+            Ok(m) => m.len() != self.file_len || m.modified().ok() != self.modified,
             Err(_) => false,
         }
     }
@@ -319,14 +331,14 @@ impl Source {
             .file
             .try_clone()
             .context("cannot reopen the file to checksum it")?;
-        let (path, len) = (self.path.clone(), self.len);
+        let (path, len, offset) = (self.path.clone(), self.len, self.offset);
         let work = move || -> Result<u64> {
             let mut buf = vec![0u8; BLOCK_TARGET];
             let mut hasher = XxHash3_64::new();
             let mut at = 0u64;
             while at < len {
                 let want = (len - at).min(buf.len() as u64) as usize;
-                match file.read_at(&mut buf[..want], at) {
+                match file.read_at(&mut buf[..want], offset + at) {
                     Ok(0) => bail!(
                         "file '{}' shrank while it was read: {at} of {len} bytes",
                         path.display()
@@ -397,14 +409,20 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Maps the first `len` bytes of `file` and guards the mapping; None where either is not
 /// possible, and the caller reads instead.
-fn map(file: &File, path: &Path, len: u64, block_len: usize) -> Option<Blocks> {
+fn map(file: &File, path: &Path, offset: u64, len: u64, block_len: usize) -> Option<Blocks> {
     let len = usize::try_from(len).ok().filter(|&n| n > 0)?;
     // SAFETY: the mapping is read-only and private to this Source. Another process may still
     // change the file under it: changed bytes are sent as they are when written (and the
     // checksum, taken just before, then disagrees with the server's); a file that shrinks
     // raises SIGBUS on the lost pages, which the guard turns into a clean exit, or EFAULT in
     // write(), which the client reports as the file having shrunk.
-    let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(offset)
+            .len(len)
+            .map(file)
+    }
+    .ok()?;
     let _ = map.advise(memmap2::Advice::Sequential);
     let first = len.min(POPULATE_FIRST);
     let populated = if resident(&map[..first]) {

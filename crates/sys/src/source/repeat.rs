@@ -9,6 +9,37 @@ use twox_hash::XxHash3_64;
 use super::{Blocks, Source};
 
 impl Source {
+    /// Narrows a source just opened to the stripe `len` bytes long from `offset` (one stream
+    /// of a `--parallel` session): it hands out, counts and checksums those bytes only.
+    pub fn stripe(mut self, offset: u64, len: u64) -> Result<Source> {
+        use std::io::{Seek, SeekFrom};
+        anyhow::ensure!(
+            len > 0
+                && offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= self.file_len),
+            "a stripe of {len} bytes from {offset} does not fit in '{}' ({} bytes)",
+            self.path.display(),
+            self.file_len
+        );
+        let block_len = match &self.blocks {
+            Blocks::Mapped { block_len, .. } => *block_len,
+            Blocks::Read(buf) => buf.len(),
+        };
+        // A new mapping of the stripe (the old one, the whole file's, is dropped), or reads
+        // from its start.
+        self.blocks = super::map(&self.file, &self.path, offset, len, block_len)
+            .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
+        if let Blocks::Read(_) = self.blocks {
+            self.file
+                .seek(SeekFrom::Start(offset))
+                .with_context(|| format!("cannot read file '{}'", self.path.display()))?;
+        }
+        self.offset = offset;
+        self.len = len;
+        Ok(self)
+    }
+
     /// Makes the source repeatable, for a timed run: [`Source::rewind`] starts the file again
     /// (the checksum goes on over every pass), and [`Source::digest_sent`] gives the digest of
     /// a run that stopped inside a block. Costs a copy of the checksum's state per block.
@@ -19,10 +50,10 @@ impl Source {
     /// Starts the file again from its first byte, once every byte of it has been read (a timed
     /// run's next pass); the checksum goes on.
     pub fn rewind(&mut self) -> Result<()> {
-        use std::io::Seek;
+        use std::io::{Seek, SeekFrom};
         if let Blocks::Read(_) = self.blocks {
             self.file
-                .rewind()
+                .seek(SeekFrom::Start(self.offset))
                 .with_context(|| format!("cannot read file '{}' again", self.path.display()))?;
         }
         self.read = 0;

@@ -147,3 +147,44 @@ fn repeated_passes_and_a_stop_inside_a_block() {
         assert_eq!(sent.len(), 2 * data.len() + first.len() + 777);
     }
 }
+
+/// A stripe hands out exactly its bytes, from any offset (page-aligned or not), mapped and
+/// read alike, again after a rewind; one that does not fit the file is refused.
+#[test]
+fn stripes_hand_out_their_bytes_only() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 % 241) as u8).collect();
+    f.write_all(&data).unwrap();
+    for access in [Access::Map, Access::Read] {
+        for (offset, len) in [
+            (0usize, 333_334usize),
+            (333_334, 333_334),
+            (666_668, 333_335),
+        ] {
+            let mut s = Source::open_with(f.path(), 1000, 1, access)
+                .unwrap()
+                .stripe(offset as u64, len as u64)
+                .unwrap();
+            assert_eq!((s.len(), s.offset()), (len as u64, offset as u64));
+            for _ in 0..2 {
+                let mut got = Vec::new();
+                loop {
+                    let b = s.next_block().unwrap();
+                    if b.is_empty() {
+                        break;
+                    }
+                    got.extend_from_slice(b);
+                }
+                assert!(got == data[offset..offset + len], "{access:?} {offset}");
+                s.rewind().unwrap();
+            }
+            let background = s.digest_in_background().unwrap().join().unwrap().unwrap();
+            assert_eq!(
+                background,
+                xxhash_rust::xxh3::xxh3_64(&data[offset..offset + len])
+            );
+        }
+        let s = Source::open_with(f.path(), 1000, 1, access).unwrap();
+        assert!(s.stripe(999_999, 10).is_err());
+    }
+}

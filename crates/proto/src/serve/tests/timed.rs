@@ -100,10 +100,11 @@ fn modes_not_offered_and_runs_too_long_are_refused_naming_the_flag() {
             index: 0,
             count: 4,
         },
-        ..Hello::stream(10, 1024, "t.txt")
+        reverse: true,
+        ..Hello::stream(10, 1024, "")
     });
     assert_eq!(code, RefuseCode::Unoffered);
-    assert!(reason.contains("--parallel"), "{reason}");
+    assert!(reason.contains("--parallel with --reverse"), "{reason}");
     // A timed run is bounded by its time, not by --max-bytes (nothing of it is kept).
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
     let step = feed(

@@ -1,0 +1,92 @@
+//! What tsclient prints for a `--parallel` session: a line per stream and a SUM line, as iperf3
+//! prints them, or one JSON object with `streams[]` and `sum`.
+
+use serde_json::json;
+
+use super::{VERSION, to_json};
+use crate::parallel::Parallel;
+use tsperf_results::units;
+use tsperf_sys::timing::Stamp;
+
+/// The JSON object of a session.
+pub fn parallel_json(p: &Parallel) -> String {
+    let streams: Vec<serde_json::Value> = p
+        .streams
+        .iter()
+        .map(|s| {
+            let text = match s {
+                Ok(r) => super::stream_json(r),
+                Err(f) => super::stream_failure_json(f),
+            };
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+        })
+        .collect();
+    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    to_json(&json!({
+        "mode": "parallel",
+        "tsperf": VERSION,
+        "file_bytes": p.file_bytes,
+        "streams": streams,
+        "sum": {
+            "streams": p.streams.len(),
+            "bytes": bytes,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "mib_per_s": units::mib_per_s(bytes, elapsed),
+            "gbit_per_s": units::gbit_per_s(bytes, elapsed),
+            "verified": p.verified(),
+            "limited_by": p.verdict(),
+        },
+    }))
+}
+
+/// The report for people: the session's begin and end lines, a line per stream, a SUM line.
+pub fn parallel_human(p: &Parallel) -> String {
+    let ok: Vec<_> = p.streams.iter().flatten().collect();
+    let begin = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
+    let end = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
+    let mut out = format!(
+        "{}\nfile[{}] read over .\n{}\n",
+        Stamp {
+            label: "begin",
+            unix_us: begin
+        },
+        ok.first().map_or("?", |r| r.name.as_str()),
+        Stamp {
+            label: "end",
+            unix_us: end
+        },
+    );
+    for (i, s) in p.streams.iter().enumerate() {
+        out += &match s {
+            Ok(r) => format!(
+                "[{i:>3}] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
+                units::size(r.bytes),
+                units::duration(r.elapsed),
+                units::mib_per_s(r.bytes, r.elapsed),
+                units::gbit_per_s(r.bytes, r.elapsed),
+                if r.verified() {
+                    format!("verified (xxh3 {:016x})", r.digest)
+                } else {
+                    "NOT VERIFIED".to_owned()
+                },
+                r.verdict().limited_by,
+            ),
+            Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
+        };
+    }
+    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    out + &format!(
+        "[SUM] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}, limited by {} (most streams' verdict)\n",
+        units::size(bytes),
+        units::duration(elapsed),
+        units::mib_per_s(bytes, elapsed),
+        units::gbit_per_s(bytes, elapsed),
+        p.streams.len(),
+        if p.verified() {
+            "every stripe verified, the stripes cover the file"
+        } else {
+            "NOT VERIFIED"
+        },
+        p.verdict().map_or("?".to_owned(), |v| v.to_string()),
+    )
+}

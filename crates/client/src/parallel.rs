@@ -1,0 +1,157 @@
+//! tsclient `--parallel N` (`-P`), as iperf3 `-P`: one session of N connections. The file is
+//! striped into N contiguous ranges, each sent on its own connection from its own thread and
+//! verified by its own digest; the whole is verified when every stripe is and the stripes
+//! cover the file exactly (with `--time`, each stream repeats its stripe). The hellos carry one
+//! random session id and each stream's place, so the server groups them.
+//!
+//! A thread per stream: each stream is the single-stream transfer unchanged, with its own
+//! socket, clock and figures; the session's time runs from the first stream's first byte to the
+//! last stream's report.
+
+use std::time::Duration;
+
+use crate::progress::Progress;
+use crate::{StreamConfig, StreamFailure, StreamResult, run_stream};
+use tsperf_proto::Session;
+
+/// A session's streams, in order.
+pub struct Parallel {
+    /// Each stream's outcome, stream 0 first.
+    pub streams: Vec<Result<StreamResult, StreamFailure>>,
+    /// The file's size: what the stripes must cover.
+    pub file_bytes: u64,
+}
+
+/// The stripes of a file of `len` bytes for `n` streams: contiguous, in order, covering it
+/// exactly, their lengths differing by at most one byte. `None` if a stripe would be empty.
+pub fn stripes(len: u64, n: u8) -> Option<Vec<(u64, u64)>> {
+    let n = u64::from(n.max(1));
+    if len < n {
+        return None;
+    }
+    Some(
+        (0..n)
+            .map(|i| {
+                let (from, to) = (len * i / n, len * (i + 1) / n);
+                (from, to - from)
+            })
+            .collect(),
+    )
+}
+
+/// Runs one session of `n` streams of `cfg`'s file, `file_bytes` long.
+pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parallel, String> {
+    let stripes = stripes(file_bytes, n).ok_or_else(|| {
+        format!("--parallel {n} needs a file of at least {n} bytes: it has {file_bytes}")
+    })?;
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&tsperf_sys::auth::challenge()[..16]);
+    let streams = std::thread::scope(|s| {
+        let handles: Vec<_> = stripes
+            .iter()
+            .enumerate()
+            .map(|(i, &(offset, len))| {
+                let cfg = StreamConfig {
+                    stripe: Some((
+                        offset,
+                        len,
+                        Session {
+                            id,
+                            index: i as u8,
+                            count: n,
+                        },
+                    )),
+                    live_intervals: false,
+                    ..cfg.clone()
+                };
+                s.spawn(move || run_stream(&cfg, &mut Progress::new(false)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StreamFailure::before(
+                        cfg,
+                        None,
+                        anyhow::anyhow!("a stream's thread panicked"),
+                    ))
+                })
+            })
+            .collect()
+    });
+    Ok(Parallel {
+        streams,
+        file_bytes,
+    })
+}
+
+impl Parallel {
+    /// Every stream verified, and (a sized session) the stripes sum to the file.
+    pub fn verified(&self) -> bool {
+        let all = self
+            .streams
+            .iter()
+            .all(|s| s.as_ref().is_ok_and(StreamResult::verified));
+        let timed = self
+            .streams
+            .iter()
+            .any(|s| s.as_ref().is_ok_and(|r| r.timed.is_some()));
+        all && (timed || self.bytes() == self.file_bytes)
+    }
+
+    /// Bytes every stream sent (and the server counted).
+    pub fn bytes(&self) -> u64 {
+        self.streams.iter().flatten().map(|r| r.bytes).sum()
+    }
+
+    /// From the first stream's first byte to the last stream's report.
+    pub fn elapsed(&self) -> Duration {
+        let ok: Vec<&StreamResult> = self.streams.iter().flatten().collect();
+        let first = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
+        let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
+        Duration::from_micros(last.saturating_sub(first))
+    }
+
+    /// The session's verdict: the one most of its streams got (the first such, in stream
+    /// order, on a tie).
+    pub fn verdict(&self) -> Option<tsperf_results::verdict::LimitedBy> {
+        let verdicts: Vec<_> = self
+            .streams
+            .iter()
+            .flatten()
+            .map(|r| r.verdict().limited_by)
+            .collect();
+        verdicts
+            .iter()
+            .max_by_key(|v| {
+                (
+                    verdicts.iter().filter(|w| w == v).count(),
+                    std::cmp::Reverse(verdicts.iter().position(|w| w == *v)),
+                )
+            })
+            .copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stripes are contiguous, cover the file exactly and differ by at most a byte.
+    #[test]
+    fn stripes_cover_the_file() {
+        for (len, n) in [(10u64, 3u8), (36 << 20, 4), (128, 128), (1_000_003, 7)] {
+            let s = stripes(len, n).unwrap();
+            assert_eq!(s.len(), usize::from(n));
+            assert_eq!(s[0].0, 0);
+            for w in s.windows(2) {
+                assert_eq!(w[0].0 + w[0].1, w[1].0);
+            }
+            assert_eq!(s.iter().map(|x| x.1).sum::<u64>(), len);
+            let (min, max) = (s.iter().map(|x| x.1).min(), s.iter().map(|x| x.1).max());
+            assert!(max.unwrap() - min.unwrap() <= 1);
+        }
+        assert!(stripes(3, 4).is_none());
+    }
+}

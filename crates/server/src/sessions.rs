@@ -1,0 +1,83 @@
+//! The server's view of a `--parallel` session: its streams (one connection each) grouped by the
+//! session id of their hellos, and a summary line once the last of them has ended.
+//!
+//! Bounded: at most [`MAX_OPEN`] sessions are followed at once; past that the oldest is dropped
+//! (its streams are still served and reported one by one; only the summary is lost).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tsperf_proto::{Report, Session};
+use tsperf_results::units;
+
+/// Sessions followed at once.
+pub const MAX_OPEN: usize = 1024;
+
+struct Open {
+    id: [u8; 16],
+    peer: IpAddr,
+    count: u8,
+    ended: u8,
+    complete: u8,
+    bytes: u64,
+    first_us: u64,
+    last_us: u64,
+}
+
+static OPEN: Mutex<Vec<Open>> = Mutex::new(Vec::new());
+
+/// A stream of session `s` from `peer` ended, with its report if it completed. The session's
+/// summary line, once it was its last stream.
+pub fn ended(s: Session, peer: SocketAddr, report: Option<&Report>) -> Option<String> {
+    if s.count <= 1 || s.id == [0; 16] {
+        return None;
+    }
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = match open
+        .iter()
+        .position(|o| o.id == s.id && o.peer == peer.ip())
+    {
+        Some(i) => i,
+        None => {
+            if open.len() == MAX_OPEN {
+                open.remove(0);
+            }
+            open.push(Open {
+                id: s.id,
+                peer: peer.ip(),
+                count: s.count,
+                ended: 0,
+                complete: 0,
+                bytes: 0,
+                first_us: u64::MAX,
+                last_us: 0,
+            });
+            open.len() - 1
+        }
+    };
+    let o = &mut open[at];
+    o.ended = o.ended.saturating_add(1);
+    if let Some(r) = report.filter(|r| r.bytes > 0) {
+        o.complete += 1;
+        o.bytes += r.bytes;
+        o.first_us = o.first_us.min(r.first_byte_unix_us);
+        o.last_us = o.last_us.max(r.last_byte_unix_us);
+    }
+    if o.ended < o.count {
+        return None;
+    }
+    let o = open.remove(at);
+    let span = Duration::from_micros(o.last_us.saturating_sub(o.first_us.min(o.last_us)));
+    Some(format!(
+        "tsserver: session of {} streams from {}: {} of them complete, {} in {} (first to last \
+         byte of any): {:.1} MiB/s ({:.2} Gbit/s)\n",
+        o.count,
+        o.peer,
+        o.complete,
+        units::size(o.bytes),
+        units::duration(span),
+        units::mib_per_s(o.bytes, span),
+        units::gbit_per_s(o.bytes, span),
+    ))
+}

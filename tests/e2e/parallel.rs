@@ -1,0 +1,129 @@
+//! Parallel sessions (issue 26: `tsclient --parallel N`): the file striped over N connections,
+//! each stripe verified by its own digest, the whole by their covering it; the server groups
+//! the streams by the hello's session id and bounds a session as it bounds its streams.
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use crate::common::*;
+use tsperf_proto::{Frame, Hello, Session, encode_hello};
+
+const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
+
+/// `-P 4`: four streams, each verified, their stripes summing to the file, a SUM that adds
+/// them; sized and timed (each stream repeats its stripe), in both server models; the server
+/// prints the session's summary once its last stream has ended.
+#[test]
+fn parallel_four_verified_per_stream_and_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = (4 << 20) + 3;
+    let path = test_file(dir.path(), "striped.txt", len);
+    for model in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(
+            server.port,
+            &["-P", "4", "--chunk", "1024", path.to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["mode"], "parallel");
+        let streams = v["streams"].as_array().unwrap();
+        assert_eq!(streams.len(), 4);
+        let mut total = 0;
+        for s in streams {
+            assert_eq!(s["verified"], true, "{s:#}");
+            assert_eq!(s["server"]["bytes"], s["bytes"]);
+            total += s["bytes"].as_u64().unwrap();
+        }
+        assert_eq!(total, len, "the stripes cover the file");
+        let sum = &v["sum"];
+        assert_eq!(sum["bytes"].as_u64(), Some(len));
+        assert_eq!(sum["verified"], true);
+        assert_eq!(sum["streams"].as_u64(), Some(4));
+        assert!(sum["limited_by"].is_string());
+        assert!(
+            server.wait_for(|out, _| out
+                .contains("tsserver: session of 4 streams from 127.0.0.1: 4 of them complete")),
+            "{}",
+            server.stdout()
+        );
+        let (out, v) = client_json(server.port, &["-P", "2", "-t", "1", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        for s in v["streams"].as_array().unwrap() {
+            assert!(
+                s["bytes"].as_u64().unwrap() > len / 2,
+                "each stream repeats its stripe"
+            );
+        }
+    }
+    let out = client(&["-P", "129", path.to_str().unwrap()]);
+    assert_fails(&out, 2, "129");
+    let out = client(&["-P", "4", "-R"]);
+    assert_fails(&out, 2, "cannot be used with");
+    let tiny = test_file(dir.path(), "tiny.txt", 3);
+    let out = client(&[
+        "--port",
+        &dead_port().to_string(),
+        "-P",
+        "4",
+        tiny.to_str().unwrap(),
+    ]);
+    assert_fails(&out, 1, "--parallel 4 needs a file of at least 4 bytes");
+}
+
+/// A session of 128 streams that all go idle after their hellos costs the server what 128 idle
+/// connections cost, and no more: each is cut off at the first byte's deadline, the session's
+/// summary says none completed, and the server serves the next client; in both models.
+#[test]
+fn a_parallel_session_of_128_idle_streams_is_bounded() {
+    for model in MODELS {
+        let mut args = vec!["--hello-timeout", "1"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let conns: Vec<TcpStream> = (0..128u8)
+            .map(|i| {
+                let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+                s.set_read_timeout(Some(DEADLINE)).unwrap();
+                let mut hello = Vec::new();
+                encode_hello(
+                    &Hello {
+                        session: Session {
+                            id: [9; 16],
+                            index: i,
+                            count: 128,
+                        },
+                        ..Hello::stream(1 << 20, 1024, "idle.bin")
+                    },
+                    &mut hello,
+                );
+                s.write_all(&hello).unwrap();
+                s
+            })
+            .collect();
+        for mut s in conns {
+            // The Accept, then the Abort, then the close: read to the end, then decode.
+            let mut bytes = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut s, &mut bytes);
+            let (accept, used) = tsperf_proto::decode_frame(&bytes).unwrap().unwrap();
+            assert!(matches!(accept, Frame::Accept { .. }), "{accept:?}");
+            match tsperf_proto::decode_frame(&bytes[used..]) {
+                Ok(Some((Frame::Abort(why), _))) => {
+                    assert!(why.contains("no data within 1 s"), "{why}")
+                }
+                other => panic!("{model:?}: {other:?}"),
+            }
+        }
+        assert!(
+            server
+                .wait_for(|out, _| out
+                    .contains("session of 128 streams from 127.0.0.1: 0 of them complete")),
+            "{model:?}: {}",
+            server.stdout()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = test_file(dir.path(), "after.txt", 100_000);
+        let (out, v) = client_json(server.port, &[path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true);
+    }
+}
