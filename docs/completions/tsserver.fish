@@ -5,6 +5,7 @@ complete -c tsserver -l rcvbuf -d 'Receive buffer (SO_RCVBUF) to ask the kernel 
 complete -c tsserver -l log -d 'Where to write one line per read: stdout (one write per line, like printf to a screen), file (buffered, see --log-file), or none' -r -f -a "none\t''
 stdout\t''
 file\t''"
+complete -c tsserver -l threads -d 'Event loops, each on its own thread, taking connections from the one listening socket, so many clients (and one --parallel session\'s streams) spread over the cores; default: the CPUs this server may run on. --max-clients and every bound hold across them. --blocking (a thread per connection) and --once use one' -r
 complete -c tsserver -l serve -d 'Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain names only, opened from a handle on DIR, never through a symlink, regular files only' -r -F
 complete -c tsserver -l log-file -d 'The log file for --log file (and --allow-client-log); lines are appended' -r -F
 complete -c tsserver -l log-min-read -d 'With --log stdout or file, the smallest read size: a client announcing smaller chunks is read at least this many bytes at a time, not one log line per byte' -r

@@ -48,6 +48,12 @@ struct Args {
     /// clients that do not ask. The log file is opened at start.
     #[arg(long)]
     allow_client_log: bool,
+    /// Event loops, each on its own thread, taking connections from the one listening socket,
+    /// so many clients (and one --parallel session's streams) spread over the cores; default:
+    /// the CPUs this server may run on. --max-clients and every bound hold across them.
+    /// --blocking (a thread per connection) and --once use one.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    threads: Option<u16>,
     /// Refuse reverse streams (tsclient --reverse): this server then only receives.
     #[arg(long, conflicts_with = "serve")]
     no_reverse: bool,
@@ -227,6 +233,9 @@ fn run() -> anyhow::Result<ExitCode> {
         blocking: args.blocking,
         max_clients: args.max_clients as usize,
         save,
+        threads: args
+            .threads
+            .map_or(tsperf_sys::host::cpus() as usize, usize::from),
         serve,
         grace,
         policy,

@@ -127,3 +127,48 @@ fn a_parallel_session_of_128_idle_streams_is_bounded() {
         assert_eq!(v["verified"], true);
     }
 }
+
+/// `tsserver --threads 2` serves two sessions of four streams at once, every stripe verified,
+/// and `--max-clients` holds across its event loops: a connection past it is refused whichever
+/// loop accepts it.
+#[test]
+fn two_event_loops_serve_two_sessions_within_one_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "both.txt", 8 << 20);
+    let server = Server::start(&["--threads", "2"]);
+    let port = server.port;
+    let p = path.to_str().unwrap().to_owned();
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let p = p.clone();
+            std::thread::spawn(move || client_json(port, &["-P", "4", "-t", "1", &p]))
+        })
+        .collect();
+    for r in runs {
+        let (out, v) = r.join().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+    }
+    assert!(
+        server.wait_for(|out, _| out
+            .matches("session of 4 streams from 127.0.0.1: 4 of them complete")
+            .count()
+            == 2),
+        "{}",
+        server.stdout()
+    );
+    drop(server);
+    let server = Server::start(&["--threads", "2", "--max-clients", "2"]);
+    let idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
+        .collect();
+    assert!(server.wait_for(|_, _| true));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut third = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    third.set_read_timeout(Some(DEADLINE)).unwrap();
+    match read_one_frame(&mut third) {
+        Some(Frame::Refuse { reason, .. }) => assert!(reason.contains("--max-clients"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    drop(idle);
+}

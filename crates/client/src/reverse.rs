@@ -191,43 +191,14 @@ fn receive<T: Transport>(
     name: &str,
     progress: &mut Progress,
 ) -> Result<ReverseResult, StreamFailure> {
-    let mut got = Received {
-        hasher: XxHash3_64::new(),
-        hashed: 0,
-        reads: 0,
-        total: 0,
-        first: None,
-        stop_sent: false,
-        log: None,
-        read_size: READ_SIZE,
-    };
-    let fail = |got: &Received, e: anyhow::Error| StreamFailure {
-        name: String::new(),
-        bytes: Some(bytes),
-        sent: got.hashed,
-        acked: None,
-        elapsed: got.first.map(|(at, ..)| at.elapsed()),
-        intervals: Vec::new(),
-        interrupted: interrupt::requested(),
-        error: e,
-    };
+    let mut got = Received::new();
+    let fail = |got: &Received, e: anyhow::Error| got.failed(bytes, e);
     let (peer, accepted, clock) = match open(&mut conn, cfg, bytes, name) {
         Ok(p) => p,
         Err(e) => return Err(fail(&got, e)),
     };
-    // With a log, a read of a chunk, as the field report's server read (at least
-    // LOG_MIN_READ, at most a bulk read): a line each.
-    match crate::readlog::ClientLog::open(cfg.log, &cfg.log_file) {
-        Ok(log) => got.log = log,
-        Err(e) => return Err(fail(&got, e)),
-    }
-    if let Some(log) = &mut got.log {
-        got.read_size = tsperf_proto::serve::default_read_size(
-            cfg.chunk,
-            cfg.log,
-            tsperf_proto::serve::LOG_MIN_READ,
-        ) as usize;
-        log.start(peer, name, accepted.length, cfg.chunk, got.read_size);
+    if let Err(e) = open_log(cfg, &mut got, peer, name, accepted.length) {
+        return Err(fail(&got, e));
     }
     let mut tail = Tail::<REVERSE_TAIL>::default();
     let read = read_to_end(&mut conn, cfg, &mut got, &mut tail, progress);
@@ -283,6 +254,56 @@ fn receive<T: Transport>(
         log_time: got.log.as_ref().map_or(Duration::ZERO, |l| l.time),
         read_size: got.read_size,
     })
+}
+
+impl Received {
+    fn new() -> Received {
+        Received {
+            hasher: XxHash3_64::new(),
+            hashed: 0,
+            reads: 0,
+            total: 0,
+            first: None,
+            stop_sent: false,
+            log: None,
+            read_size: READ_SIZE,
+        }
+    }
+
+    /// The failure `error` of a stream asked to be `bytes` a pass, with what arrived.
+    fn failed(&self, bytes: u64, error: anyhow::Error) -> StreamFailure {
+        StreamFailure {
+            name: String::new(),
+            bytes: Some(bytes),
+            sent: self.hashed,
+            acked: None,
+            elapsed: self.first.map(|(at, ..)| at.elapsed()),
+            intervals: Vec::new(),
+            interrupted: interrupt::requested(),
+            error,
+        }
+    }
+}
+
+/// With `--log`, the log and its start line; reads of a chunk then, as the field report's
+/// server read (at least LOG_MIN_READ, at most a bulk read): a line each.
+fn open_log(
+    cfg: &StreamConfig,
+    got: &mut Received,
+    peer: SocketAddr,
+    name: &str,
+    length: u64,
+) -> Result<()> {
+    got.log = crate::readlog::ClientLog::open(cfg.log, &cfg.log_file)?;
+    if let Some(log) = &mut got.log {
+        got.read_size = tsperf_proto::serve::default_read_size(
+            cfg.chunk,
+            cfg.log,
+            tsperf_proto::serve::LOG_MIN_READ,
+        ) as usize;
+        log.start(peer, name, length, cfg.chunk, got.read_size);
+    }
+    Ok(())
 }
 
 /// Reads the stream to its end, counting and checksumming all but what `tail` holds back.

@@ -73,6 +73,8 @@ pub struct ServerConfig {
     pub max_clients: usize,
     /// Save received files here (`--save`), whole or not at all.
     pub save: Option<Arc<SaveDir>>,
+    /// Event loops (`--threads`), each on its own thread; `--blocking` ignores it.
+    pub threads: usize,
     /// Where reverse streams' named files are served from (`--serve`).
     pub serve: Option<Arc<serve_dir::ServeDir>>,
     /// What a conversation decides by: the log sinks, read sizes, limits, deadlines and key.
@@ -238,7 +240,7 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
     if cfg.blocking {
         blocking::serve(listener, cfg)
     } else {
-        event_loop::serve(listener, cfg)
+        event_loop::serve_all(listener, cfg)
     }
 }
 

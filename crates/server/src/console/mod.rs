@@ -100,7 +100,7 @@ struct Channel {
 
 static CHANNELS: OnceLock<[Channel; 2]> = OnceLock::new();
 /// Called (from a writer thread) when room frees up after someone found none.
-static ON_ROOM: Mutex<Option<Box<dyn Fn() + Send>>> = Mutex::new(None);
+static ON_ROOM: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
 /// Messages dropped since start, on both streams.
 static DROPPED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// Set when the server stops: waiting writers append at once instead of waiting.
@@ -199,9 +199,10 @@ pub fn never_wait_here() {
     NO_WAIT.with(|c| c.set(true));
 }
 
-/// Sets what to call when stdout has room again after [`room`] found none.
+/// Adds what to call when stdout has room again after [`room`] found none (each event loop
+/// adds its waker).
 pub fn on_room(wake: impl Fn() + Send + 'static) {
-    *lock(&ON_ROOM) = Some(Box::new(wake));
+    lock(&ON_ROOM).push(Box::new(wake));
 }
 
 /// Sets the longest a blocking writer of a log line waits for room (the idle timeout).
@@ -386,8 +387,10 @@ fn taken(c: &Channel, n: usize) {
         }
         wake
     };
-    if wake && let Some(f) = lock(&ON_ROOM).as_ref() {
-        f();
+    if wake {
+        for f in lock(&ON_ROOM).iter() {
+            f();
+        }
     }
 }
 

@@ -71,6 +71,48 @@ struct Loop<'a> {
     backoff: Backoff,
 }
 
+/// Connections open in every event loop of the server (`--threads`): `--max-clients` bounds
+/// them all together.
+static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Serves with `cfg.threads` event loops, each on its own thread, all taking connections from
+/// the one listening socket (each loop's poll watches it; the loop whose `accept` wins serves
+/// the connection), until the process ends or every loop has stopped; or, with `--once`, one
+/// loop and one connection. `--max-clients` and every per-connection bound hold across them.
+pub fn serve_all(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
+    let threads = if cfg.once { 1 } else { cfg.threads.max(1) };
+    if threads == 1 {
+        return serve(listener, cfg);
+    }
+    let listeners = (1..threads)
+        .map(|_| listener.try_clone())
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("cannot share the listening socket between event loops")?;
+    std::thread::scope(|s| {
+        let others: Vec<_> = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                std::thread::Builder::new()
+                    .name(format!("event-loop-{}", i + 1))
+                    .spawn_scoped(s, move || serve(l, cfg))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let mine = serve(listener, cfg);
+        let mut all = mine;
+        for h in others {
+            let theirs = h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("an event loop panicked")));
+            all = match (all, theirs) {
+                (Ok(a), Ok(b)) => Ok(a && b),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+        }
+        all
+    })
+}
+
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
 /// that connection completed a transfer.
 pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
@@ -253,6 +295,7 @@ impl Loop<'_> {
     /// Removes connection `key` and closes it with `outcome`. True if it completed.
     fn close(&mut self, key: usize, outcome: Outcome) -> bool {
         let conn = self.conns.remove(key);
+        OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         let done = close(&self.poll, conn, outcome);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
@@ -352,7 +395,9 @@ impl Loop<'_> {
                     return;
                 }
             };
-            if self.conns.len() >= self.cfg.max_clients {
+            // Counted before it is served, so loops accepting at once cannot pass the limit.
+            if OPEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= self.cfg.max_clients {
+                OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
                 continue;
             }
@@ -367,6 +412,7 @@ impl Loop<'_> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
             warn!(%peer, "cannot register connection: {e}");
+            OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             return;
         }
         debug!(%peer, "connection");
