@@ -104,7 +104,7 @@ struct Args {
     /// ranges, each sent on its own connection and verified by its own digest; the whole is
     /// verified when every stripe is. A line per stream and a SUM line.
     #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
-          conflicts_with_all = ["reverse", "bidir", "latency"], value_name = "N")]
+          conflicts_with_all = ["bidir", "latency"], value_name = "N")]
     parallel: Option<u8>,
     /// With --reverse or --bidir, the bytes to ask the server for: one pass, repeated in a
     /// timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
@@ -344,6 +344,9 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
+    if args.reverse && args.parallel.is_some_and(|n| n > 1) {
+        return directions::parallel_reverse_run(args, &cfg);
+    }
     if args.reverse {
         return directions::reverse_run(args, &cfg, &mut progress);
     }

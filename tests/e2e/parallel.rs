@@ -58,7 +58,7 @@ fn parallel_four_verified_per_stream_and_whole() {
     }
     let out = client(&["-P", "129", path.to_str().unwrap()]);
     assert_fails(&out, 2, "129");
-    let out = client(&["-P", "4", "-R"]);
+    let out = client(&["-P", "4", "--bidir", path.to_str().unwrap()]);
     assert_fails(&out, 2, "cannot be used with");
     let tiny = test_file(dir.path(), "tiny.txt", 3);
     let out = client(&[
@@ -171,4 +171,28 @@ fn two_event_loops_serve_two_sessions_within_one_limit() {
         other => panic!("{other:?}"),
     }
     drop(idle);
+}
+
+/// `-R -P 4`: four reverse streams, each a share of --bytes, each verified, their shares
+/// summing to what was asked; timed, each repeats its share; in both server models.
+#[test]
+fn reverse_parallel_four_verified() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(server.port, &["-R", "-P", "4", "--bytes", "1000003"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["mode"], "parallel-reverse");
+        let streams = v["streams"].as_array().unwrap();
+        assert_eq!(streams.len(), 4);
+        assert!(streams.iter().all(|s| s["verified"] == true), "{v:#}");
+        assert_eq!(v["sum"]["bytes"].as_u64(), Some(1_000_003));
+        assert_eq!(v["sum"]["verified"], true);
+        let (out, v) = client_json(
+            server.port,
+            &["-R", "-P", "2", "-t", "1", "--bytes", "1MiB"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        assert!(v["sum"]["bytes"].as_u64().unwrap() > 1 << 20);
+    }
 }

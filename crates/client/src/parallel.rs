@@ -86,6 +86,74 @@ pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parall
     })
 }
 
+/// A reverse session's streams, in order: the server sends each.
+pub struct ParallelReverse {
+    /// Each stream's outcome, stream 0 first.
+    pub streams: Vec<Result<crate::reverse::ReverseResult, StreamFailure>>,
+    /// The bytes asked for in all (a pass of every stream together).
+    pub asked: u64,
+}
+
+/// Runs one reverse session of `n` streams, each asking for its share of `bytes` (within a
+/// byte of the others; a timed session repeats each share for the time).
+pub fn run_parallel_reverse(
+    cfg: &StreamConfig,
+    n: u8,
+    bytes: u64,
+) -> Result<ParallelReverse, String> {
+    let shares = stripes(bytes, n)
+        .ok_or_else(|| format!("--parallel {n} needs at least {n} bytes: --bytes is {bytes}"))?;
+    let streams = std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|&(_, len)| {
+                s.spawn(move || {
+                    crate::reverse::run_reverse(cfg, len, "", &mut Progress::new(false))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StreamFailure::before(
+                        cfg,
+                        None,
+                        anyhow::anyhow!("a stream's thread panicked"),
+                    ))
+                })
+            })
+            .collect()
+    });
+    Ok(ParallelReverse {
+        streams,
+        asked: bytes,
+    })
+}
+
+impl ParallelReverse {
+    /// Every stream verified, and (a sized session) they received what was asked in all.
+    pub fn verified(&self) -> bool {
+        let ok: Vec<_> = self.streams.iter().flatten().collect();
+        ok.len() == self.streams.len()
+            && ok.iter().all(|r| r.verified())
+            && (ok.iter().any(|r| r.time.is_some() || r.interrupted) || self.bytes() == self.asked)
+    }
+
+    /// Bytes every stream received.
+    pub fn bytes(&self) -> u64 {
+        self.streams.iter().flatten().map(|r| r.bytes).sum()
+    }
+
+    /// From the first stream's first byte to the last stream's end.
+    pub fn elapsed(&self) -> Duration {
+        let ok: Vec<_> = self.streams.iter().flatten().collect();
+        let first = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
+        let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
+        Duration::from_micros(last.saturating_sub(first))
+    }
+}
+
 impl Parallel {
     /// Every stream verified, and (a sized session) the stripes sum to the file.
     pub fn verified(&self) -> bool {

@@ -178,3 +178,32 @@ pub(super) fn parallel_run(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// A reverse session of `--parallel` streams, each a share of `--bytes` (the generated stream).
+pub(super) fn parallel_reverse_run(
+    args: &Args,
+    cfg: &client::StreamConfig,
+) -> anyhow::Result<ExitCode> {
+    if args.file.is_some() {
+        anyhow::bail!("--parallel with --reverse takes the generated stream (--bytes), not a NAME");
+    }
+    let n = args.parallel.unwrap_or(1);
+    let bytes = args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN);
+    let p = client::parallel::run_parallel_reverse(cfg, n, bytes).map_err(anyhow::Error::msg)?;
+    let text = if args.json {
+        output::parallel_reverse_json(&p) + "\n"
+    } else {
+        output::parallel_reverse_human(&p)
+    };
+    cli::print_result(&text)?;
+    if let Some(Err(f)) = p.streams.iter().find(|s| s.is_err()) {
+        anyhow::bail!("a stream of the session failed: {:#}", f.error);
+    }
+    if !p.verified() {
+        anyhow::bail!("NOT VERIFIED: the session's streams do not all agree with the server");
+    }
+    if p.streams.iter().flatten().any(|r| r.interrupted) {
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}

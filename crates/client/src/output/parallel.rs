@@ -90,3 +90,70 @@ pub fn parallel_human(p: &Parallel) -> String {
         p.verdict().map_or("?".to_owned(), |v| v.to_string()),
     )
 }
+
+/// The JSON object of a reverse session: `{"mode": "parallel-reverse", "streams", "sum"}`.
+pub fn parallel_reverse_json(p: &crate::parallel::ParallelReverse) -> String {
+    let streams: Vec<serde_json::Value> = p
+        .streams
+        .iter()
+        .map(|s| {
+            let text = match s {
+                Ok(r) => super::reverse_json(r),
+                Err(f) => super::stream_failure_json(f),
+            };
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+        })
+        .collect();
+    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    to_json(&json!({
+        "mode": "parallel-reverse",
+        "tsperf": VERSION,
+        "asked_bytes": p.asked,
+        "streams": streams,
+        "sum": {
+            "streams": p.streams.len(),
+            "bytes": bytes,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "mib_per_s": units::mib_per_s(bytes, elapsed),
+            "gbit_per_s": units::gbit_per_s(bytes, elapsed),
+            "verified": p.verified(),
+        },
+    }))
+}
+
+/// A reverse session for people: a line per stream and a SUM line.
+pub fn parallel_reverse_human(p: &crate::parallel::ParallelReverse) -> String {
+    let mut out = String::new();
+    for (i, s) in p.streams.iter().enumerate() {
+        out += &match s {
+            Ok(r) => format!(
+                "[{i:>3}] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
+                units::size(r.bytes),
+                units::duration(r.elapsed),
+                units::mib_per_s(r.bytes, r.elapsed),
+                units::gbit_per_s(r.bytes, r.elapsed),
+                if r.verified() {
+                    "verified"
+                } else {
+                    "NOT VERIFIED"
+                },
+                r.verdict().limited_by,
+            ),
+            Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
+        };
+    }
+    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    out + &format!(
+        "[SUM] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}\n",
+        units::size(bytes),
+        units::duration(elapsed),
+        units::mib_per_s(bytes, elapsed),
+        units::gbit_per_s(bytes, elapsed),
+        p.streams.len(),
+        if p.verified() {
+            "every stream verified"
+        } else {
+            "NOT VERIFIED"
+        },
+    )
+}

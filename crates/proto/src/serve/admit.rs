@@ -155,16 +155,6 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
     if hello.reverse {
         reverse_offered(hello, policy)?;
     }
-    if hello.session.count > 1 && hello.reverse {
-        return Err((
-            RefuseCode::Unoffered,
-            format!(
-                "a reverse session of {} streams was asked for (--parallel with --reverse): this \
-                 tsserver sends one stream per session",
-                hello.session.count
-            ),
-        ));
-    }
     Ok(())
 }
 

@@ -94,17 +94,6 @@ fn modes_not_offered_and_runs_too_long_are_refused_naming_the_flag() {
         reason.contains("--max-time") && reason.contains("3600.001 s"),
         "{reason}"
     );
-    let (code, reason) = refusal(Hello {
-        session: crate::Session {
-            id: [1; 16],
-            index: 0,
-            count: 4,
-        },
-        reverse: true,
-        ..Hello::stream(10, 1024, "")
-    });
-    assert_eq!(code, RefuseCode::Unoffered);
-    assert!(reason.contains("--parallel with --reverse"), "{reason}");
     // A timed run is bounded by its time, not by --max-bytes (nothing of it is kept).
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
     let step = feed(
