@@ -112,10 +112,10 @@
 //! (`BadName`). With the nodelay flag the server sets TCP_NODELAY on its end of the connection.
 //!
 //! A server that does not offer what a hello asks for refuses it with the code `unoffered` and a
-//! reason naming the flag: this version's tsserver sends one stream per session (a reverse
-//! hello with a `count` above 1), and sends only when not started with `--no-reverse`. The
-//! streams of a forward session are each served as a stream of their own; the server groups
-//! them by `session` (and the peer's address) for a summary once the last has ended.
+//! reason naming the flag: this version's tsserver sends only when not started with
+//! `--no-reverse`, and named files only with `--serve`. The streams of a session are each
+//! served as a stream of their own; the server groups them by `session` (and the peer's
+//! address) for a summary once the last has ended.
 //!
 //! A `log` other than 0 or the server's own sink is served only by a server started with
 //! `--allow-client-log`; any other server refuses the hello with a reason naming that flag. The
