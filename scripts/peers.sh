@@ -5,6 +5,8 @@
 #
 #   scripts/peers.sh [--out DIR] [--file PATH] [--chunks LIST] [--reps R]
 #                    [--bin-dir DIR]   (use the tsperf binaries in DIR instead of building them)
+#                    [--streams LIST [--time SECS]]  (instead: timed runs of LIST streams, forward
+#                                      and reverse, against iperf3 -P N and -R; writes streams.md)
 #
 # iperf3 is installed with apt-get when missing and running as root; otherwise the script skips
 # with a message (exit 0).
@@ -14,9 +16,9 @@ prog=peers.sh
 source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=21 bin=""
+out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=21 bin="" streams="" time=3
 while (($#)); do
   case $1 in
     --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
@@ -24,6 +26,8 @@ while (($#)); do
     --chunks) chunks=${2:?--chunks needs a list}; shift 2 ;;
     --reps) reps=${2:?--reps needs a number}; shift 2 ;;
     --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
+    --streams) streams=${2:?--streams needs a list}; shift 2 ;;
+    --time) time=${2:?--time needs seconds}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -61,5 +65,7 @@ done
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # tspeers starts its own tsserver (and reads its port from the listening line).
+extra=()
+[[ -n $streams ]] && extra+=(--streams "$streams" --time "$time")
 "$bin/tspeers" --file "$file" --chunks "$chunks" --reps "$reps" --iperf3-port "$iport" \
-  --out "$out" --commit "$commit"
+  --out "$out" --commit "$commit" "${extra[@]}"

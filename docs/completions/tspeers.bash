@@ -23,7 +23,7 @@ _tspeers() {
 
     case "${cmd}" in
         tspeers)
-            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --help --version"
+            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --streams --time --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -54,6 +54,14 @@ _tspeers() {
                     return 0
                     ;;
                 --commit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --streams)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

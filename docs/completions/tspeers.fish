@@ -5,5 +5,7 @@ complete -c tspeers -l tsperf-port -d 'The port of a running `tsserver --log non
 complete -c tspeers -l iperf3-port -d 'The port of an `iperf3 -s` on 127.0.0.1' -r
 complete -c tspeers -l out -d 'The directory peers.md and peers.svg go to' -r -F
 complete -c tspeers -l commit -d 'The tsperf commit to name in the report' -r
+complete -c tspeers -l streams -d 'Compare streams and directions instead: timed runs of these stream counts (comma-separated, 1 to 128), forward and reverse, against iperf3 -P N and -R; writes streams.md' -r
+complete -c tspeers -l time -d 'With --streams, the seconds each run lasts' -r
 complete -c tspeers -s h -l help -d 'Print help'
 complete -c tspeers -s V -l version -d 'Print version'

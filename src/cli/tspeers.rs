@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use crate::cli;
 use clap::Parser;
 use tsperf_lab::machine;
@@ -37,6 +39,14 @@ struct Args {
     /// The tsperf commit to name in the report.
     #[arg(long, default_value = "unknown")]
     commit: String,
+    /// Compare streams and directions instead: timed runs of these stream counts
+    /// (comma-separated, 1 to 128), forward and reverse, against iperf3 -P N and -R; writes
+    /// streams.md.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=128), value_name = "LIST")]
+    streams: Option<Vec<u8>>,
+    /// With --streams, the seconds each run lasts.
+    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
+    time: f64,
 }
 
 /// tspeers's command-line definition (its man page and completions are made from it).
@@ -54,6 +64,42 @@ pub fn main() -> ExitCode {
             Some(_) => None,
             None => Some(peers::start_tsserver(&bin_dir)?),
         };
+        if let Some(streams) = &args.streams {
+            anyhow::ensure!(
+                (0.1..=3600.0).contains(&args.time),
+                "invalid --time '{}': expected seconds from 0.1 to 3600",
+                args.time
+            );
+            let cfg = tsperf_lab::streams::StreamsConfig {
+                streams: streams.clone(),
+                secs: args.time,
+                reps: args.reps,
+                file: args.file.clone(),
+                tsperf_port: args
+                    .tsperf_port
+                    .or(server.as_ref().map(|s| s.port))
+                    .unwrap_or_default(),
+                iperf3_port: args.iperf3_port,
+                bin_dir: bin_dir.clone(),
+            };
+            let rows = tsperf_lab::streams::run(&cfg, |r| {
+                println!(
+                    "{} streams {}: tsperf {:.2}, iperf3 {:.2} Gbit/s",
+                    r.streams,
+                    if r.reverse { "reverse" } else { "forward" },
+                    r.tsperf_gbit,
+                    r.iperf3_gbit
+                )
+            })?;
+            drop(server);
+            let md = tsperf_lab::streams::markdown(&rows, &cfg, &machine::probe(&args.commit));
+            std::fs::create_dir_all(&args.out)?;
+            let path = args.out.join("streams.md");
+            std::fs::write(&path, &md)
+                .with_context(|| format!("cannot write '{}'", path.display()))?;
+            cli::print(&format!("\n{md}"))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let cfg = PeersConfig {
             file: args.file.clone(),
             chunks: args.chunks.clone(),

@@ -10,4 +10,5 @@ pub mod matrix;
 pub mod peers;
 pub mod report;
 pub mod scale;
+pub mod streams;
 pub mod verdicts;

@@ -1,0 +1,228 @@
+//! tsperf's streams and directions side by side with iperf3's (`scripts/peers.sh --streams`):
+//! timed runs of 1, 2, 4, 8 streams, forward (`-P N`) and reverse (`-R -P N`), each tsperf run
+//! alternating with the iperf3 run it is compared with, medians of REPS. Both write 128 KiB
+//! (iperf3's default `-l`); tsperf's rate is the session's SUM (verified), iperf3's its
+//! receiver's `sum_received`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// What the comparison runs.
+pub struct StreamsConfig {
+    /// Stream counts.
+    pub streams: Vec<u8>,
+    /// Seconds a run lasts (both tools' `-t`).
+    pub secs: f64,
+    /// Repetitions, alternating.
+    pub reps: u32,
+    /// The file tsperf's forward runs stripe and repeat.
+    pub file: PathBuf,
+    /// A tsserver's port on 127.0.0.1.
+    pub tsperf_port: u16,
+    /// An `iperf3 -s`'s port on 127.0.0.1.
+    pub iperf3_port: u16,
+    /// Where tsclient is.
+    pub bin_dir: PathBuf,
+}
+
+/// One row: a stream count and a direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamsRow {
+    /// Streams.
+    pub streams: u8,
+    /// The server sends (`-R`).
+    pub reverse: bool,
+    /// tsperf's median, Gbit/s.
+    pub tsperf_gbit: f64,
+    /// iperf3's median, Gbit/s.
+    pub iperf3_gbit: f64,
+    /// Every tsperf run verified.
+    pub verified: bool,
+}
+
+fn tsclient(cfg: &StreamsConfig, n: u8, reverse: bool) -> Result<(f64, bool)> {
+    let mut cmd = Command::new(cfg.bin_dir.join("tsclient"));
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &cfg.tsperf_port.to_string(),
+    ])
+    .args([
+        "--json",
+        "--no-progress",
+        "--chunk",
+        "128k",
+        "-t",
+        &cfg.secs.to_string(),
+    ])
+    .args(["-P", &n.to_string()]);
+    if reverse {
+        cmd.arg("-R");
+    } else {
+        cmd.arg(&cfg.file);
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run tsclient")?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "tsclient printed no JSON: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    let sum = if n > 1 { &v["sum"] } else { &v };
+    Ok((
+        sum["gbit_per_s"].as_f64().unwrap_or(0.0),
+        sum["verified"].as_bool().unwrap_or(false) && out.status.success(),
+    ))
+}
+
+fn iperf3(cfg: &StreamsConfig, n: u8, reverse: bool) -> Result<f64> {
+    let mut cmd = Command::new("iperf3");
+    cmd.args(["-c", "127.0.0.1", "-p", &cfg.iperf3_port.to_string(), "-J"])
+        .args(["-t", &cfg.secs.to_string(), "-P", &n.to_string()]);
+    if reverse {
+        cmd.arg("-R");
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run iperf3")?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
+    if let Some(e) = v["error"].as_str() {
+        bail!("iperf3 failed: {e}");
+    }
+    Ok(v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e9)
+}
+
+/// Runs the comparison; both servers must already listen. Each repetition alternates which tool
+/// goes first.
+pub fn run(cfg: &StreamsConfig, mut progress: impl FnMut(&StreamsRow)) -> Result<Vec<StreamsRow>> {
+    let mut rows = Vec::new();
+    for reverse in [false, true] {
+        for &n in &cfg.streams {
+            let (mut ts, mut ip, mut verified) = (Vec::new(), Vec::new(), true);
+            for rep in 0..cfg.reps {
+                let mut t = || -> Result<()> {
+                    let (g, ok) = tsclient(cfg, n, reverse)?;
+                    ts.push(g);
+                    verified &= ok;
+                    Ok(())
+                };
+                if rep % 2 == 0 {
+                    t()?;
+                    ip.push(iperf3(cfg, n, reverse)?);
+                } else {
+                    ip.push(iperf3(cfg, n, reverse)?);
+                    t()?;
+                }
+            }
+            let row = StreamsRow {
+                streams: n,
+                reverse,
+                tsperf_gbit: tsperf_results::stats::median(&mut ts),
+                iperf3_gbit: tsperf_results::stats::median(&mut ip),
+                verified,
+            };
+            progress(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The streams table in Markdown, naming the machine.
+pub fn markdown(
+    rows: &[StreamsRow],
+    cfg: &StreamsConfig,
+    machine: &tsperf_results::machine::Machine,
+) -> String {
+    let mut o = String::from("# Streams and directions: tsperf against iperf3\n\n");
+    let _ = writeln!(
+        o,
+        "Loopback on {machine}. Timed runs of {} s, both tools writing 128 KiB, median of {} \
+         alternating runs per cell. tsperf: `tsclient -t {} --chunk 128k -P N FILE` (forward: \
+         the file `{}` striped over the streams, each repeating its stripe) and `-R -P N` (the \
+         server sends the generated stream), the session's SUM rate, every stream verified by \
+         digest. iperf3: `iperf3 -t {} -P N [-R] -J`, `end.sum_received` (memory to memory, \
+         nothing checksummed). Made by `scripts/peers.sh --streams`.\n",
+        cfg.secs,
+        cfg.reps,
+        cfg.secs,
+        cfg.file.display(),
+        cfg.secs
+    );
+    let _ = writeln!(
+        o,
+        "| streams | direction | tsperf Gbit/s | iperf3 Gbit/s | tsperf / iperf3 | tsperf verified |"
+    );
+    let _ = writeln!(o, "|---:|---|---:|---:|---:|---|");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {:.2} | {:.2} | {:.2} | {} |",
+            r.streams,
+            if r.reverse { "reverse (-R)" } else { "forward" },
+            r.tsperf_gbit,
+            r.iperf3_gbit,
+            r.tsperf_gbit / r.iperf3_gbit.max(f64::MIN_POSITIVE),
+            if r.verified { "yes" } else { "NO" }
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table has a row per stream count and direction, the ratio, and says an unverified
+    /// run.
+    #[test]
+    fn markdown_rows() {
+        let cfg = StreamsConfig {
+            streams: vec![1, 4],
+            secs: 3.0,
+            reps: 5,
+            file: "testdata/tsl.txt".into(),
+            tsperf_port: 1,
+            iperf3_port: 2,
+            bin_dir: ".".into(),
+        };
+        let rows = [
+            StreamsRow {
+                streams: 4,
+                reverse: true,
+                tsperf_gbit: 10.0,
+                iperf3_gbit: 8.0,
+                verified: false,
+            },
+            StreamsRow {
+                streams: 1,
+                reverse: false,
+                tsperf_gbit: 9.0,
+                iperf3_gbit: 10.0,
+                verified: true,
+            },
+        ];
+        let md = markdown(&rows, &cfg, &crate::machine::probe("abc"));
+        assert!(
+            md.contains("| 4 | reverse (-R) | 10.00 | 8.00 | 1.25 | NO |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 1 | forward | 9.00 | 10.00 | 0.90 | yes |"),
+            "{md}"
+        );
+        assert!(md.contains("median of 5"), "{md}");
+    }
+}
