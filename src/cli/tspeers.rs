@@ -49,6 +49,48 @@ struct Args {
     time: f64,
 }
 
+/// `--streams`: streams and directions against iperf3 -P N and -R; writes streams.md.
+fn streams_run(
+    args: &Args,
+    streams: &[u8],
+    bin_dir: std::path::PathBuf,
+    server: Option<tsperf_lab::harness::ServerProcess>,
+) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        (0.1..=3600.0).contains(&args.time),
+        "invalid --time '{}': expected seconds from 0.1 to 3600",
+        args.time
+    );
+    let cfg = tsperf_lab::streams::StreamsConfig {
+        streams: streams.to_vec(),
+        secs: args.time,
+        reps: args.reps,
+        file: args.file.clone(),
+        tsperf_port: args
+            .tsperf_port
+            .or(server.as_ref().map(|s| s.port))
+            .unwrap_or_default(),
+        iperf3_port: args.iperf3_port,
+        bin_dir: bin_dir.clone(),
+    };
+    let rows = tsperf_lab::streams::run(&cfg, |r| {
+        println!(
+            "{} streams {}: tsperf {:.2}, iperf3 {:.2} Gbit/s",
+            r.streams,
+            if r.reverse { "reverse" } else { "forward" },
+            r.tsperf_gbit,
+            r.iperf3_gbit
+        )
+    })?;
+    drop(server);
+    let md = tsperf_lab::streams::markdown(&rows, &cfg, &machine::probe(&args.commit));
+    std::fs::create_dir_all(&args.out)?;
+    let path = args.out.join("streams.md");
+    std::fs::write(&path, &md).with_context(|| format!("cannot write '{}'", path.display()))?;
+    cli::print(&format!("\n{md}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// tspeers's command-line definition (its man page and completions are made from it).
 pub fn command() -> clap::Command {
     <Args as clap::CommandFactory>::command()
@@ -65,40 +107,7 @@ pub fn main() -> ExitCode {
             None => Some(peers::start_tsserver(&bin_dir)?),
         };
         if let Some(streams) = &args.streams {
-            anyhow::ensure!(
-                (0.1..=3600.0).contains(&args.time),
-                "invalid --time '{}': expected seconds from 0.1 to 3600",
-                args.time
-            );
-            let cfg = tsperf_lab::streams::StreamsConfig {
-                streams: streams.clone(),
-                secs: args.time,
-                reps: args.reps,
-                file: args.file.clone(),
-                tsperf_port: args
-                    .tsperf_port
-                    .or(server.as_ref().map(|s| s.port))
-                    .unwrap_or_default(),
-                iperf3_port: args.iperf3_port,
-                bin_dir: bin_dir.clone(),
-            };
-            let rows = tsperf_lab::streams::run(&cfg, |r| {
-                println!(
-                    "{} streams {}: tsperf {:.2}, iperf3 {:.2} Gbit/s",
-                    r.streams,
-                    if r.reverse { "reverse" } else { "forward" },
-                    r.tsperf_gbit,
-                    r.iperf3_gbit
-                )
-            })?;
-            drop(server);
-            let md = tsperf_lab::streams::markdown(&rows, &cfg, &machine::probe(&args.commit));
-            std::fs::create_dir_all(&args.out)?;
-            let path = args.out.join("streams.md");
-            std::fs::write(&path, &md)
-                .with_context(|| format!("cannot write '{}'", path.display()))?;
-            cli::print(&format!("\n{md}"))?;
-            return Ok(ExitCode::SUCCESS);
+            return streams_run(&args, streams, bin_dir, server);
         }
         let cfg = PeersConfig {
             file: args.file.clone(),

@@ -39,6 +39,25 @@ pub fn stripes(len: u64, n: u8) -> Option<Vec<(u64, u64)>> {
     )
 }
 
+/// Each stream thread's outcome, in order (a thread that panicked: a failure saying so).
+fn join_all<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T, StreamFailure>>>,
+    cfg: &StreamConfig,
+) -> Vec<Result<T, StreamFailure>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join().unwrap_or_else(|_| {
+                Err(StreamFailure::before(
+                    cfg,
+                    None,
+                    anyhow::anyhow!("a stream's thread panicked"),
+                ))
+            })
+        })
+        .collect()
+}
+
 /// Runs one session of `n` streams of `cfg`'s file, `file_bytes` long.
 pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parallel, String> {
     let stripes = stripes(file_bytes, n).ok_or_else(|| {
@@ -67,18 +86,7 @@ pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parall
                 s.spawn(move || run_stream(&cfg, &mut Progress::new(false)))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(StreamFailure::before(
-                        cfg,
-                        None,
-                        anyhow::anyhow!("a stream's thread panicked"),
-                    ))
-                })
-            })
-            .collect()
+        join_all(handles, cfg)
     });
     Ok(Parallel {
         streams,
@@ -112,18 +120,7 @@ pub fn run_parallel_reverse(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(StreamFailure::before(
-                        cfg,
-                        None,
-                        anyhow::anyhow!("a stream's thread panicked"),
-                    ))
-                })
-            })
-            .collect()
+        join_all(handles, cfg)
     });
     Ok(ParallelReverse {
         streams,

@@ -96,11 +96,7 @@ impl ReverseResult {
 
     /// Both ends on one machine.
     pub fn same_host(&self) -> bool {
-        self.peer.ip().is_loopback()
-            || self
-                .server
-                .boot_id
-                .is_some_and(|id| Some(id) == tsperf_sys::host::boot_id())
+        tsperf_sys::host::same_host(self.peer.ip(), self.server.boot_id)
     }
 
     /// The verdict's evidence, with the roles turned round: the server sends, the client

@@ -15,6 +15,12 @@ pub fn boot_id() -> Option<[u8; 16]> {
     })
 }
 
+/// Both ends of a connection run on this machine: the peer's address is a loopback one, or the
+/// peer's kernel boot id (`peer_boot_id`, as it reported it) is ours.
+pub fn same_host(peer: std::net::IpAddr, peer_boot_id: Option<[u8; 16]>) -> bool {
+    peer.is_loopback() || peer_boot_id.is_some_and(|id| Some(id) == boot_id())
+}
+
 /// The 16 bytes of a UUID written as 32 hex digits with or without dashes.
 pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     let hex: Vec<u8> = text.trim().bytes().filter(|b| *b != b'-').collect();
