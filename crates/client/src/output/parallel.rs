@@ -10,33 +10,43 @@ use tsperf_sys::timing::Stamp;
 
 /// The JSON object of a session.
 pub fn parallel_json(p: &Parallel) -> String {
-    let streams: Vec<serde_json::Value> = p
-        .streams
-        .iter()
-        .map(|s| {
-            let text = match s {
-                Ok(r) => super::stream_json(r),
-                Err(f) => super::stream_failure_json(f),
-            };
-            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
-        })
-        .collect();
-    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    let streams = p.streams.iter().map(|s| match s {
+        Ok(r) => super::stream_json(r),
+        Err(f) => super::stream_failure_json(f),
+    });
+    let mut sum = sum_json(p.streams.len(), p.bytes(), p.elapsed(), p.verified());
+    sum["limited_by"] = json!(p.verdict());
     to_json(&json!({
         "mode": "parallel",
         "tsperf": VERSION,
         "file_bytes": p.file_bytes,
-        "streams": streams,
-        "sum": {
-            "streams": p.streams.len(),
-            "bytes": bytes,
-            "elapsed_s": elapsed.as_secs_f64(),
-            "mib_per_s": units::mib_per_s(bytes, elapsed),
-            "gbit_per_s": units::gbit_per_s(bytes, elapsed),
-            "verified": p.verified(),
-            "limited_by": p.verdict(),
-        },
+        "streams": values(streams),
+        "sum": sum,
     }))
+}
+
+/// Each stream's object (printed alone, then parsed back), in order.
+fn values(texts: impl Iterator<Item = String>) -> Vec<serde_json::Value> {
+    texts
+        .map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::Null))
+        .collect()
+}
+
+/// A session's `sum`: its streams, bytes, time, rates and whether it verified.
+fn sum_json(
+    streams: usize,
+    bytes: u64,
+    elapsed: std::time::Duration,
+    verified: bool,
+) -> serde_json::Value {
+    json!({
+        "streams": streams,
+        "bytes": bytes,
+        "elapsed_s": elapsed.as_secs_f64(),
+        "mib_per_s": units::mib_per_s(bytes, elapsed),
+        "gbit_per_s": units::gbit_per_s(bytes, elapsed),
+        "verified": verified,
+    })
 }
 
 /// The report for people: the session's begin and end lines, a line per stream, a SUM line.
@@ -93,31 +103,16 @@ pub fn parallel_human(p: &Parallel) -> String {
 
 /// The JSON object of a reverse session: `{"mode": "parallel-reverse", "streams", "sum"}`.
 pub fn parallel_reverse_json(p: &crate::parallel::ParallelReverse) -> String {
-    let streams: Vec<serde_json::Value> = p
-        .streams
-        .iter()
-        .map(|s| {
-            let text = match s {
-                Ok(r) => super::reverse_json(r),
-                Err(f) => super::stream_failure_json(f),
-            };
-            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
-        })
-        .collect();
-    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    let streams = p.streams.iter().map(|s| match s {
+        Ok(r) => super::reverse_json(r),
+        Err(f) => super::stream_failure_json(f),
+    });
     to_json(&json!({
         "mode": "parallel-reverse",
         "tsperf": VERSION,
         "asked_bytes": p.asked,
-        "streams": streams,
-        "sum": {
-            "streams": p.streams.len(),
-            "bytes": bytes,
-            "elapsed_s": elapsed.as_secs_f64(),
-            "mib_per_s": units::mib_per_s(bytes, elapsed),
-            "gbit_per_s": units::gbit_per_s(bytes, elapsed),
-            "verified": p.verified(),
-        },
+        "streams": values(streams),
+        "sum": sum_json(p.streams.len(), p.bytes(), p.elapsed(), p.verified()),
     }))
 }
 

@@ -134,8 +134,10 @@ impl Conn<'_> {
     /// connection closes after. A write that waits the idle timeout for the client to take
     /// bytes is the end of it.
     fn serve_send(&mut self) -> Step {
+        // Made when the stream began (drive::perform); without one nothing can be sent (and a
+        // default step would serve this phase again for ever).
         let Some(mut tx) = self.tx.take() else {
-            return Step::default();
+            return self.conv.send_failed("no reverse stream was begun");
         };
         loop {
             match tx.listen(&*self.stream) {

@@ -184,10 +184,11 @@ impl Conn {
     /// the trailer) is queued and the conversation is over: the connection closes once that is
     /// written.
     fn send_data(&mut self) -> Step {
-        let Some(hello) = self.conv.hello() else {
-            return Step::default();
+        // The sender was made when the stream began (drive::perform); without one there is
+        // nothing this connection can send.
+        let Some(tx) = self.tx.as_deref_mut() else {
+            return self.conv.send_failed("no reverse stream was begun");
         };
-        let tx = self.tx.get_or_insert_with(|| Box::new(Sender::new(hello)));
         match tx.listen(&self.stream) {
             Ok(Heard::Closed) => return self.conv.send_failed("the client closed the connection"),
             Err(e) => {
