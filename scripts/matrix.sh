@@ -20,6 +20,9 @@
 #   --stdout-to     where the --log stdout server's stdout goes: pty (default; read by tmux if
 #                   installed, else by script) or file
 #   --time SECS     size every stream cell by time: a timed run of SECS (tsclient --time)
+#   --streams LIST  stream counts as a grid dimension (tsclient -P), e.g. 1,4 (default 1)
+#   --reverse       the stream grid in reverse too (tsclient -R: the server sends the file's size
+#                   of generated text, the client receives and logs; sinks none and file)
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
 prog=matrix.sh
@@ -28,10 +31,10 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time=""
+out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -47,12 +50,16 @@ while (($#)); do
     --stdout-to) stdout_to=${2:?--stdout-to needs pty or file}; shift 2 ;;
     --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
     --time) time=${2:?--time needs seconds}; shift 2 ;;
+    --streams) streams=${2:?--streams needs a list}; shift 2 ;;
+    --reverse) reverse=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac
 done
 [[ -z $reps || $reps =~ ^[1-9][0-9]*$ ]] || bad "invalid --reps '$reps': expected a positive whole number"
 [[ -z $time || $time =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "invalid --time '$time': expected seconds, e.g. 2 or 0.5"
+[[ $streams =~ ^([1-9][0-9]?|1[01][0-9]|12[0-8])(,([1-9][0-9]?|1[01][0-9]|12[0-8]))*$ ]] ||
+  bad "invalid --streams '$streams': expected a comma-separated list of stream counts from 1 to 128, e.g. 1,4"
 [[ $port =~ ^[0-9]+$ ]] || bad "invalid --port '$port': expected a number"
 [[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
@@ -90,6 +97,8 @@ IFS=, read -r -a chunk_list <<<"$chunks"
 for c in "${chunk_list[@]}"; do args+=(--chunks "$c"); done
 args+=(--io "$io")
 [[ -n $time ]] && args+=(--time "$time")
+args+=(--streams "$streams")
+((reverse)) && args+=(--reverse)
 if [[ -n $host ]]; then
   args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
 elif ((lan)); then

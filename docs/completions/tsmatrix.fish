@@ -20,5 +20,7 @@ complete -c tsmatrix -l commit -d 'The tsperf git commit, for the results' -r
 complete -c tsmatrix -l work -d 'Scratch directory for server logs (default: a new temporary directory)' -r -F
 complete -c tsmatrix -l line-gbit -d 'The link\'s rate in Gbit/s, when known: tables then show each cell\'s fraction of it' -r
 complete -c tsmatrix -l time -d 'Size every stream cell by time: a timed run of SECS seconds (tsclient --time) instead of one pass of the file (--io sendfile is refused with it)' -r
+complete -c tsmatrix -l streams -d 'Stream counts as a grid dimension (tsclient -P), comma-separated, 1 to 128 each; 1 is the seed\'s single stream' -r
+complete -c tsmatrix -l reverse -d 'Run the stream grid in reverse too (tsclient -R: the server sends, the client receives and logs; its log sinks are none and file)'
 complete -c tsmatrix -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tsmatrix -s V -l version -d 'Print version'

@@ -72,6 +72,14 @@ struct Args {
     /// one pass of the file (--io sendfile is refused with it).
     #[arg(long, value_name = "SECS")]
     time: Option<f64>,
+    /// Stream counts as a grid dimension (tsclient -P), comma-separated, 1 to 128 each; 1 is
+    /// the seed's single stream.
+    #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=128))]
+    streams: Vec<u32>,
+    /// Run the stream grid in reverse too (tsclient -R: the server sends, the client receives
+    /// and logs; its log sinks are none and file).
+    #[arg(long)]
+    reverse: bool,
 }
 
 /// tsmatrix's command-line definition (its man page and completions are made from it).
@@ -109,6 +117,8 @@ fn run() -> anyhow::Result<ExitCode> {
         work: args.work,
         line_gbit: args.line_gbit,
         time: args.time,
+        streams: args.streams,
+        reverse: args.reverse,
     };
     if let Some(t) = cfg.time {
         anyhow::ensure!(

@@ -92,6 +92,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
     assert!(runs.iter().all(|r| match &r.result {
         ClientJson::Stream(s) => s.verified,
         ClientJson::Latency(_) => true,
+        other => panic!("the seed's grid recorded a {} result", other.mode()),
     }));
     let csv = std::fs::read_to_string(out.join("matrix.csv")).unwrap();
     assert_eq!(
@@ -120,6 +121,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
                     assert!(u.count > 0 && u.stream_verified, "{u:?}");
                 }
             }
+            other => panic!("the seed's grid recorded a {} result", other.mode()),
         }
     }
     for load in ["none", "stdout"] {
@@ -215,7 +217,7 @@ fn tsreport_rerenders() {
         .iter()
         .filter_map(|r| match &r.result {
             ClientJson::Stream(s) => Some(s.strategy),
-            ClientJson::Latency(_) => None,
+            _ => None,
         })
         .collect();
     for s in [Strategy::Write, Strategy::Writev, Strategy::Sendfile] {
@@ -242,6 +244,9 @@ fn matrix_usage_errors() {
         (&["--stdout-to", "tty"][..], "invalid --stdout-to 'tty'"),
         (&["--io", "write,mmap"][..], "invalid --io 'write,mmap'"),
         (&["--frobnicate"][..], "unknown option '--frobnicate'"),
+        (&["--streams", "1,0"][..], "invalid --streams '1,0'"),
+        (&["--streams", "129"][..], "invalid --streams '129'"),
+        (&["--streams", "4,x"][..], "invalid --streams '4,x'"),
         (&["--host", "198.18.0.9", "--lan"][..], "cannot be combined"),
     ] {
         let o = script("matrix.sh", args);
@@ -774,4 +779,92 @@ fn quick_grid_writes_to_scratch() {
         out_of(&["--quick", "--out", "mine"]),
         mine.display().to_string()
     );
+}
+
+/// Issue 26 (7): `matrix.sh --streams 1,2 --reverse` adds the dimensions: forward sessions of
+/// two streams and reverse runs of one and two, each cell recorded with its direction and
+/// streams, every repetition verified, and a streams table beside the seed's.
+#[test]
+fn grid_with_streams_and_reverse() {
+    let _grid = grid_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = script(
+        "matrix.sh",
+        &[
+            "--quick",
+            "--chunks",
+            "1024",
+            "--streams",
+            "1,2",
+            "--reverse",
+            "--stdout-to",
+            "file",
+            "--out",
+            out.to_str().unwrap(),
+            "--bin-dir",
+            &bin_dir(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let runs = tsperf_results::runs::read_runs(&out.join("runs.jsonl")).unwrap();
+    let mut seen = Vec::new();
+    for r in &runs {
+        use tsperf_results::runs::Cell;
+        let (streams, reverse, log) = match &r.cell {
+            Cell::Stream { log, .. } => (1, false, log.clone()),
+            Cell::Streams {
+                streams,
+                reverse,
+                log,
+                ..
+            } => (*streams, *reverse, log.clone()),
+            Cell::Latency { .. } => continue,
+        };
+        let verified = match (&r.result, streams, reverse) {
+            (ClientJson::Stream(s), 1, false) => s.verified,
+            (ClientJson::Parallel(p), 2, false) => p.sum.verified && p.forward_streams().len() == 2,
+            (ClientJson::Reverse(v), 1, true) => v.verified && v.client["log"] == log.as_str(),
+            (ClientJson::ParallelReverse(p), 2, true) => {
+                let each = p.reverse_streams();
+                p.sum.verified && each.len() == 2 && each.iter().all(|v| v.verified)
+            }
+            (other, ..) => panic!("cell {:?} recorded a {} result", r.cell, other.mode()),
+        };
+        assert!(verified, "{:?} not verified", r.cell);
+        seen.push((streams, reverse, log));
+    }
+    // Forward: 2 io x 3 sinks per stream count; reverse: 2 io x the client's none and file.
+    for (streams, reverse, cells) in [(1, false, 6), (2, false, 6), (1, true, 4), (2, true, 4)] {
+        let n = seen
+            .iter()
+            .filter(|(s, r, _)| (*s, *r) == (streams, reverse))
+            .count();
+        assert_eq!(n, cells, "{streams} streams, reverse {reverse}: {seen:?}");
+    }
+    assert!(!seen.iter().any(|(_, r, log)| *r && log == "stdout"));
+    let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    let table = md
+        .split("## Streams and directions")
+        .nth(1)
+        .expect("a streams table")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    // A header and 20 rows, every one verified.
+    assert_eq!(rows.len(), 21, "{table}");
+    assert!(rows[1..].iter().all(|l| l.ends_with(" | yes |")), "{table}");
+    assert!(
+        rows.iter()
+            .any(|l| l.starts_with("| reverse | 2 | 1024 | nonblocking | file |")),
+        "{table}"
+    );
+    let csv = std::fs::read_to_string(out.join("matrix.csv")).unwrap();
+    assert_eq!(
+        csv.lines().filter(|l| l.ends_with(",2,reverse")).count(),
+        4,
+        "{csv}"
+    );
+    assert_eq!(leftovers(), "", "left behind");
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::progress::Progress;
 use crate::{StreamConfig, StreamFailure, StreamResult, run_stream};
 use tsperf_proto::Session;
+use tsperf_results::verdict::LimitedBy;
 
 /// A session's streams, in order.
 pub struct Parallel {
@@ -149,6 +150,16 @@ impl ParallelReverse {
         let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
         Duration::from_micros(last.saturating_sub(first))
     }
+
+    /// The session's verdict: the one most of its streams got (the sender is the server).
+    pub fn verdict(&self) -> Option<LimitedBy> {
+        most_streams(
+            self.streams
+                .iter()
+                .flatten()
+                .map(|r| r.verdict().limited_by),
+        )
+    }
 }
 
 impl Parallel {
@@ -180,23 +191,28 @@ impl Parallel {
 
     /// The session's verdict: the one most of its streams got (the first such, in stream
     /// order, on a tie).
-    pub fn verdict(&self) -> Option<tsperf_results::verdict::LimitedBy> {
-        let verdicts: Vec<_> = self
-            .streams
-            .iter()
-            .flatten()
-            .map(|r| r.verdict().limited_by)
-            .collect();
-        verdicts
-            .iter()
-            .max_by_key(|v| {
-                (
-                    verdicts.iter().filter(|w| w == v).count(),
-                    std::cmp::Reverse(verdicts.iter().position(|w| w == *v)),
-                )
-            })
-            .copied()
+    pub fn verdict(&self) -> Option<LimitedBy> {
+        most_streams(
+            self.streams
+                .iter()
+                .flatten()
+                .map(|r| r.verdict().limited_by),
+        )
     }
+}
+
+/// The verdict most of `verdicts` are (the first such, in stream order, on a tie).
+fn most_streams(verdicts: impl Iterator<Item = LimitedBy>) -> Option<LimitedBy> {
+    let verdicts: Vec<_> = verdicts.collect();
+    verdicts
+        .iter()
+        .max_by_key(|v| {
+            (
+                verdicts.iter().filter(|w| w == v).count(),
+                std::cmp::Reverse(verdicts.iter().position(|w| w == *v)),
+            )
+        })
+        .copied()
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@ mod latency;
 
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 mod reverse;
+mod session;
 pub use reverse::ReverseJson;
+pub use session::{SessionJson, SumJson};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.
@@ -29,6 +31,13 @@ pub enum ClientJson {
     Stream(StreamJson),
     /// A latency run's result (`mode: "latency"`).
     Latency(LatencyJson),
+    /// A reverse stream's result (`mode: "reverse"`): the server sent.
+    Reverse(ReverseJson),
+    /// A session of parallel streams the client sent (`mode: "parallel"`).
+    Parallel(SessionJson),
+    /// A session of parallel streams the server sent (`mode: "parallel-reverse"`).
+    #[serde(rename = "parallel-reverse")]
+    ParallelReverse(SessionJson),
 }
 
 impl ClientJson {
@@ -36,7 +45,7 @@ impl ClientJson {
     pub fn stream(self) -> anyhow::Result<StreamJson> {
         match self {
             ClientJson::Stream(s) => Ok(s),
-            ClientJson::Latency(_) => anyhow::bail!("expected a stream result, got a latency one"),
+            other => anyhow::bail!("expected a stream result, got a {} one", other.mode()),
         }
     }
 
@@ -44,7 +53,18 @@ impl ClientJson {
     pub fn latency(self) -> anyhow::Result<LatencyJson> {
         match self {
             ClientJson::Latency(l) => Ok(l),
-            ClientJson::Stream(_) => anyhow::bail!("expected a latency result, got a stream one"),
+            other => anyhow::bail!("expected a latency result, got a {} one", other.mode()),
+        }
+    }
+
+    /// Its `mode`, as the JSON names it.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            ClientJson::Stream(_) => "stream",
+            ClientJson::Latency(_) => "latency",
+            ClientJson::Reverse(_) => "reverse",
+            ClientJson::Parallel(_) => "parallel",
+            ClientJson::ParallelReverse(_) => "parallel-reverse",
         }
     }
 }

@@ -23,6 +23,21 @@ pub enum Cell {
         /// Its server log sink.
         log: String,
     },
+    /// A stream cell of the other dimensions (`matrix.sh --streams N --reverse`): a session of
+    /// `streams` parallel streams (`tsclient -P`), or a reverse one (`tsclient -R`, the server
+    /// sends). The plain stream cell is one forward stream.
+    Streams {
+        /// Its chunk size (the sender's writes).
+        chunk: u32,
+        /// Its client I/O label.
+        io: String,
+        /// The receiving end's log sink: the server's forward, the client's in reverse.
+        log: String,
+        /// Streams in the session.
+        streams: u32,
+        /// The server sent.
+        reverse: bool,
+    },
     /// A latency cell.
     Latency {
         /// Its codec.

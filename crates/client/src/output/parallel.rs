@@ -1,11 +1,11 @@
 //! What tsclient prints for a `--parallel` session: a line per stream and a SUM line, as iperf3
 //! prints them, or one JSON object with `streams[]` and `sum`.
 
-use serde_json::json;
-
 use super::{VERSION, to_json};
 use crate::parallel::Parallel;
+use tsperf_results::json::{ClientJson, SessionJson, SumJson};
 use tsperf_results::units;
+use tsperf_results::verdict::LimitedBy;
 use tsperf_sys::timing::Stamp;
 
 /// The JSON object of a session.
@@ -14,14 +14,18 @@ pub fn parallel_json(p: &Parallel) -> String {
         Ok(r) => super::stream_json(r),
         Err(f) => super::stream_failure_json(f),
     });
-    let mut sum = sum_json(p.streams.len(), p.bytes(), p.elapsed(), p.verified());
-    sum["limited_by"] = json!(p.verdict());
-    to_json(&json!({
-        "mode": "parallel",
-        "tsperf": VERSION,
-        "file_bytes": p.file_bytes,
-        "streams": values(streams),
-        "sum": sum,
+    to_json(&ClientJson::Parallel(SessionJson {
+        tsperf: VERSION.into(),
+        file_bytes: Some(p.file_bytes),
+        asked_bytes: None,
+        streams: values(streams),
+        sum: sum_json(
+            p.streams.len(),
+            p.bytes(),
+            p.elapsed(),
+            p.verified(),
+            p.verdict(),
+        ),
     }))
 }
 
@@ -32,21 +36,23 @@ fn values(texts: impl Iterator<Item = String>) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// A session's `sum`: its streams, bytes, time, rates and whether it verified.
+/// A session's `sum`: its streams, bytes, time, rates, whether it verified, its verdict.
 fn sum_json(
     streams: usize,
     bytes: u64,
     elapsed: std::time::Duration,
     verified: bool,
-) -> serde_json::Value {
-    json!({
-        "streams": streams,
-        "bytes": bytes,
-        "elapsed_s": elapsed.as_secs_f64(),
-        "mib_per_s": units::mib_per_s(bytes, elapsed),
-        "gbit_per_s": units::gbit_per_s(bytes, elapsed),
-        "verified": verified,
-    })
+    limited_by: Option<LimitedBy>,
+) -> SumJson {
+    SumJson {
+        streams,
+        bytes,
+        elapsed_s: elapsed.as_secs_f64(),
+        mib_per_s: units::mib_per_s(bytes, elapsed),
+        gbit_per_s: units::gbit_per_s(bytes, elapsed),
+        verified,
+        limited_by,
+    }
 }
 
 /// The report for people: the session's begin and end lines, a line per stream, a SUM line.
@@ -107,12 +113,18 @@ pub fn parallel_reverse_json(p: &crate::parallel::ParallelReverse) -> String {
         Ok(r) => super::reverse_json(r),
         Err(f) => super::stream_failure_json(f),
     });
-    to_json(&json!({
-        "mode": "parallel-reverse",
-        "tsperf": VERSION,
-        "asked_bytes": p.asked,
-        "streams": values(streams),
-        "sum": sum_json(p.streams.len(), p.bytes(), p.elapsed(), p.verified()),
+    to_json(&ClientJson::ParallelReverse(SessionJson {
+        tsperf: VERSION.into(),
+        file_bytes: None,
+        asked_bytes: Some(p.asked),
+        streams: values(streams),
+        sum: sum_json(
+            p.streams.len(),
+            p.bytes(),
+            p.elapsed(),
+            p.verified(),
+            p.verdict(),
+        ),
     }))
 }
 

@@ -13,7 +13,9 @@ use tsperf_sys::timing::Stamp;
 
 /// The JSON object of a reverse stream.
 pub fn reverse_json(r: &ReverseResult) -> String {
-    to_json(&reverse_object(r))
+    to_json(&tsperf_results::json::ClientJson::Reverse(reverse_object(
+        r,
+    )))
 }
 
 fn reverse_object(r: &ReverseResult) -> ReverseJson {
@@ -21,7 +23,6 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
     let verdict = r.verdict();
     let secs = |ns: Option<u64>| ns.map(|ns| ns as f64 / 1e9);
     ReverseJson {
-        mode: "reverse".into(),
         tsperf: VERSION.into(),
         source: if r.name.is_empty() {
             "generated".into()

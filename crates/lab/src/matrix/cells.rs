@@ -18,7 +18,27 @@ pub struct StreamCell {
     pub log: LogMode,
     /// Samples every this many ms (`tsclient --interval`), for the timeline.
     pub interval_ms: Option<u32>,
+    /// Streams in the session (`tsclient -P`; 1 is the plain transfer).
+    pub streams: u32,
+    /// The server sends (`tsclient -R --bytes`): `log` is the client's sink, `io` its reads.
+    pub reverse: bool,
 }
+
+/// What a stream cell sends: the grid's file, its size (what a reverse cell asks the server
+/// for), and where a reverse cell's client writes its `--log file` lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The file a forward cell sends.
+    pub file: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The client's log file in reverse.
+    pub client_log_file: String,
+}
+
+/// The receiving client's log sinks of a reverse cell: its stdout carries the JSON the grid
+/// reads, so `stdout` is left out (run `tsclient -R --log stdout` by hand for it).
+pub(super) const REVERSE_SINKS: [LogMode; 2] = [LogMode::None, LogMode::File];
 
 /// The timeline's sampling interval, for the smallest and largest chunk's cells.
 pub(super) const TIMELINE_INTERVAL_MS: u32 = 5;
@@ -35,20 +55,32 @@ impl StreamCell {
         }
     }
 
-    /// The tsclient arguments that send `file` for this cell.
-    pub fn args(&self, file: &str) -> Vec<String> {
-        let mut a = vec![
-            "--chunk".to_owned(),
-            self.chunk.to_string(),
-            file.to_owned(),
-        ];
+    /// The tsclient arguments that measure this cell.
+    pub fn args(&self, t: &Target) -> Vec<String> {
+        let mut a = vec!["--chunk".to_owned(), self.chunk.to_string()];
+        if self.reverse {
+            a.extend(["-R", "--bytes"].map(String::from));
+            a.push(t.bytes.to_string());
+        } else {
+            a.push(t.file.clone());
+        }
         if self.io == ClientIo::Nonblocking {
             a.push("--nonblocking".into());
         }
         if self.strategy != Strategy::Write {
             a.extend(["--io".to_owned(), self.strategy.to_string()]);
         }
-        a.extend(["--server-log".to_owned(), self.log.to_string()]);
+        if self.reverse {
+            a.extend(["--log".to_owned(), self.log.to_string()]);
+            if self.log == LogMode::File {
+                a.extend(["--log-file".to_owned(), t.client_log_file.clone()]);
+            }
+        } else {
+            a.extend(["--server-log".to_owned(), self.log.to_string()]);
+        }
+        if self.streams > 1 {
+            a.extend(["-P".to_owned(), self.streams.to_string()]);
+        }
         if let Some(ms) = self.interval_ms {
             a.extend([
                 "--interval".to_owned(),
@@ -58,12 +90,21 @@ impl StreamCell {
         a
     }
 
-    /// The cell as `runs.jsonl` records it.
+    /// The cell as `runs.jsonl` records it: one forward stream is the seed's cell.
     pub fn cell(&self) -> Cell {
-        Cell::Stream {
+        if self.streams == 1 && !self.reverse {
+            return Cell::Stream {
+                chunk: self.chunk,
+                io: self.label(),
+                log: self.log.to_string(),
+            };
+        }
+        Cell::Streams {
             chunk: self.chunk,
             io: self.label(),
             log: self.log.to_string(),
+            streams: self.streams,
+            reverse: self.reverse,
         }
     }
 }
@@ -208,9 +249,16 @@ mod tests {
             strategy: Strategy::Writev,
             log: LogMode::Stdout,
             interval_ms: None,
+            streams: 1,
+            reverse: false,
+        };
+        let t = Target {
+            file: "f.txt".into(),
+            bytes: 4096,
+            client_log_file: "/w/client.log".into(),
         };
         assert_eq!(
-            c.args("f.txt"),
+            c.args(&t),
             [
                 "--chunk",
                 "1024",
@@ -237,7 +285,7 @@ mod tests {
             ..c
         };
         assert_eq!(plain.label(), "nonblocking");
-        assert_eq!(plain.args("f")[6..], ["--interval", "0.005"]);
+        assert_eq!(plain.args(&t)[6..], ["--interval", "0.005"]);
         assert!(matches!(plain.cell(), Cell::Stream { log, .. } if log == "file"));
         assert_eq!(
             client_columns(&[]),
@@ -246,6 +294,80 @@ mod tests {
                 (ClientIo::Nonblocking, Strategy::Write)
             ]
         );
+    }
+
+    /// A cell of the other dimensions asks for its streams and direction, and records both;
+    /// in reverse the log sink is the client's and the server is asked for the file's size.
+    #[test]
+    fn streams_and_reverse_cells() {
+        let t = Target {
+            file: "f.txt".into(),
+            bytes: 4096,
+            client_log_file: "/w/client.log".into(),
+        };
+        let fwd = StreamCell {
+            chunk: 10240,
+            io: ClientIo::Blocking,
+            strategy: Strategy::Write,
+            log: LogMode::None,
+            interval_ms: None,
+            streams: 4,
+            reverse: false,
+        };
+        assert_eq!(
+            fwd.args(&t),
+            [
+                "--chunk",
+                "10240",
+                "f.txt",
+                "--server-log",
+                "none",
+                "-P",
+                "4"
+            ]
+        );
+        let rev = StreamCell {
+            reverse: true,
+            log: LogMode::File,
+            io: ClientIo::Nonblocking,
+            ..fwd
+        };
+        assert_eq!(
+            rev.args(&t),
+            [
+                "--chunk",
+                "10240",
+                "-R",
+                "--bytes",
+                "4096",
+                "--nonblocking",
+                "--log",
+                "file",
+                "--log-file",
+                "/w/client.log",
+                "-P",
+                "4"
+            ]
+        );
+        assert_eq!(
+            rev.cell(),
+            Cell::Streams {
+                chunk: 10240,
+                io: "nonblocking".into(),
+                log: "file".into(),
+                streams: 4,
+                reverse: true
+            }
+        );
+        let one_back = StreamCell { streams: 1, ..rev };
+        assert!(matches!(
+            one_back.cell(),
+            Cell::Streams {
+                streams: 1,
+                reverse: true,
+                ..
+            }
+        ));
     }
 
     /// Latency cells give the arguments and labels the grid has always used, under load too.

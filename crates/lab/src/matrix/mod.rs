@@ -11,6 +11,7 @@
 //! written again after every cell, so a failure late in a grid loses nothing already measured.
 
 mod cells;
+mod stream;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -82,6 +83,10 @@ pub struct GridConfig {
     /// Stream cells are timed runs of this many seconds (`tsclient --time`) instead of one pass
     /// of the file: on a fast link a pass is too short to measure well.
     pub time: Option<f64>,
+    /// Stream counts of the stream grid (`tsclient -P`; `[1]`, the seed's, by default).
+    pub streams: Vec<u32>,
+    /// The stream grid runs in reverse too (`tsclient -R`, the server sending).
+    pub reverse: bool,
 }
 
 /// The grid was stopped by Ctrl-C or SIGTERM (tsmatrix exits 130).
@@ -284,13 +289,13 @@ pub fn run(cfg: &GridConfig) -> Result<String> {
     let latency = latency_cells();
     let columns = client_columns(&cfg.strategies);
     let bar = progress_bar(
-        cfg.chunks.len() * columns.len() * SINKS.len() * cfg.reps as usize
+        stream::runs(cfg, columns.len())
             + latency
                 .iter()
                 .map(|c| latency_reps(c, cfg.reps) as usize)
                 .sum::<usize>(),
     );
-    stream_grid(&mut rec, server.port, &columns, &bar)?;
+    stream::grid(&mut rec, server.port, &columns, &bar, &tmp)?;
     latency_grid(&mut rec, server.port, &latency, &bar)?;
     bar.finish_and_clear();
     drop(server);
@@ -320,82 +325,6 @@ fn preflight(rec: &Recorder, host: &str, port: u16, tmp: &Path) -> Result<()> {
                  --port {port}` (and --log-file PATH for the file sink)"
             )
         })?;
-    }
-    Ok(())
-}
-
-/// Every stream cell: per chunk and client column, the log sinks alternate within each
-/// repetition, so drift hits every sink alike; the tables are written after each column.
-fn stream_grid(
-    rec: &mut Recorder,
-    port: u16,
-    columns: &[(tsperf_results::strategy::ClientIo, Strategy)],
-    bar: &ProgressBar,
-) -> Result<()> {
-    let cfg = rec.cfg;
-    let file = cfg.file.display().to_string();
-    for &chunk in &cfg.chunks {
-        for &(io, strategy) in columns {
-            // The smallest and largest chunk are sampled in time, for the timeline.
-            let extreme =
-                cfg.chunks.iter().min() == Some(&chunk) || cfg.chunks.iter().max() == Some(&chunk);
-            let cells = SINKS.map(|log| StreamCell {
-                chunk,
-                io,
-                strategy,
-                log,
-                interval_ms: extreme.then_some(cells::TIMELINE_INTERVAL_MS),
-            });
-            let label = cells[0].label();
-            for rep in 1..=cfg.reps {
-                for cell in &cells {
-                    bar.set_message(format!(
-                        "stream chunk {chunk} {label} log {} rep {rep}/{}",
-                        cell.log, cfg.reps
-                    ));
-                    let mut args = cell.args(&file);
-                    if let Some(t) = cfg.time {
-                        args.extend(["--time".to_owned(), t.to_string()]);
-                    }
-                    let result = rec.measure(port, &args)?;
-                    let reported = match &result {
-                        ClientJson::Stream(s) => s.server.log,
-                        ClientJson::Latency(_) => None,
-                    };
-                    anyhow::ensure!(
-                        reported == Some(cell.log),
-                        "the server logged to {} when --server-log {} was asked for",
-                        reported.map_or("?".to_owned(), |l| l.to_string()),
-                        cell.log
-                    );
-                    rec.record(Run {
-                        cell: cell.cell(),
-                        rep,
-                        result,
-                    })?;
-                    bar.inc(1);
-                }
-            }
-            let m = rec.export()?;
-            for row in m
-                .stream
-                .iter()
-                .filter(|r| r.chunk == chunk && r.io == label)
-            {
-                bar.suspend(|| {
-                    println!(
-                        "stream  chunk {:>5}  {:<20}  log {:<6}  median {:>8.1} MiB/s  (min {:.1}, max {:.1})  {}",
-                        row.chunk,
-                        row.io,
-                        row.log,
-                        row.median_mib_s,
-                        row.min_mib_s,
-                        row.max_mib_s,
-                        if row.verified { "verified" } else { "NOT VERIFIED" }
-                    )
-                });
-            }
-        }
     }
     Ok(())
 }
@@ -438,7 +367,7 @@ fn latency_grid(
                     Some(u) => u.rtt_us.clone().unwrap_or_default(),
                     None => l.rtt_us.clone().unwrap_or_default(),
                 },
-                ClientJson::Stream(_) => Default::default(),
+                _ => Default::default(),
             };
             rec.record(Run {
                 cell: lc.cell(count),

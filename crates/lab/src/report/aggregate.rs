@@ -1,7 +1,8 @@
 //! From runs to rows: every cell's repetitions summarised ([`aggregate`]), the timeline's
 //! samples and the clock offsets the transfers saw.
 
-use super::{ClockSummary, LatencyRow, Matrix, StreamRow, Timeline};
+use super::rep::{Rep, largest_of};
+use super::{ClockSummary, LatencyRow, Matrix, SessionRow, StreamRow, Timeline};
 use tsperf_results::json::{ClientJson, LatencyJson, StreamJson};
 use tsperf_results::runs::{Cell, Run, Setup};
 use tsperf_results::stats::median;
@@ -15,24 +16,34 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
         }
     }
     let mut stream = Vec::new();
+    let mut sessions = Vec::new();
     let mut latency = Vec::new();
     for cell in cells {
         let of_cell = runs.iter().filter(|r| &r.cell == cell).map(|r| &r.result);
         match cell {
             Cell::Stream { chunk, io, log } => {
-                let reps: Vec<&StreamJson> = of_cell
-                    .filter_map(|r| match r {
-                        ClientJson::Stream(s) => Some(s),
-                        ClientJson::Latency(_) => None,
-                    })
-                    .collect();
+                let reps: Vec<Rep> = of_cell.filter_map(Rep::of).collect();
                 stream.push(stream_row(*chunk, io, log, &reps));
+            }
+            Cell::Streams {
+                chunk,
+                io,
+                log,
+                streams,
+                reverse,
+            } => {
+                let reps: Vec<Rep> = of_cell.filter_map(Rep::of).collect();
+                sessions.push(SessionRow {
+                    streams: *streams,
+                    reverse: *reverse,
+                    row: stream_row(*chunk, io, log, &reps),
+                });
             }
             Cell::Latency { .. } => {
                 let reps: Vec<&LatencyJson> = of_cell
                     .filter_map(|r| match r {
                         ClientJson::Latency(l) => Some(l),
-                        ClientJson::Stream(_) => None,
+                        _ => None,
                     })
                     .collect();
                 latency.push(latency_row(cell, &reps));
@@ -42,6 +53,7 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
     Matrix {
         setup,
         stream,
+        sessions,
         latency,
         clock: clock_summary(runs),
         timeline: timelines(runs),
@@ -49,18 +61,12 @@ pub fn aggregate(setup: Setup, runs: &[Run]) -> Matrix {
 }
 
 /// One stream cell's repetitions summarised.
-fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRow {
-    let of = |f: fn(&StreamJson) -> f64| -> Vec<f64> { reps.iter().map(|s| f(s)).collect() };
+fn stream_row(chunk: u32, io: &str, log: &str, reps: &[Rep]) -> StreamRow {
+    let of = |f: fn(&Rep) -> f64| -> Vec<f64> { reps.iter().map(f).collect() };
     let mut mib = of(|s| s.mib_per_s);
     let (min, max) = tsperf_results::stats::min_max(&mib);
-    let limited_by = most_common(
-        reps.iter()
-            .filter_map(|s| s.limited_by.map(|l| l.to_string())),
-    );
-    let largest = most_common(
-        reps.iter()
-            .filter_map(|s| s.server.time_split.largest.clone()),
-    );
+    let limited_by = most_common(reps.iter().filter_map(|s| s.limited_by.clone()));
+    let largest = largest_of(reps);
     StreamRow {
         chunk,
         io: io.to_owned(),
@@ -69,26 +75,18 @@ fn stream_row(chunk: u32, io: &str, log: &str, reps: &[&StreamJson]) -> StreamRo
         min_mib_s: min,
         max_mib_s: max,
         median_gbit_s: median(&mut of(|s| s.gbit_per_s)),
-        client_cpu_s: median(&mut of(|s| s.cpu.user_s + s.cpu.sys_s)),
+        client_cpu_s: median(&mut of(|s| s.client_cpu_s)),
         reps: reps.len(),
         verified: reps.iter().all(|s| s.verified),
-        sndbuf: median(&mut of(|s| s.client.sndbuf as f64)) as u64,
-        rcvbuf: median(&mut of(|s| s.server.rcvbuf as f64)) as u64,
-        limited_by: limited_by.clone(),
+        sndbuf: median(&mut of(|s| s.sndbuf as f64)) as u64,
+        rcvbuf: median(&mut of(|s| s.rcvbuf as f64)) as u64,
         limited_by_reps: reps
             .iter()
-            .filter(|s| s.limited_by.map(|l| l.to_string()) == limited_by && limited_by.is_some())
+            .filter(|s| s.limited_by == limited_by && limited_by.is_some())
             .count(),
-        server_largest_pct: largest.as_ref().map(|top| {
-            median(
-                &mut reps
-                    .iter()
-                    .filter(|s| s.server.time_split.largest.as_ref() == Some(top))
-                    .filter_map(|s| s.server.time_split.largest_pct)
-                    .collect::<Vec<_>>(),
-            )
-        }),
-        server_largest: largest,
+        limited_by,
+        server_largest_pct: largest.as_ref().and_then(|l| l.1),
+        server_largest: largest.map(|l| l.0),
     }
 }
 
@@ -201,7 +199,7 @@ fn timelines(runs: &[Run]) -> Vec<Timeline> {
         .filter(sampled)
         .filter_map(|r| match &r.cell {
             Cell::Stream { chunk, .. } => Some(*chunk),
-            Cell::Latency { .. } => None,
+            Cell::Streams { .. } | Cell::Latency { .. } => None,
         })
         .collect();
     let (Some(&lo), Some(&hi)) = (chunks.iter().min(), chunks.iter().max()) else {
@@ -251,7 +249,7 @@ fn clock_summary(runs: &[Run]) -> Option<ClockSummary> {
         .iter()
         .filter_map(|r| match &r.result {
             ClientJson::Stream(s) => s.clock.offset_us.zip(s.clock.offset_err_us),
-            ClientJson::Latency(_) => None,
+            _ => None,
         })
         .unzip();
     if offsets.is_empty() {

@@ -2,12 +2,12 @@
 
 use anyhow::Result;
 
-use super::{Exporter, Matrix};
+use super::{Exporter, Matrix, StreamRow};
 
 /// One row per cell: `matrix.csv`.
 pub struct Csv;
 
-const HEADER: [&str; 22] = [
+const HEADER: [&str; 24] = [
     "kind",
     "chunk",
     "io",
@@ -30,6 +30,8 @@ const HEADER: [&str; 22] = [
     "server_largest_pct",
     "under_load",
     "idle_p50_us",
+    "streams",
+    "direction",
 ];
 
 impl Exporter for Csv {
@@ -40,32 +42,10 @@ impl Exporter for Csv {
     fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER)?;
-        for r in &m.stream {
-            w.write_record([
-                "stream",
-                &r.chunk.to_string(),
-                &r.io,
-                &r.log,
-                "",
-                "",
-                "",
-                "",
-                "",
-                &r.reps.to_string(),
-                &format!("{:.3}", r.median_mib_s),
-                &format!("{:.3}", r.min_mib_s),
-                &format!("{:.3}", r.max_mib_s),
-                &format!("{:.6}", r.client_cpu_s),
-                "",
-                "",
-                &r.verified.to_string(),
-                r.limited_by.as_deref().unwrap_or(""),
-                r.server_largest.as_deref().unwrap_or(""),
-                &r.server_largest_pct
-                    .map_or(String::new(), |p| format!("{p:.1}")),
-                "",
-                "",
-            ])?;
+        let seed = m.stream.iter().map(|r| (r, 1, false));
+        let other = m.sessions.iter().map(|s| (&s.row, s.streams, s.reverse));
+        for (r, streams, reverse) in seed.chain(other) {
+            stream_record(&mut w, r, streams, reverse)?;
         }
         for r in &m.latency {
             w.write_record([
@@ -91,10 +71,49 @@ impl Exporter for Csv {
                 "",
                 r.under_load.as_deref().unwrap_or(""),
                 &r.idle_p50_us.map_or(String::new(), |p| format!("{p:.3}")),
+                "",
+                "",
             ])?;
         }
         Ok(w.into_inner()?)
     }
+}
+
+/// One stream row: the seed's single forward stream, or another direction or stream count.
+fn stream_record(
+    w: &mut csv::Writer<Vec<u8>>,
+    r: &StreamRow,
+    streams: u32,
+    reverse: bool,
+) -> Result<()> {
+    w.write_record([
+        "stream",
+        &r.chunk.to_string(),
+        &r.io,
+        &r.log,
+        "",
+        "",
+        "",
+        "",
+        "",
+        &r.reps.to_string(),
+        &format!("{:.3}", r.median_mib_s),
+        &format!("{:.3}", r.min_mib_s),
+        &format!("{:.3}", r.max_mib_s),
+        &format!("{:.6}", r.client_cpu_s),
+        "",
+        "",
+        &r.verified.to_string(),
+        r.limited_by.as_deref().unwrap_or(""),
+        r.server_largest.as_deref().unwrap_or(""),
+        &r.server_largest_pct
+            .map_or(String::new(), |p| format!("{p:.1}")),
+        "",
+        "",
+        &streams.to_string(),
+        if reverse { "reverse" } else { "forward" },
+    ])?;
+    Ok(())
 }
 
 #[cfg(test)]

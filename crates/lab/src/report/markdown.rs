@@ -81,6 +81,7 @@ pub fn render(m: &Matrix) -> String {
     if !m.stream.is_empty() {
         stream_table(m, &mut o);
     }
+    super::sessions::table(m, &mut o);
     if !m.latency.is_empty() {
         latency_table(m, &mut o);
         super::seed::seed_table(m, &mut o);

@@ -60,6 +60,19 @@ pub struct StreamRow {
     pub server_largest_pct: Option<f64>,
 }
 
+/// A row of the other stream dimensions: parallel streams, or the server sending.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    /// Streams in the session (`tsclient -P`).
+    pub streams: u32,
+    /// The server sent (`tsclient -R`): `row.log` is then the client's sink, `row.sndbuf` the
+    /// server's, `row.rcvbuf` the client's.
+    pub reverse: bool,
+    /// The repetitions summarised as a stream row (a session's rate is its SUM).
+    #[serde(flatten)]
+    pub row: StreamRow,
+}
+
 /// A latency row: one cell's repetitions summarised (medians of each statistic).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LatencyRow {
@@ -101,6 +114,9 @@ pub struct Matrix {
     pub setup: Setup,
     /// The stream rows, in grid order.
     pub stream: Vec<StreamRow>,
+    /// The rows of the other stream dimensions (`--streams`, `--reverse`), in grid order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionRow>,
     /// The latency rows, in grid order.
     pub latency: Vec<LatencyRow>,
     /// The clock offsets the stream transfers measured, when they did (protocol version 3).
@@ -194,6 +210,9 @@ impl Exporter for SetupJson {
 }
 
 mod aggregate;
+mod rep;
+mod sessions;
+pub use rep::logged_to;
 
 pub use aggregate::{aggregate, most_common};
 

@@ -10,8 +10,6 @@ use crate::verdict::{LimitedBy, Limits};
 /// the client received and verified.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReverseJson {
-    /// Always `"reverse"`.
-    pub mode: String,
     /// The version of the tsclient that wrote this.
     pub tsperf: String,
     /// What the server sent: `generated` (the tsgen text).

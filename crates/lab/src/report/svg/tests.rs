@@ -153,6 +153,7 @@ fn empty_matrix_draws() {
     let m = Matrix {
         setup: Default::default(),
         stream: vec![],
+        sessions: vec![],
         latency: vec![],
         clock: None,
         timeline: vec![],
