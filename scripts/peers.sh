@@ -7,6 +7,8 @@
 #                    [--bin-dir DIR]   (use the tsperf binaries in DIR instead of building them)
 #                    [--streams LIST [--time SECS]]  (instead: timed runs of LIST streams, forward
 #                                      and reverse, against iperf3 -P N and -R; writes streams.md)
+#                    [--lan [--rate RATE]]  (with --streams: across an emulated LAN, two network
+#                                      namespaces, tbf RATE (default 1gbit); out default results/lan)
 #
 # iperf3 is installed with apt-get when missing and running as root; otherwise the script skips
 # with a message (exit 0).
@@ -16,9 +18,9 @@ prog=peers.sh
 source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results file=testdata/tsl.txt chunks=102,1024,10240 reps=21 bin="" streams="" time=3
+out="" file=testdata/tsl.txt chunks=102,1024,10240 reps=21 bin="" streams="" time=3 lan=0 rate=1gbit
 while (($#)); do
   case $1 in
     --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
@@ -28,11 +30,17 @@ while (($#)); do
     --bin-dir) bin=$(here "${2:?--bin-dir needs a directory}"); shift 2 ;;
     --streams) streams=${2:?--streams needs a list}; shift 2 ;;
     --time) time=${2:?--time needs seconds}; shift 2 ;;
+    --lan) lan=1; shift ;;
+    --rate) rate=${2:?--rate needs a rate}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
 
+if ((lan)) && [[ -z $streams ]]; then
+  echo "peers.sh: --lan applies to --streams (the per-chunk comparison runs on loopback)" >&2; usage >&2; exit 2
+fi
+[[ -n $out ]] || { ((lan)) && out=results/lan || out=results; }
 bin=$(binaries "$bin" tsserver tsclient tsgen tspeers)
 
 if ! command -v iperf3 >/dev/null; then
@@ -48,24 +56,39 @@ fi
 mkdir -p "$out"
 
 work=$(mktemp -d -t tsperf-peers.XXXXXX)
-cleanup() { pkill -TERM -f -- "$work" 2>/dev/null || true; kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
+ns=tsp$$
+cleanup() {
+  pkill -TERM -f -- "$work" 2>/dev/null || true; kill "${pids[@]}" 2>/dev/null || true
+  ((lan)) && scripts/lan.sh down --name "$ns" >/dev/null 2>&1
+  rm -rf "$work"
+}
 pids=()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-iport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 15201)
-iperf3 -s -B 127.0.0.1 -p "$iport" --logfile "$work/iperf3.log" &
+host=127.0.0.1 srv_wrap=() lan_args=()
+if ((lan)); then
+  scripts/lan.sh up --name "$ns" --rate "$rate"
+  host=198.18.0.1 srv_wrap=(ip netns exec "$ns-srv")
+  lan_args=(--host "$host" --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
+            --network "An emulated LAN (veth between two namespaces, tbf $rate)")
+  iport=5201
+else
+  iport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 15201)
+fi
+# The iperf3 server's command line names $work, so the clean-up finds it in any namespace.
+"${srv_wrap[@]}" iperf3 -s -B "$host" -p "$iport" --logfile "$work/iperf3.log" &
 pids+=($!)
 # iperf3 -s says nothing when it is ready (and counts any probe connection as a failed test):
 # wait, bounded, until its port is listening.
 for _ in $(seq 100); do
-  [[ -n $(ss -Hltn "sport = :$iport" 2>/dev/null) ]] && break
+  [[ -n $("${srv_wrap[@]}" ss -Hltn "sport = :$iport" 2>/dev/null) ]] && break
   sleep 0.05
 done
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # tspeers starts its own tsserver (and reads its port from the listening line).
 extra=()
-[[ -n $streams ]] && extra+=(--streams "$streams" --time "$time")
+[[ -n $streams ]] && extra+=(--streams "$streams" --time "$time" "${lan_args[@]}")
 "$bin/tspeers" --file "$file" --chunks "$chunks" --reps "$reps" --iperf3-port "$iport" \
   --out "$out" --commit "$commit" "${extra[@]}"

@@ -23,7 +23,7 @@ _tspeers() {
 
     case "${cmd}" in
         tspeers)
-            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --streams --time --help --version"
+            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --streams --time --host --server-wrap --client-wrap --network --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -62,6 +62,22 @@ _tspeers() {
                     return 0
                     ;;
                 --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --server-wrap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --client-wrap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -7,5 +7,9 @@ complete -c tspeers -l out -d 'The directory peers.md and peers.svg go to' -r -F
 complete -c tspeers -l commit -d 'The tsperf commit to name in the report' -r
 complete -c tspeers -l streams -d 'Compare streams and directions instead: timed runs of these stream counts (comma-separated, 1 to 128), forward and reverse, against iperf3 -P N and -R; writes streams.md' -r
 complete -c tspeers -l time -d 'With --streams, the seconds each run lasts' -r
+complete -c tspeers -l host -d 'With --streams, the address both servers listen on and the clients connect to (the emulated LAN\'s server side, 198.18.0.1)' -r
+complete -c tspeers -l server-wrap -d 'With --streams, a command prefix for our tsserver, e.g. "ip netns exec NS" (split on spaces)' -r
+complete -c tspeers -l client-wrap -d 'With --streams, a command prefix for both clients (split on spaces)' -r
+complete -c tspeers -l network -d 'With --streams, how the table names the network' -r
 complete -c tspeers -s h -l help -d 'Print help'
 complete -c tspeers -s V -l version -d 'Print version'

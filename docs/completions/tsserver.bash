@@ -23,7 +23,7 @@ _tsserver() {
 
     case "${cmd}" in
         tsserver)
-            opts="-h -V --bind --port --once --read-size --blocking --rcvbuf --log --allow-client-log --threads --no-reverse --serve --log-file --log-min-read --max-bytes --max-time --max-clients --hello-timeout --save --auth-key --overwrite --grace --idle-timeout --help --version"
+            opts="-h -V --bind --port --once --read-size --blocking --rcvbuf --log --allow-client-log --threads --accept --no-reverse --serve --log-file --log-min-read --max-bytes --max-time --max-clients --hello-timeout --save --auth-key --overwrite --grace --idle-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -51,6 +51,10 @@ _tsserver() {
                     ;;
                 --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --accept)
+                    COMPREPLY=($(compgen -W "shared reuseport" -- "${cur}"))
                     return 0
                     ;;
                 --serve)

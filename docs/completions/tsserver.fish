@@ -6,6 +6,8 @@ complete -c tsserver -l log -d 'Where to write one line per read: stdout (one wr
 stdout\t''
 file\t''"
 complete -c tsserver -l threads -d 'Event loops, each on its own thread, taking connections from the one listening socket, so many clients (and one --parallel session\'s streams) spread over the cores; default: the CPUs this server may run on. --max-clients and every bound hold across them. --blocking (a thread per connection) and --once use one' -r
+complete -c tsserver -l accept -d 'How several event loops take connections: shared (one listening socket that every loop polls; whichever is free accepts) or reuseport (a listening socket per loop on the port, SO_REUSEPORT: the kernel picks one by a hash of each connection\'s addresses)' -r -f -a "shared\t'One listening socket every loop polls'
+reuseport\t'A listening socket per loop (SO_REUSEPORT)'"
 complete -c tsserver -l serve -d 'Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain names only, opened from a handle on DIR, never through a symlink, regular files only' -r -F
 complete -c tsserver -l log-file -d 'The log file for --log file (and --allow-client-log); lines are appended' -r -F
 complete -c tsserver -l log-min-read -d 'With --log stdout or file, the smallest read size: a client announcing smaller chunks is read at least this many bytes at a time, not one log line per byte' -r
@@ -22,5 +24,5 @@ complete -c tsserver -l blocking -d 'Serve each connection on its own thread wit
 complete -c tsserver -l allow-client-log -d 'Let each client choose its transfer\'s log sink (tsclient --server-log): none, stdout, or the --log-file named here (never a path of the client\'s). --log stays the sink of clients that do not ask. The log file is opened at start'
 complete -c tsserver -l no-reverse -d 'Refuse reverse streams (tsclient --reverse): this server then only receives'
 complete -c tsserver -l overwrite -d 'With --save, replace a file of the same name (refused by default)'
-complete -c tsserver -s h -l help -d 'Print help'
+complete -c tsserver -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tsserver -s V -l version -d 'Print version'

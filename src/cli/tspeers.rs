@@ -47,6 +47,20 @@ struct Args {
     /// With --streams, the seconds each run lasts.
     #[arg(long, default_value_t = 3.0, value_name = "SECS")]
     time: f64,
+    /// With --streams, the address both servers listen on and the clients connect to (the
+    /// emulated LAN's server side, 198.18.0.1).
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    host: String,
+    /// With --streams, a command prefix for our tsserver, e.g. "ip netns exec NS" (split on
+    /// spaces).
+    #[arg(long, default_value = "")]
+    server_wrap: String,
+    /// With --streams, a command prefix for both clients (split on spaces).
+    #[arg(long, default_value = "")]
+    client_wrap: String,
+    /// With --streams, how the table names the network.
+    #[arg(long, default_value = "Loopback")]
+    network: String,
 }
 
 /// `--streams`: streams and directions against iperf3 -P N and -R; writes streams.md.
@@ -61,11 +75,15 @@ fn streams_run(
         "invalid --time '{}': expected seconds from 0.1 to 3600",
         args.time
     );
+    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     let cfg = tsperf_lab::streams::StreamsConfig {
         streams: streams.to_vec(),
         secs: args.time,
         reps: args.reps,
         file: args.file.clone(),
+        host: args.host.clone(),
+        client_wrap: words(&args.client_wrap),
+        network: args.network.clone(),
         tsperf_port: args
             .tsperf_port
             .or(server.as_ref().map(|s| s.port))
@@ -102,9 +120,22 @@ pub fn main() -> ExitCode {
         let args = Args::parse();
         let bin_dir = cli::bin_dir();
         let len = cli::file_len(&args.file)?;
+        let remote = args.host != "127.0.0.1"
+            || !args.server_wrap.is_empty()
+            || !args.client_wrap.is_empty();
+        anyhow::ensure!(
+            args.streams.is_some() || !remote,
+            "--host, --server-wrap and --client-wrap apply to --streams (the per-chunk \
+             comparison runs on loopback)"
+        );
+        let server_wrap: Vec<String> = args
+            .server_wrap
+            .split_whitespace()
+            .map(String::from)
+            .collect();
         let server = match args.tsperf_port {
             Some(_) => None,
-            None => Some(peers::start_tsserver(&bin_dir)?),
+            None => Some(peers::start_tsserver(&bin_dir, &args.host, &server_wrap)?),
         };
         if let Some(streams) = &args.streams {
             return streams_run(&args, streams, bin_dir, server);

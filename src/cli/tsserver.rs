@@ -54,6 +54,11 @@ struct Args {
     /// --blocking (a thread per connection) and --once use one.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     threads: Option<u16>,
+    /// How several event loops take connections: shared (one listening socket that every loop
+    /// polls; whichever is free accepts) or reuseport (a listening socket per loop on the port,
+    /// SO_REUSEPORT: the kernel picks one by a hash of each connection's addresses).
+    #[arg(long, value_enum, default_value_t = AcceptArg::Shared, value_name = "HOW")]
+    accept: AcceptArg,
     /// Refuse reverse streams (tsclient --reverse): this server then only receives.
     #[arg(long, conflicts_with = "serve")]
     no_reverse: bool,
@@ -148,6 +153,24 @@ fn bind_and_port(matches: &clap::ArgMatches, args: &Args) -> (Option<std::net::I
     }
 }
 
+/// `--accept`: how several event loops take connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AcceptArg {
+    /// One listening socket every loop polls.
+    Shared,
+    /// A listening socket per loop (SO_REUSEPORT).
+    Reuseport,
+}
+
+impl From<AcceptArg> for server::Accept {
+    fn from(a: AcceptArg) -> Self {
+        match a {
+            AcceptArg::Shared => server::Accept::Shared,
+            AcceptArg::Reuseport => server::Accept::ReusePort,
+        }
+    }
+}
+
 /// tsserver's command-line definition (its man page and completions are made from it).
 pub fn command() -> clap::Command {
     Args::command()
@@ -236,6 +259,7 @@ fn run() -> anyhow::Result<ExitCode> {
         threads: args
             .threads
             .map_or(tsperf_sys::host::cpus() as usize, usize::from),
+        accept: args.accept.into(),
         serve,
         grace,
         policy,

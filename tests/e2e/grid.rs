@@ -868,3 +868,119 @@ fn grid_with_streams_and_reverse() {
     );
     assert_eq!(leftovers(), "", "left behind");
 }
+
+/// Runs `tspeers --streams 1,2` with the stand-in iperf3 in `dir` on PATH (it logs its
+/// arguments and prints the JSON shape tspeers reads: 1 Gbit/s received) and `extra` flags.
+fn tspeers_streams(dir: &Path, extra: &[&str]) -> (std::process::Output, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let file = test_file(dir, "s.txt", 1 << 20);
+    let fake = dir.join("iperf3");
+    let log = dir.join("iperf3-args.txt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\necho '{{\"end\":{{\"sum_received\":{{\"bits_per_second\":1000000000}}}}}}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    let out_dir = dir.join("out");
+    let out = assert_cmd::Command::new(bin("tspeers"))
+        .args(["--file", file.to_str().unwrap(), "--streams", "1,2"])
+        .args(["--time", "0.3", "--reps", "1", "--iperf3-port", "5201"])
+        .args(["--out", out_dir.to_str().unwrap()])
+        .args(extra)
+        .env("PATH", path)
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(out_dir.join("streams.md")).unwrap_or_default();
+    (out, md, std::fs::read_to_string(log).unwrap_or_default())
+}
+
+/// Issue 26 (7): `tspeers --streams` runs tsperf -P N and -R -P N (verified) beside iperf3 with
+/// the same -t, -P and -R, on loopback and, given --host and the two wraps, across the emulated
+/// LAN: the server in one namespace, both clients in the other.
+#[test]
+fn tspeers_streams_on_loopback_and_the_emulated_lan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, md, args) = tspeers_streams(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.ends_with(" | yes |"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{md}");
+    assert!(md.contains("\n\nLoopback on "), "{md}");
+    assert!(
+        args.contains("-c 127.0.0.1 -p 5201 -J -t 0.3 -P 2 -R"),
+        "{args}"
+    );
+
+    if !can_make_namespaces() {
+        eprintln!("skipped the emulated LAN: cannot create network namespaces here");
+        return;
+    }
+    let name = format!("tss{}", std::process::id() % 100_000);
+    let up = script("lan.sh", &["up", "--name", &name]);
+    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+    let lan = tempfile::tempdir().unwrap();
+    let (srv, cli) = (
+        format!("ip netns exec {name}-srv"),
+        format!("ip netns exec {name}-cli"),
+    );
+    let (out, md, args) = tspeers_streams(
+        lan.path(),
+        &[
+            "--host",
+            "198.18.0.1",
+            "--server-wrap",
+            &srv,
+            "--client-wrap",
+            &cli,
+            "--network",
+            "An emulated LAN",
+        ],
+    );
+    let down = script("lan.sh", &["down", "--name", &name]);
+    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.ends_with(" | yes |"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{md}");
+    assert!(md.contains("\n\nAn emulated LAN on "), "{md}");
+    assert!(
+        args.contains("-c 198.18.0.1 -p 5201 -J -t 0.3 -P 1"),
+        "{args}"
+    );
+    // tbf at 1 Gbit/s: no verified tsperf session beats the wire.
+    for row in rows {
+        let gbit: f64 = row.split(" | ").nth(2).unwrap().parse().unwrap();
+        assert!(gbit > 0.0 && gbit < 1.05, "{row}");
+    }
+}
+
+/// The per-chunk comparison runs on loopback: --host without --streams is refused.
+#[test]
+fn tspeers_host_needs_streams() {
+    let o = run(
+        bin("tspeers"),
+        &[
+            "--iperf3-port",
+            "1",
+            "--host",
+            "198.18.0.1",
+            "--file",
+            "Cargo.toml",
+        ],
+    );
+    assert_fails(
+        &o,
+        1,
+        "--host, --server-wrap and --client-wrap apply to --streams",
+    );
+}

@@ -129,13 +129,20 @@ fn a_parallel_session_of_128_idle_streams_is_bounded() {
 }
 
 /// `tsserver --threads 2` serves two sessions of four streams at once, every stripe verified,
+/// with one shared listening socket and with one per loop (`--accept reuseport`),
 /// and `--max-clients` holds across its event loops: a connection past it is refused whichever
 /// loop accepts it.
 #[test]
 fn two_event_loops_serve_two_sessions_within_one_limit() {
+    for accept in ["shared", "reuseport"] {
+        two_loops(accept);
+    }
+}
+
+fn two_loops(accept: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = test_file(dir.path(), "both.txt", 8 << 20);
-    let server = Server::start(&["--threads", "2"]);
+    let server = Server::start(&["--threads", "2", "--accept", accept]);
     let port = server.port;
     let p = path.to_str().unwrap().to_owned();
     let runs: Vec<_> = (0..2)
@@ -146,8 +153,8 @@ fn two_event_loops_serve_two_sessions_within_one_limit() {
         .collect();
     for r in runs {
         let (out, v) = r.join().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        assert_eq!(out.status.code(), Some(0), "{accept}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{accept}: {v:#}");
     }
     assert!(
         server.wait_for(|out, _| out
@@ -158,7 +165,7 @@ fn two_event_loops_serve_two_sessions_within_one_limit() {
         server.stdout()
     );
     drop(server);
-    let server = Server::start(&["--threads", "2", "--max-clients", "2"]);
+    let server = Server::start(&["--threads", "2", "--accept", accept, "--max-clients", "2"]);
     let idle: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
         .collect();
@@ -167,8 +174,10 @@ fn two_event_loops_serve_two_sessions_within_one_limit() {
     let mut third = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     third.set_read_timeout(Some(DEADLINE)).unwrap();
     match read_one_frame(&mut third) {
-        Some(Frame::Refuse { reason, .. }) => assert!(reason.contains("--max-clients"), "{reason}"),
-        other => panic!("{other:?}"),
+        Some(Frame::Refuse { reason, .. }) => {
+            assert!(reason.contains("--max-clients"), "{accept}: {reason}")
+        }
+        other => panic!("{accept}: {other:?}"),
     }
     drop(idle);
 }

@@ -77,14 +77,18 @@ pub struct PeersConfig {
     pub bin_dir: PathBuf,
 }
 
-/// Starts the `tsserver --log none` on 127.0.0.1 the tsperf runs go to (on a port of its
-/// choosing, read from its listening line); it stops when dropped.
-pub fn start_tsserver(bin_dir: &Path) -> Result<crate::harness::ServerProcess> {
+/// Starts the `tsserver --log none` the tsperf runs go to, on `bind` under the command prefix
+/// `wrap` (on a port of its choosing, read from its listening line); it stops when dropped.
+pub fn start_tsserver(
+    bin_dir: &Path,
+    bind: &str,
+    wrap: &[String],
+) -> Result<crate::harness::ServerProcess> {
     use crate::harness::{ServerOptions, ServerProcess, Sink};
     ServerProcess::start(&ServerOptions {
         bin_dir,
-        wrap: &[],
-        args: ["--bind", "127.0.0.1", "--port", "0", "--log", "none"]
+        wrap,
+        args: ["--bind", bind, "--port", "0", "--log", "none"]
             .map(String::from)
             .to_vec(),
         stdout: Sink::Null,

@@ -6,9 +6,12 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
+
+use crate::harness::{Client, wrapped};
+use tsperf_results::json::ClientJson;
 
 /// What the comparison runs.
 pub struct StreamsConfig {
@@ -20,12 +23,18 @@ pub struct StreamsConfig {
     pub reps: u32,
     /// The file tsperf's forward runs stripe and repeat.
     pub file: PathBuf,
-    /// A tsserver's port on 127.0.0.1.
+    /// The address both servers listen on and the clients connect to.
+    pub host: String,
+    /// A tsserver's port on `host`.
     pub tsperf_port: u16,
-    /// An `iperf3 -s`'s port on 127.0.0.1.
+    /// An `iperf3 -s`'s port on `host`.
     pub iperf3_port: u16,
     /// Where tsclient is.
     pub bin_dir: PathBuf,
+    /// A command prefix for both clients (e.g. `ip netns exec NS`), empty for none.
+    pub client_wrap: Vec<String>,
+    /// Where the runs went, as the table names it: `Loopback`, `An emulated LAN (...)`.
+    pub network: String,
 }
 
 /// One row: a stream count and a direction.
@@ -43,48 +52,46 @@ pub struct StreamsRow {
     pub verified: bool,
 }
 
+/// One tsclient run: its rate (a session's SUM) in Gbit/s and whether it verified. A failed or
+/// unverified run is an error (the client exits non-zero).
 fn tsclient(cfg: &StreamsConfig, n: u8, reverse: bool) -> Result<(f64, bool)> {
-    let mut cmd = Command::new(cfg.bin_dir.join("tsclient"));
-    cmd.args([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &cfg.tsperf_port.to_string(),
-    ])
-    .args([
-        "--json",
-        "--no-progress",
+    let mut args: Vec<String> = [
         "--chunk",
         "128k",
         "-t",
         &cfg.secs.to_string(),
-    ])
-    .args(["-P", &n.to_string()]);
+        "-P",
+        &n.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
     if reverse {
-        cmd.arg("-R");
+        args.push("-R".into());
     } else {
-        cmd.arg(&cfg.file);
+        args.push(cfg.file.display().to_string());
     }
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run tsclient")?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "tsclient printed no JSON: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    let sum = if n > 1 { &v["sum"] } else { &v };
-    Ok((
-        sum["gbit_per_s"].as_f64().unwrap_or(0.0),
-        sum["verified"].as_bool().unwrap_or(false) && out.status.success(),
-    ))
+    let client = Client {
+        bin_dir: &cfg.bin_dir,
+        wrap: &cfg.client_wrap,
+        host: &cfg.host,
+        port: cfg.tsperf_port,
+    };
+    Ok(match client.run(&args)? {
+        ClientJson::Stream(s) => (s.gbit_per_s, s.verified),
+        ClientJson::Reverse(r) => (r.gbit_per_s, r.verified),
+        ClientJson::Parallel(p) | ClientJson::ParallelReverse(p) => {
+            (p.sum.gbit_per_s, p.sum.verified)
+        }
+        other => bail!(
+            "tsclient printed a {} result for a stream run",
+            other.mode()
+        ),
+    })
 }
 
 fn iperf3(cfg: &StreamsConfig, n: u8, reverse: bool) -> Result<f64> {
-    let mut cmd = Command::new("iperf3");
-    cmd.args(["-c", "127.0.0.1", "-p", &cfg.iperf3_port.to_string(), "-J"])
+    let mut cmd = wrapped(&cfg.client_wrap, "iperf3".as_ref());
+    cmd.args(["-c", &cfg.host, "-p", &cfg.iperf3_port.to_string(), "-J"])
         .args(["-t", &cfg.secs.to_string(), "-P", &n.to_string()]);
     if reverse {
         cmd.arg("-R");
@@ -149,12 +156,13 @@ pub fn markdown(
     let mut o = String::from("# Streams and directions: tsperf against iperf3\n\n");
     let _ = writeln!(
         o,
-        "Loopback on {machine}. Timed runs of {} s, both tools writing 128 KiB, median of {} \
+        "{} on {machine}. Timed runs of {} s, both tools writing 128 KiB, median of {} \
          alternating runs per cell. tsperf: `tsclient -t {} --chunk 128k -P N FILE` (forward: \
          the file `{}` striped over the streams, each repeating its stripe) and `-R -P N` (the \
          server sends the generated stream), the session's SUM rate, every stream verified by \
          digest. iperf3: `iperf3 -t {} -P N [-R] -J`, `end.sum_received` (memory to memory, \
          nothing checksummed). Made by `scripts/peers.sh --streams`.\n",
+        cfg.network,
         cfg.secs,
         cfg.reps,
         cfg.secs,
@@ -194,9 +202,12 @@ mod tests {
             secs: 3.0,
             reps: 5,
             file: "testdata/tsl.txt".into(),
+            host: "127.0.0.1".into(),
             tsperf_port: 1,
             iperf3_port: 2,
             bin_dir: ".".into(),
+            client_wrap: Vec::new(),
+            network: "Loopback".into(),
         };
         let rows = [
             StreamsRow {
@@ -224,5 +235,9 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("median of 5"), "{md}");
+        assert!(
+            md.starts_with("# Streams and directions: tsperf against iperf3\n\nLoopback on "),
+            "{md}"
+        );
     }
 }

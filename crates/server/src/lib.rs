@@ -75,12 +75,25 @@ pub struct ServerConfig {
     pub save: Option<Arc<SaveDir>>,
     /// Event loops (`--threads`), each on its own thread; `--blocking` ignores it.
     pub threads: usize,
+    /// How the event loops take connections (`--accept`).
+    pub accept: Accept,
     /// Where reverse streams' named files are served from (`--serve`).
     pub serve: Option<Arc<serve_dir::ServeDir>>,
     /// What a conversation decides by: the log sinks, read sizes, limits, deadlines and key.
     pub policy: Policy,
     /// How long transfers in flight may take to finish after a stop is requested.
     pub grace: Duration,
+}
+
+/// How several event loops take connections (`tsserver --accept`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Accept {
+    /// One listening socket that every loop polls: whichever loop is free accepts.
+    #[default]
+    Shared,
+    /// A listening socket per loop on the same port (`SO_REUSEPORT`): the kernel hands each
+    /// connection to one of them by a hash of its addresses, busy or not.
+    ReusePort,
 }
 
 /// Set once the server has been asked to stop (SIGINT or SIGTERM).
@@ -165,6 +178,9 @@ pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
             sock.set_only_v6(false)?;
         }
         sock.set_reuse_address(true)?;
+        if reuse_port(cfg) {
+            sock.set_reuse_port(true)?;
+        }
         sock.bind(&addr.into())?;
         Ok(sock)
     };
@@ -194,6 +210,16 @@ pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
         },
     };
     let sock = sock.with_context(|| format!("cannot listen on {addr}"))?;
+    listen(sock, cfg, addr)
+}
+
+/// True when the event loops each listen on the port (`--accept reuseport` with several).
+fn reuse_port(cfg: &ServerConfig) -> bool {
+    cfg.accept == Accept::ReusePort && !cfg.blocking && !cfg.once && cfg.threads > 1
+}
+
+/// Sets the receive buffer connections inherit, and listens with a backlog of `--max-clients`.
+fn listen(sock: socket2::Socket, cfg: &ServerConfig, addr: SocketAddr) -> Result<TcpListener> {
     if let Some(n) = cfg.rcvbuf {
         sock.set_recv_buffer_size(n as usize)
             .with_context(|| format!("cannot set the receive buffer to {n} bytes"))?;
@@ -202,6 +228,22 @@ pub fn bind(cfg: &ServerConfig) -> Result<TcpListener> {
     sock.listen(backlog)
         .with_context(|| format!("cannot listen on {addr} with a backlog of {backlog}"))?;
     Ok(sock.into())
+}
+
+/// Another listening socket on `first`'s address and port, for one more event loop
+/// (`--accept reuseport`: `first` was bound with `SO_REUSEPORT` too).
+pub(crate) fn listen_again(first: &TcpListener, cfg: &ServerConfig) -> Result<TcpListener> {
+    use socket2::{Domain, SockRef, Socket, Type};
+    let addr = first.local_addr()?;
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(SockRef::from(first).only_v6()?)?;
+    }
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.bind(&addr.into())
+        .with_context(|| format!("cannot listen on {addr} again (SO_REUSEPORT)"))?;
+    listen(sock, cfg, addr)
 }
 
 /// Fits the server to its descriptors: raises the soft limit to the hard one and lowers

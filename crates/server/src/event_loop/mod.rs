@@ -85,9 +85,13 @@ pub fn serve_all(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         return serve(listener, cfg);
     }
     let listeners = (1..threads)
-        .map(|_| listener.try_clone())
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("cannot share the listening socket between event loops")?;
+        .map(|_| match cfg.accept {
+            crate::Accept::Shared => listener
+                .try_clone()
+                .context("cannot share the listening socket between event loops"),
+            crate::Accept::ReusePort => crate::listen_again(&listener, cfg),
+        })
+        .collect::<Result<Vec<_>>>()?;
     std::thread::scope(|s| {
         let others: Vec<_> = listeners
             .into_iter()
