@@ -196,6 +196,14 @@ fn reverse_parallel_four_verified() {
         assert!(streams.iter().all(|s| s["verified"] == true), "{v:#}");
         assert_eq!(v["sum"]["bytes"].as_u64(), Some(1_000_003));
         assert_eq!(v["sum"]["verified"], true);
+        // The server groups the reverse streams by their session id, as it does forward ones.
+        assert!(
+            server
+                .wait_for(|out, _| out
+                    .contains("session of 4 streams from 127.0.0.1: 4 of them complete")),
+            "{model:?}: {}",
+            server.stdout()
+        );
         let (out, v) = client_json(
             server.port,
             &["-R", "-P", "2", "-t", "1", "--bytes", "1MiB"],

@@ -92,8 +92,8 @@ pub struct StreamConfig {
     pub log: LogMode,
     /// The file the file sink appends to.
     pub log_file: PathBuf,
-    /// One stream of a `--parallel` session: the stripe of the file it sends (offset, length)
-    /// and its place in the session.
+    /// One stream of a `--parallel` session: the stripe of the file it sends (offset, length;
+    /// in reverse, its share of the bytes asked for) and its place in the session.
     pub stripe: Option<(u64, u64, tsperf_proto::Session)>,
 }
 

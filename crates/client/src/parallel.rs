@@ -2,7 +2,8 @@
 //! striped into N contiguous ranges, each sent on its own connection from its own thread and
 //! verified by its own digest; the whole is verified when every stripe is and the stripes
 //! cover the file exactly (with `--time`, each stream repeats its stripe). The hellos carry one
-//! random session id and each stream's place, so the server groups them.
+//! random session id and each stream's place, so the server groups them (reverse sessions,
+//! `-R -P N`, too).
 //!
 //! A thread per stream: each stream is the single-stream transfer unchanged, with its own
 //! socket, clock and figures; the session's time runs from the first stream's first byte to the
@@ -59,28 +60,26 @@ fn join_all<T>(
         .collect()
 }
 
+/// A random id for a session's hellos, so the server groups its streams.
+fn session_id() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&tsperf_sys::auth::challenge()[..16]);
+    id
+}
+
 /// Runs one session of `n` streams of `cfg`'s file, `file_bytes` long.
 pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parallel, String> {
     let stripes = stripes(file_bytes, n).ok_or_else(|| {
         format!("--parallel {n} needs a file of at least {n} bytes: it has {file_bytes}")
     })?;
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&tsperf_sys::auth::challenge()[..16]);
+    let id = session_id();
     let streams = std::thread::scope(|s| {
         let handles: Vec<_> = stripes
             .iter()
             .enumerate()
             .map(|(i, &(offset, len))| {
                 let cfg = StreamConfig {
-                    stripe: Some((
-                        offset,
-                        len,
-                        Session {
-                            id,
-                            index: i as u8,
-                            count: n,
-                        },
-                    )),
+                    stripe: Some((offset, len, Session::of(id, i, n))),
                     live_intervals: false,
                     ..cfg.clone()
                 };
@@ -112,12 +111,18 @@ pub fn run_parallel_reverse(
 ) -> Result<ParallelReverse, String> {
     let shares = stripes(bytes, n)
         .ok_or_else(|| format!("--parallel {n} needs at least {n} bytes: --bytes is {bytes}"))?;
+    let id = session_id();
     let streams = std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .iter()
-            .map(|&(_, len)| {
+            .enumerate()
+            .map(|(i, &(offset, len))| {
+                let cfg = StreamConfig {
+                    stripe: Some((offset, len, Session::of(id, i, n))),
+                    ..cfg.clone()
+                };
                 s.spawn(move || {
-                    crate::reverse::run_reverse(cfg, len, "", &mut Progress::new(false))
+                    crate::reverse::run_reverse(&cfg, len, "", &mut Progress::new(false))
                 })
             })
             .collect();

@@ -382,6 +382,7 @@ fn open<T: Transport>(
         reverse: true,
         clock_queries: cfg.clock_queries,
         duration_ms,
+        session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),
         ..Hello::stream(bytes, cfg.chunk, name)
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);

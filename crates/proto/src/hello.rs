@@ -51,6 +51,15 @@ impl Session {
         index: 0,
         count: 1,
     };
+
+    /// Stream `index` of the `count` streams of session `id`.
+    pub fn of(id: [u8; 16], index: usize, count: u8) -> Session {
+        Session {
+            id,
+            index: u8::try_from(index).unwrap_or(u8::MAX),
+            count,
+        }
+    }
 }
 
 impl Hello {

@@ -51,8 +51,11 @@ pub(crate) fn perform(
                     _ => Err("no transfer to finish".to_owned()),
                 };
                 if let Some(hello) = conv.hello()
-                    && let Some(line) =
-                        crate::sessions::ended(hello.session, at.peer, result.as_ref().ok())
+                    && let Some(line) = crate::sessions::ended(
+                        hello.session,
+                        at.peer,
+                        result.as_ref().ok().map(Into::into),
+                    )
                 {
                     console::message(Stream::Out, &line);
                 }

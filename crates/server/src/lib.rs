@@ -341,11 +341,13 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
 }
 
 /// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
-/// first and last write) and what it sent.
-pub fn print_sent(peer: SocketAddr, name: &str, closing: &[u8]) {
+/// first and last write) and what it sent; and, for the last stream of a `-R -P` session, the
+/// session's line.
+pub fn print_sent(peer: SocketAddr, hello: Option<&tsperf_proto::Hello>, closing: &[u8]) {
     let Ok(Some((tsperf_proto::Frame::Sent(s), _))) = tsperf_proto::decode_frame(closing) else {
         return;
     };
+    let name = hello.map_or("", |h| h.name.as_str());
     let elapsed = Duration::from_nanos(s.elapsed_ns);
     let end_us = s.first_write_unix_us + elapsed.as_micros() as u64;
     let text = format!(
@@ -376,6 +378,14 @@ pub fn print_sent(peer: SocketAddr, name: &str, closing: &[u8]) {
         s.server_io,
     );
     console::message(Stream::Out, &text);
+    let moved = sessions::Moved {
+        bytes: s.bytes,
+        first_us: s.first_write_unix_us,
+        last_us: end_us,
+    };
+    if let Some(line) = hello.and_then(|h| sessions::ended(h.session, peer, Some(moved))) {
+        console::message(Stream::Out, &line);
+    }
 }
 
 /// Reports a connection that did not complete, on stderr.

@@ -27,9 +27,31 @@ struct Open {
 
 static OPEN: Mutex<Vec<Open>> = Mutex::new(Vec::new());
 
-/// A stream of session `s` from `peer` ended, with its report if it completed. The session's
-/// summary line, once it was its last stream.
-pub fn ended(s: Session, peer: SocketAddr, report: Option<&Report>) -> Option<String> {
+/// What a stream that completed moved: its bytes and its first and last byte (µs since the
+/// epoch, the server's clock): a received stream's report, or a sent one's.
+#[derive(Debug, Clone, Copy)]
+pub struct Moved {
+    /// Bytes.
+    pub bytes: u64,
+    /// The first byte read or written.
+    pub first_us: u64,
+    /// The last.
+    pub last_us: u64,
+}
+
+impl From<&Report> for Moved {
+    fn from(r: &Report) -> Moved {
+        Moved {
+            bytes: r.bytes,
+            first_us: r.first_byte_unix_us,
+            last_us: r.last_byte_unix_us,
+        }
+    }
+}
+
+/// A stream of session `s` from `peer` ended, with what it moved if it completed. The
+/// session's summary line, once it was its last stream.
+pub fn ended(s: Session, peer: SocketAddr, done: Option<Moved>) -> Option<String> {
     if s.count <= 1 || s.id == [0; 16] {
         return None;
     }
@@ -58,11 +80,11 @@ pub fn ended(s: Session, peer: SocketAddr, report: Option<&Report>) -> Option<St
     };
     let o = &mut open[at];
     o.ended = o.ended.saturating_add(1);
-    if let Some(r) = report.filter(|r| r.bytes > 0) {
+    if let Some(r) = done.filter(|r| r.bytes > 0) {
         o.complete += 1;
         o.bytes += r.bytes;
-        o.first_us = o.first_us.min(r.first_byte_unix_us);
-        o.last_us = o.last_us.max(r.last_byte_unix_us);
+        o.first_us = o.first_us.min(r.first_us);
+        o.last_us = o.last_us.max(r.last_us);
     }
     if o.ended < o.count {
         return None;

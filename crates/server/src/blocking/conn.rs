@@ -172,8 +172,7 @@ impl Conn<'_> {
                             .conv
                             .send_failed(&format!("cannot write to the client: {e}"));
                     }
-                    let name = self.conv.hello().map_or("", |h| h.name.as_str());
-                    crate::print_sent(self.peer, name, &closing);
+                    crate::print_sent(self.peer, self.conv.hello(), &closing);
                     return self.conv.sent_all();
                 }
             }

@@ -210,8 +210,7 @@ impl Conn {
             SendEnd::Done => {
                 let closing = tx.closing(&self.stream, ServerIo::EventLoop);
                 self.out.bytes(&closing);
-                let name = self.conv.hello().map_or("", |h| h.name.as_str());
-                crate::print_sent(self.peer, name, &closing);
+                crate::print_sent(self.peer, self.conv.hello(), &closing);
                 self.conv.sent_all()
             }
             SendEnd::Error(e) => self
