@@ -134,7 +134,7 @@ stop_server() {
 }
 
 # run_case NAME WHERE MADE EXPECT NS CGROUP FILE CLIENT_ARGS...: REPS runs of tsclient, each
-# recorded as one line of verdicts.jsonl.
+# recorded as one line of verdicts.jsonl (FILE "-": none, a reverse run).
 run_case() {
   local case=$1 where=$2 made=$3 expect=$4 ns=$5 cg=$6 file=$7; shift 7
   local host=127.0.0.1
@@ -142,7 +142,10 @@ run_case() {
   local rep
   for rep in $(seq "$reps"); do
     local json
-    json=$(in_place "$ns" "$cg" "$bin/tsclient" --host "$host" --port "$port" --json "$@" "$file" 2>/dev/null) || true
+    # A reverse case (file "-") names no file: its arguments ask the server for the bytes.
+    local files=("$file")
+    [[ $file == - ]] && files=()
+    json=$(in_place "$ns" "$cg" "$bin/tsclient" --host "$host" --port "$port" --json "$@" "${files[@]}" 2>/dev/null) || true
     [[ -n $json ]] || json='{"error":"tsclient printed nothing"}'
     printf '{"case":"%s","where":"%s","made":"%s","expect":"%s","rep":%d,"result":%s}\n' \
       "$case" "$where" "$made" "$expect" "$rep" "$(tr -d '\n' <<<"$json")" >> "$jsonl.part"
@@ -152,6 +155,7 @@ run_case() {
 
 # --- loopback --------------------------------------------------------------------------------
 start_server - - --log none
+wanted rev-loopback && run_case rev-loopback loopback "reverse (-R), nothing limited: the server's 10240-byte writes (both ends on this machine's CPUs)" "sender-cpu|shared-cpu" - - - -R --bytes "$big" --chunk 10240
 wanted loopback && run_case loopback loopback "nothing limited: 10240-byte writes (both ends on this machine's CPUs)" "sender-cpu|shared-cpu" - - "$work/big.txt" --chunk 10240
 wanted sndbuf-1 && run_case sndbuf-1 loopback "--sndbuf 1 (4608 B granted, below one 10240-byte write)" sender-buffer - - "$work/small.txt" --chunk 10240 --sndbuf 1
 wanted sndbuf-4096 && run_case sndbuf-4096 loopback "--sndbuf 4096 (8 KiB granted, below one 10240-byte write)" sender-buffer - - "$work/small.txt" --chunk 10240 --sndbuf 4096
@@ -177,8 +181,17 @@ if ((has_cpu)); then
   g=$(cpu_group cli 1000)
   wanted client-quota && run_case client-quota loopback "the client in a cgroup with 1 ms of CPU per 10 ms" sender-cpu - "$g" "$work/big.txt" --chunk 10240
   stop_server
+  # Reverse (tsclient -R): the server sends, so the roles turn round.
+  g=$(cpu_group rsrv 1000)
+  start_server - "$g" --log none
+  wanted rev-server-quota && run_case rev-server-quota loopback "reverse (-R): the sending server in a cgroup with 1 ms of CPU per 10 ms" sender-cpu - - - -R --bytes "$big" --chunk 10240
+  stop_server
+  start_server - - --log none
+  g=$(cpu_group rcli 1000)
+  wanted rev-client-quota && run_case rev-client-quota loopback "reverse (-R): the receiving client in a cgroup with 1 ms of CPU per 10 ms" receiver-cpu - "$g" - -R --bytes "$big" --chunk 10240
+  stop_server
 else
-  skip "server-quota, client-quota" "needs root and cgroup v1 cpu at /sys/fs/cgroup/cpu"
+  skip "server-quota, client-quota, rev-server-quota, rev-client-quota" "needs root and cgroup v1 cpu at /sys/fs/cgroup/cpu"
 fi
 
 # A slow disk: a loop device, read (or written) through a blkio limit.
@@ -217,6 +230,7 @@ if ((has_netns)); then
     lan_up "$rate"
     start_server "$name-srv" - --log none
     wanted "lan-$rate" && run_case "lan-$rate" "namespaces" "a $rate tbf link between two namespaces" network "$name-cli" - "$work/big.txt" --chunk 10240
+    wanted "rev-lan-$rate" && run_case "rev-lan-$rate" "namespaces" "reverse (-R): a $rate tbf link between two namespaces" network "$name-cli" - - -R --bytes "$big" --chunk 10240
     if [[ $rate == 1gbit ]]; then
       wanted lan-sndbuf-1 && run_case lan-sndbuf-1 namespaces "--sndbuf 1 (4608 B granted, below one 10240-byte write) across the 1gbit link" sender-buffer "$name-cli" - "$work/big.txt" --chunk 10240 --sndbuf 1
     fi
@@ -245,12 +259,16 @@ if ((has_netns)); then
     g=$(cpu_group lcli 1000)
     wanted lan-client-quota && run_case lan-client-quota namespaces "the client (in its namespace) with 1 ms of CPU per 10 ms" sender-cpu "$name-cli" "$g" "$work/big.txt" --chunk 10240
     stop_server
+    g=$(cpu_group rlsrv 1000)
+    start_server "$name-srv" "$g" --log none
+    wanted rev-lan-server-quota && run_case rev-lan-server-quota namespaces "reverse (-R): the sending server (in its namespace) with 1 ms of CPU per 10 ms" sender-cpu "$name-cli" - - -R --bytes "$big" --chunk 10240
+    stop_server
   fi
   start_server "$name-srv" - --log none
   wanted lan-unshaped && run_case lan-unshaped namespaces "nothing limited: a veth pair without tbf (both ends on this machine's CPUs)" "sender-cpu|shared-cpu" "$name-cli" - "$work/big.txt" --chunk 10240
   stop_server
 else
-  skip "lan-1gbit, lan-sndbuf-1, lan-100mbit, lan-sndbuf-bdp, lan-server-quota, lan-client-quota, lan-unshaped" "needs root and iproute2 (ip, tc)"
+  skip "lan-1gbit, rev-lan-1gbit, lan-sndbuf-1, lan-100mbit, rev-lan-100mbit, lan-sndbuf-bdp, lan-server-quota, lan-client-quota, rev-lan-server-quota, lan-unshaped" "needs root and iproute2 (ip, tc)"
 fi
 
 mv "$jsonl.part" "$jsonl"

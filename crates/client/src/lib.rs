@@ -242,6 +242,8 @@ impl StreamResult {
                 log: Duration::from_nanos(split.log_ns),
                 disk: Duration::from_nanos(split.save_ns + split.fsync_ns),
             }),
+            // The client's figures are over its elapsed time, the span the shares take.
+            sender_span: None,
         }
     }
 

@@ -125,6 +125,7 @@ impl ReverseResult {
                 log: self.log_time,
                 disk: Duration::ZERO,
             }),
+            sender_span: Some(Duration::from_nanos(s.elapsed_ns)),
         }
     }
 

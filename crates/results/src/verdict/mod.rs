@@ -176,6 +176,10 @@ pub struct Evidence {
     pub cpus: u32,
     /// The server's time; `None` where there is no report.
     pub server: Option<ServerTime>,
+    /// The sender's own span, first to last write, when it is not the client's `elapsed` (a
+    /// reverse stream: the server sends, and its figures are over its own writes, which end
+    /// while the receiver still reads the send buffer's worth). The sender's shares are of it.
+    pub sender_span: Option<Duration>,
 }
 
 /// The shares a verdict rests on, in % unless named otherwise. `None` where not measured.
@@ -187,7 +191,8 @@ pub struct Limits {
     pub sndbuf_limited_pct: Option<f64>,
     /// Busy time, of the client's elapsed time.
     pub busy_pct: Option<f64>,
-    /// The client's CPU time (user + system, all threads), of its elapsed time.
+    /// The sender's CPU time (user + system, all threads), of its elapsed time (of its own span
+    /// in reverse, `Evidence::sender_span`, as every sender share).
     pub client_cpu_pct: f64,
     /// The sending thread waiting for a CPU, of the client's elapsed time.
     #[serde(default)]
@@ -281,9 +286,10 @@ fn rest(parts: &[Option<f64>]) -> f64 {
 pub fn limits(e: &Evidence) -> Limits {
     let busy = e.tcp.busy_time_us;
     let elapsed_us = e.elapsed.as_micros() as u64;
-    let on_cpu = e.sender_on_cpu.and_then(|d| share(d, e.elapsed));
-    let run_queue = e.sender_run_queue.and_then(|d| share(d, e.elapsed));
-    let source = e.source_read.and_then(|d| share(d, e.elapsed));
+    let span = e.sender_span.filter(|d| !d.is_zero()).unwrap_or(e.elapsed);
+    let on_cpu = e.sender_on_cpu.and_then(|d| share(d, span));
+    let run_queue = e.sender_run_queue.and_then(|d| share(d, span));
+    let source = e.source_read.and_then(|d| share(d, span));
     let server = e.server.filter(|s| !s.total.is_zero());
     let srv = |f: fn(&ServerTime) -> Duration| server.and_then(|s| share(f(&s), s.total));
     let (s_cpu, s_log, s_disk) = (srv(|s| s.cpu), srv(|s| s.log), srv(|s| s.disk));
@@ -296,7 +302,7 @@ pub fn limits(e: &Evidence) -> Limits {
             .zip(e.tcp.sndbuf_limited_us)
             .and_then(|(b, s)| pct(s, b)),
         busy_pct: busy.and_then(|b| pct(b, elapsed_us)),
-        client_cpu_pct: share(e.client_cpu, e.elapsed).unwrap_or(0.0),
+        client_cpu_pct: share(e.client_cpu, span).unwrap_or(0.0),
         client_run_queue_pct: run_queue,
         retransmits: e.tcp.total_retrans,
         sender_on_cpu_pct: on_cpu,

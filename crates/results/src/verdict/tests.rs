@@ -50,6 +50,7 @@ fn base(cpu: u64, queue: u64, s_cpu: u64, s_queue: u64) -> Evidence {
             log: Duration::ZERO,
             disk: Duration::ZERO,
         }),
+        sender_span: None,
     }
 }
 
@@ -290,4 +291,41 @@ fn values_round_trip_and_old_ones_read() {
     )
     .unwrap();
     assert_eq!(old.server_cpu_pct, None);
+}
+
+/// A reverse stream from a server held to 1 ms of CPU per 10 ms (measured: scripts/verdicts.sh
+/// rev-server-quota, 8 MiB): the server wrote its last byte 21.5 ms in, on a CPU 1.7 ms and
+/// throttled 17.2 ms of that; the client then read the 4 MiB send buffer's worth for 16 ms
+/// more. Over the client's 37 ms the sender looked half idle (`unknown`); over its own span,
+/// the one its figures are measured over, it was CPU-bound.
+#[test]
+fn a_sender_is_judged_over_its_own_span() {
+    let mut e = Evidence {
+        tcp: tcp(8, 0, 0),
+        flight: flight(10, 1, 800_000),
+        elapsed: Duration::from_micros(37_130),
+        client_cpu: Duration::from_micros(1_668),
+        sender_on_cpu: Some(Duration::from_micros(1_667)),
+        sender_run_queue: Some(Duration::from_micros(17_243)),
+        source_read: None,
+        sndbuf: 4 << 20,
+        write_size: 10240,
+        bytes: 8 << 20,
+        line_mbit: None,
+        same_host: true,
+        cpus: 2,
+        server: Some(ServerTime {
+            total: Duration::from_micros(37_130),
+            cpu: Duration::from_micros(3_595),
+            run_queue: Some(Duration::from_micros(7_090)),
+            log: Duration::ZERO,
+            disk: Duration::ZERO,
+        }),
+        sender_span: None,
+    };
+    assert_eq!(by(e), LimitedBy::Unknown, "over the receiver's time");
+    e.sender_span = Some(Duration::from_micros(21_470));
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::SenderCpu, "{:?}", v.limits);
+    assert!(over(v.limits.client_run_queue_pct, 75.0), "{:?}", v.limits);
 }
