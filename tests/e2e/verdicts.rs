@@ -1,7 +1,8 @@
 //! Issue 25: the verdict checked against limits made on purpose. `scripts/verdicts.sh --quick`
 //! makes each limit of the fast subset (a send buffer below one write, a slow log reader, and,
-//! as root, CPU quotas on either end and a 100 Mbit link between two namespaces) and every run
-//! must be named rightly. Without root the script skips those cases, saying so.
+//! as root, CPU quotas on either end, the sending server's in reverse, and a 100 Mbit link
+//! between two namespaces) and every run must be named rightly. Without root the script skips
+//! those cases, saying so.
 //!
 //! The tests share two CPUs with other tests that load them on purpose (hundreds of clients),
 //! and a made limit can drown in that load (a starved client hides a throttled server). So a
@@ -41,13 +42,14 @@ fn made_limits_are_named_rightly() {
     let out = dir.path().join("v");
     let said = make(
         &out,
-        "sndbuf-1,log-stdout,server-quota,client-quota,lan-100mbit",
+        "sndbuf-1,log-stdout,server-quota,client-quota,rev-server-quota,lan-100mbit",
     );
     let runs = tsperf_lab::verdicts::read(&out.join("verdicts.jsonl")).unwrap();
     let mut want = vec!["sndbuf-1", "log-stdout"];
     let root = unsafe { libc::geteuid() } == 0;
     if root && std::path::Path::new("/sys/fs/cgroup/cpu").is_dir() {
-        want.extend(["server-quota", "client-quota"]);
+        // Issue 26: in reverse the server sends, so its quota makes the sender CPU-bound.
+        want.extend(["server-quota", "client-quota", "rev-server-quota"]);
     }
     if root {
         want.push("lan-100mbit");

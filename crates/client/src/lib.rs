@@ -244,6 +244,7 @@ impl StreamResult {
             }),
             // The client's figures are over its elapsed time, the span the shares take.
             sender_span: None,
+            reverse: false,
         }
     }
 

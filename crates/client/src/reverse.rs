@@ -126,6 +126,7 @@ impl ReverseResult {
                 disk: Duration::ZERO,
             }),
             sender_span: Some(Duration::from_nanos(s.elapsed_ns)),
+            reverse: true,
         }
     }
 

@@ -106,7 +106,13 @@ fn tally(runs: &[&Run]) -> String {
 
 /// The sentence the first run printed, rebuilt from its shares.
 fn evidence(run: &Run) -> String {
-    let limits = serde_json::from_value(run.result["limits"].clone()).ok();
+    let limits = serde_json::from_value(run.result["limits"].clone())
+        .ok()
+        .map(|mut l: tsperf_results::verdict::Limits| {
+            // A reverse run from before its limits said so: the server sent.
+            l.reverse |= run.result["mode"] == "reverse";
+            l
+        });
     let by = serde_json::from_value(run.result["limited_by"].clone()).ok();
     match (by, limits) {
         (Some(limited_by), Some(limits)) => tsperf_results::verdict::Verdict { limited_by, limits }

@@ -126,7 +126,7 @@ pub fn reverse_human(r: &ReverseResult) -> String {
          received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), server writes of {} B, io {}, {verdict}\n\
          \x20 client: {} of up to {} B, cpu {} user + {} sys, log {}\n\
          \x20 server: {} ({} short), first to last write {}, cpu {} user + {} sys, io {}\n{}\
-         \x20 limited by: {} (the server sends: a sender-* verdict is the server's, a receiver-* one this client's)\n",
+         \x20 {}\n    ({})\n",
         Stamp {
             label: "begin",
             unix_us: r.begin_unix_us
@@ -173,7 +173,8 @@ pub fn reverse_human(r: &ReverseResult) -> String {
             ),
             None => String::new(),
         },
-        v.limited_by,
+        v.sentence(),
+        v.shares(),
     )
 }
 

@@ -180,6 +180,8 @@ pub struct Evidence {
     /// reverse stream: the server sends, and its figures are over its own writes, which end
     /// while the receiver still reads the send buffer's worth). The sender's shares are of it.
     pub sender_span: Option<Duration>,
+    /// A reverse stream: the server sent, the client received (the sentence names them so).
+    pub reverse: bool,
 }
 
 /// The shares a verdict rests on, in % unless named otherwise. `None` where not measured.
@@ -258,6 +260,11 @@ pub struct Limits {
     /// CPUs the client may run on.
     #[serde(default)]
     pub cpus: Option<u32>,
+    /// A reverse stream (issue 26): the sender is the server, the receiver the client. The
+    /// `client_*` shares are then the sending server's, the `server_*` ones the receiving
+    /// client's; the sentence names each end by its role.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reverse: bool,
 }
 
 /// A transfer's verdict and the shares behind it.
@@ -333,6 +340,7 @@ pub fn limits(e: &Evidence) -> Limits {
         }),
         same_host: e.same_host,
         cpus: (e.cpus > 0).then_some(e.cpus),
+        reverse: e.reverse,
     }
 }
 

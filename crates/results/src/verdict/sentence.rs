@@ -22,20 +22,21 @@ impl Verdict {
     /// 12% of its time and waited for one 85%`.
     pub fn sentence(&self) -> String {
         let l = &self.limits;
+        let (snd, rcv) = roles(l);
         let mut s = match self.limited_by {
             LimitedBy::ReceiverLog => format!(
-                "limited by the receiver's log: the server spent {} of its time writing a line \
+                "limited by the receiver's log: {rcv} spent {} of its time writing a line \
                  per read (try --log file or none)",
                 p(l.server_log_pct)
             ),
             LimitedBy::ReceiverDisk => format!(
-                "limited by the receiver's disk: the server spent {} of its time saving the file",
+                "limited by the receiver's disk: {rcv} spent {} of its time saving the file",
                 p(l.server_disk_pct)
             ),
             LimitedBy::SharedCpu => {
                 return format!(
-                    "limited by this machine's {}CPUs, which both ends share: the client was \
-                     on a CPU {} of its time and waited for one {}, the server {} and {}",
+                    "limited by this machine's {}CPUs, which both ends share: {snd} was \
+                     on a CPU {} of its time and waited for one {}, {rcv} {} and {}",
                     l.cpus.map_or(String::new(), |n| format!("{n} ")),
                     p(l.sender_on_cpu_pct.or(Some(l.client_cpu_pct))),
                     p(l.client_run_queue_pct),
@@ -44,25 +45,25 @@ impl Verdict {
                 );
             }
             LimitedBy::ReceiverCpu => format!(
-                "limited by the receiver's CPU: the server was on a CPU {} of its time and \
+                "limited by the receiver's CPU: {rcv} was on a CPU {} of its time and \
                  waited for one {}{}",
                 p(l.server_cpu_pct),
                 p(l.server_run_queue_pct),
                 quota_hint(l.server_run_queue_pct)
             ),
             LimitedBy::Receiver => format!(
-                "limited by the receiver: the server's window was full {} of the time, though \
-                 the server was busy only {} (its receive buffer?)",
+                "limited by the receiver: {rcv}'s window was full {} of the time, though \
+                 {rcv} was busy only {} (its receive buffer?)",
                 p(l.rwnd_limited_pct),
                 p(Some(rest_of(l.server_waiting_pct)))
             ),
             LimitedBy::SenderSource => format!(
-                "limited by the sender's file: the client spent {} of its time waiting to read \
+                "limited by the sender's file: {snd} spent {} of its time waiting to read \
                  it",
                 p(l.client_source_pct)
             ),
             LimitedBy::SenderCpu => format!(
-                "limited by the sender's CPU: the client was on a CPU {} of its time and waited \
+                "limited by the sender's CPU: {snd} was on a CPU {} of its time and waited \
                  for one {}{}",
                 p(l.sender_on_cpu_pct.or(Some(l.client_cpu_pct))),
                 p(l.client_run_queue_pct),
@@ -75,11 +76,11 @@ impl Verdict {
             ),
             LimitedBy::Network => network_sentence(l),
             LimitedBy::Unknown if l.busy_pct.is_none() && l.server_cpu_pct.is_none() => {
-                "limited by: unknown (neither TCP_INFO nor the server's times are available)".into()
+                format!("limited by: unknown (neither TCP_INFO nor {rcv}'s times are available)")
             }
             LimitedBy::Unknown => format!(
-                "limited by: unknown (no end was busy and nothing shows the path: the client \
-                 waited on its socket {}, the server for data {})",
+                "limited by: unknown (no end was busy and nothing shows the path: {snd} \
+                 waited on its socket {}, {rcv} for data {})",
                 p(l.client_waiting_pct),
                 p(l.server_waiting_pct)
             ),
@@ -96,12 +97,17 @@ impl Verdict {
     /// Every share, for the line under the sentence.
     pub fn shares(&self) -> String {
         let l = &self.limits;
+        let (snd, rcv) = if l.reverse {
+            ("server (sending)", "client (receiving)")
+        } else {
+            ("client", "server")
+        };
         let retrans = l.retransmits.map_or("? retransmits".to_owned(), |n| {
             units::count(n, "retransmit")
         });
         let mut s = format!(
-            "client: on CPU {}, waiting for a CPU {}, for its file {}, on its socket {}; \
-             server: on CPU {}, waiting for a CPU {}, log {}, disk {}, waiting for data {}; \
+            "{snd}: on CPU {}, waiting for a CPU {}, for its file {}, on its socket {}; \
+             {rcv}: on CPU {}, waiting for a CPU {}, log {}, disk {}, waiting for data {}; \
              TCP: busy {}, window full {}, send buffer full {}, {retrans}",
             p(l.sender_on_cpu_pct.or(Some(l.client_cpu_pct))),
             p(l.client_run_queue_pct),
@@ -154,12 +160,28 @@ fn quota_hint(run_queue: Option<f64>) -> &'static str {
     }
 }
 
+/// The sending end and the receiving end, as the sentence names them.
+fn roles(l: &Limits) -> (&'static str, &'static str) {
+    if l.reverse {
+        ("the server", "the client")
+    } else {
+        ("the client", "the server")
+    }
+}
+
 fn buffer_sentence(l: &Limits) -> String {
+    let (snd, _) = roles(l);
+    // The client sets its send buffer; in reverse the server's is the kernel's to size.
+    let hint = if l.reverse {
+        ""
+    } else {
+        "; try a larger --sndbuf"
+    };
     let buf = l.sndbuf.map_or("?".to_owned(), units::size);
     match (l.sndbuf, l.write_size) {
         (Some(b), Some(w)) if b < w => format!(
             "limited by the sender's buffer: the send buffer ({buf}) is smaller than one write \
-             ({}); try a larger --sndbuf",
+             ({}){hint}",
             units::size(w)
         ),
         _ if l
@@ -168,14 +190,14 @@ fn buffer_sentence(l: &Limits) -> String {
         {
             format!(
                 "limited by the sender's buffer: the kernel says it held data back {} of the busy \
-             time; try a larger --sndbuf",
+             time{hint}",
                 p(l.sndbuf_limited_pct)
             )
         }
         _ => format!(
-            "limited by the sender's buffer: the client waited on its socket {} while nothing \
-             waited unsent in its {buf} send buffer ({} of the readings): it was all in flight; \
-             try a larger --sndbuf",
+            "limited by the sender's buffer: {snd} waited on its socket {} while nothing \
+             waited unsent in its {buf} send buffer ({} of the readings): it was all in \
+             flight{hint}",
             p(l.client_waiting_pct),
             p(Some(100.0 - f(l.notsent_pct)))
         ),
@@ -183,6 +205,7 @@ fn buffer_sentence(l: &Limits) -> String {
 }
 
 fn network_sentence(l: &Limits) -> String {
+    let (snd, rcv) = roles(l);
     let mut why = Vec::new();
     if let (Some(share), Some(mbit)) = (l.line_pct, l.line_mbit)
         && share >= super::LINE_SHARE
@@ -205,7 +228,7 @@ fn network_sentence(l: &Limits) -> String {
         why.push(units::count(n, "segment") + " retransmitted");
     }
     format!(
-        "limited by the network: the client waited on its socket {} and the server for data {} \
+        "limited by the network: {snd} waited on its socket {} and {rcv} for data {} \
          with the window open; {}",
         p(l.client_waiting_pct),
         p(l.server_waiting_pct),

@@ -51,6 +51,7 @@ fn base(cpu: u64, queue: u64, s_cpu: u64, s_queue: u64) -> Evidence {
             disk: Duration::ZERO,
         }),
         sender_span: None,
+        reverse: false,
     }
 }
 
@@ -322,10 +323,55 @@ fn a_sender_is_judged_over_its_own_span() {
             disk: Duration::ZERO,
         }),
         sender_span: None,
+        reverse: true,
     };
     assert_eq!(by(e), LimitedBy::Unknown, "over the receiver's time");
     e.sender_span = Some(Duration::from_micros(21_470));
     let v = judge(&e);
     assert_eq!(v.limited_by, LimitedBy::SenderCpu, "{:?}", v.limits);
     assert!(over(v.limits.client_run_queue_pct, 75.0), "{:?}", v.limits);
+}
+
+/// In reverse the server sends: the sentence and the shares name it as the sender, the client
+/// as the receiver (a quota on the sending server read "the client was on a CPU 10%").
+#[test]
+fn reverse_sentences_name_the_server_as_the_sender() {
+    let mut e = base(100, 880, 300, 0);
+    e.reverse = true;
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::SenderCpu);
+    assert!(v.limits.reverse);
+    let s = v.sentence();
+    assert!(
+        s.contains("the sender's CPU: the server was on a CPU 10%"),
+        "{s}"
+    );
+    assert!(
+        v.shares().starts_with("server (sending): on CPU 10%"),
+        "{}",
+        v.shares()
+    );
+    assert!(
+        v.shares().contains("; client (receiving): on CPU 30%"),
+        "{}",
+        v.shares()
+    );
+    let mut e = base(100, 0, 950, 40);
+    e.reverse = true;
+    let s = judge(&e).sentence();
+    assert!(
+        s.contains("the receiver's CPU: the client was on a CPU 96%"),
+        "{s}"
+    );
+    // Forward reads as it always has.
+    let s = judge(&base(100, 880, 300, 0)).sentence();
+    assert!(
+        s.contains("the sender's CPU: the client was on a CPU 10%"),
+        "{s}"
+    );
+    assert!(
+        judge(&base(100, 880, 300, 0))
+            .shares()
+            .starts_with("client: on CPU")
+    );
 }
