@@ -213,3 +213,41 @@ fn reverse_parallel_four_verified() {
         assert!(v["sum"]["bytes"].as_u64().unwrap() > 1 << 20);
     }
 }
+
+/// `-P 2 -t 1 -O 0.5`: the session's rate is of what came after each stream's omitted start
+/// (the bytes summed, from the earliest end of an omitted start to the last end), forward and
+/// reverse, as each stream's own rate is.
+#[test]
+fn a_parallel_session_leaves_its_omitted_start_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "omit.txt", 1 << 20);
+    let server = Server::start(&[]);
+    for reverse in [false, true] {
+        let mut args = vec!["-P", "2", "-t", "1", "-O", "0.5"];
+        if reverse {
+            args.extend(["-R", "--bytes", "1MiB"]);
+        } else {
+            args.push(path.to_str().unwrap());
+        }
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        let (mut bytes, mut first, mut last) = (0.0, f64::MAX, 0.0f64);
+        for s in v["streams"].as_array().unwrap() {
+            let t = &s["timed"];
+            let omitted = t["omitted_bytes"].as_f64().unwrap();
+            assert!(omitted > 0.0, "reverse {reverse}: {t}");
+            let measured_s = s["elapsed_s"].as_f64().unwrap() - t["omitted_s"].as_f64().unwrap();
+            let end = s["end_unix_us"].as_f64().unwrap();
+            bytes += s["bytes"].as_f64().unwrap() - omitted;
+            first = first.min(end - measured_s * 1e6);
+            last = last.max(end);
+        }
+        let want = bytes / ((last - first) / 1e6) / (1024.0 * 1024.0);
+        let said = v["sum"]["mib_per_s"].as_f64().unwrap();
+        assert!(
+            (said - want).abs() <= want * 1e-3,
+            "reverse {reverse}: {said} against {want}"
+        );
+    }
+}

@@ -70,6 +70,58 @@ fn a_timed_reverse_stream_is_verified() {
     }
 }
 
+/// `-R -t 2 -O 1 -i 0.5`, as iperf3 users run it: the first second is left out of the rate
+/// (its bytes and time named), the samples cover the run, every byte is verified; in both
+/// models.
+#[test]
+fn reverse_takes_omit_and_interval() {
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(
+            server.port,
+            &[
+                "-R", "--bytes", "1MiB", "-t", "1", "-O", "0.5", "-i", "0.25",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v:#}");
+        let t = &v["timed"];
+        assert_eq!(t["omit_s"].as_f64(), Some(0.5), "{t}");
+        let (omitted, omitted_s) = (
+            t["omitted_bytes"].as_u64().unwrap(),
+            t["omitted_s"].as_f64().unwrap(),
+        );
+        let (bytes, elapsed) = (
+            v["bytes"].as_u64().unwrap(),
+            v["elapsed_s"].as_f64().unwrap(),
+        );
+        assert!(omitted > 0 && omitted < bytes, "{omitted} of {bytes}");
+        assert!(
+            omitted_s >= 0.5 && omitted_s < elapsed,
+            "{omitted_s} of {elapsed}"
+        );
+        // The rate is of what came after the omitted start.
+        let rate = (bytes - omitted) as f64 / (elapsed - omitted_s) / (1024.0 * 1024.0);
+        let said = v["mib_per_s"].as_f64().unwrap();
+        assert!(
+            (said - rate).abs() <= rate * 1e-6 + 1e-9,
+            "{said} against {rate}"
+        );
+        // Samples of what arrived, a quarter second each, summing to every byte received.
+        let samples = v["intervals"].as_array().expect("intervals");
+        assert!(samples.len() >= 4, "{model:?}: {} samples", samples.len());
+        let sum: u64 = samples.iter().map(|i| i["bytes"].as_u64().unwrap()).sum();
+        assert!(
+            sum <= bytes && sum + (256 << 10) >= bytes,
+            "{sum} of {bytes}"
+        );
+        assert!(
+            samples.iter().all(|i| i["acked_bytes"].is_null()),
+            "a receiver acknowledges nothing it sends"
+        );
+    }
+}
+
 /// What the server may refuse, it refuses at the hello, naming the flag: reverse on a server
 /// started with --no-reverse, more bytes than --max-bytes; and the client refuses flags that
 /// are the sender's, as usage errors.

@@ -13,7 +13,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use tsperf_results::intervals::{Interval, line, merge_pairs};
+pub use tsperf_results::intervals::{Interval, line, merge_pairs, received_line};
 
 use tsperf_sys::tcpinfo::{SenderTcp, TcpInfo};
 

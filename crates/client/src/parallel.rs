@@ -121,6 +121,7 @@ pub fn run_parallel_reverse(
             .map(|(i, &(offset, len))| {
                 let cfg = StreamConfig {
                     stripe: Some((offset, len, Session::of(id, i, n))),
+                    live_intervals: false,
                     ..cfg.clone()
                 };
                 s.spawn(move || {
@@ -156,6 +157,16 @@ impl ParallelReverse {
         let first = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
         let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
         Duration::from_micros(last.saturating_sub(first))
+    }
+
+    /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
+    pub fn measured(&self) -> (u64, Duration) {
+        span(
+            self.streams
+                .iter()
+                .flatten()
+                .map(|r| (r.end_unix_us, r.measured())),
+        )
     }
 
     /// The session's verdict: the one most of its streams got (the sender is the server).
@@ -196,6 +207,16 @@ impl Parallel {
         Duration::from_micros(last.saturating_sub(first))
     }
 
+    /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
+    pub fn measured(&self) -> (u64, Duration) {
+        span(
+            self.streams
+                .iter()
+                .flatten()
+                .map(|r| (r.end_unix_us, r.measured())),
+        )
+    }
+
     /// The session's verdict: the one most of its streams got (the first such, in stream
     /// order, on a tie).
     pub fn verdict(&self) -> Option<LimitedBy> {
@@ -206,6 +227,22 @@ impl Parallel {
                 .map(|r| r.verdict().limited_by),
         )
     }
+}
+
+/// A session's measured bytes and time from each stream's end (µs since the epoch) and its
+/// measured bytes and time (all of them, or those after its omitted start): the bytes summed,
+/// the time from the earliest measured start to the last end.
+fn span(streams: impl Iterator<Item = (u64, (u64, Duration))>) -> (u64, Duration) {
+    let (mut bytes, mut first, mut last) = (0, u64::MAX, 0);
+    for (end, (b, time)) in streams {
+        bytes += b;
+        first = first.min(end.saturating_sub(time.as_micros() as u64));
+        last = last.max(end);
+    }
+    (
+        bytes,
+        Duration::from_micros(last.saturating_sub(first.min(last))),
+    )
 }
 
 /// The verdict most of `verdicts` are (the first such, in stream order, on a tie).

@@ -82,6 +82,13 @@ pub struct ReverseResult {
     pub log_time: Duration,
     /// The most bytes one read asked for.
     pub read_size: usize,
+    /// The start left out of the figures (`--omit`).
+    pub omit: Duration,
+    /// With `--omit`: the bytes received, and the time since the first byte, when the omitted
+    /// start ended (the rate is of what came after).
+    pub omitted: Option<(u64, Duration)>,
+    /// With `--interval`: what arrived in each interval.
+    pub intervals: Vec<crate::intervals::Interval>,
 }
 
 impl ReverseResult {
@@ -92,6 +99,17 @@ impl ReverseResult {
             && self.server.bytes == self.bytes
             && self.end.digest == self.digest
             && (self.time.is_some() || self.interrupted || self.bytes == self.asked)
+    }
+
+    /// The bytes and time the rate is of: all of them, or those after the omitted start.
+    pub fn measured(&self) -> (u64, Duration) {
+        match self.omitted {
+            Some((bytes, at)) => (
+                self.bytes.saturating_sub(bytes),
+                self.elapsed.saturating_sub(at),
+            ),
+            None => (self.bytes, self.elapsed),
+        }
     }
 
     /// Both ends on one machine.
@@ -180,6 +198,8 @@ struct Received {
     /// The per-read log, with `--log`.
     log: Option<crate::readlog::ClientLog>,
     read_size: usize,
+    /// With `--omit`: what had arrived when the omitted start ended.
+    omit_mark: Option<(u64, Duration)>,
 }
 
 fn receive<T: Transport>(
@@ -199,7 +219,7 @@ fn receive<T: Transport>(
         return Err(fail(&got, e));
     }
     let mut tail = Tail::<REVERSE_TAIL>::default();
-    let read = read_to_end(&mut conn, cfg, &mut got, &mut tail, progress);
+    let (read, intervals) = read_sampled(&mut conn, cfg, &mut got, &mut tail, progress);
     let (total, reads) = (got.total, got.reads);
     if let Some(log) = &mut got.log {
         log.end(
@@ -251,7 +271,50 @@ fn receive<T: Transport>(
         log_lines: got.log.as_ref().map_or((0, 0), |l| (l.written, l.lost)),
         log_time: got.log.as_ref().map_or(Duration::ZERO, |l| l.time),
         read_size: got.read_size,
+        omit: cfg.omit,
+        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
+        intervals,
     })
+}
+
+/// [`read_to_end`], sampled in time by a thread of its own with `--interval` (the bytes
+/// received so far, from the progress counter). A receiving socket's `TCP_INFO` says nothing of
+/// what it acknowledged or of the sender's limits: the samples keep only the bytes, their rate
+/// and the round trip.
+fn read_sampled<T: Transport>(
+    conn: &mut T,
+    cfg: &StreamConfig,
+    got: &mut Received,
+    tail: &mut Tail<REVERSE_TAIL>,
+    progress: &mut Progress,
+) -> (Result<()>, Vec<crate::intervals::Interval>) {
+    use crate::intervals::{self, Interval};
+    let Some(every) = cfg.interval else {
+        return (read_to_end(conn, cfg, got, tail, progress), Vec::new());
+    };
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    let fd = conn.socket().as_raw_fd();
+    // SAFETY: `conn` owns the socket and outlives `sample_while`, which joins its thread first.
+    let sock = unsafe { BorrowedFd::borrow_raw(fd) };
+    let (counter, shown) = (progress.clone(), progress.clone());
+    let print = move |i: &Interval| shown.println(&intervals::received_line(i));
+    let live: Option<&(dyn Fn(&Interval) + Sync)> = cfg.live_intervals.then_some(&print);
+    let (read, samples) = intervals::sample_while(every, sock, &|| counter.sent(), live, || {
+        read_to_end(conn, cfg, got, tail, progress)
+    });
+    (read, samples.into_iter().map(received_only).collect())
+}
+
+/// A sample as a receiver can take it: the bytes, their rate and the round trip.
+fn received_only(i: crate::intervals::Interval) -> crate::intervals::Interval {
+    crate::intervals::Interval {
+        start_s: i.start_s,
+        end_s: i.end_s,
+        bytes: i.bytes,
+        mib_per_s: i.mib_per_s,
+        rtt_us: i.rtt_us,
+        ..Default::default()
+    }
 }
 
 impl Received {
@@ -265,6 +328,7 @@ impl Received {
             stop_sent: false,
             log: None,
             read_size: READ_SIZE,
+            omit_mark: None,
         }
     }
 
@@ -337,6 +401,13 @@ fn read_to_end<T: Transport>(
                 }
                 got.reads += 1;
                 got.total += n as u64;
+                if got.omit_mark.is_none()
+                    && !cfg.omit.is_zero()
+                    && let Some((at, ..)) = got.first
+                    && at.elapsed() >= cfg.omit
+                {
+                    got.omit_mark = Some((got.hashed, at.elapsed()));
+                }
                 let (hasher, hashed) = (&mut got.hasher, &mut got.hashed);
                 tail.feed(&buf[..n], |d| {
                     hasher.write(d);

@@ -86,3 +86,16 @@ pub fn line(i: &Interval) -> String {
         opt(i.retransmits, &|v| v.to_string()),
     )
 }
+
+/// A receiver's sample as a line (a reverse stream: it has no sender's figures): its bytes,
+/// their rate and the round trip.
+pub fn received_line(i: &Interval) -> String {
+    format!(
+        "  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s  received, rtt {}",
+        i.start_s,
+        i.end_s,
+        crate::units::size(i.bytes),
+        i.mib_per_s,
+        i.rtt_us.map_or("?".to_owned(), |v| format!("{v} µs")),
+    )
+}

@@ -52,8 +52,6 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
             (args.batch.is_some(), "--batch"),
             (args.sndbuf.is_some(), "--sndbuf"),
             (args.server_log.is_some(), "--server-log"),
-            (args.omit.is_some(), "--omit"),
-            (args.interval.is_some(), "--interval"),
         ] {
             if given {
                 cli::usage_error::<Args>(format!(

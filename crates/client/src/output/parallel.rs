@@ -21,8 +21,8 @@ pub fn parallel_json(p: &Parallel) -> String {
         streams: values(streams),
         sum: sum_json(
             p.streams.len(),
-            p.bytes(),
-            p.elapsed(),
+            (p.bytes(), p.elapsed()),
+            p.measured(),
             p.verified(),
             p.verdict(),
         ),
@@ -36,11 +36,12 @@ fn values(texts: impl Iterator<Item = String>) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// A session's `sum`: its streams, bytes, time, rates, whether it verified, its verdict.
+/// A session's `sum`: its streams, bytes and time, its rate (of the bytes and time after the
+/// omitted start, with `--omit`), whether it verified, its verdict.
 fn sum_json(
     streams: usize,
-    bytes: u64,
-    elapsed: std::time::Duration,
+    (bytes, elapsed): (u64, std::time::Duration),
+    (measured, measured_time): (u64, std::time::Duration),
     verified: bool,
     limited_by: Option<LimitedBy>,
 ) -> SumJson {
@@ -48,8 +49,8 @@ fn sum_json(
         streams,
         bytes,
         elapsed_s: elapsed.as_secs_f64(),
-        mib_per_s: units::mib_per_s(bytes, elapsed),
-        gbit_per_s: units::gbit_per_s(bytes, elapsed),
+        mib_per_s: units::mib_per_s(measured, measured_time),
+        gbit_per_s: units::gbit_per_s(measured, measured_time),
         verified,
         limited_by,
     }
@@ -76,10 +77,10 @@ pub fn parallel_human(p: &Parallel) -> String {
         out += &match s {
             Ok(r) => format!(
                 "[{i:>3}] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
-                units::size(r.bytes),
-                units::duration(r.elapsed),
-                units::mib_per_s(r.bytes, r.elapsed),
-                units::gbit_per_s(r.bytes, r.elapsed),
+                units::size(r.measured().0),
+                units::duration(r.measured().1),
+                units::mib_per_s(r.measured().0, r.measured().1),
+                units::gbit_per_s(r.measured().0, r.measured().1),
                 if r.verified() {
                     format!("verified (xxh3 {:016x})", r.digest)
                 } else {
@@ -90,7 +91,7 @@ pub fn parallel_human(p: &Parallel) -> String {
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };
     }
-    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    let (bytes, elapsed) = p.measured();
     out + &format!(
         "[SUM] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}, limited by {} (most streams' verdict)\n",
         units::size(bytes),
@@ -120,8 +121,8 @@ pub fn parallel_reverse_json(p: &crate::parallel::ParallelReverse) -> String {
         streams: values(streams),
         sum: sum_json(
             p.streams.len(),
-            p.bytes(),
-            p.elapsed(),
+            (p.bytes(), p.elapsed()),
+            p.measured(),
             p.verified(),
             p.verdict(),
         ),
@@ -135,10 +136,10 @@ pub fn parallel_reverse_human(p: &crate::parallel::ParallelReverse) -> String {
         out += &match s {
             Ok(r) => format!(
                 "[{i:>3}] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
-                units::size(r.bytes),
-                units::duration(r.elapsed),
-                units::mib_per_s(r.bytes, r.elapsed),
-                units::gbit_per_s(r.bytes, r.elapsed),
+                units::size(r.measured().0),
+                units::duration(r.measured().1),
+                units::mib_per_s(r.measured().0, r.measured().1),
+                units::gbit_per_s(r.measured().0, r.measured().1),
                 if r.verified() {
                     "verified"
                 } else {
@@ -149,7 +150,7 @@ pub fn parallel_reverse_human(p: &crate::parallel::ParallelReverse) -> String {
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };
     }
-    let (bytes, elapsed) = (p.bytes(), p.elapsed());
+    let (bytes, elapsed) = p.measured();
     out + &format!(
         "[SUM] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}\n",
         units::size(bytes),

@@ -37,8 +37,8 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
         elapsed_s: r.elapsed.as_secs_f64(),
         begin_unix_us: r.begin_unix_us,
         end_unix_us: r.end_unix_us,
-        mib_per_s: units::mib_per_s(r.bytes, r.elapsed),
-        gbit_per_s: units::gbit_per_s(r.bytes, r.elapsed),
+        mib_per_s: units::mib_per_s(r.measured().0, r.measured().1),
+        gbit_per_s: units::gbit_per_s(r.measured().0, r.measured().1),
         verified: r.verified(),
         digest: hex(r.digest),
         interrupted: r.interrupted,
@@ -78,13 +78,14 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
         },
         timed: r.time.map(|t| TimedJson {
             time_s: t.as_secs_f64(),
-            omit_s: 0.0,
+            omit_s: r.omit.as_secs_f64(),
             file_bytes: r.asked,
             passes: r.bytes as f64 / r.asked.max(1) as f64,
-            omitted_bytes: 0,
-            omitted_s: 0.0,
+            omitted_bytes: r.omitted.map_or(0, |(b, _)| b),
+            omitted_s: r.omitted.map_or(0.0, |(_, t)| t.as_secs_f64()),
             interrupted: r.interrupted,
         }),
+        intervals: r.intervals.clone(),
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,
         error: (!r.verified()).then(|| mismatch(r)),
@@ -142,8 +143,8 @@ pub fn reverse_human(r: &ReverseResult) -> String {
         },
         units::size(r.bytes),
         units::duration(r.elapsed),
-        units::mib_per_s(r.bytes, r.elapsed),
-        units::gbit_per_s(r.bytes, r.elapsed),
+        units::mib_per_s(r.measured().0, r.measured().1),
+        units::gbit_per_s(r.measured().0, r.measured().1),
         r.chunk,
         r.io,
         units::count(r.reads, "read"),
@@ -166,10 +167,16 @@ pub fn reverse_human(r: &ReverseResult) -> String {
         s.server_io,
         match r.time {
             Some(t) => format!(
-                "  timed: {} asked for, {:.2} passes of {}\n",
+                "  timed: {} asked for, {:.2} passes of {}{}\n",
                 units::duration(t),
                 r.bytes as f64 / r.asked.max(1) as f64,
-                units::size(r.asked)
+                units::size(r.asked),
+                r.omitted.map_or(String::new(), |(b, at)| format!(
+                    "; the first {} ({} in {}) left out of the rate (--omit)",
+                    units::duration(r.omit),
+                    units::size(b),
+                    units::duration(at)
+                ))
             ),
             None => String::new(),
         },

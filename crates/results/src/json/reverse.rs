@@ -60,6 +60,10 @@ pub struct ReverseJson {
     /// A timed run: its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed: Option<TimedJson>,
+    /// With `--interval`: what arrived in each interval (a receiver's samples: bytes, rate and
+    /// round trip; nothing acknowledged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::intervals::Interval>,
     /// What limited the stream, the sender being the server.
     pub limited_by: Option<LimitedBy>,
     /// The shares the verdict was judged on (the sender's figures are the server's).

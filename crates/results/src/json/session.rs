@@ -33,7 +33,8 @@ pub struct SumJson {
     pub bytes: u64,
     /// From the first stream's first byte to the last stream's end, in seconds.
     pub elapsed_s: f64,
-    /// `bytes` over `elapsed_s`, in MiB/s.
+    /// `bytes` over `elapsed_s`, in MiB/s (a timed session with `--omit`: of what came after
+    /// each stream's omitted start).
     pub mib_per_s: f64,
     /// The same in Gbit/s.
     pub gbit_per_s: f64,
