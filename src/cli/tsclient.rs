@@ -102,9 +102,10 @@ struct Args {
     bidir: bool,
     /// One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous
     /// ranges, each sent on its own connection and verified by its own digest; the whole is
-    /// verified when every stripe is. A line per stream and a SUM line.
+    /// verified when every stripe is. A line per stream and a SUM line. With --reverse, N
+    /// streams from the server; with --bidir, N each way.
     #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
-          conflicts_with_all = ["bidir", "latency"], value_name = "N")]
+          conflicts_with = "latency", value_name = "N")]
     parallel: Option<u8>,
     /// With --reverse or --bidir, the bytes to ask the server for: one pass, repeated in a
     /// timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.

@@ -58,7 +58,7 @@ fn parallel_four_verified_per_stream_and_whole() {
     }
     let out = client(&["-P", "129", path.to_str().unwrap()]);
     assert_fails(&out, 2, "129");
-    let out = client(&["-P", "4", "--bidir", path.to_str().unwrap()]);
+    let out = client(&["-P", "4", "--latency"]);
     assert_fails(&out, 2, "cannot be used with");
     let tiny = test_file(dir.path(), "tiny.txt", 3);
     let out = client(&[
@@ -248,6 +248,47 @@ fn a_parallel_session_leaves_its_omitted_start_out() {
         assert!(
             (said - want).abs() <= want * 1e-3,
             "reverse {reverse}: {said} against {want}"
+        );
+    }
+}
+
+/// `-P 2 --bidir`, as iperf3 `-P 2 --bidir`: a session of two streams each way at once, every
+/// stream and each whole verified, and the server groups both sessions; in both models.
+#[test]
+fn parallel_bidir_verifies_both_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "both-ways.txt", 1_000_003);
+    for model in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(
+            server.port,
+            &[
+                "-P",
+                "2",
+                "--bidir",
+                "--bytes",
+                "999999",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["mode"], "bidir");
+        let (fwd, rev) = (&v["forward"], &v["reverse"]);
+        assert_eq!(fwd["mode"], "parallel", "{v:#}");
+        assert_eq!(rev["mode"], "parallel-reverse", "{v:#}");
+        for side in [fwd, rev] {
+            assert_eq!(side["streams"].as_array().unwrap().len(), 2, "{side:#}");
+            assert_eq!(side["sum"]["verified"], true, "{side:#}");
+        }
+        assert_eq!(fwd["sum"]["bytes"].as_u64(), Some(1_000_003));
+        assert_eq!(rev["sum"]["bytes"].as_u64(), Some(999_999));
+        assert!(
+            server.wait_for(|out, _| out
+                .matches("session of 2 streams from 127.0.0.1: 2 of them complete")
+                .count()
+                == 2),
+            "{model:?}: {}",
+            server.stdout()
         );
     }
 }

@@ -36,3 +36,25 @@ pub fn run_bidir(cfg: &StreamConfig, bytes: u64) -> Bidir {
         Bidir { forward, reverse }
     })
 }
+
+/// Both directions' sessions of `--parallel` streams.
+pub struct BidirParallel {
+    /// The file striped to the server.
+    pub forward: Result<crate::parallel::Parallel, String>,
+    /// The generated stream from it, `bytes` a pass shared out over the streams.
+    pub reverse: Result<crate::parallel::ParallelReverse, String>,
+}
+
+/// `-P n --bidir`: a session of `n` streams each way at once, the file (`file_bytes` long) to
+/// the server and the generated stream of `bytes` a pass from it, each stream on its own
+/// connection and thread.
+pub fn run_bidir_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64, bytes: u64) -> BidirParallel {
+    std::thread::scope(|s| {
+        let back = s.spawn(|| crate::parallel::run_parallel_reverse(cfg, n, bytes));
+        let forward = crate::parallel::run_parallel(cfg, n, file_bytes);
+        let reverse = back
+            .join()
+            .unwrap_or_else(|_| Err("the receiving session's thread panicked".to_owned()));
+        BidirParallel { forward, reverse }
+    })
+}

@@ -67,6 +67,9 @@ pub(super) fn bidir_run(args: &Args, cfg: &client::StreamConfig) -> anyhow::Resu
     let bytes = args.bytes.unwrap_or_else(|| {
         std::fs::metadata(&cfg.file).map_or(tsperf_sys::testdata::SEED_FILE_LEN, |m| m.len())
     });
+    if let Some(n) = args.parallel.filter(|&n| n > 1) {
+        return bidir_parallel_run(args, cfg, n, bytes);
+    }
     let b = client::bidir::run_bidir(cfg, bytes.max(1));
     let text = if args.json {
         output::bidir_json(&b) + "\n"
@@ -201,6 +204,56 @@ pub(super) fn parallel_reverse_run(
         anyhow::bail!("NOT VERIFIED: the session's streams do not all agree with the server");
     }
     if p.streams.iter().flatten().any(|r| r.interrupted) {
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `-P N --bidir`: a session of N streams each way, each stream and each whole verified.
+fn bidir_parallel_run(
+    args: &Args,
+    cfg: &client::StreamConfig,
+    n: u8,
+    bytes: u64,
+) -> anyhow::Result<ExitCode> {
+    let len = std::fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot open file '{}'", cfg.file.display()))?
+        .len();
+    let b = client::bidir::run_bidir_parallel(cfg, n, len, bytes.max(u64::from(n)));
+    let text = if args.json {
+        output::bidir_parallel_json(&b) + "\n"
+    } else {
+        output::bidir_parallel_human(&b)
+    };
+    cli::print_result(&text)?;
+    let mut errors = Vec::new();
+    let mut interrupted = false;
+    match &b.forward {
+        Err(e) => errors.push(format!("to the server: {e}")),
+        Ok(p) => {
+            interrupted |= p.streams.iter().any(|s| match s {
+                Ok(r) => r.timed.is_some_and(|t| t.interrupted),
+                Err(f) => f.interrupted,
+            });
+            if !p.verified() && !interrupted {
+                errors.push("to the server: NOT VERIFIED: the session's stripes do not all agree with the server".into());
+            }
+        }
+    }
+    match &b.reverse {
+        Err(e) => errors.push(format!("from the server: {e}")),
+        Ok(p) => {
+            interrupted |= p.streams.iter().flatten().any(|r| r.interrupted);
+            if !p.verified() {
+                errors.push("from the server: NOT VERIFIED: the session's streams do not all agree with the server".into());
+            }
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(errors.join("; "));
+    }
+    if interrupted {
+        eprintln!("tsclient: interrupted, both sessions verified up to the stop");
         return Ok(ExitCode::from(cli::INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)

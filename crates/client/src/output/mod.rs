@@ -438,7 +438,10 @@ mod timed;
 use timed::timed_human;
 
 pub use latency::{latency_human, latency_json};
-pub use parallel::{parallel_human, parallel_json, parallel_reverse_human, parallel_reverse_json};
+pub use parallel::{
+    bidir_parallel_human, bidir_parallel_json, parallel_human, parallel_json,
+    parallel_reverse_human, parallel_reverse_json,
+};
 pub use reverse::{bidir_human, bidir_json, reverse_human, reverse_json, reverse_mismatch};
 
 #[cfg(test)]

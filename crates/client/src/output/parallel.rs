@@ -165,3 +165,31 @@ pub fn parallel_reverse_human(p: &crate::parallel::ParallelReverse) -> String {
         },
     )
 }
+
+/// The JSON object of `-P N --bidir`: `{"mode": "bidir", "forward": {parallel}, "reverse":
+/// {parallel-reverse}}` (a session that could not start: `{"error": ...}`).
+pub fn bidir_parallel_json(b: &crate::bidir::BidirParallel) -> String {
+    let value = |r: Result<String, &String>| match r {
+        Ok(text) => serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        Err(e) => serde_json::json!({ "error": e }),
+    };
+    to_json(&serde_json::json!({
+        "mode": "bidir",
+        "tsperf": VERSION,
+        "forward": value(b.forward.as_ref().map(parallel_json)),
+        "reverse": value(b.reverse.as_ref().map(parallel_reverse_json)),
+    }))
+}
+
+/// `-P N --bidir` for people: each direction's session under its heading.
+pub fn bidir_parallel_human(b: &crate::bidir::BidirParallel) -> String {
+    let forward = b
+        .forward
+        .as_ref()
+        .map_or_else(|e| format!("  failed: {e}\n"), parallel_human);
+    let reverse = b
+        .reverse
+        .as_ref()
+        .map_or_else(|e| format!("  failed: {e}\n"), parallel_reverse_human);
+    format!("to the server:\n{forward}\nfrom the server:\n{reverse}")
+}
