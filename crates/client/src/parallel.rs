@@ -148,35 +148,22 @@ impl ParallelReverse {
 
     /// Bytes every stream received.
     pub fn bytes(&self) -> u64 {
-        self.streams.iter().flatten().map(|r| r.bytes).sum()
+        total(&self.streams)
     }
 
     /// From the first stream's first byte to the last stream's end.
     pub fn elapsed(&self) -> Duration {
-        let ok: Vec<_> = self.streams.iter().flatten().collect();
-        let first = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
-        let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
-        Duration::from_micros(last.saturating_sub(first))
+        elapsed(&self.streams)
     }
 
     /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
     pub fn measured(&self) -> (u64, Duration) {
-        span(
-            self.streams
-                .iter()
-                .flatten()
-                .map(|r| (r.end_unix_us, r.measured())),
-        )
+        measured(&self.streams)
     }
 
     /// The session's verdict: the one most of its streams got (the sender is the server).
     pub fn verdict(&self) -> Option<LimitedBy> {
-        most_streams(
-            self.streams
-                .iter()
-                .flatten()
-                .map(|r| r.verdict().limited_by),
-        )
+        verdict(&self.streams)
     }
 }
 
@@ -196,37 +183,94 @@ impl Parallel {
 
     /// Bytes every stream sent (and the server counted).
     pub fn bytes(&self) -> u64 {
-        self.streams.iter().flatten().map(|r| r.bytes).sum()
+        total(&self.streams)
     }
 
     /// From the first stream's first byte to the last stream's report.
     pub fn elapsed(&self) -> Duration {
-        let ok: Vec<&StreamResult> = self.streams.iter().flatten().collect();
-        let first = ok.iter().map(|r| r.begin_unix_us).min().unwrap_or(0);
-        let last = ok.iter().map(|r| r.end_unix_us).max().unwrap_or(0);
-        Duration::from_micros(last.saturating_sub(first))
+        elapsed(&self.streams)
     }
 
     /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
     pub fn measured(&self) -> (u64, Duration) {
-        span(
-            self.streams
-                .iter()
-                .flatten()
-                .map(|r| (r.end_unix_us, r.measured())),
-        )
+        measured(&self.streams)
     }
 
     /// The session's verdict: the one most of its streams got (the first such, in stream
     /// order, on a tie).
     pub fn verdict(&self) -> Option<LimitedBy> {
-        most_streams(
-            self.streams
-                .iter()
-                .flatten()
-                .map(|r| r.verdict().limited_by),
-        )
+        verdict(&self.streams)
     }
+}
+
+/// What a session takes of each of its streams, forward or reverse.
+trait Member {
+    /// The first byte and the end, µs since the epoch.
+    fn span_us(&self) -> (u64, u64);
+    /// Every byte it moved.
+    fn moved(&self) -> u64;
+    /// The bytes and time its rate is of.
+    fn measured(&self) -> (u64, Duration);
+    /// Its verdict.
+    fn limited_by(&self) -> LimitedBy;
+}
+
+impl Member for StreamResult {
+    fn span_us(&self) -> (u64, u64) {
+        (self.begin_unix_us, self.end_unix_us)
+    }
+    fn moved(&self) -> u64 {
+        self.bytes
+    }
+    fn measured(&self) -> (u64, Duration) {
+        StreamResult::measured(self)
+    }
+    fn limited_by(&self) -> LimitedBy {
+        self.verdict().limited_by
+    }
+}
+
+impl Member for crate::reverse::ReverseResult {
+    fn span_us(&self) -> (u64, u64) {
+        (self.begin_unix_us, self.end_unix_us)
+    }
+    fn moved(&self) -> u64 {
+        self.bytes
+    }
+    fn measured(&self) -> (u64, Duration) {
+        crate::reverse::ReverseResult::measured(self)
+    }
+    fn limited_by(&self) -> LimitedBy {
+        self.verdict().limited_by
+    }
+}
+
+/// Bytes every stream that completed moved.
+fn total<T: Member>(streams: &[Result<T, StreamFailure>]) -> u64 {
+    streams.iter().flatten().map(Member::moved).sum()
+}
+
+/// From the first stream's first byte to the last stream's end.
+fn elapsed<T: Member>(streams: &[Result<T, StreamFailure>]) -> Duration {
+    let spans: Vec<(u64, u64)> = streams.iter().flatten().map(Member::span_us).collect();
+    let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    Duration::from_micros(last.saturating_sub(first))
+}
+
+/// [`span`] of each completed stream's measured part.
+fn measured<T: Member>(streams: &[Result<T, StreamFailure>]) -> (u64, Duration) {
+    span(
+        streams
+            .iter()
+            .flatten()
+            .map(|r| (r.span_us().1, r.measured())),
+    )
+}
+
+/// The verdict most completed streams got.
+fn verdict<T: Member>(streams: &[Result<T, StreamFailure>]) -> Option<LimitedBy> {
+    most_streams(streams.iter().flatten().map(Member::limited_by))
 }
 
 /// A session's measured bytes and time from each stream's end (µs since the epoch) and its
