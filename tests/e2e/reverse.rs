@@ -368,3 +368,31 @@ fn reverse_logs_each_read_on_the_client() {
     let out = client(&["-R", "--log", "stdout", "--json"]);
     assert_fails(&out, 2, "--log stdout and --json");
 }
+
+/// A reverse stream whose server dies mid-stream fails (exit 1), and with --json its one
+/// object says what arrived until then: the bytes received and checksummed, their time, not
+/// verified, and why.
+#[test]
+fn a_failed_reverse_stream_says_what_arrived() {
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        let child = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &server.port.to_string(), "-R", "--json"])
+            .args(["--bytes", "60GiB", "--chunk", "1024"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        drop(server);
+        let out = wait_child(child);
+        assert_eq!(out.status.code(), Some(1), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["mode"], "reverse", "{v:#}");
+        assert_eq!(v["verified"], false);
+        assert!(v["received_bytes"].as_u64().unwrap() > 0, "{v:#}");
+        assert!(v["elapsed_s"].as_f64().unwrap() > 0.0, "{v:#}");
+        assert!(v["error"].as_str().unwrap().contains("bytes"), "{v:#}");
+    }
+}

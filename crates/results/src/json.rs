@@ -17,7 +17,7 @@ mod latency;
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 mod reverse;
 mod session;
-pub use reverse::ReverseJson;
+pub use reverse::{ReverseFailureJson, ReverseJson};
 pub use session::{SessionJson, SumJson};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its

@@ -118,6 +118,10 @@ pub(super) fn reverse_run(
     let result = match client::reverse::run_reverse(cfg, bytes, &name, progress) {
         Ok(r) => r,
         Err(f) => {
+            // What arrived is said, with --json in the one object.
+            if args.json {
+                cli::print_result(&(output::reverse_failure_json(&f) + "\n"))?;
+            }
             if f.interrupted {
                 eprintln!("tsclient: interrupted after receiving {} bytes", f.sent);
                 return Ok(ExitCode::from(cli::INTERRUPTED as u8));

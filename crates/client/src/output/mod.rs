@@ -442,7 +442,9 @@ pub use parallel::{
     bidir_parallel_human, bidir_parallel_json, parallel_human, parallel_json,
     parallel_reverse_human, parallel_reverse_json,
 };
-pub use reverse::{bidir_human, bidir_json, reverse_human, reverse_json, reverse_mismatch};
+pub use reverse::{
+    bidir_human, bidir_json, reverse_failure_json, reverse_human, reverse_json, reverse_mismatch,
+};
 
 #[cfg(test)]
 mod tests {

@@ -112,7 +112,7 @@ pub fn parallel_human(p: &Parallel) -> String {
 pub fn parallel_reverse_json(p: &crate::parallel::ParallelReverse) -> String {
     let streams = p.streams.iter().map(|s| match s {
         Ok(r) => super::reverse_json(r),
-        Err(f) => super::stream_failure_json(f),
+        Err(f) => super::reverse_failure_json(f),
     });
     to_json(&ClientJson::ParallelReverse(SessionJson {
         tsperf: VERSION.into(),

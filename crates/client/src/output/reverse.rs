@@ -92,6 +92,22 @@ fn reverse_object(r: &ReverseResult) -> ReverseJson {
     }
 }
 
+/// The JSON object of a reverse stream that failed or stopped before its end: what arrived.
+pub fn reverse_failure_json(f: &crate::StreamFailure) -> String {
+    let elapsed = f.elapsed;
+    to_json(&tsperf_results::json::ReverseFailureJson {
+        tsperf: VERSION.into(),
+        mode: "reverse".into(),
+        asked_bytes: f.bytes,
+        received_bytes: f.sent,
+        elapsed_s: elapsed.map(|d| d.as_secs_f64()),
+        mib_per_s: elapsed.map(|d| units::mib_per_s(f.sent, d)),
+        verified: false,
+        interrupted: f.interrupted,
+        error: format!("{:#}", f.error),
+    })
+}
+
 /// Why a reverse stream does not verify.
 pub fn reverse_mismatch(r: &ReverseResult) -> String {
     mismatch(r)
@@ -197,7 +213,7 @@ pub fn bidir_json(b: &crate::bidir::Bidir) -> String {
     };
     let reverse = match &b.reverse {
         Ok(r) => value(reverse_json(r)),
-        Err(f) => value(super::stream_failure_json(f)),
+        Err(f) => value(reverse_failure_json(f)),
     };
     to_json(&json!({
         "mode": "bidir",

@@ -72,3 +72,28 @@ pub struct ReverseJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
+
+/// A reverse stream that failed, or was stopped before its end (`mode: "reverse"`, with
+/// `error`): what arrived until then, none of it verified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReverseFailureJson {
+    /// The version of the tsclient that wrote this.
+    pub tsperf: String,
+    /// Always `"reverse"`.
+    pub mode: String,
+    /// Bytes a pass, as asked (`--bytes`; 0 for a served file by name).
+    pub asked_bytes: Option<u64>,
+    /// Bytes received and checksummed before the failure.
+    pub received_bytes: u64,
+    /// From the first byte received to the failure (`null`: before any data).
+    pub elapsed_s: Option<f64>,
+    /// `received_bytes` over `elapsed_s`, MiB/s.
+    pub mib_per_s: Option<f64>,
+    /// Always false: the server's end trailer never came.
+    pub verified: bool,
+    /// Stopped by Ctrl-C or SIGTERM.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// What failed, with its causes.
+    pub error: String,
+}

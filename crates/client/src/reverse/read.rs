@@ -1,0 +1,207 @@
+//! Receiving a reverse stream: every read counted and checksummed (the tail held back for the
+//! server's report and end trailer), logged per read with `--log`, sampled with `--interval`,
+//! its omitted start marked with `--omit`, and Ctrl-C passed on as one byte back.
+
+use std::hash::Hasher as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use twox_hash::XxHash3_64;
+
+use super::READ_SIZE;
+use crate::progress::Progress;
+use crate::{StreamConfig, StreamFailure, Transport, interrupt};
+use tsperf_proto::end::Tail;
+use tsperf_proto::sent::REVERSE_TAIL;
+use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
+
+/// What the receiving counted so far.
+pub(super) struct Received {
+    pub(super) hasher: XxHash3_64,
+    pub(super) hashed: u64,
+    pub(super) reads: u64,
+    pub(super) total: u64,
+    pub(super) first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
+    /// The client asked the server to stop (Ctrl-C).
+    pub(super) stop_sent: bool,
+    /// The per-read log, with `--log`.
+    pub(super) log: Option<crate::readlog::ClientLog>,
+    pub(super) read_size: usize,
+    /// With `--omit`: what had arrived when the omitted start ended.
+    pub(super) omit_mark: Option<(u64, Duration)>,
+}
+
+/// [`read_to_end`], sampled in time by a thread of its own with `--interval` (the bytes
+/// received so far, from the progress counter). A receiving socket's `TCP_INFO` says nothing of
+/// what it acknowledged or of the sender's limits: the samples keep only the bytes, their rate
+/// and the round trip.
+pub(super) fn read_sampled<T: Transport>(
+    conn: &mut T,
+    cfg: &StreamConfig,
+    got: &mut Received,
+    tail: &mut Tail<REVERSE_TAIL>,
+    progress: &mut Progress,
+) -> (Result<()>, Vec<crate::intervals::Interval>) {
+    use crate::intervals::{self, Interval};
+    let Some(every) = cfg.interval else {
+        return (read_to_end(conn, cfg, got, tail, progress), Vec::new());
+    };
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    let fd = conn.socket().as_raw_fd();
+    // SAFETY: `conn` owns the socket and outlives `sample_while`, which joins its thread first.
+    let sock = unsafe { BorrowedFd::borrow_raw(fd) };
+    let (counter, shown) = (progress.clone(), progress.clone());
+    let print = move |i: &Interval| shown.println(&intervals::received_line(i));
+    let live: Option<&(dyn Fn(&Interval) + Sync)> = cfg.live_intervals.then_some(&print);
+    let (read, samples) = intervals::sample_while(every, sock, &|| counter.sent(), live, || {
+        read_to_end(conn, cfg, got, tail, progress)
+    });
+    (read, samples.into_iter().map(received_only).collect())
+}
+
+/// A sample as a receiver can take it: the bytes, their rate and the round trip.
+fn received_only(i: crate::intervals::Interval) -> crate::intervals::Interval {
+    crate::intervals::Interval {
+        start_s: i.start_s,
+        end_s: i.end_s,
+        bytes: i.bytes,
+        mib_per_s: i.mib_per_s,
+        rtt_us: i.rtt_us,
+        ..Default::default()
+    }
+}
+
+impl Received {
+    pub(super) fn new() -> Received {
+        Received {
+            hasher: XxHash3_64::new(),
+            hashed: 0,
+            reads: 0,
+            total: 0,
+            first: None,
+            stop_sent: false,
+            log: None,
+            read_size: READ_SIZE,
+            omit_mark: None,
+        }
+    }
+
+    /// The log's end line, with `--log`: the stream complete or not.
+    pub(super) fn log_end(&mut self, complete: bool) {
+        let (total, reads) = (self.total, self.reads);
+        if let Some(log) = &mut self.log {
+            log.end(
+                total,
+                reads,
+                if complete { "complete" } else { "incomplete" },
+            );
+        }
+    }
+
+    /// The failure `error` of a stream asked to be `bytes` a pass, with what arrived.
+    pub(super) fn failed(&self, bytes: u64, error: anyhow::Error) -> StreamFailure {
+        StreamFailure {
+            name: String::new(),
+            bytes: Some(bytes),
+            sent: self.hashed,
+            acked: None,
+            elapsed: self.first.map(|(at, ..)| at.elapsed()),
+            intervals: Vec::new(),
+            interrupted: interrupt::requested(),
+            error,
+        }
+    }
+}
+
+/// With `--log`, the log and its start line; reads of a chunk then, as the field report's
+/// server read (at least LOG_MIN_READ, at most a bulk read): a line each.
+pub(super) fn open_log(
+    cfg: &StreamConfig,
+    got: &mut Received,
+    peer: SocketAddr,
+    name: &str,
+    length: u64,
+) -> Result<()> {
+    got.log = crate::readlog::ClientLog::open(cfg.log, &cfg.log_file)?;
+    if let Some(log) = &mut got.log {
+        got.read_size = tsperf_proto::serve::default_read_size(
+            cfg.chunk,
+            cfg.log,
+            tsperf_proto::serve::LOG_MIN_READ,
+        ) as usize;
+        log.start(peer, name, length, cfg.chunk, got.read_size);
+    }
+    Ok(())
+}
+
+/// Reads the stream to its end, counting and checksumming all but what `tail` holds back.
+fn read_to_end<T: Transport>(
+    conn: &mut T,
+    cfg: &StreamConfig,
+    got: &mut Received,
+    tail: &mut Tail<REVERSE_TAIL>,
+    progress: &mut Progress,
+) -> Result<()> {
+    let mut buf = vec![0u8; got.read_size];
+    conn.read_by(None);
+    // A stop ends the stream as its end does: the server is asked to stop, and sends its
+    // report and end trailer after what it had sent.
+    interrupt::ends_itself();
+    loop {
+        if interrupt::requested() && !got.stop_sent {
+            got.stop_sent = true;
+            conn.write_all(&[1])
+                .context("cannot ask the server to stop")?;
+        }
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if got.first.is_none() {
+                    got.first = Some((
+                        Instant::now(),
+                        unix_us_now(),
+                        CpuTime::process(),
+                        SchedStat::thread(),
+                    ));
+                    progress.restart();
+                }
+                got.reads += 1;
+                got.total += n as u64;
+                if got.omit_mark.is_none()
+                    && !cfg.omit.is_zero()
+                    && let Some((at, ..)) = got.first
+                    && at.elapsed() >= cfg.omit
+                {
+                    got.omit_mark = Some((got.hashed, at.elapsed()));
+                }
+                let (hasher, hashed) = (&mut got.hasher, &mut got.hashed);
+                tail.feed(&buf[..n], |d| {
+                    hasher.write(d);
+                    *hashed += d.len() as u64;
+                });
+                if let Some(log) = &mut got.log {
+                    log.read(got.reads, n, got.total);
+                }
+                progress.update(got.hashed);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if tsperf_sys::net::is_timeout(&e) => {
+                let e = anyhow!(
+                    "the server sent nothing for {} s after {} bytes",
+                    cfg.timeout.as_secs_f64(),
+                    got.hashed
+                );
+                return Err(e);
+            }
+            Err(e) => {
+                let e = anyhow::Error::new(e).context(format!(
+                    "connection lost after receiving {} bytes",
+                    got.hashed
+                ));
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
