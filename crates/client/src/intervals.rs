@@ -92,6 +92,24 @@ impl Sampler {
         self.samples.last().expect("just pushed")
     }
 
+    /// The last sample, when the work ended at `now` with `sent` bytes: taken only if something
+    /// came since the previous one; shorter than a tenth of the interval, it joins the previous
+    /// sample (as iperf3 leaves out a sliver of a last interval) so the samples still add up to
+    /// every byte. True when it stands as a sample of its own, to be printed.
+    pub fn finish(&mut self, now: Instant, sent: u64, tcp: SenderTcp) -> bool {
+        if sent <= self.last_bytes && !self.samples.is_empty() {
+            return false;
+        }
+        let sliver = !self.samples.is_empty() && now.duration_since(self.last_at) < self.every / 10;
+        self.take(now, sent, tcp);
+        if sliver && let [.., a, b] = &self.samples[..] {
+            let joined = merge_pairs(vec![a.clone(), b.clone()]);
+            let n = self.samples.len();
+            self.samples.splice(n - 2.., joined);
+        }
+        !sliver
+    }
+
     /// When the next sample is due.
     pub fn next(&self) -> Instant {
         self.next
@@ -133,17 +151,14 @@ pub fn sample_while<R>(
                     std::thread::park_timeout(due - now);
                     now = Instant::now();
                 }
-                let done = stop.load(Ordering::Acquire);
                 let bytes = sent();
-                // At the end, a sample only if something came since the last one.
-                if !done || bytes > sampler.last_bytes || sampler.samples.is_empty() {
-                    let i = sampler.take(now, bytes, read_tcp(sock));
-                    if let (Some(print), false) = (live, done) {
-                        print(i);
-                    }
+                if stop.load(Ordering::Acquire) {
+                    let fresh = sampler.finish(now, bytes, read_tcp(sock));
+                    return (sampler, fresh);
                 }
-                if done {
-                    return sampler;
+                let i = sampler.take(now, bytes, read_tcp(sock));
+                if let Some(print) = live {
+                    print(i);
                 }
                 sampler.advance(now);
             }
@@ -151,8 +166,8 @@ pub fn sample_while<R>(
         let r = work();
         stop.store(true, Ordering::Release);
         thread.thread().unpark();
-        let sampler = thread.join().expect("the sampling thread does not panic");
-        if let (Some(print), Some(last)) = (live, sampler.samples.last()) {
+        let (sampler, fresh) = thread.join().expect("the sampling thread does not panic");
+        if let (Some(print), Some(last), true) = (live, sampler.samples.last(), fresh) {
             print(last);
         }
         (r, sampler.into_samples())
@@ -172,6 +187,35 @@ mod tests {
             rtt_us: Some(end as u64),
             ..Interval::default()
         }
+    }
+
+    /// A last sample shorter than a tenth of the interval joins the one before it (no sliver
+    /// such as `[1.501-1.501 s] 320 B`), keeping every byte; a longer one stands alone.
+    #[test]
+    fn a_sliver_of_a_last_sample_joins_the_one_before() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let every = Duration::from_millis(100);
+        let mut s = Sampler::new(every, &c);
+        let t0 = s.start;
+        s.take(t0 + every, 1000, SenderTcp::default());
+        assert!(!s.finish(
+            t0 + every + Duration::from_millis(5),
+            1320,
+            SenderTcp::default()
+        ));
+        let all = s.into_samples();
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].bytes, all[0].end_s), (1320, 0.105));
+        let mut s = Sampler::new(every, &c);
+        let t0 = s.start;
+        s.take(t0 + every, 1000, SenderTcp::default());
+        assert!(s.finish(
+            t0 + every * 2 - Duration::from_millis(50),
+            1500,
+            SenderTcp::default()
+        ));
+        assert_eq!(s.into_samples().len(), 2);
     }
 
     /// Merging keeps every byte and the whole span, sums the counts, keeps the later gauges.
