@@ -75,36 +75,39 @@ pub fn parallel_human(p: &Parallel) -> String {
     );
     for (i, s) in p.streams.iter().enumerate() {
         out += &match s {
-            Ok(r) => format!(
-                "[{i:>3}] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
-                units::size(r.measured().0),
-                units::duration(r.measured().1),
-                units::mib_per_s(r.measured().0, r.measured().1),
-                units::gbit_per_s(r.measured().0, r.measured().1),
-                if r.verified() {
+            Ok(r) => {
+                let checked = if r.verified() {
                     format!("verified (xxh3 {:016x})", r.digest)
                 } else {
                     "NOT VERIFIED".to_owned()
-                },
-                r.verdict().limited_by,
-            ),
+                };
+                rate_line(&format!("[{i:>3}]"), r.measured())
+                    + &format!(", {checked}, limited by {}\n", r.verdict().limited_by)
+            }
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };
     }
-    let (bytes, elapsed) = p.measured();
-    out + &format!(
-        "[SUM] {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}, limited by {} (most streams' verdict)\n",
+    let verdict = p.verdict().map_or("?".to_owned(), |v| v.to_string());
+    out + &rate_line("[SUM]", p.measured())
+        + &format!(
+            ", {} streams, {}, limited by {verdict} (most streams' verdict)\n",
+            p.streams.len(),
+            if p.verified() {
+                "every stripe verified, the stripes cover the file"
+            } else {
+                "NOT VERIFIED"
+            },
+        )
+}
+
+/// `LABEL BYTES in TIME: RATE MiB/s (RATE Gbit/s)`, a stream's or a session's.
+fn rate_line(label: &str, (bytes, elapsed): (u64, std::time::Duration)) -> String {
+    format!(
+        "{label} {} in {}: {:.1} MiB/s ({:.2} Gbit/s)",
         units::size(bytes),
         units::duration(elapsed),
         units::mib_per_s(bytes, elapsed),
         units::gbit_per_s(bytes, elapsed),
-        p.streams.len(),
-        if p.verified() {
-            "every stripe verified, the stripes cover the file"
-        } else {
-            "NOT VERIFIED"
-        },
-        p.verdict().map_or("?".to_owned(), |v| v.to_string()),
     )
 }
 
@@ -134,36 +137,28 @@ pub fn parallel_reverse_human(p: &crate::parallel::ParallelReverse) -> String {
     let mut out = String::new();
     for (i, s) in p.streams.iter().enumerate() {
         out += &match s {
-            Ok(r) => format!(
-                "[{i:>3}] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {}, limited by {}\n",
-                units::size(r.measured().0),
-                units::duration(r.measured().1),
-                units::mib_per_s(r.measured().0, r.measured().1),
-                units::gbit_per_s(r.measured().0, r.measured().1),
-                if r.verified() {
+            Ok(r) => {
+                let checked = if r.verified() {
                     "verified"
                 } else {
                     "NOT VERIFIED"
-                },
-                r.verdict().limited_by,
-            ),
+                };
+                rate_line(&format!("[{i:>3}] received"), r.measured())
+                    + &format!(", {checked}, limited by {}\n", r.verdict().limited_by)
+            }
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };
     }
-    let (bytes, elapsed) = p.measured();
-    out + &format!(
-        "[SUM] received {} in {}: {:.1} MiB/s ({:.2} Gbit/s), {} streams, {}\n",
-        units::size(bytes),
-        units::duration(elapsed),
-        units::mib_per_s(bytes, elapsed),
-        units::gbit_per_s(bytes, elapsed),
-        p.streams.len(),
-        if p.verified() {
-            "every stream verified"
-        } else {
-            "NOT VERIFIED"
-        },
-    )
+    out + &rate_line("[SUM] received", p.measured())
+        + &format!(
+            ", {} streams, {}\n",
+            p.streams.len(),
+            if p.verified() {
+                "every stream verified"
+            } else {
+                "NOT VERIFIED"
+            },
+        )
 }
 
 /// The JSON object of `-P N --bidir`: `{"mode": "bidir", "forward": {parallel}, "reverse":
