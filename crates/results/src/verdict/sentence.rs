@@ -78,12 +78,7 @@ impl Verdict {
             LimitedBy::Unknown if l.busy_pct.is_none() && l.server_cpu_pct.is_none() => {
                 format!("limited by: unknown (neither TCP_INFO nor {rcv}'s times are available)")
             }
-            LimitedBy::Unknown => format!(
-                "limited by: unknown (no end was busy and nothing shows the path: {snd} \
-                 waited on its socket {}, {rcv} for data {})",
-                p(l.client_waiting_pct),
-                p(l.server_waiting_pct)
-            ),
+            LimitedBy::Unknown => unknown_sentence(l),
         };
         if l.same_host {
             s += &match l.cpus {
@@ -145,6 +140,43 @@ impl Verdict {
         }
         s
     }
+}
+
+/// No rule was met: how near each end came to the rules' thresholds, and what the path showed.
+fn unknown_sentence(l: &Limits) -> String {
+    let (snd, rcv) = roles(l);
+    let add = |a: Option<f64>, b: Option<f64>| a.map(|a| a + b.unwrap_or(0.0));
+    let sender = add(
+        l.sender_on_cpu_pct.or(Some(l.client_cpu_pct)),
+        l.client_run_queue_pct,
+    );
+    let receiver = add(l.server_cpu_pct, l.server_run_queue_pct);
+    let path = if super::path_shows(l) {
+        format!(
+            "; the path: bytes waited unsent in {} of the readings, at the congestion window in \
+             {}, {}",
+            p(l.notsent_pct),
+            p(l.cwnd_full_pct),
+            l.retransmits
+                .map_or("? retransmits".to_owned(), |n| units::count(
+                    n,
+                    "retransmit"
+                ))
+        )
+    } else {
+        "; nothing shows the path".to_owned()
+    };
+    format!(
+        "limited by: unknown, no rule met: {snd} was on a CPU or waiting for one {} (the rule: \
+         {:.0}%) and waited on its socket {} ({:.0}%); {rcv} was busy {} and waited for data \
+         {}{path}",
+        p(sender),
+        super::CPU_SHARE,
+        p(l.client_waiting_pct),
+        super::WAITING_SHARE,
+        p(receiver),
+        p(l.server_waiting_pct),
+    )
 }
 
 fn rest_of(waiting: Option<f64>) -> f64 {

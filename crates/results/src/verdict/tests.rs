@@ -375,3 +375,25 @@ fn reverse_sentences_name_the_server_as_the_sender() {
             .starts_with("client: on CPU")
     );
 }
+
+/// A mixed regime (measured: rev-loopback, the server sending on loopback): the sender on a CPU
+/// 72% and waiting on its socket 27% with the congestion window often full, the receiver busy
+/// 40%. No rule is met, so `unknown`; the sentence says what was seen against the rules'
+/// thresholds, not "no end was busy and nothing shows the path".
+#[test]
+fn an_unknown_verdict_says_how_near_each_rule_came() {
+    let mut e = base(724, 4, 322, 77);
+    e.same_host = true;
+    e.reverse = true;
+    e.flight = flight(10, 4, 1_000_000);
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Unknown, "{:?}", v.limits);
+    let s = v.sentence();
+    assert!(!s.contains("no end was busy"), "{s}");
+    assert!(
+        s.contains("the server was on a CPU or waiting for one 73% (the rule: 80%)"),
+        "{s}"
+    );
+    assert!(s.contains("waited on its socket 27% (50%)"), "{s}");
+    assert!(s.contains("the client was busy 40%"), "{s}");
+}
