@@ -396,3 +396,38 @@ fn a_failed_reverse_stream_says_what_arrived() {
         assert!(v["error"].as_str().unwrap().contains("bytes"), "{v:#}");
     }
 }
+
+/// In `--bidir` the receiving direction's CPU time is its own thread's, not the process's (which
+/// holds the sending thread's too, and made the receiver look busier than it was): it stays
+/// within the receiving thread's time on a CPU.
+#[test]
+fn bidir_reverse_cpu_is_the_receiving_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "cpu.txt", 8 << 20);
+    let server = Server::start(&[]);
+    let (out, v) = client_json(
+        server.port,
+        &[
+            "--bidir",
+            "-t",
+            "1",
+            "--chunk",
+            "1024",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &v["reverse"];
+    let cpu = r["cpu"]["user_s"].as_f64().unwrap() + r["cpu"]["sys_s"].as_f64().unwrap();
+    let on_cpu = r["client"]["on_cpu_s"].as_f64().unwrap();
+    let sender = v["forward"]["client"]["on_cpu_s"].as_f64().unwrap();
+    assert!(
+        sender > 0.1,
+        "the forward stream kept its thread busy: {sender} s"
+    );
+    // rusage and schedstat count the same thread's time, rusage at tick resolution.
+    assert!(
+        cpu <= on_cpu * 1.25 + 0.02,
+        "reverse cpu {cpu} s against its thread's {on_cpu} s on a CPU (the sender's: {sender} s)"
+    );
+}

@@ -59,7 +59,8 @@ pub struct ReverseResult {
     pub end: tsperf_proto::end::End,
     /// Reads that returned data.
     pub reads: u64,
-    /// The client's CPU time while it received.
+    /// The receiving thread's CPU time while it received (its own: in `--bidir` or `-R -P` the
+    /// process also holds the other streams' threads).
     pub cpu: CpuTime,
     /// The receiving thread's time on a CPU and waiting for one.
     pub sched: Option<tsperf_sys::timing::SchedStat>,
@@ -240,7 +241,7 @@ fn receive<T: Transport>(
         digest: got.hasher.finish(),
         end,
         reads: got.reads,
-        cpu: CpuTime::process().since(cpu),
+        cpu: CpuTime::thread().since(cpu),
         sched,
         rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
         tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock)

@@ -161,7 +161,7 @@ fn read_to_end<T: Transport>(
                     got.first = Some((
                         Instant::now(),
                         unix_us_now(),
-                        CpuTime::process(),
+                        CpuTime::thread(),
                         SchedStat::thread(),
                     ));
                     progress.restart();

@@ -42,7 +42,10 @@ impl Rep {
             }
             ClientJson::ParallelReverse(p) => {
                 let streams: Vec<Rep> = p.reverse_streams().iter().map(reverse).collect();
-                Some(session(&p.sum, &streams))
+                let mut rep = session(&p.sum, &streams);
+                // A reverse stream's CPU time is its receiving thread's: the session's is their sum.
+                rep.client_cpu_s = streams.iter().map(|r| r.client_cpu_s).sum();
+                Some(rep)
             }
             ClientJson::Latency(_) => None,
         }
@@ -98,7 +101,7 @@ fn session(sum: &tsperf_results::json::SumJson, streams: &[Rep]) -> Rep {
     Rep {
         mib_per_s: sum.mib_per_s,
         gbit_per_s: sum.gbit_per_s,
-        // Each stream's figure is the whole process's over its own span.
+        // A forward stream's figure is the whole process's over its own span (reverse: see of).
         client_cpu_s: streams.iter().map(|r| r.client_cpu_s).fold(0.0, f64::max),
         verified: sum.verified && streams.len() == sum.streams,
         sndbuf: first.map_or(0, |r| r.sndbuf),

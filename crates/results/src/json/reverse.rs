@@ -42,7 +42,7 @@ pub struct ReverseJson {
     /// Ctrl-C or SIGTERM stopped it early: the client asked the server to end the stream, and
     /// every byte until then is verified (exit 130).
     pub interrupted: bool,
-    /// The client's CPU time while it received.
+    /// The receiving thread's CPU time while it received (its own, not the process's).
     pub cpu: Cpu,
     /// The client's side: `reads`, `read_size`, `rcvbuf`, the receiving thread's `on_cpu_s` and
     /// `run_queue_s`.
