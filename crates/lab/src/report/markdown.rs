@@ -89,6 +89,19 @@ pub fn render(m: &Matrix) -> String {
     o
 }
 
+/// The "of the line" column's header and rule, when the link's rate is known.
+pub(super) fn line_columns(line_gbit: Option<f64>) -> (String, &'static str) {
+    match line_gbit {
+        Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
+        None => (String::new(), ""),
+    }
+}
+
+/// A row's share of the line, when its rate is known.
+pub(super) fn line_cell(line_gbit: Option<f64>, gbit: f64) -> String {
+    line_gbit.map_or(String::new(), |g| format!(" {:.0}% |", 100.0 * gbit / g))
+}
+
 /// The stream table: one row per cell.
 fn stream_table(m: &Matrix, o: &mut String) {
     let s = &m.setup;
@@ -102,10 +115,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
         "Server `--log stdout` cells: stdout went to {}{seen}.\n",
         s.stdout_to
     );
-    let (line_head, line_rule) = match s.line_gbit {
-        Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
-        None => (String::new(), ""),
-    };
+    let (line_head, line_rule) = line_columns(s.line_gbit);
     let _ = writeln!(
         o,
         "| chunk | client io | server log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs slowest | limited by | server's time | verified |"
@@ -115,9 +125,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
         "|---:|---|---|---:|---:|---:|---:|{line_rule}---:|---:|---|---|---|"
     );
     for r in &m.stream {
-        let line = s.line_gbit.map_or(String::new(), |g| {
-            format!(" {:.0}% |", 100.0 * r.median_gbit_s / g)
-        });
+        let line = line_cell(s.line_gbit, r.median_gbit_s);
         let _ = writeln!(
             o,
             "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {:.1}× | {} | {} | {} |",

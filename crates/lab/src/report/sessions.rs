@@ -46,10 +46,7 @@ pub(super) fn table(m: &Matrix, o: &mut String) {
          the receiving client's reads. A session's rate is its SUM; *vs 1 stream*: against the \
          same direction, chunk, io and log with one stream.\n"
     );
-    let (line_head, line_rule) = match m.setup.line_gbit {
-        Some(g) => (format!(" of {g} Gbit/s line |"), "---:|"),
-        None => (String::new(), ""),
-    };
+    let (line_head, line_rule) = super::markdown::line_columns(m.setup.line_gbit);
     let _ = writeln!(
         o,
         "| direction | streams | chunk | client io | log | median MiB/s | min | max | Gbit/s |{line_head} client CPU | vs 1 stream | limited by | verified |"
@@ -70,9 +67,7 @@ pub(super) fn table(m: &Matrix, o: &mut String) {
             .map_or("—".to_owned(), |s| {
                 format!("{:.2}×", r.median_mib_s / s.row.median_mib_s)
             });
-        let line = m.setup.line_gbit.map_or(String::new(), |g| {
-            format!(" {:.0}% |", 100.0 * r.median_gbit_s / g)
-        });
+        let line = super::markdown::line_cell(m.setup.line_gbit, r.median_gbit_s);
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} |{line} {} | {vs} | {} | {} |",
