@@ -4,6 +4,7 @@
 #
 #   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST] [--io LIST]
 #                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
+#                     [--time SECS] [--streams LIST] [--reverse] [--bin-dir DIR]
 #
 #   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
 #   --out DIR       where results go (default results/, the committed ones; results/tmp/quick/
@@ -31,7 +32,7 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
 out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0
