@@ -431,7 +431,7 @@ mod tests {
     /// Issue 15: every run in the committed results reads as a typed result.
     #[test]
     fn committed_runs_read_typed() {
-        for dir in ["results", "results/lan"] {
+        for dir in ["results", "results/lan", "results/streams-grid"] {
             // The workspace's top, two levels above this crate.
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../..")
