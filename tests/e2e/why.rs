@@ -163,11 +163,26 @@ fn summary_says_why() {
     let file = test_file(dir.path(), "h.txt", 16 << 20);
     let server = Server::start(&["--log", "none"]);
     let port = server.port.to_string();
-    let o = client(&["--port", &port, "--chunk", "102", file.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let text = stdout(&o);
+    // The suite's load tests share the two CPUs: a client held to 74% of a CPU by them reads
+    // `unknown` (no rule met). As in verdicts.rs, the run is made again a second later, up to
+    // three times; one must name its limit.
+    let mut tries = Vec::new();
+    let text = loop {
+        let o = client(&["--port", &port, "--chunk", "102", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = stdout(&o);
+        if !text.contains("limited by: unknown") || tries.len() == 2 {
+            break text;
+        }
+        tries.push(text);
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
     assert!(text.contains("\n  limited by "), "{text}");
-    assert!(!text.contains("limited by: unknown"), "{text}");
+    assert!(
+        !text.contains("limited by: unknown"),
+        "{text}\nearlier tries:\n{}",
+        tries.join("\n")
+    );
     assert!(text.contains(" retransmit"), "{text}");
     assert!(text.contains("  server's time ("), "{text}");
 }
