@@ -283,3 +283,29 @@ fn doc_links_resolve_and_the_readme_is_short() {
     let readme = std::fs::metadata(root().join("README.md")).unwrap().len();
     assert!(readme <= 16 * 1024, "README.md is {readme} bytes");
 }
+
+/// No tracked file reaches 1 MiB: large test data is generated (tsgen), and committed results
+/// are kept small (a grid with many cells runs fewer repetitions).
+#[test]
+fn tracked_files_stay_under_a_mebibyte() {
+    let Ok(out) = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+    else {
+        eprintln!("skipped: git is not installed");
+        return;
+    };
+    if !out.status.success() {
+        eprintln!("skipped: not a git checkout");
+        return;
+    }
+    let big: Vec<String> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| std::fs::metadata(root().join(p)).is_ok_and(|m| m.len() >= 1 << 20))
+        .collect();
+    assert!(big.is_empty(), "tracked files of 1 MiB or more: {big:?}");
+}
