@@ -96,29 +96,29 @@ pub fn start_tsserver(
     })
 }
 
-/// Runs iperf3 once and returns (receiver bits/s, receiver bytes).
-fn iperf3(cfg: &PeersConfig, chunk: u32) -> Result<(f64, u64)> {
-    let out = Command::new("iperf3")
-        .args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &cfg.iperf3_port.to_string(),
-            "-J",
-            "-l",
-            &chunk.to_string(),
-            "-F",
-        ])
-        .arg(&cfg.file)
+/// Runs an iperf3 client (`cmd`, given `-J`) and returns its receiver's `end.sum_received`; an
+/// iperf3 that printed no JSON, or an error, is an error saying so.
+pub(crate) fn iperf3_received(cmd: &mut Command) -> Result<serde_json::Value> {
+    let out = cmd
         .stdin(Stdio::null())
         .output()
         .context("cannot run iperf3")?;
-    let v: serde_json::Value =
+    let mut v: serde_json::Value =
         serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
     if let Some(e) = v["error"].as_str() {
         bail!("iperf3 failed: {e}");
     }
-    let r = &v["end"]["sum_received"];
+    Ok(v["end"]["sum_received"].take())
+}
+
+/// Runs iperf3 once and returns (receiver bits/s, receiver bytes).
+fn iperf3(cfg: &PeersConfig, chunk: u32) -> Result<(f64, u64)> {
+    let r = iperf3_received(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &cfg.iperf3_port.to_string(), "-J"])
+            .args(["-l", &chunk.to_string(), "-F"])
+            .arg(&cfg.file),
+    )?;
     Ok((
         r["bits_per_second"].as_f64().unwrap_or(0.0),
         r["bytes"].as_u64().unwrap_or(0),

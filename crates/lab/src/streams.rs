@@ -6,9 +6,8 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::Stdio;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::harness::{Client, wrapped};
 use tsperf_results::json::ClientJson;
@@ -96,19 +95,8 @@ fn iperf3(cfg: &StreamsConfig, n: u8, reverse: bool) -> Result<f64> {
     if reverse {
         cmd.arg("-R");
     }
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run iperf3")?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-    if let Some(e) = v["error"].as_str() {
-        bail!("iperf3 failed: {e}");
-    }
-    Ok(v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
-        / 1e9)
+    let r = crate::peers::iperf3_received(&mut cmd)?;
+    Ok(r["bits_per_second"].as_f64().unwrap_or(0.0) / 1e9)
 }
 
 /// Runs the comparison; both servers must already listen. Each repetition alternates which tool
