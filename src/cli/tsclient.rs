@@ -1,6 +1,7 @@
 //! tsclient's front end: its flags, their checks, and the run that sends a file (or makes clock
 //! queries) and prints what both ends measured.
 
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -98,7 +99,7 @@ struct Args {
     /// Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the
     /// generated stream from it on another (--bytes a pass, by default FILE's size), each
     /// verified, each with its own figures and verdict; --time times both.
-    #[arg(long, conflicts_with_all = ["reverse", "latency"], requires = "file")]
+    #[arg(long, conflicts_with_all = ["reverse", "latency"])]
     bidir: bool,
     /// One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous
     /// ranges, each sent on its own connection and verified by its own digest; the whole is
@@ -107,8 +108,9 @@ struct Args {
     #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
           conflicts_with = "latency", value_name = "N")]
     parallel: Option<u8>,
-    /// With --reverse or --bidir, the bytes to ask the server for: one pass, repeated in a
-    /// timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
+    /// The generated stream's size: what a run without FILE sends (at most 4GiB, held in
+    /// memory), and with --reverse or --bidir what it asks the server for; one pass, repeated
+    /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
     #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
     /// The key shared with a server started with --auth-key.
@@ -146,9 +148,11 @@ struct Args {
     /// log sink given for it with the stream flags.
     #[arg(long, value_name = "FILE", conflicts_with = "reconnect")]
     under_load: Option<PathBuf>,
-    /// The file to send (not with --latency); with --reverse, the plain name of a file the
-    /// server serves (--serve), never a path.
-    #[arg(required_unless_present_any = ["latency", "reverse"], conflicts_with = "latency")]
+    /// The file to send (not with --latency); without it, the generated stream of --bytes (the
+    /// tsgen text: 36MiB is the seed's tsl.txt byte for byte), as iperf3 sends from memory
+    /// without -F. With --reverse, the plain name of a file the server serves (--serve), never
+    /// a path.
+    #[arg(conflicts_with = "latency")]
     file: Option<PathBuf>,
 }
 
@@ -319,9 +323,25 @@ fn on_interrupt(progress: &Progress) -> anyhow::Result<()> {
     .context("cannot watch for Ctrl-C")
 }
 
+/// The name a forward run without FILE announces: the generated stream's, as a reverse run
+/// shows it.
+const GENERATED: &str = "generated";
+
+/// What a stream run sends: FILE, or without one (forward) the generated stream of --bytes
+/// from an in-memory file, returned to be kept open as long as the run, and the path to open.
+fn source_file(args: &Args) -> anyhow::Result<(Option<std::fs::File>, PathBuf)> {
+    if args.file.is_some() || args.reverse {
+        return Ok((None, args.file.clone().unwrap_or_default()));
+    }
+    let bytes = args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN);
+    let f = tsperf_sys::testdata::stream_file(bytes)?;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    Ok((Some(f), path))
+}
+
 fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> {
     let auth = auth_key(args)?;
-    let file = args.file.clone().unwrap_or_default();
+    let (generated, file) = source_file(args)?;
     let cfg = client::StreamConfig {
         host,
         port,
@@ -336,12 +356,13 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
         interval: args.interval.map(Duration::from_secs_f64),
-        live_intervals: !args.json,
+        live: (!args.json).then(client::live::Live::default),
         time: args.time.map(Duration::from_secs_f64),
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         stripe: None,
+        name: generated.as_ref().map(|_| GENERATED.to_owned()),
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -412,12 +433,13 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         server_log: args.server_log.map(LogMode::from),
         clock_queries: 0,
         interval: None,
-        live_intervals: false,
+        live: None,
         time: None,
         omit: Duration::ZERO,
         log: LogMode::None,
         log_file: std::path::PathBuf::new(),
         stripe: None,
+        name: None,
     });
     let cfg = latency::LatencyConfig {
         host,

@@ -11,11 +11,29 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `cargo metadata` of the workspace, offline (everything is already fetched to build the tests).
+/// The triple `cargo` builds for here, from `cargo -vV`.
+fn host_triple(cargo: &str) -> String {
+    let out = Command::new(cargo)
+        .arg("-vV")
+        .output()
+        .expect("run cargo -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("cargo -vV names its host")
+        .to_owned()
+}
+
+/// `cargo metadata` of the workspace for this platform, offline. Issue 36: a build fetches only
+/// this platform's crates, and metadata for every platform needs the others' too (a fresh
+/// clone failed here on `anstyle-wincon`); `.ci/run` runs the suite with a cargo home that holds
+/// only what `cargo fetch --target <host>` brought.
 fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
+    let host = host_triple(&cargo);
+    let out = Command::new(&cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host])
         .current_dir(root())
         .output()
         .expect("run cargo metadata");
@@ -308,4 +326,38 @@ fn tracked_files_stay_under_a_mebibyte() {
         .filter(|p| std::fs::metadata(root().join(p)).is_ok_and(|m| m.len() >= 1 << 20))
         .collect();
     assert!(big.is_empty(), "tracked files of 1 MiB or more: {big:?}");
+}
+
+/// Issue 36: a page that sends the reader to a README section (`README "Limits and
+/// security"`) names a heading the README has (docs/tsserver.service cited "Security and
+/// limits").
+#[test]
+fn readme_sections_cited_elsewhere_exist() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let headings: BTreeSet<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .collect();
+    let mut cited = Vec::new();
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if !p.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        for (i, _) in text.match_indices("README \"") {
+            let rest = &text[i + 8..];
+            let title = &rest[..rest.find('"').unwrap_or(rest.len())];
+            cited.push((p.display().to_string(), title.to_owned()));
+        }
+    }
+    assert!(!cited.is_empty(), "the service file cites the README");
+    let missing: Vec<_> = cited
+        .iter()
+        .filter(|(_, t)| !headings.contains(t.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README has no such section: {missing:?}"
+    );
 }

@@ -9,6 +9,7 @@ mod client_log;
 mod client_phases;
 mod console;
 mod faults;
+mod first_hour;
 mod grid;
 mod hardening;
 mod latency;

@@ -18,9 +18,10 @@ pub struct Bidir {
 /// connection and thread (`cfg.time` times both). No progress bar: two would fight over the
 /// terminal.
 pub fn run_bidir(cfg: &StreamConfig, bytes: u64) -> Bidir {
+    let (to, from) = directions(cfg);
     std::thread::scope(|s| {
-        let back = s.spawn(|| run_reverse(cfg, bytes, "", &mut Progress::new(false)));
-        let forward = run_stream(cfg, &mut Progress::new(false));
+        let back = s.spawn(|| run_reverse(&from, bytes, "", &mut Progress::new(false)));
+        let forward = run_stream(&to, &mut Progress::new(false));
         let reverse = back.join().unwrap_or_else(|_| {
             Err(StreamFailure {
                 name: String::new(),
@@ -49,12 +50,23 @@ pub struct BidirParallel {
 /// the server and the generated stream of `bytes` a pass from it, each stream on its own
 /// connection and thread.
 pub fn run_bidir_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64, bytes: u64) -> BidirParallel {
+    let (to, from) = directions(cfg);
     std::thread::scope(|s| {
-        let back = s.spawn(|| crate::parallel::run_parallel_reverse(cfg, n, bytes));
-        let forward = crate::parallel::run_parallel(cfg, n, file_bytes);
+        let back = s.spawn(|| crate::parallel::run_parallel_reverse(&from, n, bytes));
+        let forward = crate::parallel::run_parallel(&to, n, file_bytes);
         let reverse = back
             .join()
             .unwrap_or_else(|_| Err("the receiving session's thread panicked".to_owned()));
         BidirParallel { forward, reverse }
     })
+}
+
+/// The two directions' configurations: their live samples labelled `[TX]` (to the server) and
+/// `[RX]` (from it).
+fn directions(cfg: &StreamConfig) -> (StreamConfig, StreamConfig) {
+    let label = |sending: bool| StreamConfig {
+        live: cfg.live.as_ref().map(|l| l.direction(sending)),
+        ..cfg.clone()
+    };
+    (label(true), label(false))
 }

@@ -17,6 +17,7 @@ pub mod blocking;
 pub mod interrupt;
 pub mod intervals;
 pub mod latency;
+pub mod live;
 pub mod nonblocking;
 pub mod output;
 pub mod parallel;
@@ -63,6 +64,9 @@ pub struct StreamConfig {
     pub chunk: u32,
     /// The file to send.
     pub file: PathBuf,
+    /// The name announced for it instead of its basename: `generated` for the generated stream
+    /// (an in-memory file, [`tsperf_sys::testdata::stream_file`]).
+    pub name: Option<String>,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
     pub timeout: Duration,
@@ -82,8 +86,8 @@ pub struct StreamConfig {
     pub clock_queries: u8,
     /// Take a sample this often (`--interval`).
     pub interval: Option<Duration>,
-    /// Print each sample as it is taken (a human run).
-    pub live_intervals: bool,
+    /// Print each sample as it is taken (a human run), labelled so.
+    pub live: Option<live::Live>,
     /// A timed run (`--time`): send the file again and again for this long after `omit`.
     pub time: Option<Duration>,
     /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
@@ -302,10 +306,11 @@ impl StreamFailure {
     /// A failure before the file could be sent: nothing measured.
     fn before(cfg: &StreamConfig, bytes: Option<u64>, error: anyhow::Error) -> StreamFailure {
         StreamFailure {
-            name: cfg
-                .file
-                .file_name()
-                .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+            name: cfg.name.clone().unwrap_or_else(|| {
+                cfg.file
+                    .file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+            }),
             bytes,
             sent: 0,
             acked: None,
@@ -335,6 +340,10 @@ pub fn run_stream(
         Strategy::Write | Strategy::Sendfile => 1,
     };
     let source = Source::open(&cfg.file, cfg.chunk, batch)
+        .map(|s| match &cfg.name {
+            Some(name) => s.named(name.clone()),
+            None => s,
+        })
         .and_then(|s| match cfg.stripe {
             Some((offset, len, _)) => s.stripe(offset, len),
             None => Ok(s),
@@ -347,7 +356,10 @@ pub fn run_stream(
         return Err(StreamFailure::before(cfg, Some(source.len()), e));
     }
     // The size is known before anything can fail on the network: a failure's report has it.
-    progress.start(source.len());
+    match cfg.time {
+        Some(time) => progress.start_timed(cfg.omit + time),
+        None => progress.start(source.len()),
+    }
     let size = Some(source.len());
     let result = if cfg.nonblocking {
         MioConn::connect(&cfg.host, cfg.port, cfg.timeout)

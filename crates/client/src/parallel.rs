@@ -69,27 +69,46 @@ fn session_id() -> [u8; 16] {
     id
 }
 
+/// Stream `i` of a session: its stripe and place, and its samples labelled with its number and
+/// added to the session's `sums`.
+fn member(
+    cfg: &StreamConfig,
+    sums: Option<&std::sync::Arc<crate::live::Sums>>,
+    i: usize,
+    stripe: (u64, u64, Session),
+) -> StreamConfig {
+    StreamConfig {
+        stripe: Some(stripe),
+        live: cfg
+            .live
+            .as_ref()
+            .zip(sums)
+            .map(|(l, sums)| l.stream(i, sums)),
+        ..cfg.clone()
+    }
+}
+
 /// Runs one session of `n` streams of `cfg`'s file, `file_bytes` long.
 pub fn run_parallel(cfg: &StreamConfig, n: u8, file_bytes: u64) -> Result<Parallel, String> {
     let stripes = stripes(file_bytes, n).ok_or_else(|| {
         format!("--parallel {n} needs a file of at least {n} bytes: it has {file_bytes}")
     })?;
     let id = session_id();
+    let sums = cfg.live.as_ref().map(|l| l.session(stripes.len()));
     let streams = std::thread::scope(|s| {
         let handles: Vec<_> = stripes
             .iter()
             .enumerate()
             .map(|(i, &(offset, len))| {
-                let cfg = StreamConfig {
-                    stripe: Some((offset, len, Session::of(id, i, n))),
-                    live_intervals: false,
-                    ..cfg.clone()
-                };
+                let cfg = member(cfg, sums.as_ref(), i, (offset, len, Session::of(id, i, n)));
                 s.spawn(move || run_stream(&cfg, &mut Progress::new(false)))
             })
             .collect();
         join_all(handles, cfg)
     });
+    if let Some(sums) = sums {
+        sums.finish();
+    }
     Ok(Parallel {
         streams,
         file_bytes,
@@ -114,16 +133,13 @@ pub fn run_parallel_reverse(
     let shares = stripes(bytes, n)
         .ok_or_else(|| format!("--parallel {n} needs at least {n} bytes: --bytes is {bytes}"))?;
     let id = session_id();
+    let sums = cfg.live.as_ref().map(|l| l.session(shares.len()));
     let streams = std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .iter()
             .enumerate()
             .map(|(i, &(offset, len))| {
-                let cfg = StreamConfig {
-                    stripe: Some((offset, len, Session::of(id, i, n))),
-                    live_intervals: false,
-                    ..cfg.clone()
-                };
+                let cfg = member(cfg, sums.as_ref(), i, (offset, len, Session::of(id, i, n)));
                 s.spawn(move || {
                     crate::reverse::run_reverse(&cfg, len, "", &mut Progress::new(false))
                 })
@@ -131,6 +147,9 @@ pub fn run_parallel_reverse(
             .collect();
         join_all(handles, cfg)
     });
+    if let Some(sums) = sums {
+        sums.finish();
+    }
     Ok(ParallelReverse {
         streams,
         asked: bytes,

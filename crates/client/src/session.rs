@@ -46,6 +46,9 @@ pub fn handshake<T: Transport>(
         .context("cannot send the hello")?;
     let mut first = true;
     loop {
+        if first {
+            say_if_silent(conn, conv);
+        }
         let frame = next_frame(conn, conv);
         let frame = if std::mem::take(&mut first) {
             frame.map_err(|e| not_tsperf(conn, e))?
@@ -60,6 +63,29 @@ pub fn handshake<T: Transport>(
             other => bail!("the server broke the protocol: {other:?} instead of an accept"),
         }
     }
+}
+
+/// How long the first answer may take before the client says it is waiting for it.
+const ANSWER_NOTICE: Duration = Duration::from_secs(2);
+
+/// A listener that accepts and never answers is said out loud (on stderr) once
+/// [`ANSWER_NOTICE`] passes, not only when the deadline does. One `poll(2)` before the first
+/// read: a measured `--reconnect` handshake pays a system call, not a thread.
+fn say_if_silent<T: Transport>(conn: &T, conv: &StreamConversation) {
+    let wait = conv
+        .deadline(Instant::now())
+        .saturating_duration_since(Instant::now());
+    if wait <= ANSWER_NOTICE || net::readable_within(&*conn.socket(), ANSWER_NOTICE) {
+        return;
+    }
+    let peer = conn
+        .peer()
+        .map_or_else(|_| "the server".to_owned(), |a| a.to_string());
+    eprintln!(
+        "tsclient: connected to {peer}, waiting for the server's answer to the hello (up to \
+         {:.0} s more; is a tsserver listening there?)",
+        wait.saturating_sub(ANSWER_NOTICE).as_secs_f64()
+    );
 }
 
 /// Reads the frame `conv` awaits, by its deadline.

@@ -353,9 +353,10 @@ fn send_sampled<T: Transport>(
     // the sampling thread first).
     let sock = unsafe { BorrowedFd::borrow_raw(fd) };
     let counter = progress.clone();
-    let shown = progress.clone();
-    let print = move |i: &intervals::Interval| shown.println(&intervals::line(i));
-    let live: Option<&(dyn Fn(&intervals::Interval) + Sync)> = cfg.live_intervals.then_some(&print);
+    let print = cfg.live.as_ref().map(|l| l.printer(false, progress));
+    let live = print
+        .as_ref()
+        .map(|p| p as &(dyn Fn(&intervals::Interval) + Sync));
     intervals::sample_while(every, sock, &|| counter.sent(), live, || {
         send_data(conn, source, cfg, progress, tally, begin)
     })

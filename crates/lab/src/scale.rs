@@ -115,12 +115,13 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         // Only the aggregate rate is measured: no clock queries ahead of the start.
         clock_queries: 0,
         interval: None,
-        live_intervals: false,
+        live: None,
         time: None,
         omit: std::time::Duration::ZERO,
         log: tsperf_proto::LogMode::None,
         log_file: std::path::PathBuf::new(),
         stripe: None,
+        name: None,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {

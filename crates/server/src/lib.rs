@@ -100,6 +100,10 @@ pub enum Accept {
 static STOPPING: AtomicBool = AtomicBool::new(false);
 /// Set when asked to stop a second time: the grace period ends at once.
 static STOP_NOW: AtomicBool = AtomicBool::new(false);
+/// Connections open in the server, in every event loop (`--threads`) or thread of the
+/// blocking model: `--max-clients` bounds them all together, and a stop says how many it waits
+/// for.
+static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// What to call to wake a server waiting for work, so it sees [`stopping`].
 static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
 
@@ -138,12 +142,17 @@ pub fn stop_on_signals(grace: Duration) -> std::io::Result<()> {
         .name("signals".into())
         .spawn(move || {
             for _ in signals.forever() {
-                let text = if stopping() {
+                let open = OPEN.load(Ordering::Acquire);
+                let text = if open == 0 {
+                    "tsserver: stopping: no transfers in flight\n".to_owned()
+                } else if stopping() {
                     "tsserver: stopping now: transfers in flight are cut off\n".to_owned()
                 } else {
                     format!(
-                        "tsserver: stopping: transfers in flight have {} s to finish (press \
-                         Ctrl-C again, or send a second SIGTERM, to stop now)\n",
+                        "tsserver: stopping: {} in flight {} {} s to finish (press Ctrl-C \
+                         again, or send a second SIGTERM, to stop now)\n",
+                        tsperf_results::units::count(open as u64, "connection"),
+                        if open == 1 { "has" } else { "have" },
                         grace.as_secs_f64()
                     )
                 };

@@ -177,6 +177,22 @@ pub fn read_frame<R: Read>(stream: &mut R, what: &str) -> Result<Frame> {
     }
 }
 
+/// Waits up to `wait` for `sock` to have something to read (data, or its peer's close); true
+/// if it has. One `poll(2)`: it takes nothing from the socket, and an edge-triggered event loop
+/// watching it loses no event. An interrupted or failed poll reads as not readable.
+pub fn readable_within<S: std::os::fd::AsFd>(sock: &S, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: sock.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one live pollfd, count 1.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n == 1 && p.revents != 0
+}
+
 /// True for the errors a socket timeout produces (`SO_RCVTIMEO`/`SO_SNDTIMEO` give EAGAIN).
 pub fn is_timeout(e: &io::Error) -> bool {
     matches!(

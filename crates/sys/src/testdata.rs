@@ -75,6 +75,39 @@ pub fn text(len: usize) -> Vec<u8> {
     out
 }
 
+/// The most bytes [`stream_file`] holds: the generated stream lives in memory.
+pub const MAX_STREAM_FILE: u64 = 4 << 30;
+
+/// The generated stream of `len` bytes, in memory: the seed's text ([`SEED_FILE_LEN`] bytes)
+/// again and again, the bytes a server's generated reverse stream of that size carries. An
+/// anonymous in-memory file (`memfd_create`), so it can be mapped and sent like a file on disk
+/// and is gone with the process; at most [`MAX_STREAM_FILE`] bytes.
+pub fn stream_file(len: u64) -> Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    anyhow::ensure!(
+        (1..=MAX_STREAM_FILE).contains(&len),
+        "a generated stream of {len} bytes: expected 1 to {MAX_STREAM_FILE} (it is held in \
+         memory; for more, send a FILE or use --time)"
+    );
+    // SAFETY: memfd_create(2) with a NUL-terminated name; the descriptor it returns is ours.
+    let fd = unsafe { libc::memfd_create(c"tsperf-generated".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error())
+            .context("cannot create an in-memory file for the generated stream");
+    }
+    // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let pattern = text(len.min(SEED_FILE_LEN) as usize);
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(pattern.len() as u64) as usize;
+        file.write_all(&pattern[..n])
+            .context("cannot write the generated stream to memory")?;
+        left -= n as u64;
+    }
+    Ok(file)
+}
+
 /// Writes `len` bytes of test text to `path`, atomically.
 pub fn generate(path: &Path, len: u64) -> Result<()> {
     let shown = path.display();
@@ -121,6 +154,23 @@ mod tests {
         let path = dir.path().join("t.txt");
         generate(&path, 100_000).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), text(100_000));
+    }
+
+    /// The generated stream is the seed's text again and again, and refuses what it cannot hold.
+    #[test]
+    fn the_stream_file_repeats_the_seeds_text() {
+        use std::io::{Read, Seek};
+        let mut f = stream_file(SEED_FILE_LEN + 1000).unwrap();
+        f.rewind().unwrap();
+        let mut all = Vec::new();
+        f.read_to_end(&mut all).unwrap();
+        let seed = text(SEED_FILE_LEN as usize);
+        assert_eq!(all.len() as u64, SEED_FILE_LEN + 1000);
+        assert_eq!(all[..seed.len()], seed[..]);
+        assert_eq!(all[seed.len()..], seed[..1000]);
+        assert!(stream_file(0).is_err());
+        let e = stream_file(MAX_STREAM_FILE + 1).unwrap_err().to_string();
+        assert!(e.contains("--time"), "{e}");
     }
 
     /// The same length gives the same bytes, a prefix of a longer file; the text is ASCII lines.

@@ -11,11 +11,23 @@ use tsperf_client::{self as client, output, progress::Progress};
 
 /// Refuses (exit 2) what a reverse or two-way run cannot take.
 pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
-    if args.bytes.is_some() && !args.reverse && !args.bidir {
+    if args.bytes.is_some() && !args.reverse && !args.bidir && args.file.is_some() {
         cli::usage_error::<Args>(
-            "--bytes applies to --reverse and --bidir only (a forward run sends its FILE)"
+            "--bytes sizes the generated stream, and a forward run with FILE sends FILE: give \
+             FILE or --bytes, not both (with --reverse or --bidir, --bytes is what the server \
+             sends)"
                 .to_owned(),
         );
+    }
+    let max = tsperf_sys::testdata::MAX_STREAM_FILE;
+    if !args.reverse
+        && args.file.is_none()
+        && let Some(bytes) = args.bytes.filter(|&b| b > max)
+    {
+        cli::usage_error::<Args>(format!(
+            "invalid --bytes '{bytes}': a run without FILE holds the generated stream in memory, \
+             expected at most {max} bytes (4GiB; for more, send a FILE or use --time)"
+        ));
     }
     if args.reverse
         && let Some(name) = &args.file

@@ -386,9 +386,19 @@ fn clock_human(r: &StreamResult) -> String {
     let sign = if c.offset.offset_ns < 0 { "-" } else { "+" };
     let w = one_way(r);
     let err = w.err_us.unwrap_or(0.0);
-    let figure = |v: Option<f64>| match v {
-        Some(us) => units::duration(Duration::from_secs_f64(us / 1e6)),
-        None => "unknown".to_owned(),
+    let us = |us: f64| units::duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
+    // A figure left out says why: too near the first byte for the clocks' error bound to
+    // allow a figure, or a stamp the client's clock cannot place inside the transfer.
+    let figure = |v: Option<f64>, server_us: u64| match v {
+        Some(v) => us(v),
+        None => match to_client(Some(c.offset), server_us).map(|t| t - r.begin_unix_us as f64) {
+            Some(t) if t <= err / ONE_WAY_MAX_ERROR => format!(
+                "under {} (a figure needs ten times the ±)",
+                us(err / ONE_WAY_MAX_ERROR)
+            ),
+            _ => "not placed (the server's stamp falls outside the transfer on this clock)"
+                .to_owned(),
+        },
     };
     format!(
         "  clock: server minus client {sign}{} ± {} ({}, fastest round trip {}); one way from \
@@ -398,8 +408,8 @@ fn clock_human(r: &StreamResult) -> String {
         units::count(u64::from(c.queries), "query"),
         d(c.rtt_ns),
         units::duration(Duration::from_secs_f64(err / 1e6)),
-        figure(w.first_byte_us),
-        figure(w.last_byte_us),
+        figure(w.first_byte_us, r.server.first_byte_unix_us),
+        figure(w.last_byte_us, r.server.last_byte_unix_us),
     )
 }
 

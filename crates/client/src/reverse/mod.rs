@@ -175,7 +175,10 @@ pub fn run_reverse(
         interrupted: interrupt::requested(),
         error: e,
     };
-    progress.start(bytes);
+    match cfg.time {
+        Some(time) => progress.start_timed(cfg.omit + time),
+        None => progress.start(bytes),
+    }
     let result = if cfg.nonblocking {
         MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
             .map_err(before)

@@ -51,9 +51,9 @@ pub(super) fn read_sampled<T: Transport>(
     let fd = conn.socket().as_raw_fd();
     // SAFETY: `conn` owns the socket and outlives `sample_while`, which joins its thread first.
     let sock = unsafe { BorrowedFd::borrow_raw(fd) };
-    let (counter, shown) = (progress.clone(), progress.clone());
-    let print = move |i: &Interval| shown.println(&intervals::received_line(i));
-    let live: Option<&(dyn Fn(&Interval) + Sync)> = cfg.live_intervals.then_some(&print);
+    let counter = progress.clone();
+    let print = cfg.live.as_ref().map(|l| l.printer(true, progress));
+    let live = print.as_ref().map(|p| p as &(dyn Fn(&Interval) + Sync));
     let (read, samples) = intervals::sample_while(every, sock, &|| counter.sent(), live, || {
         read_to_end(conn, cfg, got, tail, progress)
     });

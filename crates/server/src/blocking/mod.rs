@@ -34,7 +34,6 @@ use conn::handle;
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
 pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
-    let active = Arc::new(AtomicUsize::new(0));
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
     wake_accept_on_stop(&listener);
     console::set_line_wait(cfg.policy.idle_timeout);
@@ -70,7 +69,7 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
         if cfg.once {
             return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
         }
-        if active.load(Ordering::Acquire) >= cfg.max_clients {
+        if super::OPEN.load(Ordering::Acquire) >= cfg.max_clients {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let outcome = refuse(&mut stream, busy(cfg.max_clients));
             print_failed(peer, &outcome);
@@ -82,9 +81,8 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(next_id, clone);
         }
-        active.fetch_add(1, Ordering::AcqRel);
+        super::OPEN.fetch_add(1, Ordering::AcqRel);
         let slot = Slot {
-            active: active.clone(),
             open: open.clone(),
             id: next_id,
         };
@@ -99,7 +97,7 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
             warn!("cannot start a thread for {peer}: {e}");
         }
     }
-    drain(&active, &open, cfg);
+    drain(&super::OPEN, &open, cfg);
     Ok(true)
 }
 
@@ -172,7 +170,6 @@ type Open = Arc<Mutex<HashMap<u64, TcpStream>>>;
 
 /// One of the `--max-clients` places, given back when the connection's thread ends.
 struct Slot {
-    active: Arc<AtomicUsize>,
     open: Open,
     id: u64,
 }
@@ -183,7 +180,7 @@ impl Drop for Slot {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.id);
-        self.active.fetch_sub(1, Ordering::AcqRel);
+        super::OPEN.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

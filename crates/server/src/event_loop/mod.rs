@@ -71,10 +71,6 @@ struct Loop<'a> {
     backoff: Backoff,
 }
 
-/// Connections open in every event loop of the server (`--threads`): `--max-clients` bounds
-/// them all together.
-static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 /// Serves with `cfg.threads` event loops, each on its own thread, all taking connections from
 /// the one listening socket (each loop's poll watches it; the loop whose `accept` wins serves
 /// the connection), until the process ends or every loop has stopped; or, with `--once`, one
@@ -299,7 +295,7 @@ impl Loop<'_> {
     /// Removes connection `key` and closes it with `outcome`. True if it completed.
     fn close(&mut self, key: usize, outcome: Outcome) -> bool {
         let conn = self.conns.remove(key);
-        OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         let done = close(&self.poll, conn, outcome);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
@@ -400,8 +396,9 @@ impl Loop<'_> {
                 }
             };
             // Counted before it is served, so loops accepting at once cannot pass the limit.
-            if OPEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= self.cfg.max_clients {
-                OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            if super::OPEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= self.cfg.max_clients
+            {
+                super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
                 continue;
             }
@@ -416,7 +413,7 @@ impl Loop<'_> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
             warn!(%peer, "cannot register connection: {e}");
-            OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             return;
         }
         debug!(%peer, "connection");

@@ -206,6 +206,12 @@ impl Source {
         }
     }
 
+    /// The same source, announced as `name` instead of its basename (an in-memory file's).
+    pub fn named(mut self, name: String) -> Source {
+        self.name = name;
+        self
+    }
+
     /// The basename announced to the server.
     pub fn name(&self) -> &str {
         &self.name
