@@ -12,6 +12,7 @@ mod faults;
 mod first_hour;
 mod grid;
 mod hardening;
+mod hardening3;
 mod latency;
 mod layout;
 mod logs;

@@ -84,31 +84,39 @@ impl Blocking {
         }
     }
 
-    /// Sets the receive timeout to what is left before the deadline, if it is off by much.
-    fn aim_read(&mut self) -> io::Result<()> {
+    /// Sets the receive timeout to what is left before the deadline, or the timeout if that is
+    /// sooner, when it is off by much. True when the deadline is the nearer: a receive timeout
+    /// then only means the read was woken early.
+    fn aim_read(&mut self) -> io::Result<bool> {
         let Some(by) = self.deadline else {
-            return Ok(());
+            // No deadline: the plain timeout again, if a deadline had aimed it elsewhere.
+            if self.rcvtimeo != self.timeout {
+                self.stream.set_read_timeout(Some(self.timeout))?;
+                self.rcvtimeo = self.timeout;
+            }
+            return Ok(false);
         };
         let left = by.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
         }
+        let aim = left.min(self.timeout);
         let tolerance = (self.timeout / 100).max(Duration::from_millis(1));
-        if self.rcvtimeo.abs_diff(left) > tolerance {
-            self.stream.set_read_timeout(Some(left))?;
-            self.rcvtimeo = left;
+        if self.rcvtimeo.abs_diff(aim) > tolerance {
+            self.stream.set_read_timeout(Some(aim))?;
+            self.rcvtimeo = aim;
         }
-        Ok(())
+        Ok(left <= self.timeout)
     }
 }
 
 impl Read for Blocking {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            self.aim_read()?;
+            let deadline_nearer = self.aim_read()?;
             match self.stream.read(buf) {
                 // Woken early by a receive timeout shorter than the deadline: aim again.
-                Err(e) if net::is_timeout(&e) && self.deadline.is_some() => {}
+                Err(e) if net::is_timeout(&e) && deadline_nearer => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
             }

@@ -65,7 +65,14 @@
 //!    what it sent; the client closing is the end of it). The client reads to the end of the
 //!    stream holding back the last [`sent::REVERSE_TAIL`] bytes, which
 //!    are then the frame and the trailer. The stream is verified when the trailer's length is
-//!    what arrived (a sized stream: `length`) and its digest the client's. A reverse hello's
+//!    what arrived (a sized stream: `length`) and its digest the client's. A server that cannot
+//!    go on (a served file that shrank or cannot be read, its own shutdown) ends the stream in
+//!    the same place with [`Frame::Abort`] and its reason (at most
+//!    [`sent::MAX_FAILED_REASON`] bytes), zero bytes up to the Sent frame's size, then the end
+//!    trailer of what it sent ([`sent::failed_end`], [`sent::decode_closing`]): the client
+//!    reads why, and can still check the bytes it got. A client stops reading, and fails the
+//!    stream, once a sized stream has brought more than `length` and the tail, or a timed one
+//!    goes on [`serve::TIMED_GRACE`] past its `duration_ms` from its first byte. A reverse hello's
 //!    `log` must be 0 (the client logs what it receives), and a pass is at least 1 byte and at
 //!    most the server's `--max-bytes`; a server started with `--no-reverse`, or asked for a
 //!    file by name without `--serve`, refuses it (`unoffered`).

@@ -207,10 +207,94 @@ impl Sent {
     }
 }
 
+/// How a reverse stream ended, read from the frame its receiver held back (the first
+/// [`REVERSE_TAIL`] − [`END_TRAILER`] bytes of the tail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Closing {
+    /// The data is all sent: the sender's report.
+    Sent(Box<Sent>),
+    /// The sender could not go on (its served file shrank, it is shutting down): why.
+    Failed(String),
+}
+
+/// The longest reason [`failed_end`] carries: the Sent frame's body less the string's length.
+pub const MAX_FAILED_REASON: usize = SENT_BODY - 2;
+
+/// The end of a reverse stream its sender could not finish, in the place of the Sent frame and
+/// the end trailer: [`crate::Frame::Abort`] with `why` (cut to [`MAX_FAILED_REASON`] bytes at a
+/// character boundary), zero bytes to the Sent frame's size, then the end trailer of what was
+/// sent. A receiver holds it back as it would the report, and reads the reason instead.
+pub fn failed_end(why: &str, end: crate::end::End) -> Vec<u8> {
+    let mut cut = why.len().min(MAX_FAILED_REASON);
+    while !why.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = Vec::with_capacity(REVERSE_TAIL);
+    crate::encode_frame(&crate::Frame::Abort(why[..cut].to_owned()), &mut out);
+    out.resize(REVERSE_TAIL - END_TRAILER, 0);
+    out.extend_from_slice(&end.encode());
+    out
+}
+
+/// The frame a reverse stream's receiver held back: the Sent frame, exactly, or an Abort
+/// followed by zero bytes ([`failed_end`]). Anything else is an error.
+pub fn decode_closing(frame: &[u8]) -> Result<Closing, ProtocolError> {
+    let bad = |what: String| ProtocolError::BadReport {
+        field: "closing",
+        why: what,
+    };
+    match crate::decode_frame(frame)? {
+        Some((crate::Frame::Sent(s), used)) if used == frame.len() => {
+            Ok(Closing::Sent(Box::new(s)))
+        }
+        Some((crate::Frame::Abort(why), used)) if frame[used..].iter().all(|b| *b == 0) => {
+            Ok(Closing::Failed(why))
+        }
+        Some((other, _)) => {
+            let shown: String = format!("{other:?}").chars().take(60).collect();
+            Err(bad(format!("{shown} where the Sent frame belongs")))
+        }
+        None => Err(bad(format!("{} bytes, not a whole frame", frame.len()))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Frame, decode_frame, encode_frame};
+
+    /// A failed end is the Sent frame's size, carries its reason (cut at a character
+    /// boundary) and the trailer; the Sent frame reads as itself; other frames are refused.
+    #[test]
+    fn a_failed_end_is_read_in_the_place_of_the_report() {
+        let end = crate::end::End {
+            length: 1234,
+            digest: 99,
+        };
+        let tail = failed_end("'big.bin' shrank while it was sent", end);
+        assert_eq!(tail.len(), REVERSE_TAIL);
+        let frame = &tail[..REVERSE_TAIL - END_TRAILER];
+        assert_eq!(
+            decode_closing(frame),
+            Ok(Closing::Failed("'big.bin' shrank while it was sent".into()))
+        );
+        let last: [u8; END_TRAILER] = tail[REVERSE_TAIL - END_TRAILER..].try_into().unwrap();
+        assert_eq!(crate::end::End::decode(&last), end);
+        let long = "é".repeat(400);
+        let tail = failed_end(&long, end);
+        assert_eq!(tail.len(), REVERSE_TAIL);
+        let Ok(Closing::Failed(why)) = decode_closing(&tail[..REVERSE_TAIL - END_TRAILER]) else {
+            panic!("not read back");
+        };
+        assert!(why.len() <= MAX_FAILED_REASON && why.chars().all(|c| c == 'é'));
+        let mut refused = Vec::new();
+        encode_frame(&Frame::Challenge([1; 32]), &mut refused);
+        refused.resize(REVERSE_TAIL - END_TRAILER, 0);
+        assert!(decode_closing(&refused).is_err());
+        let mut junk = tail[..REVERSE_TAIL - END_TRAILER].to_vec();
+        *junk.last_mut().unwrap() = 1;
+        assert!(decode_closing(&junk).is_err());
+    }
 
     /// A Sent frame decodes to itself, is exactly its fixed size, and a sender's numbers that
     /// cannot be are refused.

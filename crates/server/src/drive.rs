@@ -134,30 +134,23 @@ fn sender(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
             "this server serves no files (--serve)".into(),
         ));
     };
-    let (file, path) = dir
+    let (file, _) = dir
         .open_file(&hello.name)
         .map_err(|why| (RefuseCode::Unoffered, why))?;
-    let source = tsperf_sys::source::Source::from_file(
-        file,
-        &path,
-        hello.name.clone(),
-        hello.chunk,
-        1,
-        tsperf_sys::source::Access::Map,
-    )
-    .map_err(|e| (RefuseCode::Unoffered, format!("{e:#}")))?;
-    if source.len() > cfg.policy.max_bytes {
+    let sender =
+        Sender::served(hello, file, &hello.name).map_err(|why| (RefuseCode::Unoffered, why))?;
+    if sender.pass_length() > cfg.policy.max_bytes {
         return Err((
             RefuseCode::Limit,
             format!(
                 "'{}' is {} bytes: this server sends at most {} (--max-bytes)",
                 Peer(&hello.name),
-                source.len(),
+                sender.pass_length(),
                 cfg.policy.max_bytes
             ),
         ));
     }
-    Ok(Sender::served(hello, source))
+    Ok(sender)
 }
 
 /// The reason sent when saving failed.

@@ -71,6 +71,30 @@ impl fmt::Display for Stamp<'_> {
     }
 }
 
+/// A span's wall time less the calling thread's CPU time in it: the time it slept (on a
+/// disk, say). Two clock reads and two `getrusage` calls: once per file block, not per chunk.
+pub struct OffCpu {
+    at: std::time::Instant,
+    cpu: CpuTime,
+}
+
+impl OffCpu {
+    /// Starts the span now.
+    pub fn start() -> OffCpu {
+        OffCpu {
+            cpu: CpuTime::thread(),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    /// The span's time off the CPU so far.
+    pub fn stop(self) -> Duration {
+        let wall = self.at.elapsed();
+        let cpu = CpuTime::thread().since(self.cpu);
+        wall.saturating_sub(cpu.user + cpu.sys)
+    }
+}
+
 /// CPU time consumed, split as the kernel accounts it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTime {

@@ -214,6 +214,11 @@ pub(super) fn parallel_reverse_run(
     };
     cli::print_result(&text)?;
     if let Some(Err(f)) = p.streams.iter().find(|s| s.is_err()) {
+        // Issue 32 (3): a Ctrl-C that had to cut a stream off is still an interruption.
+        if f.interrupted {
+            eprintln!("tsclient: interrupted: {:#}", f.error);
+            return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+        }
         anyhow::bail!("a stream of the session failed: {:#}", f.error);
     }
     if !p.verified() {

@@ -25,8 +25,9 @@ use crate::progress::Progress;
 use read::{Received, open_log, read_sampled};
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::Tail;
-use tsperf_proto::sent::{REVERSE_TAIL, Sent};
-use tsperf_proto::{END_TRAILER, Frame, Hello, decode_frame};
+use tsperf_proto::sent::{Closing, REVERSE_TAIL, Sent, decode_closing};
+use tsperf_proto::{END_TRAILER, Hello};
+use tsperf_sys::text::Peer;
 use tsperf_sys::timing::{CpuTime, SchedStat};
 
 /// Bytes one read asks for.
@@ -208,6 +209,12 @@ fn receive<T: Transport>(
     if let Err(e) = open_log(cfg, &mut got, peer, name, accepted.length) {
         return Err(fail(&got, e));
     }
+    got.bound = match cfg.time {
+        Some(time) => read::Bound::Time(time + cfg.omit),
+        None => read::Bound::Bytes {
+            pass: accepted.length,
+        },
+    };
     let mut tail = Tail::<REVERSE_TAIL>::default();
     let (read, intervals) = read_sampled(&mut conn, cfg, &mut got, &mut tail, progress);
     got.log_end(read.is_ok());
@@ -217,6 +224,7 @@ fn receive<T: Transport>(
     let end_at = Instant::now();
     let (server, end) = match ending(&tail) {
         Ok(v) => v,
+        Err(e) if e.is::<Stopped>() => return Err(fail(&got, e)),
         Err(e) => {
             let e = e.context(format!(
                 "the stream ended after {} bytes without the server's report and end trailer \
@@ -296,6 +304,14 @@ fn open<T: Transport>(
     Ok((peer, accepted, clock))
 }
 
+/// The server ended the stream early and said why, in its report's place.
+#[derive(Debug, thiserror::Error)]
+#[error("the server ended the stream after {bytes} bytes: {why}")]
+struct Stopped {
+    bytes: u64,
+    why: String,
+}
+
 /// The end of the stream, held back: the server's Sent frame and its end trailer.
 fn ending(tail: &Tail<REVERSE_TAIL>) -> Result<(Sent, tsperf_proto::end::End)> {
     let held = tail.bytes();
@@ -306,12 +322,15 @@ fn ending(tail: &Tail<REVERSE_TAIL>) -> Result<(Sent, tsperf_proto::end::End)> {
         );
     }
     let frame = &held[..REVERSE_TAIL - END_TRAILER];
-    let sent = match decode_frame(frame) {
-        Ok(Some((Frame::Sent(s), used))) if used == frame.len() => s,
-        Ok(Some((Frame::Abort(why), _))) => bail!("the server aborted the stream: {why}"),
-        Ok(other) => bail!("the stream's end is not the server's report: {other:?}"),
-        Err(e) => bail!("the stream's end is not the server's report: {e}"),
-    };
     let end = tail.end().ok_or_else(|| anyhow!("no end trailer"))?;
-    Ok((sent, end))
+    match decode_closing(frame) {
+        Ok(Closing::Sent(sent)) => Ok((*sent, end)),
+        // The server could not go on, and said why in its report's place.
+        Ok(Closing::Failed(why)) => Err(Stopped {
+            bytes: end.length,
+            why: Peer(&why).to_string(),
+        }
+        .into()),
+        Err(e) => bail!("the stream's end is not the server's report: {e}"),
+    }
 }

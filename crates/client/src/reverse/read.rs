@@ -14,6 +14,7 @@ use crate::progress::Progress;
 use crate::{StreamConfig, StreamFailure, Transport, interrupt};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::REVERSE_TAIL;
+use tsperf_proto::serve::TIMED_GRACE;
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// What the receiving counted so far.
@@ -30,6 +31,23 @@ pub(super) struct Received {
     pub(super) read_size: usize,
     /// With `--omit`: what had arrived when the omitted start ended.
     pub(super) omit_mark: Option<(u64, Duration)>,
+    /// What the server may send at most ([`Received::bound`]).
+    pub(super) bound: Bound,
+}
+
+/// How far a server may go before the client cuts the stream off (issue 32: a server whose
+/// data never ends cannot keep the client): a sized stream's pass and the server's end, or a
+/// timed stream's time and the protocol's grace after its first byte.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) enum Bound {
+    /// Not known yet (before the Accept).
+    #[default]
+    None,
+    /// A sized stream: `pass` bytes asked for, then [`REVERSE_TAIL`].
+    Bytes { pass: u64 },
+    /// A timed stream: this long from the first byte (its omitted start and its time), then
+    /// [`tsperf_proto::serve::TIMED_GRACE`].
+    Time(Duration),
 }
 
 /// [`read_to_end`], sampled in time by a thread of its own with `--interval` (the bytes
@@ -84,6 +102,19 @@ impl Received {
             log: None,
             read_size: READ_SIZE,
             omit_mark: None,
+            bound: Bound::None,
+        }
+    }
+
+    /// What the server is past, if it has sent more than its stream may carry.
+    fn past_bound(&self) -> Option<String> {
+        match self.bound {
+            Bound::Bytes { pass } if self.total > pass + REVERSE_TAIL as u64 => Some(format!(
+                "the server sent more than the {pass} bytes asked for and its end ({REVERSE_TAIL} \
+                 bytes): {} arrived; cut off",
+                self.total
+            )),
+            _ => None,
         }
     }
 
@@ -165,9 +196,16 @@ fn read_to_end<T: Transport>(
                         SchedStat::thread(),
                     ));
                     progress.restart();
+                    // A timed stream ends by its time and the grace, whatever still comes.
+                    if let Bound::Time(run) = got.bound {
+                        conn.read_by(Some(Instant::now() + run + TIMED_GRACE));
+                    }
                 }
                 got.reads += 1;
                 got.total += n as u64;
+                if let Some(why) = got.past_bound() {
+                    return Err(anyhow!(why));
+                }
                 if got.omit_mark.is_none()
                     && !cfg.omit.is_zero()
                     && let Some((at, ..)) = got.first
@@ -187,11 +225,22 @@ fn read_to_end<T: Transport>(
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if tsperf_sys::net::is_timeout(&e) => {
-                let e = anyhow!(
-                    "the server sent nothing for {} s after {} bytes",
-                    cfg.timeout.as_secs_f64(),
-                    got.hashed
-                );
+                let e = match (got.bound, got.first) {
+                    (Bound::Time(run), Some((at, ..))) if at.elapsed() >= run + TIMED_GRACE => {
+                        anyhow!(
+                            "the server was still sending {} s past the run's time ({} s) after \
+                             {} bytes; cut off",
+                            TIMED_GRACE.as_secs(),
+                            run.as_secs_f64(),
+                            got.hashed
+                        )
+                    }
+                    _ => anyhow!(
+                        "the server sent nothing for {} s after {} bytes",
+                        cfg.timeout.as_secs_f64(),
+                        got.hashed
+                    ),
+                };
                 return Err(e);
             }
             Err(e) => {

@@ -139,6 +139,10 @@ impl Conn<'_> {
         let Some(mut tx) = self.tx.take() else {
             return self.conv.send_failed("no reverse stream was begun");
         };
+        if tx.needs_text() {
+            tx.give_text(crate::sender::pattern::wait());
+        }
+        let mut scratch = vec![0; crate::sender::SCRATCH];
         loop {
             match tx.listen(&*self.stream) {
                 Ok(Heard::Closed) => {
@@ -152,7 +156,7 @@ impl Conn<'_> {
                 Ok(Heard::Stop | Heard::Nothing) => {}
             }
             let before = tx.sent();
-            let end = tx.send_turn(self.stream);
+            let end = tx.send_turn(self.stream, &mut scratch);
             self.conv.sending(tx.sent() - before, Instant::now());
             match end {
                 SendEnd::TurnOver => {}
@@ -166,7 +170,11 @@ impl Conn<'_> {
                         .send_failed(&format!("cannot write to the client: {e}"));
                 }
                 SendEnd::Done => {
-                    let closing = tx.closing(&*self.stream, ServerIo::Blocking);
+                    let closing = match tx.closing(&*self.stream, ServerIo::Blocking, &mut scratch)
+                    {
+                        Ok(closing) => closing,
+                        Err(why) => return self.fail_sending(&tx, &why, &mut scratch),
+                    };
                     if let Err(e) = self.stream.write_all(&closing) {
                         return self
                             .conv
@@ -175,8 +183,16 @@ impl Conn<'_> {
                     crate::print_sent(self.peer, self.conv.hello(), &closing);
                     return self.conv.sent_all();
                 }
+                SendEnd::Source(why) => return self.fail_sending(&tx, &why, &mut scratch),
             }
         }
+    }
+
+    /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
+    /// before the connection closes, so the client reads why.
+    fn fail_sending(&mut self, tx: &Sender, why: &str, scratch: &mut [u8]) -> Step {
+        let _ = self.stream.write_all(&tx.failing(why, scratch));
+        self.conv.send_failed(why)
     }
 
     /// Reads the transfer's data to its end (or its failure).

@@ -20,6 +20,14 @@ use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
 use crate::sender::{Heard, SendEnd, Sender};
 use crate::{Outcome, ServerConfig};
 
+/// What the loop lends the connection it serves: the read block, the read-ahead buffer of a
+/// served file, and the loop's waker (for the generated text being made).
+pub(super) struct Lent {
+    pub(super) block: Block,
+    pub(super) scratch: Vec<u8>,
+    pub(super) waker: std::sync::Arc<mio::Waker>,
+}
+
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
     pub(super) peer: SocketAddr,
@@ -41,14 +49,17 @@ pub(super) struct Conn {
     pub(super) more: bool,
     /// The socket's receive low-water mark.
     pub(super) mark: crate::WakeMark,
+    /// A reverse stream waiting for the generated text: the loop gives it a turn when the
+    /// text's maker wakes it.
+    pub(super) text_wait: bool,
 }
 
 impl Conn {
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
-    pub(super) fn advance(&mut self, block: &mut Block, cfg: &ServerConfig) -> Option<Outcome> {
+    pub(super) fn advance(&mut self, lent: &mut Lent, cfg: &ServerConfig) -> Option<Outcome> {
         self.more = false;
         if self.closing.is_none() {
-            let step = self.converse(block, cfg);
+            let step = self.converse(lent, cfg);
             self.apply(step, cfg);
         }
         let flushed = self.flush();
@@ -91,7 +102,7 @@ impl Conn {
     }
 
     /// Reads what the socket has for the conversation, phase after phase, until it waits.
-    fn converse(&mut self, block: &mut Block, cfg: &ServerConfig) -> Step {
+    fn converse(&mut self, lent: &mut Lent, cfg: &ServerConfig) -> Step {
         loop {
             let step = match self.conv.phase() {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
@@ -109,14 +120,14 @@ impl Conn {
                     if self.wait_for_stdout() {
                         return Step::default();
                     }
-                    let step = self.read_data(block);
+                    let step = self.read_data(&mut lent.block);
                     if step.end.is_none() && self.conv.phase() == Phase::Data {
                         return step;
                     }
                     step
                 }
                 Phase::Send => {
-                    let step = self.send_data();
+                    let step = self.send_data(lent);
                     if step.end.is_none() && self.conv.phase() == Phase::Send {
                         return step;
                     }
@@ -182,12 +193,38 @@ impl Conn {
 
     /// A turn of a reverse stream's writes; once the data is done, its end (the Sent frame and
     /// the trailer) is queued and the conversation is over: the connection closes once that is
-    /// written.
-    fn send_data(&mut self) -> Step {
+    /// written. A stream that cannot go on ends with its reason in the Sent frame's place.
+    fn send_data(&mut self, lent: &mut Lent) -> Step {
         // The sender was made when the stream began (drive::perform); without one there is
         // nothing this connection can send.
         let Some(tx) = self.tx.as_deref_mut() else {
             return self.conv.send_failed("no reverse stream was begun");
+        };
+        if tx.needs_text() {
+            let waker = lent.waker.clone();
+            match crate::sender::pattern::ready_or(move || {
+                let _ = waker.wake();
+            }) {
+                Some(text) => tx.give_text(text),
+                None => {
+                    self.text_wait = true;
+                    return Step::default();
+                }
+            }
+        }
+        // Issue 32 (2): what is queued (the Accept, when no clock query came between) goes
+        // before the data; until it is out, the WRITABLE event resumes this.
+        match self.flush() {
+            Ok(true) => {}
+            Ok(false) => return Step::default(),
+            Err(e) => {
+                return self
+                    .conv
+                    .send_failed(&format!("cannot write to the client: {e}"));
+            }
+        }
+        let Some(tx) = self.tx.as_deref_mut() else {
+            return Step::default();
         };
         match tx.listen(&self.stream) {
             Ok(Heard::Closed) => return self.conv.send_failed("the client closed the connection"),
@@ -199,7 +236,7 @@ impl Conn {
             Ok(Heard::Stop | Heard::Nothing) => {}
         }
         let before = tx.sent();
-        let end = tx.send_turn(&mut self.stream);
+        let end = tx.send_turn(&mut self.stream, &mut lent.scratch);
         self.conv.sending(tx.sent() - before, Instant::now());
         match end {
             SendEnd::TurnOver => {
@@ -207,16 +244,29 @@ impl Conn {
                 Step::default()
             }
             SendEnd::WouldBlock => Step::default(),
-            SendEnd::Done => {
-                let closing = tx.closing(&self.stream, ServerIo::EventLoop);
-                self.out.bytes(&closing);
-                crate::print_sent(self.peer, self.conv.hello(), &closing);
-                self.conv.sent_all()
-            }
+            SendEnd::Done => match tx.closing(&self.stream, ServerIo::EventLoop, &mut lent.scratch)
+            {
+                Ok(closing) => {
+                    self.out.bytes(&closing);
+                    crate::print_sent(self.peer, self.conv.hello(), &closing);
+                    self.conv.sent_all()
+                }
+                Err(why) => self.fail_sending(&why, &mut lent.scratch),
+            },
+            SendEnd::Source(why) => self.fail_sending(&why, &mut lent.scratch),
             SendEnd::Error(e) => self
                 .conv
                 .send_failed(&format!("cannot write to the client: {e}")),
         }
+    }
+
+    /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
+    /// before the connection closes, so the client reads why.
+    fn fail_sending(&mut self, why: &str, scratch: &mut [u8]) -> Step {
+        if let Some(tx) = self.tx.as_deref() {
+            self.out.bytes(&tx.failing(why, scratch));
+        }
+        self.conv.send_failed(why)
     }
 
     /// Answers first (what the client took makes room for reading its next requests), then

@@ -55,13 +55,16 @@ struct Loop<'a> {
     poll: Poll,
     listener: Option<TcpListener>,
     conns: Slab<Conn>,
-    block: Block,
+    /// What the loop lends the connection it serves.
+    lent: conn::Lent,
     cfg: &'a ServerConfig,
     /// Connections whose last turn ended with data maybe still waiting, served again after each
     /// poll (which then does not wait), so no connection keeps the loop to itself.
     ready: Vec<usize>,
     /// Logged transfers waiting for room on stdout.
     log_waiters: Vec<usize>,
+    /// Reverse streams waiting for the generated text to be made ([`crate::sender::pattern`]).
+    text_waiters: Vec<usize>,
     /// A descriptor kept to tell a connection why, when `accept` runs out of them.
     spare: Spare,
     /// `accept` failed and the backlog may still hold connections: try again when a connection
@@ -132,17 +135,23 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         let _ = stop_waker.wake();
     });
     console::never_wait_here();
+    let room_waker = waker.clone();
     console::on_room(move || {
-        let _ = waker.wake();
+        let _ = room_waker.wake();
     });
     let mut lp = Loop {
         poll,
         listener: Some(listener),
         conns: Slab::new(),
-        block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
+        lent: conn::Lent {
+            block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
+            scratch: vec![0; crate::sender::SCRATCH],
+            waker,
+        },
         cfg,
         ready: Vec::new(),
         log_waiters: Vec::new(),
+        text_waiters: Vec::new(),
         spare: Spare::new(),
         accept_stalled: false,
         backoff: Backoff::default(),
@@ -170,8 +179,11 @@ impl Loop<'_> {
             }
             for event in events.iter() {
                 let done = match event.token() {
-                    // A stop request, or room on stdout for logged transfers.
-                    WAKE => self.serve_log_waiters(),
+                    // A stop request, room on stdout for logged transfers, or the generated
+                    // text made for the streams waiting for it.
+                    WAKE => self
+                        .serve_log_waiters()
+                        .or_else(|| self.serve_text_waiters()),
                     LISTENER => {
                         self.accept_all();
                         None
@@ -249,12 +261,15 @@ impl Loop<'_> {
         {
             return Some(done);
         }
-        if let Some(c) = self.conns.get(key) {
+        if let Some(c) = self.conns.get_mut(key) {
             if c.more && !was_ready {
                 self.ready.push(key);
             }
             if c.log_wait && !was_waiting {
                 self.log_waiters.push(key);
+            }
+            if std::mem::take(&mut c.text_wait) {
+                self.text_waiters.push(key);
             }
         }
         None
@@ -282,13 +297,21 @@ impl Loop<'_> {
         None
     }
 
+    /// Gives every reverse stream that waited for the generated text a turn (the text is made:
+    /// the maker woke the loop).
+    fn serve_text_waiters(&mut self) -> Option<bool> {
+        for key in std::mem::take(&mut self.text_waiters) {
+            if let Some(done) = self.turn_and_requeue(key, false) {
+                return Some(done);
+            }
+        }
+        None
+    }
+
     /// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
     /// closed.
     fn turn(&mut self, key: usize) -> Option<bool> {
-        let outcome = self
-            .conns
-            .get_mut(key)?
-            .advance(&mut self.block, self.cfg)?;
+        let outcome = self.conns.get_mut(key)?.advance(&mut self.lent, self.cfg)?;
         Some(self.close(key, outcome))
     }
 
@@ -435,6 +458,7 @@ impl Loop<'_> {
             wakeups: 0,
             more: false,
             mark,
+            text_wait: false,
         });
     }
 }

@@ -261,7 +261,7 @@ impl Source {
                 let at = self.read as usize;
                 let end = at + left.min(*block_len as u64) as usize;
                 if *populated < map.len() && end + POPULATE_STEP / 2 > *populated {
-                    let t = OffCpu::start();
+                    let t = crate::timing::OffCpu::start();
                     *populated = populate(map, *populated, POPULATE_STEP);
                     self.waited += t.stop();
                 }
@@ -269,7 +269,7 @@ impl Source {
             }
             Blocks::Read(buf) => {
                 let want = left.min(buf.len() as u64) as usize;
-                let t = OffCpu::start();
+                let t = crate::timing::OffCpu::start();
                 let got = read_full(&mut self.file, &mut buf[..want]);
                 self.waited += t.stop();
                 match got {
@@ -327,28 +327,6 @@ impl Source {
     /// The error for a file that ended at `at` bytes, before its announced length.
     pub fn shrank(&self, at: u64) -> anyhow::Error {
         shrank(&self.path, at, self.len)
-    }
-}
-
-/// A span's wall time less the calling thread's CPU time in it: the time it slept (on a
-/// disk, here). Two clock reads and two `getrusage` calls, once per block or populate step.
-struct OffCpu {
-    at: std::time::Instant,
-    cpu: crate::timing::CpuTime,
-}
-
-impl OffCpu {
-    fn start() -> OffCpu {
-        OffCpu {
-            cpu: crate::timing::CpuTime::thread(),
-            at: std::time::Instant::now(),
-        }
-    }
-
-    fn stop(self) -> std::time::Duration {
-        let wall = self.at.elapsed();
-        let cpu = crate::timing::CpuTime::thread().since(self.cpu);
-        wall.saturating_sub(cpu.user + cpu.sys)
     }
 }
 

@@ -1,21 +1,26 @@
 //! The server's side of a reverse stream (`tsclient --reverse`): sending, counting,
 //! checksumming and timing what it hands to the socket.
 //!
-//! What it sends is the generated stream: the tsgen text ([`tsperf_sys::testdata`]), made once
-//! per server on the first reverse stream ([`pattern`]: the seed's 36 MiB, shared by every
-//! connection, so a connection costs no buffer). One pass is the hello's `length` bytes of it
-//! (the text repeated past 36 MiB); a sized stream is one pass, so `--bytes 36MiB` is the
-//! seed's `tsl.txt` byte for byte; a timed one repeats passes until its time is up. Each write
-//! is `chunk` bytes, the last of a pass less, as the client's are (a write across the end of the
-//! text is one `writev` of two pieces).
+//! What it sends is the generated stream, or with `--serve DIR` a file of DIR ([`served`]). The
+//! generated stream is the tsgen text ([`pattern`]: the seed's 36 MiB, made once per server off
+//! the event loop and shared by every connection, so a connection costs no buffer). One pass is
+//! the hello's `length` bytes of it (the text repeated past 36 MiB); a sized stream is one pass,
+//! so `--bytes 36MiB` is the seed's `tsl.txt` byte for byte; a timed one repeats passes until
+//! its time is up. Each write is `chunk` bytes, the last of a pass less, as the client's are (a
+//! write across the end of the text is one `writev` of two pieces).
 //!
 //! When the data is done, [`Sender::closing`] gives the bytes that end the stream: the Sent
 //! frame (these figures) and the end trailer (length and digest). The driver writes them and
-//! closes: the client reads to the end of the stream and holds them back from its checksum.
+//! closes: the client reads to the end of the stream and holds them back from its checksum. A
+//! stream that cannot go on (its file shrank, the server is shutting down) ends instead with
+//! [`Sender::failing`]: the reason in the Sent frame's place, so the client reads why.
+
+pub mod pattern;
+mod served;
 
 use std::hash::Hasher as _;
 use std::io::{self, IoSlice, Write};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use twox_hash::XxHash3_64;
@@ -23,7 +28,6 @@ use twox_hash::XxHash3_64;
 use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::Flight;
 use tsperf_proto::{Frame, Hello, ServerIo, encode_frame};
-use tsperf_sys::source::Source;
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// One write of `want` bytes of the generated text from `at` (a write across the end of the
@@ -52,16 +56,6 @@ fn write_text<W: Write>(
     Ok(n)
 }
 
-/// The generated text, made on first use: the seed's 36 MiB.
-pub fn pattern() -> Arc<[u8]> {
-    static PATTERN: OnceLock<Arc<[u8]>> = OnceLock::new();
-    PATTERN
-        .get_or_init(|| {
-            tsperf_sys::testdata::text(tsperf_sys::testdata::SEED_FILE_LEN as usize).into()
-        })
-        .clone()
-}
-
 /// One turn of [`Sender::send_turn`]: at most this many writes, and no more once this many
 /// bytes went, so one connection cannot keep an event loop from the others.
 pub const TURN_WRITES: u64 = 64;
@@ -81,21 +75,28 @@ pub enum SendEnd {
     Done,
     /// A write failed (a blocking socket's timeout included).
     Error(io::Error),
+    /// The data cannot be had (a served file shrank or cannot be read): end the stream with
+    /// [`Sender::failing`] and this reason.
+    Source(String),
 }
+
+/// The buffer a driver lends [`Sender::send_turn`] for a served file's read-ahead: one per
+/// event loop, or per thread of the blocking model.
+pub const SCRATCH: usize = 256 << 10;
 
 /// What a reverse stream sends.
 // The sender lives boxed in its connection, and the generated text is the common case: its
 // checksum state inline saves a pointer chase on every write.
 #[allow(clippy::large_enum_variant)]
 enum Data {
-    /// The generated text, shared; its own checksum as it goes.
-    Generated { text: Arc<[u8]>, hasher: XxHash3_64 },
-    /// A served file (`--serve`), in the source's blocks (which it checksums as it hands them
-    /// out); `block_at` bytes of the current block are sent.
-    Served {
-        source: Box<Source>,
-        block_at: usize,
+    /// The generated text, shared (`None` until the driver has it: [`pattern`]); its own
+    /// checksum as it goes.
+    Generated {
+        text: Option<Arc<[u8]>>,
+        hasher: XxHash3_64,
     },
+    /// A served file (`--serve`): sent by `sendfile`, checksummed as it reads ahead.
+    Served(Box<served::Served>),
 }
 
 /// A reverse stream in progress.
@@ -125,6 +126,20 @@ pub struct Sender {
     stopped: bool,
 }
 
+/// Why a write did not happen.
+enum Failure {
+    /// The socket's error.
+    Io(io::Error),
+    /// The data's: why, for the client.
+    Source(String),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Failure {
+        Failure::Io(e)
+    }
+}
+
 /// What the client sent during a reverse stream, looked at once a turn.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Heard {
@@ -142,7 +157,7 @@ impl Sender {
     pub fn new(hello: &Hello) -> Sender {
         Sender::with(
             Data::Generated {
-                text: pattern(),
+                text: None,
                 hasher: XxHash3_64::new(),
             },
             hello.length.max(1),
@@ -150,18 +165,24 @@ impl Sender {
         )
     }
 
-    /// A reverse stream of a served file (`--serve`): its size a pass.
-    pub fn served(hello: &Hello, mut source: Source) -> Sender {
-        source.repeat();
-        let length = source.len();
-        Sender::with(
-            Data::Served {
-                source: Box::new(source),
-                block_at: 0,
-            },
-            length,
-            hello,
-        )
+    /// A reverse stream of the file `name` a server started with `--serve` opened (a regular
+    /// file): its size a pass. Refused if it is empty.
+    pub fn served(hello: &Hello, file: std::fs::File, name: &str) -> Result<Sender, String> {
+        let served = served::Served::new(file, name)?;
+        let length = served.len();
+        Ok(Sender::with(Data::Served(Box::new(served)), length, hello))
+    }
+
+    /// True while the generated text is still to be handed over ([`Sender::give_text`]).
+    pub fn needs_text(&self) -> bool {
+        matches!(self.data, Data::Generated { text: None, .. })
+    }
+
+    /// Hands over the generated text ([`pattern`]), before the first turn.
+    pub fn give_text(&mut self, t: Arc<[u8]>) {
+        if let Data::Generated { text, .. } = &mut self.data {
+            *text = Some(t);
+        }
     }
 
     fn with(data: Data, length: u64, hello: &Hello) -> Sender {
@@ -226,7 +247,11 @@ impl Sender {
     /// Writes to `w` until the data is done, the socket is full, a write fails, or the turn is
     /// over ([`TURN_WRITES`] writes or [`TURN_BYTES`] bytes). `sock` is read for `TCP_INFO`
     /// about every MiB.
-    pub fn send_turn<W: Write + std::os::fd::AsFd>(&mut self, w: &mut W) -> SendEnd {
+    pub fn send_turn<W: Write + std::os::fd::AsFd>(
+        &mut self,
+        w: &mut W,
+        scratch: &mut [u8],
+    ) -> SendEnd {
         let now = Instant::now();
         if self.first.is_none() {
             self.first = Some((now, unix_us_now()));
@@ -239,11 +264,8 @@ impl Sender {
         }
         let (mut writes, start) = (0u64, self.sent);
         loop {
-            if self.time.is_some()
-                && self.at == self.length
-                && let Err(e) = self.next_pass()
-            {
-                return SendEnd::Error(e);
+            if self.time.is_some() && self.at == self.length {
+                self.next_pass();
             }
             if self.at == self.length || self.stopped {
                 return SendEnd::Done;
@@ -251,14 +273,15 @@ impl Sender {
             if writes == TURN_WRITES || self.sent - start >= TURN_BYTES {
                 return SendEnd::TurnOver;
             }
-            match self.write_once(w) {
+            match self.write_once(w, scratch) {
                 Ok(()) => writes += 1,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(Failure::Source(why)) => return SendEnd::Source(why),
+                Err(Failure::Io(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(Failure::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.would_block += 1;
                     return SendEnd::WouldBlock;
                 }
-                Err(e) => return SendEnd::Error(e),
+                Err(Failure::Io(e)) => return SendEnd::Error(e),
             }
             if self.sent >= self.next_reading {
                 self.next_reading = self.sent + FLIGHT_EVERY;
@@ -268,43 +291,40 @@ impl Sender {
     }
 
     /// A timed stream's next pass, from the start of its data.
-    fn next_pass(&mut self) -> io::Result<()> {
+    fn next_pass(&mut self) {
         self.at = 0;
-        if let Data::Served { source, block_at } = &mut self.data {
-            // The pass's last block is all sent: the source is at its end.
-            source.next_block().map_err(io::Error::other)?;
-            source.rewind().map_err(io::Error::other)?;
-            *block_at = 0;
+        if let Data::Served(served) = &mut self.data {
+            served.next_pass();
         }
-        Ok(())
     }
 
     /// One write of the rest of the current chunk (a chunk starts at a multiple of `chunk` in
-    /// its pass); what it took is counted (and, for the generated text, checksummed: a served
-    /// file's blocks are checksummed as they are taken).
+    /// its pass); what it took is counted (and checksummed: the generated text as it goes, a
+    /// served file ahead of the socket).
     #[inline]
-    fn write_once<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
+    fn write_once<W: Write + std::os::fd::AsFd>(
+        &mut self,
+        w: &mut W,
+        scratch: &mut [u8],
+    ) -> Result<(), Failure> {
         let chunk_end = ((self.at / self.chunk + 1) * self.chunk).min(self.length);
         let want = (chunk_end - self.at) as usize;
         let n = match &mut self.data {
-            Data::Generated { text, hasher } => write_text(w, text, hasher, self.at, want)?,
-            Data::Served { source, block_at } => {
-                if *block_at == source.last_block().len() {
-                    source.next_block().map_err(io::Error::other)?;
-                    *block_at = 0;
-                }
-                let block = source.last_block();
-                let piece = &block[*block_at..block.len().min(*block_at + want)];
-                if piece.is_empty() {
-                    return Err(io::Error::other("the served file ended early"));
-                }
-                let n = w.write(piece)?;
-                *block_at += n;
-                n
+            Data::Generated {
+                text: Some(text),
+                hasher,
+            } => write_text(w, text, hasher, self.at, want)?,
+            Data::Generated { text: None, .. } => {
+                return Err(Failure::Source("the generated text is not there".into()));
             }
+            Data::Served(served) => match served.send(w, self.at, want, scratch) {
+                served::Write::Sent(n) => n,
+                served::Write::Socket(e) => return Err(Failure::Io(e)),
+                served::Write::Source(why) => return Err(Failure::Source(why)),
+            },
         };
         if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+            return Err(Failure::Io(io::ErrorKind::WriteZero.into()));
         }
         self.writes += 1;
         if n < want {
@@ -316,11 +336,11 @@ impl Sender {
         Ok(())
     }
 
-    /// The xxh3-64 of everything sent.
-    fn digest(&self) -> u64 {
+    /// The xxh3-64 of everything sent (a served file's last read-ahead may be read again).
+    fn digest(&self, scratch: &mut [u8]) -> Result<u64, String> {
         match &self.data {
-            Data::Generated { hasher, .. } => hasher.finish(),
-            Data::Served { source, block_at } => source.digest_sent(*block_at),
+            Data::Generated { hasher, .. } => Ok(hasher.finish()),
+            Data::Served(served) => served.digest_sent(self.at, scratch),
         }
     }
 
@@ -333,9 +353,35 @@ impl Sender {
         }
     }
 
+    /// The bytes that end a stream that could not go on for `why` ([`SendEnd::Source`], a
+    /// shutdown): the reason in the Sent frame's place, then the end trailer of what was sent,
+    /// so the client reads why and can still check the bytes it got.
+    pub fn failing(&self, why: &str, scratch: &mut [u8]) -> Vec<u8> {
+        tsperf_proto::sent::failed_end(
+            why,
+            tsperf_proto::end::End {
+                length: self.sent,
+                digest: self.digest(scratch).unwrap_or(0),
+            },
+        )
+    }
+
     /// The bytes that end the stream, once the data is done: the Sent frame (what was
-    /// measured) and the end trailer (the bytes sent and their digest).
-    pub fn closing<S: std::os::fd::AsFd>(&self, sock: &S, server_io: ServerIo) -> Vec<u8> {
+    /// measured) and the end trailer (the bytes sent and their digest). `Err(why)` if it
+    /// cannot end as sent (a served file written to meanwhile): end it with
+    /// [`Sender::failing`].
+    pub fn closing<S: std::os::fd::AsFd>(
+        &self,
+        sock: &S,
+        server_io: ServerIo,
+        scratch: &mut [u8],
+    ) -> Result<Vec<u8>, String> {
+        if let Data::Served(served) = &self.data
+            && let Some(why) = served.changed()
+        {
+            return Err(why);
+        }
+        let digest = self.digest(scratch)?;
         let cpu = CpuTime::thread().since(self.cpu_start);
         let sched = self
             .sched_start
@@ -356,7 +402,7 @@ impl Sender {
             on_cpu_ns: sched.map(|s| s.on_cpu.as_nanos() as u64),
             run_queue_ns: sched.map(|s| s.run_queue.as_nanos() as u64),
             source_read_ns: match &self.data {
-                Data::Served { source, .. } => source.read_time().as_nanos() as u64,
+                Data::Served(served) => served.waited().as_nanos() as u64,
                 Data::Generated { .. } => 0,
             },
             chunk: self.chunk,
@@ -374,10 +420,10 @@ impl Sender {
         out.extend_from_slice(
             &tsperf_proto::end::End {
                 length: self.sent,
-                digest: self.digest(),
+                digest,
             }
             .encode(),
         );
-        out
+        Ok(out)
     }
 }

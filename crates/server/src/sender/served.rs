@@ -1,0 +1,247 @@
+//! A served file's reverse stream (`tsserver --serve DIR`, `tsclient -R NAME`).
+//!
+//! The bytes go by `sendfile(2)`, `chunk` bytes a call, from the page cache straight to the
+//! socket, and are checksummed ahead of it from `pread(2)`s into a buffer the driver lends (the
+//! event loop's, shared by all its connections): a stream holds no buffer and no mapping. A
+//! mapping would have to be guarded against SIGBUS, which can only end the process: a file
+//! truncated while it was sent killed the whole server (issue 32). Here a file that shrinks
+//! ends its own stream, and only it, with the reason ([`Write::Source`]); one written to
+//! meanwhile is found by its modification time when the stream ends.
+//!
+//! The read-ahead also measures the wait for the file: the `pread`s meet the disk, and
+//! `sendfile` then finds the pages in the cache.
+
+use std::fs::File;
+use std::hash::Hasher as _;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, SystemTime};
+
+use twox_hash::XxHash3_64;
+
+use tsperf_sys::text::Peer;
+
+/// What one call of [`Served::send`] did.
+pub(super) enum Write {
+    /// Bytes the socket took.
+    Sent(usize),
+    /// The socket refused (full, timed out, closed): the stream's I/O error.
+    Socket(io::Error),
+    /// The file could not give its bytes: why, for the client.
+    Source(String),
+}
+
+/// A served file being sent, one pass its size.
+pub(super) struct Served {
+    file: File,
+    name: String,
+    len: u64,
+    /// Every byte checksummed: the passes before, and this pass up to `ahead`.
+    hasher: XxHash3_64,
+    /// Where this pass's checksum has got to: at least as far as the bytes sent.
+    ahead: u64,
+    /// Where the last read-ahead started, and the checksum's state there: the digest of a
+    /// stream that stopped inside it is that state and the bytes up to the stop.
+    from: u64,
+    before: XxHash3_64,
+    modified: Option<SystemTime>,
+    waited: Duration,
+}
+
+impl Served {
+    /// The file `name` (already opened and checked to be a regular file), its size a pass.
+    pub(super) fn new(file: File, name: &str) -> Result<Served, String> {
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot serve \"{}\": {e}", Peer(name)))?;
+        if meta.len() == 0 {
+            return Err(format!(
+                "cannot serve \"{}\": it is empty (a pass is at least 1 byte)",
+                Peer(name)
+            ));
+        }
+        Ok(Served {
+            file,
+            name: name.to_owned(),
+            len: meta.len(),
+            hasher: XxHash3_64::new(),
+            ahead: 0,
+            from: 0,
+            before: XxHash3_64::new(),
+            modified: meta.modified().ok(),
+            waited: Duration::ZERO,
+        })
+    }
+
+    /// Bytes a pass: the file's size when it was opened.
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Time spent waiting for the file's bytes (the read-ahead off the CPU).
+    pub(super) fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// One `sendfile` of up to `want` bytes from `at` in the pass, checksummed first.
+    pub(super) fn send<S: std::os::fd::AsFd>(
+        &mut self,
+        sock: &S,
+        at: u64,
+        want: usize,
+        scratch: &mut [u8],
+    ) -> Write {
+        if let Err(why) = self.hash_ahead(at + want as u64, scratch) {
+            return Write::Source(why);
+        }
+        match tsperf_sys::net::sendfile(sock, &self.file, at, want) {
+            // The file ends before the pass does: it shrank after the checksum read it.
+            Ok(0) if want > 0 => Write::Source(self.shrank(at)),
+            Ok(n) => Write::Sent(n),
+            Err(e) => Write::Socket(e),
+        }
+    }
+
+    /// Checksums the pass up to `to`, reading ahead a buffer at a time.
+    fn hash_ahead(&mut self, to: u64, scratch: &mut [u8]) -> Result<(), String> {
+        if self.ahead >= to {
+            return Ok(());
+        }
+        (self.from, self.before) = (self.ahead, self.hasher.clone());
+        while self.ahead < to {
+            let n = (self.len - self.ahead).min(scratch.len() as u64) as usize;
+            let t = tsperf_sys::timing::OffCpu::start();
+            let got = read_at(&self.file, &mut scratch[..n], self.ahead);
+            self.waited += t.stop();
+            match got {
+                Ok(got) if got == n => {}
+                Ok(got) => return Err(self.shrank(self.ahead + got as u64)),
+                Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
+            }
+            self.hasher.write(&scratch[..n]);
+            self.ahead += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The next pass of a timed stream, once this one is all sent.
+    pub(super) fn next_pass(&mut self) {
+        self.ahead = 0;
+        self.from = 0;
+        self.before = self.hasher.clone();
+    }
+
+    /// The xxh3-64 of everything sent, the stream stopped `at` bytes into its pass (it may
+    /// read the last read-ahead's start again).
+    pub(super) fn digest_sent(&self, at: u64, scratch: &mut [u8]) -> Result<u64, String> {
+        if at >= self.ahead {
+            return Ok(self.hasher.finish());
+        }
+        let mut h = self.before.clone();
+        let mut pos = self.from;
+        while pos < at {
+            let n = (at - pos).min(scratch.len() as u64) as usize;
+            match read_at(&self.file, &mut scratch[..n], pos) {
+                Ok(got) if got == n => h.write(&scratch[..n]),
+                Ok(got) => return Err(self.shrank(pos + got as u64)),
+                Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
+            }
+            pos += n as u64;
+        }
+        Ok(h.finish())
+    }
+
+    /// Why the stream cannot end as sent, if the file was written to while it was sent (its
+    /// modification time moved): what the checksum read and what went out may differ.
+    pub(super) fn changed(&self) -> Option<String> {
+        let now = self.file.metadata().ok().and_then(|m| m.modified().ok());
+        (now != self.modified).then(|| {
+            format!(
+                "\"{}\" was written to while it was sent: what went out may not be what was \
+                 checksummed",
+                Peer(&self.name)
+            )
+        })
+    }
+
+    fn shrank(&self, at: u64) -> String {
+        format!(
+            "\"{}\" shrank while it was sent: it ended at byte {at} of {}",
+            Peer(&self.name),
+            self.len
+        )
+    }
+}
+
+/// Reads until `buf` is full or the file ends at `offset`; the count read.
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(bytes: &[u8]) -> (tempfile::NamedTempFile, Served) {
+        use std::io::Write as _;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        let s = Served::new(f.reopen().unwrap(), "f.bin").unwrap();
+        (f, s)
+    }
+
+    fn xxh3(b: &[u8]) -> u64 {
+        let mut h = XxHash3_64::new();
+        h.write(b);
+        h.finish()
+    }
+
+    /// The checksum runs ahead of what is sent in buffer-sized reads, and the digest of a
+    /// stream stopped anywhere is that of exactly the bytes before the stop; passes go on.
+    #[test]
+    fn the_digest_is_of_what_was_sent_wherever_it_stopped() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (_f, mut s) = served(&data);
+        let mut scratch = vec![0u8; 1000];
+        s.hash_ahead(1500, &mut scratch).unwrap();
+        assert_eq!((s.from, s.ahead), (0, 2000));
+        for at in [0, 1, 999, 1000, 1500, 2000] {
+            assert_eq!(
+                s.digest_sent(at, &mut scratch).unwrap(),
+                xxh3(&data[..at as usize])
+            );
+        }
+        s.hash_ahead(2500, &mut scratch).unwrap();
+        assert_eq!((s.from, s.ahead), (2000, 3000));
+        assert_eq!(
+            s.digest_sent(2100, &mut scratch).unwrap(),
+            xxh3(&data[..2100])
+        );
+        s.hash_ahead(10_000, &mut scratch).unwrap();
+        s.next_pass();
+        s.hash_ahead(10, &mut scratch).unwrap();
+        let mut twice = data.clone();
+        twice.extend_from_slice(&data[..5]);
+        assert_eq!(s.digest_sent(5, &mut scratch).unwrap(), xxh3(&twice));
+    }
+
+    /// A file cut short under the stream is a reason for its client, never a crash.
+    #[test]
+    fn a_file_that_shrinks_is_a_reason() {
+        let (f, mut s) = served(&[7u8; 5000]);
+        f.as_file().set_len(100).unwrap();
+        let mut scratch = vec![0u8; 1000];
+        let why = s.hash_ahead(3000, &mut scratch).unwrap_err();
+        assert!(why.contains("shrank while it was sent"), "{why}");
+        assert!(why.contains("byte 100 of 5000"), "{why}");
+    }
+}

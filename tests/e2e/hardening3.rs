@@ -1,0 +1,207 @@
+//! Issue 32, the third round of hardening: reverse streams, timed runs, sessions and served
+//! files, tried as an attacker would. Each case runs against both server models.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use crate::common::*;
+
+const MODELS: [&[&str]; 3] = [&[], &["--blocking"], &["--threads", "2"]];
+
+/// Issue 32 (2): with no clock queries, a reverse stream's data never overtakes its Accept
+/// (the event loop queued the Accept and wrote the data straight to the socket, so the client
+/// read text where the Accept belonged): `-R`, `--bidir` and `-P -R`.
+#[test]
+fn reverse_without_clock_queries_gets_its_accept_first() {
+    for model in MODELS {
+        let server = Server::start(model);
+        for mode in [
+            &["-R", "--bytes", "1MiB"][..],
+            &["--bidir", "--bytes", "1MiB"][..],
+            &["-P", "2", "-R", "--bytes", "1MiB"][..],
+        ] {
+            for _ in 0..3 {
+                let mut args = vec!["--clock-queries", "0"];
+                args.extend_from_slice(mode);
+                let (out, v) = client_json(server.port, &args);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{model:?} {mode:?}: {}",
+                    stderr(&out)
+                );
+                let verified = match v["mode"].as_str() {
+                    Some("bidir") => v["reverse"]["verified"].clone(),
+                    Some("parallel-reverse") => v["sum"]["verified"].clone(),
+                    _ => v["verified"].clone(),
+                };
+                assert_eq!(verified, true, "{v:#}");
+            }
+        }
+    }
+}
+
+/// Issue 32 (1): a served file that shrinks while it is sent ends its own stream, with the
+/// reason the client prints, and nothing else: the server goes on, a transfer beside it
+/// completes, and the next client is served. Before, the server's SIGBUS guard ended the
+/// process ("file ... shrank while it was read", exit 1).
+#[test]
+fn a_served_file_that_shrinks_ends_only_its_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    for model in MODELS {
+        let big = served.join("big.bin");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        let mut args = vec!["--serve", served.to_str().unwrap()];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let port = server.port.to_string();
+        // A slow reader (a log line per 102-byte read), so the file is cut mid-stream.
+        let log = dir.path().join("client.log");
+        let _ = std::fs::remove_file(&log);
+        let victim = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &port, "--json", "-R", "big.bin", "--chunk", "102"])
+            .args(["--log", "file", "--log-file", log.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A transfer beside it.
+        let beside = std::process::Command::new(bin("tsclient"))
+            .args([
+                "--port", &port, "--json", "--bytes", "8MiB", "--chunk", "102",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            server.wait_for(|_, _| std::fs::metadata(&log).is_ok_and(|m| m.len() > 10_000)),
+            "{model:?}: the reverse stream never started"
+        );
+        std::fs::File::options()
+            .write(true)
+            .open(&big)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let out = wait_child(victim);
+        assert_eq!(out.status.code(), Some(1), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("\"big.bin\" shrank while it was sent"),
+            "{model:?}: {v:#}"
+        );
+        assert!(!stderr(&out).contains("panicked"));
+        let out = wait_child(beside);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert!(server.running(), "{model:?}: {}", server.stderr());
+        let (out, v) = client_json(server.port, &["--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        assert!(
+            server.wait_for(|_, e| e.contains("shrank while it was sent")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+    }
+}
+
+/// A fake server for reverse streams whose data never ends: each connection's hello is
+/// accepted (its length a pass), its clock queries answered, then data sent until the client
+/// goes or `DEADLINE` passes. Returns the port.
+fn endless_reverse_server() -> u16 {
+    use tsperf_proto::{Frame, decode_hello};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + DEADLINE;
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(DEADLINE)).unwrap();
+                s.set_write_timeout(Some(DEADLINE)).unwrap();
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 512];
+                let hello = loop {
+                    if let Ok(Some((h, _))) = decode_hello(&buf) {
+                        break h;
+                    }
+                    match s.read(&mut tmp) {
+                        Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+                        _ => return,
+                    }
+                };
+                send(
+                    &mut s,
+                    &Frame::Accept {
+                        read_size: hello.chunk,
+                        server_io: tsperf_proto::ServerIo::Blocking,
+                        log: tsperf_proto::LogMode::None,
+                        stdout: tsperf_proto::StdoutKind::Unknown,
+                        length: hello.length,
+                    },
+                );
+                answer_clock_queries(&mut s, hello.clock_queries);
+                let data = vec![b'x'; 64 << 10];
+                while std::time::Instant::now() < end && s.write_all(&data).is_ok() {}
+            });
+        }
+    });
+    port
+}
+
+/// Issue 32 (3): a server whose reverse data never ends cannot keep the client: a sized stream
+/// stops once more than it asked for (and the server's end) has come, a timed one at its time
+/// plus the grace, each with the reason and one JSON object; `-P -R` too. Before, the client
+/// read on until it was killed, printing nothing.
+#[test]
+fn a_reverse_stream_that_never_ends_is_cut_off() {
+    for (mode, words) in [
+        (
+            &["-R", "--bytes", "1MiB"][..],
+            "more than the 1048576 bytes asked for",
+        ),
+        (&["-R", "-t", "0.3"][..], "past the run's time"),
+        (
+            &["-P", "2", "-R", "--bytes", "2MiB"][..],
+            "more than the 1048576 bytes asked for",
+        ),
+    ] {
+        for io in [&[][..], &["--nonblocking"][..]] {
+            let port = endless_reverse_server();
+            let mut args = mode.to_vec();
+            args.extend_from_slice(io);
+            let (out, v) = client_json(port, &args);
+            assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
+            let text = v.to_string();
+            assert!(text.contains(words), "{mode:?} {io:?}: {v:#}");
+        }
+    }
+}
+
+/// Issue 32 (3): Ctrl-C on a `-P -R` session whose server never ends its data exits 130 (it
+/// exited 1) with one JSON object saying it was interrupted.
+#[test]
+fn ctrl_c_on_an_endless_reverse_session_exits_130() {
+    let port = endless_reverse_server().to_string();
+    let child = std::process::Command::new(bin("tsclient"))
+        .args(["--port", &port, "--json", "-P", "2", "-R", "-t", "60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = wait_child(child);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", stdout(&out)));
+    assert!(v.to_string().contains("\"interrupted\":true"), "{v:#}");
+}
