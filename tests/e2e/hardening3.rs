@@ -205,3 +205,121 @@ fn ctrl_c_on_an_endless_reverse_session_exits_130() {
         .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", stdout(&out)));
     assert!(v.to_string().contains("\"interrupted\":true"), "{v:#}");
 }
+
+/// A raw client's timed stream of `duration_ms` (no clock queries): connected, hello sent,
+/// Accept read.
+fn timed_stream(port: u16, duration_ms: u32) -> std::net::TcpStream {
+    use tsperf_proto::{Frame, Hello, encode_hello};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            duration_ms,
+            clock_queries: 0,
+            ..Hello::stream(1000, 1000, "t.txt")
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    assert!(matches!(read_one_frame(&mut s), Some(Frame::Accept { .. })));
+    s
+}
+
+/// Issue 32 (4): a timed run is cut off its grace (10 s) after its time, whatever still
+/// arrives, in both models: a client trickling a byte a second, and one that sent one byte and
+/// fell silent, each get the Abort saying so well before the idle timeout (60 s here). The
+/// blocking model cut the first at 66 s (a turn of 64 one-byte reads) and the second at the
+/// idle timeout.
+#[test]
+fn a_timed_run_is_cut_off_at_its_time_and_grace() {
+    let runs: Vec<_> = MODELS
+        .iter()
+        .map(|model| std::thread::spawn(move || timed_run_cut_off(model)))
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+fn timed_run_cut_off(model: &[&str]) {
+    let mut args = vec!["--idle-timeout", "60"];
+    args.extend_from_slice(model);
+    let server = Server::start(&args);
+    let mut trickle = timed_stream(server.port, 500);
+    let trickler = std::thread::spawn(move || {
+        // A byte a second, for at most 40 s, while the server takes them.
+        for _ in 0..40 {
+            if trickle.write_all(b"x").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let mut silent = timed_stream(server.port, 500);
+    silent.write_all(b"x").unwrap();
+    // Due within the grace after its time; 30 s is well before the idle timeout, which the
+    // blocking model waited for.
+    silent
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    match read_one_frame(&mut silent) {
+        Some(tsperf_proto::Frame::Abort(why)) => {
+            assert!(why.contains("past its time"), "{model:?}: {why}");
+        }
+        other => panic!("{model:?}: the silent timed run got {other:?}"),
+    }
+    trickler.join().unwrap();
+    assert!(
+        server.wait_for(|_, e| e.matches("past its time").count() >= 2),
+        "{model:?}: {}",
+        server.stderr()
+    );
+}
+
+/// A raw reverse client for the generated stream of `length` bytes, its hello sent (no clock
+/// queries); it reads nothing.
+fn reverse_stream(port: u16, length: u64, chunk: u32) -> std::net::TcpStream {
+    use tsperf_proto::{Hello, encode_hello};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            reverse: true,
+            clock_queries: 0,
+            ..Hello::stream(length, chunk, "")
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    s
+}
+
+/// Issue 32 (4): a reverse client that stops reading is cut off at the idle timeout in both
+/// models. The blocking model took 2-3 times as long: each blocking write waited the whole
+/// timeout and came back with the few bytes the client's kernel still squeezed in, which
+/// counted as progress.
+#[test]
+fn a_stalled_reverse_stream_is_cut_off_at_the_idle_timeout() {
+    for model in MODELS {
+        let mut args = vec!["--idle-timeout", "3"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let start = std::time::Instant::now();
+        let _s = reverse_stream(server.port, 1 << 30, 10240);
+        let mut cut = None;
+        while start.elapsed() < Duration::from_secs(20) {
+            if server.stderr().contains("took no data for 3 s") {
+                cut = Some(start.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let cut = cut.unwrap_or_else(|| panic!("{model:?}: not cut off: {}", server.stderr()));
+        // The idle timeout, the blocking model's write slice (at most 1 s) and slack.
+        assert!(
+            cut < Duration::from_secs(5),
+            "{model:?}: cut off after {cut:?}, the idle timeout is 3 s"
+        );
+    }
+}

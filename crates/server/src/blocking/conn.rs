@@ -4,7 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::{debug, warn};
 use tsperf_proto::serve::{Conversation, DataEnd, Phase, Step};
@@ -143,6 +143,13 @@ impl Conn<'_> {
             tx.give_text(crate::sender::pattern::wait());
         }
         let mut scratch = vec![0; crate::sender::SCRATCH];
+        // Issue 32 (4): writes wait a slice of the idle timeout, and the client is idle for as
+        // long as its turns keep stalling (a write that waited its slice, or came back with
+        // part of a chunk, and less than STALL_BYTES moved: the few bytes a client's kernel
+        // squeezes in while its application reads nothing are not progress).
+        let idle = self.cfg.policy.idle_timeout;
+        let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
+        let mut stalled_since: Option<Instant> = None;
         loop {
             match tx.listen(&*self.stream) {
                 Ok(Heard::Closed) => {
@@ -155,15 +162,23 @@ impl Conn<'_> {
                 }
                 Ok(Heard::Stop | Heard::Nothing) => {}
             }
-            let before = tx.sent();
+            let (before, stalls) = (tx.sent(), tx.stalls());
             let end = tx.send_turn(self.stream, &mut scratch);
-            self.conv.sending(tx.sent() - before, Instant::now());
-            match end {
-                SendEnd::TurnOver => {}
-                SendEnd::WouldBlock => return self.conv.timed_out(false, false),
-                SendEnd::Error(e) if net::is_timeout(&e) => {
+            let now = Instant::now();
+            let timed_out = matches!(&end, SendEnd::Error(e) if net::is_timeout(e));
+            let moved = tx.sent() - before;
+            if (tx.stalls() > stalls || timed_out) && moved < STALL_BYTES {
+                let since = *stalled_since.get_or_insert(now);
+                if now.duration_since(since) >= idle {
                     return self.conv.timed_out(false, false);
                 }
+            } else {
+                stalled_since = None;
+                self.conv.sending(moved, now);
+            }
+            match end {
+                SendEnd::TurnOver | SendEnd::WouldBlock => {}
+                SendEnd::Error(e) if net::is_timeout(&e) => {}
                 SendEnd::Error(e) => {
                     return self
                         .conv
@@ -211,9 +226,19 @@ impl Conn<'_> {
         if !self.until_deadline() {
             return self.conv.timed_out(false, false);
         }
+        let mut rcvtimeo = self.cfg.policy.idle_timeout;
         loop {
             if let Some(timed_out) = self.wait_for_stdout() {
                 return timed_out;
+            }
+            // Issue 32 (4): a timed run's end, nearer than the idle timeout, bounds each read
+            // and each turn (a trickle cannot stretch a turn of 64 reads past it).
+            let deadline = self.conv.deadline();
+            block.until(Some(deadline));
+            let left = deadline.saturating_duration_since(Instant::now());
+            if rx_started(&self.rx) && left + Duration::from_millis(5) < rcvtimeo {
+                rcvtimeo = left.max(Duration::from_millis(1));
+                let _ = self.stream.set_read_timeout(Some(rcvtimeo));
             }
             let Some(rx) = self.rx.as_deref_mut() else {
                 return Step::default();
@@ -332,6 +357,21 @@ impl Conn<'_> {
         let step = self.perform(step);
         step.end.unwrap_or(Outcome::Complete)
     }
+}
+
+/// Less than this in a turn that stalled is no progress (a client that reads nothing still
+/// takes about 6 KB/s as its kernel compacts its receive buffer, measured on loopback).
+const STALL_BYTES: u64 = 16 << 10;
+
+/// A blocking reverse stream's write timeout: an eighth of the idle timeout, at most a second,
+/// so a stall is noticed within the idle timeout and that much.
+fn write_slice(idle: Duration) -> Duration {
+    (idle / 8).clamp(Duration::from_millis(1), Duration::from_secs(1))
+}
+
+/// True once a transfer's first byte has come (its reads then wait under the idle timeout).
+fn rx_started(rx: &Option<Box<Receiver>>) -> bool {
+    rx.as_ref().is_some_and(|r| r.bytes() > 0)
 }
 
 /// Writes one frame.

@@ -35,6 +35,10 @@ pub struct Block {
     /// read waits for its low-water mark ([`Receiver::wake_at`]) instead of taking the few bytes
     /// that trickled in meanwhile (a line each).
     nonblocking: bool,
+    /// A blocking turn ends here: a read that returns less than it asked for looks at the
+    /// clock (one that fills its buffer does not), so a trickle cannot stretch a turn of
+    /// blocking reads past a timed run's end ([`Block::until`]).
+    until: Option<std::time::Instant>,
 }
 
 impl Block {
@@ -46,7 +50,14 @@ impl Block {
             buf: vec![0; cap],
             pos: 0,
             nonblocking: false,
+            until: None,
         }
+    }
+
+    /// Ends every turn at `deadline` (the blocking model's timed runs): a short read after it
+    /// ends the turn.
+    pub fn until(&mut self, deadline: Option<std::time::Instant>) {
+        self.until = deadline;
     }
 
     /// Reads from `src` into the block for `rx` until the transfer completes, the peer closes,
@@ -113,6 +124,9 @@ impl Block {
                     bytes += n;
                     if drains && n < want && !rx.is_complete() {
                         break ReadEnd::WouldBlock;
+                    }
+                    if n < want && self.until.is_some_and(|t| std::time::Instant::now() >= t) {
+                        break ReadEnd::TurnOver;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

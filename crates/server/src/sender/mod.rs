@@ -232,6 +232,12 @@ impl Sender {
         self.sent
     }
 
+    /// Writes that found the socket full, wholly or partly: a blocking model's writes that
+    /// waited out their timeout are among them.
+    pub fn stalls(&self) -> u64 {
+        self.partial_writes + self.would_block
+    }
+
     /// True once every byte of the data is sent: a sized stream's pass, or a timed stream's
     /// time (looked at once per turn).
     fn done(&self, now: Instant) -> bool {
