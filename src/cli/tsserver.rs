@@ -77,6 +77,12 @@ struct Args {
     /// Suffixes k/m/g (binary).
     #[arg(long, default_value = server::MAX_BYTES, value_parser = parse_bytes, value_name = "BYTES")]
     max_bytes: u64,
+    /// Kernel memory all reverse streams' send buffers may pin together: a stream keeps the
+    /// kernel's autotuning while half of it is free, then gets a fixed 256 KiB buffer, and is
+    /// refused when that does not fit. By default a quarter of the kernel's TCP memory pressure
+    /// threshold (tcp_mem), at most 256MiB. Suffixes k/m/g (binary).
+    #[arg(long, value_parser = parse_send_buffers, value_name = "BYTES")]
+    send_buffers: Option<u64>,
     /// Longest timed run (tsclient --time) a client may ask for, in seconds; longer ones are
     /// refused at the hello. A timed run still going this long plus 10 s after its first byte
     /// is cut off.
@@ -112,8 +118,23 @@ struct Args {
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    units::parse_size(s)
-        .ok_or_else(|| format!("invalid size '{s}': expected bytes such as 1048576 or 64GiB"))
+    match units::parse_size(s) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "invalid size '{s}': expected bytes such as 1048576 or 64GiB, at least 1"
+        )),
+    }
+}
+
+fn parse_send_buffers(s: &str) -> Result<u64, String> {
+    use server::budget::MIN_BUDGET;
+    match units::parse_size(s) {
+        Some(n) if n >= MIN_BUDGET => Ok(n),
+        _ => Err(format!(
+            "invalid size '{s}': expected bytes such as 256MiB, at least {MIN_BUDGET} (one \
+             fixed send buffer)"
+        )),
+    }
 }
 
 /// Refuses (exit 2) a log flag given for a sink it does not apply to; returns the sink.
@@ -263,6 +284,10 @@ fn run() -> anyhow::Result<ExitCode> {
         serve,
         grace,
         policy,
+        send_budget: server::budget::SendBudget::new(
+            args.send_buffers
+                .unwrap_or_else(server::budget::SendBudget::default_limit),
+        ),
     };
     warnings.extend(server::fit_descriptors(&mut cfg)?);
     let listener = server::bind(&cfg)?;

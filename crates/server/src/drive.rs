@@ -33,9 +33,17 @@ pub(crate) fn perform(
     while let Some(effect) = step.effect.take() {
         step = match effect {
             Effect::Begin { hello, .. } if hello.reverse => {
-                let begun = sender(&hello, at.cfg).map(|s| {
+                let begun = sender(&hello, at.cfg).and_then(|mut s| {
+                    // Issue 32 (6): its send buffer comes out of the server's budget.
+                    let held = at
+                        .cfg
+                        .send_budget
+                        .reserve(at.socket)
+                        .map_err(|why| (RefuseCode::Limit, why))?;
+                    s.hold(held);
                     conv.set_pass_length(s.pass_length());
                     *tx = Some(Box::new(s));
+                    Ok(())
                 });
                 conv.begun(begun)
             }

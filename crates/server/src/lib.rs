@@ -9,6 +9,7 @@
 //! share; with one transfer at a time it is that transfer's cost.
 
 pub mod blocking;
+pub mod budget;
 pub mod console;
 mod drive;
 pub mod event_loop;
@@ -83,6 +84,8 @@ pub struct ServerConfig {
     pub policy: Policy,
     /// How long transfers in flight may take to finish after a stop is requested.
     pub grace: Duration,
+    /// The kernel memory reverse streams' send buffers may pin together (`--send-buffers`).
+    pub send_budget: Arc<budget::SendBudget>,
 }
 
 /// How several event loops take connections (`tsserver --accept`).

@@ -124,6 +124,8 @@ pub struct Sender {
     /// The client asked the stream to stop (a byte from it: its Ctrl-C): the data ends at
     /// this turn, as at a timed stream's time.
     stopped: bool,
+    /// Its send buffer's share of the server's budget, given back when the stream ends.
+    budget: Option<crate::budget::Reservation>,
 }
 
 /// Why a write did not happen.
@@ -205,7 +207,13 @@ impl Sender {
             flight: Flight::default(),
             next_reading: FLIGHT_EVERY,
             stopped: false,
+            budget: None,
         }
+    }
+
+    /// Keeps the stream's share of the send buffer budget until it ends.
+    pub fn hold(&mut self, r: crate::budget::Reservation) {
+        self.budget = Some(r);
     }
 
     /// Looks, without waiting, whether the client sent anything: a byte asks the data to stop
