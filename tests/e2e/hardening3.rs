@@ -457,3 +457,53 @@ fn served_streams_hold_no_buffer_each() {
         drop(held);
     }
 }
+
+/// Issue 32 (7): a reverse stream still going when the server's grace runs out is told why
+/// ("the server is shutting down", in the Sent frame's place), in both models; and the blocking
+/// server's log of a forward transfer it cut off says the same, not that the client closed.
+#[test]
+fn a_shutdown_tells_reverse_clients_why() {
+    for model in MODELS {
+        let mut args = vec!["--grace", "0.5"];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let port = server.port.to_string();
+        let reverse = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &port, "--json", "-R", "-t", "30"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A forward transfer the server reads slowly: still in flight at the cut.
+        let mut forward = timed_stream(server.port, 30_000);
+        let trickle = std::thread::spawn(move || {
+            for _ in 0..100 {
+                if forward.write_all(&[b'x'; 100]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(800));
+        server.signal(libc::SIGTERM);
+        let out = wait_child(reverse);
+        assert_eq!(out.status.code(), Some(1), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("the server is shutting down"),
+            "{model:?}: {v:#}"
+        );
+        trickle.join().unwrap();
+        assert_eq!(server.wait_exit(), Some(0), "{model:?}");
+        let err = server.stderr();
+        let cut: Vec<&str> = err.lines().filter(|l| l.contains("incomplete")).collect();
+        assert_eq!(cut.len(), 2, "{model:?}: {err}");
+        assert!(
+            cut.iter().all(|l| l.contains("shutting down")),
+            "{model:?}: {err}"
+        );
+    }
+}

@@ -166,6 +166,13 @@ pub fn stop_on_signals(grace: Duration) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Ends the grace period: transfers still in flight are cut off now ([`stopping_now`]), as a
+/// second signal would.
+pub fn cut_off() {
+    STOPPING.store(true, Ordering::Release);
+    STOP_NOW.store(true, Ordering::Release);
+}
+
 /// Registers how to wake the running server when a stop is requested.
 fn on_stop(wake: impl Fn() + Send + 'static) {
     WAKERS

@@ -17,7 +17,7 @@ use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
 use crate::sender::{Heard, SendEnd, Sender};
-use crate::{Outcome, ServerConfig, print_failed};
+use crate::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
 
 /// Runs one connection to its end and prints its outcome.
 pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
@@ -151,6 +151,9 @@ impl Conn<'_> {
         let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
         let mut stalled_since: Option<Instant> = None;
         loop {
+            if crate::stopping_now() {
+                return self.fail_sending(&tx, SHUTTING_DOWN, &mut scratch);
+            }
             match tx.listen(&*self.stream) {
                 Ok(Heard::Closed) => {
                     return self.conv.send_failed("the client closed the connection");
@@ -265,7 +268,11 @@ impl Conn<'_> {
                 ReadEnd::Error(e) => net::is_timeout(e),
                 _ => false,
             };
-            let step = if timed_out {
+            let step = if crate::stopping_now() {
+                // The shutdown cut the socket off: say so, not that the client went.
+                let _ = self.conv.data_turn(DataEnd::More, got, Instant::now());
+                self.conv.abort(SHUTTING_DOWN)
+            } else if timed_out {
                 let _ = self.conv.data_turn(DataEnd::More, got, Instant::now());
                 self.conv.timed_out(false, false)
             } else {

@@ -123,6 +123,9 @@ fn wake_accept_on_stop(listener: &TcpListener) {
     }
 }
 
+/// How long reverse streams have, once cut off, to end themselves with the reason.
+const CUT_PATIENCE: Duration = Duration::from_millis(1500);
+
 /// Stopping: lets transfers in flight finish within the grace period, then cuts off the rest
 /// with a reason; their threads see the closed socket, log the end and remove any partial file.
 fn drain(active: &AtomicUsize, open: &Open, cfg: &ServerConfig) {
@@ -136,6 +139,11 @@ fn drain(active: &AtomicUsize, open: &Open, cfg: &ServerConfig) {
     };
     // The grace period, which a second signal ends.
     wait_until(Instant::now() + cfg.grace, true);
+    // Then transfers still going are cut off: reverse streams end themselves within a write
+    // slice, with the reason in their report's place (conn::serve_send); the rest get an
+    // Abort frame and their socket shut down.
+    crate::cut_off();
+    wait_until(Instant::now() + CUT_PATIENCE, false);
     // Threads waiting for room on a stuck stdout must get to their socket and clean up.
     crate::console::release();
     for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {

@@ -278,6 +278,24 @@ impl Conn {
         self.read_latency()
     }
 
+    /// Cuts a reverse stream off for `why`: its next turn ends it with the reason in its
+    /// report's place ([`Conn::fail_sending`]). True if this connection is one.
+    pub(super) fn cut_sending(&mut self, why: &str) -> bool {
+        match self.tx.as_deref_mut() {
+            Some(tx) if self.closing.is_none() && self.conv.phase() == Phase::Send => {
+                tx.cut(why);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// True for a reverse stream cut off ([`Conn::cut_sending`]) that is still sending its
+    /// reason.
+    pub(super) fn cut(&self) -> bool {
+        self.tx.as_deref().is_some_and(Sender::is_cut)
+    }
+
     /// Ends the connection now, telling the client why where the protocol allows, and removing
     /// any partly saved file.
     pub(super) fn abort(&mut self, why: &str, cfg: &ServerConfig) -> Outcome {

@@ -46,6 +46,29 @@ const WAKE: Token = Token(usize::MAX - 1);
 /// How often deadlines are checked when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
+/// How long reverse streams cut off by a stop have to send their reason before they are
+/// closed regardless.
+const CUT_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Where a stop has got to.
+#[derive(Debug, Default)]
+struct Stop {
+    /// The grace ends.
+    by: Option<Instant>,
+    /// The grace ended: transfers still going were cut off.
+    cut_at: Option<Instant>,
+}
+
+impl Stop {
+    /// When the loop must look again.
+    fn next(&self) -> Option<Instant> {
+        match self.cut_at {
+            Some(t) => Some(t + CUT_PATIENCE),
+            None => self.by,
+        }
+    }
+}
+
 mod conn;
 
 use conn::Conn;
@@ -162,11 +185,11 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
 impl Loop<'_> {
     fn run(&mut self) -> Result<bool> {
         let mut events = Events::with_capacity(1024);
-        let mut stop_by: Option<Instant> = None;
+        let mut stop = Stop::default();
         let mut next_sweep = Instant::now() + TICK;
         loop {
             let wait = if self.ready.is_empty() {
-                stop_by.map_or(TICK, |t| {
+                stop.next().map_or(TICK, |t| {
                     t.saturating_duration_since(Instant::now()).min(TICK)
                 })
             } else {
@@ -203,21 +226,8 @@ impl Loop<'_> {
                     return Ok(done);
                 }
             }
-            if super::stopping() {
-                if stop_by.is_none() {
-                    // Stop accepting; connections that have not started a transfer are refused now.
-                    if let Some(mut l) = self.listener.take() {
-                        let _ = self.poll.registry().deregister(&mut l);
-                    }
-                    stop_by = Some(Instant::now() + self.cfg.grace);
-                    self.abort_where(|c| c.conv.not_started());
-                }
-                if super::stopping_now() || stop_by.is_some_and(|t| Instant::now() >= t) {
-                    self.abort_where(|_| true);
-                }
-                if self.conns.is_empty() {
-                    return Ok(true);
-                }
+            if super::stopping() && self.stopping(&mut stop) {
+                return Ok(true);
             }
             let now = Instant::now();
             if now >= next_sweep {
@@ -273,6 +283,37 @@ impl Loop<'_> {
             }
         }
         None
+    }
+
+    /// A stop's next step; true once every connection is gone. The first call stops accepting
+    /// and refuses connections that have not started a transfer; when the grace is over (or a
+    /// second signal came), reverse streams end themselves with the reason in their report's
+    /// place, within [`CUT_PATIENCE`], and the rest are aborted at once.
+    fn stopping(&mut self, stop: &mut Stop) -> bool {
+        let now = Instant::now();
+        if stop.by.is_none() {
+            if let Some(mut l) = self.listener.take() {
+                let _ = self.poll.registry().deregister(&mut l);
+            }
+            stop.by = Some(now + self.cfg.grace);
+            self.abort_where(|c| c.conv.not_started());
+        }
+        if super::stopping_now() || stop.by.is_some_and(|t| now >= t) {
+            if stop.cut_at.is_none() {
+                stop.cut_at = Some(now);
+                let sending: Vec<usize> = self
+                    .conns
+                    .iter_mut()
+                    .filter_map(|(k, c)| c.cut_sending(SHUTTING_DOWN).then_some(k))
+                    .collect();
+                for key in sending {
+                    let _ = self.turn_and_requeue(key, false);
+                }
+            }
+            let patience_over = stop.cut_at.is_some_and(|t| now >= t + CUT_PATIENCE);
+            self.abort_where(|c| patience_over || !c.cut());
+        }
+        self.conns.is_empty()
     }
 
     /// Gives every logged transfer waiting for stdout a turn (it waits again if there is still

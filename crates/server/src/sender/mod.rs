@@ -126,6 +126,8 @@ pub struct Sender {
     stopped: bool,
     /// Its send buffer's share of the server's budget, given back when the stream ends.
     budget: Option<crate::budget::Reservation>,
+    /// Cut off (the server is stopping): the next turn ends the stream with this reason.
+    cut: Option<String>,
 }
 
 /// Why a write did not happen.
@@ -208,7 +210,18 @@ impl Sender {
             next_reading: FLIGHT_EVERY,
             stopped: false,
             budget: None,
+            cut: None,
         }
+    }
+
+    /// Cuts the stream off for `why`: its next turn ends with [`SendEnd::Source`].
+    pub fn cut(&mut self, why: &str) {
+        self.cut = Some(why.to_owned());
+    }
+
+    /// True once cut off.
+    pub fn is_cut(&self) -> bool {
+        self.cut.is_some()
     }
 
     /// Keeps the stream's share of the send buffer budget until it ends.
@@ -272,6 +285,9 @@ impl Sender {
             self.until = self.time.map(|t| now + t);
             self.cpu_start = CpuTime::thread();
             self.sched_start = SchedStat::thread();
+        }
+        if let Some(why) = &self.cut {
+            return SendEnd::Source(why.clone());
         }
         if self.done(now) {
             return SendEnd::Done;
