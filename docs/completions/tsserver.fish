@@ -12,6 +12,7 @@ complete -c tsserver -l serve -d 'Serve the files in DIR to reverse streams that
 complete -c tsserver -l log-file -d 'The log file for --log file (and --allow-client-log); lines are appended' -r -F
 complete -c tsserver -l log-min-read -d 'With --log stdout or file, the smallest read size: a client announcing smaller chunks is read at least this many bytes at a time, not one log line per byte' -r
 complete -c tsserver -l max-bytes -d 'Largest transfer a client may announce; larger ones are refused before any data flows. Suffixes k/m/g (binary)' -r
+complete -c tsserver -l send-buffers -d 'Kernel memory all reverse streams\' send buffers may pin together: a stream keeps the kernel\'s autotuning while half of it is free, then gets a fixed 256 KiB buffer, and is refused when that does not fit. By default a quarter of the kernel\'s TCP memory pressure threshold (tcp_mem), at most 256MiB. Suffixes k/m/g (binary)' -r
 complete -c tsserver -l max-time -d 'Longest timed run (tsclient --time) a client may ask for, in seconds; longer ones are refused at the hello. A timed run still going this long plus 10 s after its first byte is cut off' -r
 complete -c tsserver -l max-clients -d 'Connections served at once; more are refused with a reason. Lowered (with a warning) to what fits in the descriptor limit' -r
 complete -c tsserver -l hello-timeout -d 'Seconds a new connection has to send its hello (and answer the authentication challenge), counted from the accept, and then to send its first byte or request' -r

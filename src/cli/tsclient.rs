@@ -384,12 +384,16 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
             if args.json {
                 cli::print_result(&(output::stream_failure_json(&f) + "\n"))?;
             } else if f.interrupted {
-                cli::print_result(&output::stream_interrupted_human(&f))?;
+                cli::print_result(&output::stream_interrupted_human(&f, args.time.is_some()))?;
             }
             if !f.interrupted {
                 return Err(f.error);
             }
-            let total = f.bytes.map_or(String::new(), |b| format!(" of {b} bytes"));
+            let total = match (args.time, f.bytes) {
+                (Some(_), _) => " bytes of a timed run".to_owned(),
+                (None, Some(b)) => format!(" of {b} bytes"),
+                (None, None) => String::new(),
+            };
             eprintln!("tsclient: interrupted after sending {}{total}", f.sent);
             return Ok(ExitCode::from(cli::INTERRUPTED as u8));
         }

@@ -147,6 +147,16 @@ fn check(matches: &clap::ArgMatches, args: &Args) -> LogMode {
              {log})"
         ));
     }
+    if args.blocking {
+        for flag in ["threads", "accept"] {
+            if given(flag) {
+                cli::usage_error::<Args>(format!(
+                    "--{flag} sets the event loops, and --blocking serves with a thread per \
+                     connection instead: give one or the other"
+                ));
+            }
+        }
+    }
     if given("log_min_read") && log == LogMode::None && !args.allow_client_log {
         cli::usage_error::<Args>(
             "--log-min-read applies to --log stdout, --log file or --allow-client-log only \
@@ -224,6 +234,29 @@ fn dirs(
     Ok((save, serve))
 }
 
+/// What a conversation decides by, from the flags.
+fn policy(
+    args: &Args,
+    log: LogMode,
+    serves: bool,
+    auth: Option<std::sync::Arc<tsperf_sys::auth::Key>>,
+) -> server::Policy {
+    server::Policy {
+        log,
+        allow_client_log: args.allow_client_log,
+        log_min_read: args.log_min_read,
+        read_size: args.read_size,
+        max_bytes: args.max_bytes,
+        max_duration: std::time::Duration::from_secs_f64(args.max_time),
+        reverse: !args.no_reverse,
+        serves,
+        stdout: tsperf_sys::term::stdout_kind(),
+        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
+        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+        auth: auth.map(|k| k as std::sync::Arc<dyn tsperf_proto::serve::Authenticator>),
+    }
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -255,20 +288,7 @@ fn run() -> anyhow::Result<ExitCode> {
             bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
-    let policy = server::Policy {
-        log,
-        allow_client_log: args.allow_client_log,
-        log_min_read: args.log_min_read,
-        read_size: args.read_size,
-        max_bytes: args.max_bytes,
-        max_duration: std::time::Duration::from_secs_f64(args.max_time),
-        reverse: !args.no_reverse,
-        serves: serve.is_some(),
-        stdout: tsperf_sys::term::stdout_kind(),
-        hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
-        idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
-        auth: auth.map(|k| k as std::sync::Arc<dyn tsperf_proto::serve::Authenticator>),
-    };
+    let policy = policy(&args, log, serve.is_some(), auth);
     let mut cfg = ServerConfig {
         bind,
         port,

@@ -404,15 +404,13 @@ fn served_streams_hold_no_buffer_each() {
         // Every stream autotuned (the budget is an account, not memory), and each client's
         // window a few KiB, so the kernel's buffers stay small too.
         let mut args = vec!["--serve", dir.path().to_str().unwrap()];
-        args.extend([
-            "--max-clients",
-            "1200",
-            "--send-buffers",
-            "9GiB",
-            "--threads",
-            "1",
-        ]);
-        args.extend_from_slice(model);
+        args.extend(["--max-clients", "1200", "--send-buffers", "9GiB"]);
+        // One event loop (its memory is what is measured); the blocking model has none.
+        args.extend_from_slice(if model.is_empty() {
+            &["--threads", "1"][..]
+        } else {
+            model
+        });
         let server = Server::start(&args);
         let (out, _) = client_json(
             server.port,
@@ -506,4 +504,340 @@ fn a_shutdown_tells_reverse_clients_why() {
             "{model:?}: {err}"
         );
     }
+}
+
+/// A fake reverse server that accepts a pass of `pass` bytes (by default what was asked for),
+/// sends them and then `sent` as its report, with a true end trailer. Returns the port.
+fn reverse_server_reporting(sent: tsperf_proto::sent::Sent, pass: Option<u64>) -> u16 {
+    use tsperf_proto::{Frame, decode_hello, encode_frame};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = l.accept() else { return };
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 512];
+        let hello = loop {
+            if let Ok(Some((h, _))) = decode_hello(&buf) {
+                break h;
+            }
+            match s.read(&mut tmp) {
+                Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+                _ => return,
+            }
+        };
+        let length = pass.unwrap_or(hello.length);
+        send(
+            &mut s,
+            &Frame::Accept {
+                read_size: hello.chunk,
+                server_io: tsperf_proto::ServerIo::Blocking,
+                log: tsperf_proto::LogMode::None,
+                stdout: tsperf_proto::StdoutKind::Unknown,
+                length,
+            },
+        );
+        answer_clock_queries(&mut s, hello.clock_queries);
+        let data = vec![b'y'; length as usize];
+        let _ = s.write_all(&data);
+        let mut end = Vec::new();
+        encode_frame(&Frame::Sent(sent), &mut end);
+        end.extend_from_slice(
+            &tsperf_proto::end::End {
+                length,
+                digest: xxhash_rust::xxh3::xxh3_64(&data),
+            }
+            .encode(),
+        );
+        let _ = s.write_all(&end);
+    });
+    port
+}
+
+/// Issue 32 (7): a reverse stream's Sent frame is checked against the stream as a Report is:
+/// a send time longer than the whole stream took here, a write size other than the one asked
+/// for, a byte count other than the trailer's are refused, naming the figure; before, the
+/// client printed "18446744073 s" and a "16 EiB" write.
+#[test]
+fn an_absurd_sent_report_is_refused() {
+    use tsperf_proto::sent::Sent;
+    let honest = Sent {
+        bytes: 1 << 20,
+        writes: 103,
+        partial_writes: 0,
+        would_block: 0,
+        first_write_unix_us: tsperf_sys::timing::unix_us_now(),
+        elapsed_ns: 1000,
+        cpu_user_us: 1,
+        cpu_sys_us: 1,
+        on_cpu_ns: None,
+        run_queue_ns: None,
+        source_read_ns: 0,
+        chunk: 10240,
+        sndbuf: 1 << 20,
+        server_io: tsperf_proto::ServerIo::Blocking,
+        boot_id: None,
+        tcp: Default::default(),
+        flight: Default::default(),
+    };
+    let port = reverse_server_reporting(honest, None);
+    let (out, v) = client_json(port, &["-R", "--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    for (bad, figure) in [
+        (
+            Sent {
+                elapsed_ns: u64::MAX / 2,
+                ..honest
+            },
+            "first to last write",
+        ),
+        (
+            Sent {
+                chunk: 1 << 62,
+                ..honest
+            },
+            "write size",
+        ),
+        (
+            Sent {
+                bytes: 7,
+                writes: 1,
+                ..honest
+            },
+            "bytes",
+        ),
+        (
+            Sent {
+                cpu_user_us: u64::MAX / 4,
+                ..honest
+            },
+            "CPU",
+        ),
+    ] {
+        let port = reverse_server_reporting(bad, None);
+        let (out, v) = client_json(port, &["-R", "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(1), "{figure}: {}", stderr(&out));
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("contradicts") && error.contains(figure),
+            "{figure}: {v:#}"
+        );
+    }
+}
+
+/// Issue 32 (7): a server that accepts a named file with an empty pass is refused: a pass is at
+/// least a byte, and a stream of nothing is not "verified".
+#[test]
+fn an_empty_pass_for_a_named_file_is_refused() {
+    let empty = tsperf_proto::sent::Sent {
+        bytes: 0,
+        writes: 0,
+        partial_writes: 0,
+        would_block: 0,
+        first_write_unix_us: 0,
+        elapsed_ns: 0,
+        cpu_user_us: 0,
+        cpu_sys_us: 0,
+        on_cpu_ns: None,
+        run_queue_ns: None,
+        source_read_ns: 0,
+        chunk: 10240,
+        sndbuf: 0,
+        server_io: tsperf_proto::ServerIo::Blocking,
+        boot_id: None,
+        tcp: Default::default(),
+        flight: Default::default(),
+    };
+    let port = reverse_server_reporting(empty, Some(0));
+    let (out, v) = client_json(port, &["-R", "some.bin"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(error.contains("at least 1 byte"), "{v:#}");
+    assert_ne!(v["verified"], true);
+}
+
+/// Issue 32 (7): a timed run that fails says how far it got in bytes of the run, not "N of" one
+/// pass (it read "4258304 of 4194304 bytes").
+#[test]
+fn a_failed_timed_run_counts_the_run_not_one_pass() {
+    // A server that accepts, takes 4 MiB and resets the connection.
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        while got < 4 << 20 {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.bin", 1 << 20);
+    let (out, v) = client_json(
+        port,
+        &["-t", "5", "--clock-queries", "0", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(!error.contains("of 1048576 bytes"), "{v:#}");
+    assert!(error.contains("of a timed run"), "{v:#}");
+}
+
+/// The first frame a raw hello for stream `index` of a session of `count` (`id`), announcing
+/// `length` bytes, gets: the Accept's tag (1) or a refusal's reason.
+fn session_hello(
+    port: u16,
+    id: [u8; 16],
+    index: u8,
+    count: u8,
+    length: u64,
+    reverse: bool,
+) -> (std::net::TcpStream, Result<(), String>) {
+    use tsperf_proto::{Frame, Hello, Session, encode_hello};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            reverse,
+            clock_queries: 0,
+            session: Session { id, index, count },
+            ..Hello::stream(length, 10240, if reverse { "" } else { "s.bin" })
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    let answer = match read_one_frame(&mut s) {
+        Some(Frame::Accept { .. }) => Ok(()),
+        Some(Frame::Refuse { reason, .. }) => Err(reason),
+        other => Err(format!("{other:?}")),
+    };
+    (s, answer)
+}
+
+/// Issue 32 (7): `--max-bytes` bounds a session's streams together as well as each, and a
+/// session's stream index is taken once: a second stream 0 is refused, in both models and both
+/// directions.
+#[test]
+fn a_session_is_bounded_whole_and_its_indexes_are_its_own() {
+    for model in MODELS {
+        let mut args = vec!["--max-bytes", "1MiB"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        for (n, reverse) in [(1u8, false), (2, true)] {
+            let id = [n; 16];
+            let (_a, first) = session_hello(server.port, id, 0, 3, 600 << 10, reverse);
+            assert_eq!(first, Ok(()), "{model:?}");
+            let (_b, twice) = session_hello(server.port, id, 0, 3, 1000, reverse);
+            let why = twice.unwrap_err();
+            assert!(
+                why.contains("stream 0") && why.contains("already"),
+                "{model:?}: {why}"
+            );
+            let (_c, over) = session_hello(server.port, id, 1, 3, 600 << 10, reverse);
+            let why = over.unwrap_err();
+            assert!(
+                why.contains("session") && why.contains("--max-bytes"),
+                "{model:?}: {why}"
+            );
+            // Another session, or a stream of its own, is not held to this one's count.
+            let (_d, other) = session_hello(server.port, [9 + n; 16], 0, 2, 600 << 10, reverse);
+            assert_eq!(other, Ok(()), "{model:?}");
+        }
+    }
+}
+
+/// Issue 32 (7): a client that asks its reverse stream to stop with more than one byte (here
+/// 1000, more than the server looks at in a turn) still gets the stream's end: its data up to
+/// the stop, the Sent frame and the trailer, not a reset that loses them, in both models.
+#[test]
+fn many_stop_bytes_still_end_with_the_trailer() {
+    use tsperf_proto::sent::{Closing, REVERSE_TAIL, decode_closing};
+    for model in MODELS {
+        let server = Server::start(model);
+        let mut s = reverse_stream(server.port, 1 << 34, 10240);
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut accept = [0u8; ACCEPT_LEN];
+        s.read_exact(&mut accept).unwrap();
+        let mut some = vec![0u8; 1 << 20];
+        s.read_exact(&mut some).unwrap();
+        s.write_all(&[1u8; 1000]).unwrap();
+        let mut rest = Vec::new();
+        let read = s.read_to_end(&mut rest);
+        assert!(read.is_ok(), "{model:?}: {read:?}");
+        assert!(
+            rest.len() >= REVERSE_TAIL,
+            "{model:?}: {} bytes",
+            rest.len()
+        );
+        let tail = &rest[rest.len() - REVERSE_TAIL..];
+        assert!(
+            matches!(
+                decode_closing(&tail[..REVERSE_TAIL - tsperf_proto::END_TRAILER]),
+                Ok(Closing::Sent(_))
+            ),
+            "{model:?}"
+        );
+    }
+}
+
+/// Issue 32 (7): settings that cannot mean anything are refused with the reason (exit 2):
+/// `--max-bytes 0`, and the event loops' `--threads` and `--accept` with `--blocking`, which
+/// has none; before, the first refused every transfer and the others were ignored.
+#[test]
+fn meaningless_server_settings_are_refused() {
+    for (args, words) in [
+        (&["--max-bytes", "0"][..], "invalid size '0'"),
+        (&["--blocking", "--threads", "2"][..], "--threads"),
+        (&["--blocking", "--accept", "reuseport"][..], "--accept"),
+        (&["--send-buffers", "1k"][..], "at least"),
+    ] {
+        let mut all = vec!["--port", "0", "--bind", "127.0.0.1"];
+        all.extend_from_slice(args);
+        let out = run(bin("tsserver"), &all);
+        assert_fails(&out, 2, words);
+        if args.contains(&"--blocking") {
+            assert!(stderr(&out).contains("--blocking"), "{}", stderr(&out));
+        }
+    }
+}
+
+/// Issue 32 (7): the generated text (36 MiB, about 140 ms of a CPU to make) is made off the
+/// event loop: while the first reverse stream waits for it, the loop answers others. Here a
+/// clock query on the same one-loop server is answered before that stream's first byte;
+/// before, the loop stalled making the text, then sent the stream, then answered.
+#[test]
+fn the_generated_text_is_made_off_the_event_loop() {
+    let server = Server::start(&["--threads", "1"]);
+    let mut rev = reverse_stream(server.port, 1 << 20, 10240);
+    rev.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut accept = [0u8; ACCEPT_LEN];
+    rev.read_exact(&mut accept).unwrap();
+    assert_eq!(accept[0], 1);
+    let mut lat = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    lat.set_read_timeout(Some(DEADLINE)).unwrap();
+    lat.write_all(&latency_hello(1, 1, 1)).unwrap();
+    assert!(matches!(
+        read_one_frame(&mut lat),
+        Some(tsperf_proto::Frame::Accept { .. })
+    ));
+    lat.write_all(&binary_request(0)).unwrap();
+    let mut answer = [0u8; 1];
+    lat.read_exact(&mut answer).unwrap();
+    rev.set_nonblocking(true).unwrap();
+    let mut data = [0u8; 1];
+    let early = rev.read(&mut data);
+    assert!(
+        early
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "the reverse stream's data came before the clock answer: {early:?}"
+    );
+    // And the stream goes on once the text is there.
+    rev.set_nonblocking(false).unwrap();
+    let mut all = Vec::new();
+    rev.read_to_end(&mut all).unwrap();
+    assert_eq!(all.len(), (1 << 20) + tsperf_proto::sent::REVERSE_TAIL);
 }

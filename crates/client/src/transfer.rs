@@ -27,6 +27,8 @@ use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 struct SoFar {
     name: String,
     bytes: u64,
+    /// A timed run: `bytes` is one pass of many.
+    timed: bool,
     sent: u64,
     /// When the first byte was about to be handed over, and the socket's acknowledged bytes
     /// then (the hello and the clock queries).
@@ -41,6 +43,15 @@ impl SoFar {
         let (_, before) = self.begin?;
         let now = acknowledged(conn)?;
         Some(now.saturating_sub(before?).min(self.sent))
+    }
+
+    /// How far it got: `N of M bytes`, or for a timed run `N bytes of a timed run`.
+    fn how_far(&self) -> String {
+        if self.timed {
+            format!("{} bytes of a timed run", self.sent)
+        } else {
+            format!("{} of {} bytes", self.sent, self.bytes)
+        }
     }
 
     /// The failure `error`, with everything measured so far.
@@ -75,6 +86,7 @@ pub(super) fn transfer<T: Transport>(
     let mut so_far = SoFar {
         name: source.name().to_owned(),
         bytes: source.len(),
+        timed: cfg.time.is_some(),
         sent: 0,
         begin: None,
         intervals: Vec::new(),
@@ -398,27 +410,25 @@ fn lost<T: Transport>(
     so_far: &SoFar,
     timeout: Duration,
 ) -> anyhow::Error {
-    let (sent, total) = (so_far.sent, so_far.bytes);
+    let far = so_far.how_far();
     if super::interrupt::requested() {
-        return anyhow::anyhow!("interrupted after sending {sent} of {total} bytes");
+        return anyhow::anyhow!("interrupted after sending {far}");
     }
     if net::is_timeout(&e) {
         return anyhow::anyhow!(
-            "the server took no data for {} s after {sent} of {total} bytes",
+            "the server took no data for {} s after {far}",
             timeout.as_secs_f64()
         );
     }
     let reason = read_frame_within(conn, "reason", Duration::from_millis(500), String::new);
     if let Ok(Frame::Abort(reason) | Frame::Refuse { reason, .. }) = reason {
         return anyhow::anyhow!(
-            "the server aborted the transfer after {sent} of {total} bytes: {}",
+            "the server aborted the transfer after {far}: {}",
             Peer(&reason)
         );
     }
     let acked = so_far.acked(conn).map_or(String::new(), |a| {
         format!(" (the server's TCP acknowledged {a})")
     });
-    anyhow::Error::new(e).context(format!(
-        "connection lost after sending {sent} of {total} bytes{acked}"
-    ))
+    anyhow::Error::new(e).context(format!("connection lost after sending {far}{acked}"))
 }

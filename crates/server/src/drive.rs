@@ -32,18 +32,25 @@ pub(crate) fn perform(
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
+            // Issue 32 (7): a session's places are taken once, and its bytes bounded whole.
+            Effect::Begin { hello, .. }
+                if let Err(why) = crate::sessions::join(
+                    hello.session,
+                    at.peer,
+                    if hello.duration_ms == 0 || hello.reverse {
+                        hello.length
+                    } else {
+                        0
+                    },
+                    at.cfg.policy.max_bytes,
+                ) =>
+            {
+                conv.begun(Err(why))
+            }
             Effect::Begin { hello, .. } if hello.reverse => {
-                let begun = sender(&hello, at.cfg).and_then(|mut s| {
-                    // Issue 32 (6): its send buffer comes out of the server's budget.
-                    let held = at
-                        .cfg
-                        .send_budget
-                        .reserve(at.socket)
-                        .map_err(|why| (RefuseCode::Limit, why))?;
-                    s.hold(held);
+                let begun = sender(&hello, at.cfg, at.socket).map(|s| {
                     conv.set_pass_length(s.pass_length());
                     *tx = Some(Box::new(s));
-                    Ok(())
                 });
                 conv.begun(begun)
             }
@@ -131,8 +138,21 @@ fn begin(
 
 /// The sender of a reverse stream: the generated text, or the file named from `--serve`'s
 /// directory (refused: no such file, not a plain name, a symlink, not a regular file, more than
-/// `--max-bytes`).
-fn sender(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
+/// `--max-bytes`). Its send buffer comes out of the server's budget (`--send-buffers`),
+/// reserved on `sock`.
+fn sender(hello: &Hello, cfg: &ServerConfig, sock: &impl AsFd) -> Result<Sender, Refusal> {
+    let mut sender = data_of(hello, cfg)?;
+    let held = cfg
+        .send_budget
+        .reserve(sock)
+        .map_err(|why| (RefuseCode::Limit, why))?;
+    sender.hold(held);
+    Ok(sender)
+}
+
+/// What a reverse stream sends: the generated text, or the file named from `--serve`'s
+/// directory.
+fn data_of(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
     if hello.name.is_empty() {
         return Ok(Sender::new(hello));
     }

@@ -8,7 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use tsperf_proto::{Report, Session};
+use tsperf_proto::serve::Refusal;
+use tsperf_proto::{RefuseCode, Report, Session};
 use tsperf_results::units;
 
 /// Sessions followed at once.
@@ -18,6 +19,10 @@ struct Open {
     id: [u8; 16],
     peer: IpAddr,
     count: u8,
+    /// The places of the streams that began (bit `index`).
+    joined: u128,
+    /// The bytes they announced together.
+    announced: u64,
     ended: u8,
     complete: u8,
     bytes: u64,
@@ -49,35 +54,83 @@ impl From<&Report> for Moved {
     }
 }
 
-/// A stream of session `s` from `peer` ended, with what it moved if it completed. The
-/// session's summary line, once it was its last stream.
-pub fn ended(s: Session, peer: SocketAddr, done: Option<Moved>) -> Option<String> {
-    if s.count <= 1 || s.id == [0; 16] {
-        return None;
-    }
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-    let at = match open
+/// Where session `s` from `peer` is in `open`, followed from now if it was not.
+fn entry(open: &mut Vec<Open>, s: Session, peer: SocketAddr) -> usize {
+    if let Some(i) = open
         .iter()
         .position(|o| o.id == s.id && o.peer == peer.ip())
     {
-        Some(i) => i,
-        None => {
-            if open.len() == MAX_OPEN {
-                open.remove(0);
-            }
-            open.push(Open {
-                id: s.id,
-                peer: peer.ip(),
-                count: s.count,
-                ended: 0,
-                complete: 0,
-                bytes: 0,
-                first_us: u64::MAX,
-                last_us: 0,
-            });
-            open.len() - 1
-        }
-    };
+        return i;
+    }
+    if open.len() == MAX_OPEN {
+        open.remove(0);
+    }
+    open.push(Open {
+        id: s.id,
+        peer: peer.ip(),
+        count: s.count,
+        joined: 0,
+        announced: 0,
+        ended: 0,
+        complete: 0,
+        bytes: 0,
+        first_us: u64::MAX,
+        last_us: 0,
+    });
+    open.len() - 1
+}
+
+/// True for a stream of a session (not one of its own).
+fn in_session(s: Session) -> bool {
+    s.count > 1 && s.id != [0; 16]
+}
+
+/// A stream of session `s` from `peer` begins, announcing `bytes` (a sized stream's length, a
+/// reverse stream's pass): refused, with the reason, if its place in the session is taken, or
+/// if the session's streams would announce more than `max_bytes` (`--max-bytes`) together. A
+/// stream refused for the bytes counts as ended, so the session's summary still comes.
+pub fn join(s: Session, peer: SocketAddr, bytes: u64, max_bytes: u64) -> Result<(), Refusal> {
+    if !in_session(s) {
+        return Ok(());
+    }
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = entry(&mut open, s, peer);
+    let o = &mut open[at];
+    let bit = 1u128 << u32::from(s.index.min(127));
+    if o.joined & bit != 0 {
+        return Err((
+            RefuseCode::Hello,
+            format!(
+                "stream {} of this session ({} streams) has already begun: each place is taken \
+                 once",
+                s.index, o.count
+            ),
+        ));
+    }
+    let together = o.announced.saturating_add(bytes);
+    if together > max_bytes {
+        o.ended = o.ended.saturating_add(1);
+        return Err((
+            RefuseCode::Limit,
+            format!(
+                "the session's streams would move {together} bytes together: this server moves \
+                 at most {max_bytes} a session, as a stream (--max-bytes)"
+            ),
+        ));
+    }
+    o.joined |= bit;
+    o.announced = together;
+    Ok(())
+}
+
+/// A stream of session `s` from `peer` ended, with what it moved if it completed. The
+/// session's summary line, once it was its last stream.
+pub fn ended(s: Session, peer: SocketAddr, done: Option<Moved>) -> Option<String> {
+    if !in_session(s) {
+        return None;
+    }
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = entry(&mut open, s, peer);
     let o = &mut open[at];
     o.ended = o.ended.saturating_add(1);
     if let Some(r) = done.filter(|r| r.bytes > 0) {

@@ -226,10 +226,12 @@ pub fn stream_failure_json(f: &StreamFailure) -> String {
 
 /// What an interrupted stream had done, for people: how long, how much sent of the file, how
 /// much the server's TCP acknowledged, the rate so far.
-pub fn stream_interrupted_human(f: &StreamFailure) -> String {
-    let total = f
-        .bytes
-        .map_or(String::new(), |b| format!(" of {}", units::size(b)));
+pub fn stream_interrupted_human(f: &StreamFailure, timed: bool) -> String {
+    let total = match f.bytes {
+        _ if timed => " of a timed run".to_owned(),
+        Some(b) => format!(" of {}", units::size(b)),
+        None => String::new(),
+    };
     let Some(elapsed) = f.elapsed else {
         return format!("interrupted before the data: sent 0 bytes{total}\n");
     };

@@ -202,6 +202,7 @@ fn receive<T: Transport>(
 ) -> Result<ReverseResult, StreamFailure> {
     let mut got = Received::new();
     let fail = |got: &Received, e: anyhow::Error| got.failed(bytes, e);
+    let hello_at = Instant::now();
     let (peer, accepted, clock) = match open(&mut conn, cfg, bytes, name) {
         Ok(p) => p,
         Err(e) => return Err(fail(&got, e)),
@@ -222,17 +223,9 @@ fn receive<T: Transport>(
         return Err(fail(&got, e));
     }
     let end_at = Instant::now();
-    let (server, end) = match ending(&tail) {
+    let (server, end) = match checked_end(&tail, got.total, cfg.chunk, end_at - hello_at) {
         Ok(v) => v,
-        Err(e) if e.is::<Stopped>() => return Err(fail(&got, e)),
-        Err(e) => {
-            let e = e.context(format!(
-                "the stream ended after {} bytes without the server's report and end trailer \
-                 (the server stopped, or its connection was cut)",
-                got.total
-            ));
-            return Err(fail(&got, e));
-        }
+        Err(e) => return Err(fail(&got, e)),
     };
     let Some((first_at, first_us, cpu, sched)) = got.first else {
         return Err(fail(&got, anyhow!("the server sent no data")));
@@ -271,6 +264,29 @@ fn receive<T: Transport>(
     })
 }
 
+/// The stream's end, `total` bytes having come in `span` from the hello: the server's report
+/// and trailer, the report checked against the stream; why not, with how far it got, or the
+/// reason the server gave in its report's place.
+fn checked_end(
+    tail: &Tail<REVERSE_TAIL>,
+    total: u64,
+    chunk: u32,
+    span: Duration,
+) -> Result<(Sent, tsperf_proto::end::End)> {
+    let (server, end) = match ending(tail) {
+        Ok(v) => v,
+        Err(e) if e.is::<Stopped>() => return Err(e),
+        Err(e) => {
+            return Err(e.context(format!(
+                "the stream ended after {total} bytes without the server's report and end \
+                 trailer (the server stopped, or its connection was cut)"
+            )));
+        }
+    };
+    agrees(&server, end, chunk, span)?;
+    Ok((server, end))
+}
+
 /// The hello, its answer and the clock queries.
 fn open<T: Transport>(
     conn: &mut T,
@@ -293,6 +309,12 @@ fn open<T: Transport>(
     let mut conv = StreamConversation::new(hello, cfg.timeout);
     let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
         .with_context(|| format!("the server at {peer} did not accept the reverse stream"))?;
+    if accepted.length == 0 {
+        bail!(
+            "the server at {peer} would send a pass of 0 bytes: a pass is at least 1 byte (an \
+             empty file cannot be measured)"
+        );
+    }
     if name.is_empty() && accepted.length != bytes {
         bail!(
             "the server at {peer} would send {} bytes a pass where {bytes} were asked for",
@@ -302,6 +324,49 @@ fn open<T: Transport>(
     let clock = ask_clock(conn, &mut conv)
         .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
     Ok((peer, accepted, clock))
+}
+
+/// Checks the server's Sent report against this stream, as a stream's Report is checked: its
+/// times lie inside the client's, from the hello to the end (`span`), with a clock-rate
+/// tolerance; its write size is the one asked for; its byte count is its trailer's. A report
+/// that says otherwise is refused, naming the figure.
+fn agrees(s: &Sent, end: tsperf_proto::end::End, chunk: u32, span: Duration) -> Result<()> {
+    let bound = span.mul_f64(1.001) + Duration::from_millis(1);
+    let d = |ns: u64| Duration::from_nanos(ns);
+    let us = |us: u64| Duration::from_nanos(us.saturating_mul(1000));
+    let times = [
+        ("its first to last write", d(s.elapsed_ns)),
+        (
+            "its CPU time",
+            us(s.cpu_user_us).saturating_add(us(s.cpu_sys_us)),
+        ),
+        ("its time on a CPU", d(s.on_cpu_ns.unwrap_or(0))),
+        ("its wait for a CPU", d(s.run_queue_ns.unwrap_or(0))),
+        ("its wait for its file", d(s.source_read_ns)),
+    ];
+    for (what, took) in times {
+        anyhow::ensure!(
+            took <= bound,
+            "the server's report contradicts this stream: {what} took {}, longer than the whole \
+             stream took here ({})",
+            tsperf_results::units::duration(took),
+            tsperf_results::units::duration(span)
+        );
+    }
+    anyhow::ensure!(
+        s.chunk == u64::from(chunk),
+        "the server's report contradicts this stream: a write size of {} bytes where {chunk} \
+         were asked for",
+        s.chunk
+    );
+    anyhow::ensure!(
+        s.bytes == end.length,
+        "the server's report contradicts this stream: {} bytes sent, where its end trailer \
+         says {}",
+        s.bytes,
+        end.length
+    );
+    Ok(())
 }
 
 /// The server ended the stream early and said why, in its report's place.

@@ -106,6 +106,73 @@ impl Received {
         }
     }
 
+    /// The first byte came: the clocks start, and a timed stream's end is set (its time and
+    /// the grace, whatever still comes).
+    fn begin<T: Transport>(&mut self, conn: &mut T, progress: &mut Progress) {
+        self.first = Some((
+            Instant::now(),
+            unix_us_now(),
+            CpuTime::thread(),
+            SchedStat::thread(),
+        ));
+        progress.restart();
+        if let Bound::Time(run) = self.bound {
+            conn.read_by(Some(Instant::now() + run + TIMED_GRACE));
+        }
+    }
+
+    /// One read's `data`: counted, checked against the bound, checksummed but for what the
+    /// tail holds back, logged, shown.
+    fn take(
+        &mut self,
+        data: &[u8],
+        cfg: &StreamConfig,
+        tail: &mut Tail<REVERSE_TAIL>,
+        progress: &mut Progress,
+    ) -> Result<()> {
+        self.reads += 1;
+        self.total += data.len() as u64;
+        if let Some(why) = self.past_bound() {
+            return Err(anyhow!(why));
+        }
+        if self.omit_mark.is_none()
+            && !cfg.omit.is_zero()
+            && let Some((at, ..)) = self.first
+            && at.elapsed() >= cfg.omit
+        {
+            self.omit_mark = Some((self.hashed, at.elapsed()));
+        }
+        let (hasher, hashed) = (&mut self.hasher, &mut self.hashed);
+        tail.feed(data, |d| {
+            hasher.write(d);
+            *hashed += d.len() as u64;
+        });
+        if let Some(log) = &mut self.log {
+            log.read(self.reads, data.len(), self.total);
+        }
+        progress.update(self.hashed);
+        Ok(())
+    }
+
+    /// Why a read timed out: a timed stream past its time and the grace, or a server silent
+    /// for the timeout.
+    fn silent(&self, cfg: &StreamConfig) -> anyhow::Error {
+        match (self.bound, self.first) {
+            (Bound::Time(run), Some((at, ..))) if at.elapsed() >= run + TIMED_GRACE => anyhow!(
+                "the server was still sending {} s past the run's time ({} s) after {} bytes; \
+                 cut off",
+                TIMED_GRACE.as_secs(),
+                run.as_secs_f64(),
+                self.hashed
+            ),
+            _ => anyhow!(
+                "the server sent nothing for {} s after {} bytes",
+                cfg.timeout.as_secs_f64(),
+                self.hashed
+            ),
+        }
+    }
+
     /// What the server is past, if it has sent more than its stream may carry.
     fn past_bound(&self) -> Option<String> {
         match self.bound {
@@ -189,60 +256,12 @@ fn read_to_end<T: Transport>(
             Ok(0) => break,
             Ok(n) => {
                 if got.first.is_none() {
-                    got.first = Some((
-                        Instant::now(),
-                        unix_us_now(),
-                        CpuTime::thread(),
-                        SchedStat::thread(),
-                    ));
-                    progress.restart();
-                    // A timed stream ends by its time and the grace, whatever still comes.
-                    if let Bound::Time(run) = got.bound {
-                        conn.read_by(Some(Instant::now() + run + TIMED_GRACE));
-                    }
+                    got.begin(conn, progress);
                 }
-                got.reads += 1;
-                got.total += n as u64;
-                if let Some(why) = got.past_bound() {
-                    return Err(anyhow!(why));
-                }
-                if got.omit_mark.is_none()
-                    && !cfg.omit.is_zero()
-                    && let Some((at, ..)) = got.first
-                    && at.elapsed() >= cfg.omit
-                {
-                    got.omit_mark = Some((got.hashed, at.elapsed()));
-                }
-                let (hasher, hashed) = (&mut got.hasher, &mut got.hashed);
-                tail.feed(&buf[..n], |d| {
-                    hasher.write(d);
-                    *hashed += d.len() as u64;
-                });
-                if let Some(log) = &mut got.log {
-                    log.read(got.reads, n, got.total);
-                }
-                progress.update(got.hashed);
+                got.take(&buf[..n], cfg, tail, progress)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if tsperf_sys::net::is_timeout(&e) => {
-                let e = match (got.bound, got.first) {
-                    (Bound::Time(run), Some((at, ..))) if at.elapsed() >= run + TIMED_GRACE => {
-                        anyhow!(
-                            "the server was still sending {} s past the run's time ({} s) after \
-                             {} bytes; cut off",
-                            TIMED_GRACE.as_secs(),
-                            run.as_secs_f64(),
-                            got.hashed
-                        )
-                    }
-                    _ => anyhow!(
-                        "the server sent nothing for {} s after {} bytes",
-                        cfg.timeout.as_secs_f64(),
-                        got.hashed
-                    ),
-                };
-                return Err(e);
-            }
+            Err(e) if tsperf_sys::net::is_timeout(&e) => return Err(got.silent(cfg)),
             Err(e) => {
                 let e = anyhow::Error::new(e).context(format!(
                     "connection lost after receiving {} bytes",

@@ -199,6 +199,8 @@ impl Conn<'_> {
                             .send_failed(&format!("cannot write to the client: {e}"));
                     }
                     crate::print_sent(self.peer, self.conv.hello(), &closing);
+                    // Unread, what the client sent last would make the close a reset.
+                    let _ = tx.listen(&*self.stream);
                     return self.conv.sent_all();
                 }
                 SendEnd::Source(why) => return self.fail_sending(&tx, &why, &mut scratch),

@@ -34,7 +34,7 @@ use tracing::{debug, warn};
 
 use super::fds::{self, Backoff, Spare};
 use super::outbox::Outbox;
-use super::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
+use super::{Outcome, ServerConfig, print_failed};
 use crate::console;
 use crate::receiver::{Block, HASH_BLOCK};
 use tsperf_proto::RefuseCode;
@@ -46,30 +46,10 @@ const WAKE: Token = Token(usize::MAX - 1);
 /// How often deadlines are checked when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
-/// How long reverse streams cut off by a stop have to send their reason before they are
-/// closed regardless.
-const CUT_PATIENCE: Duration = Duration::from_secs(1);
-
-/// Where a stop has got to.
-#[derive(Debug, Default)]
-struct Stop {
-    /// The grace ends.
-    by: Option<Instant>,
-    /// The grace ended: transfers still going were cut off.
-    cut_at: Option<Instant>,
-}
-
-impl Stop {
-    /// When the loop must look again.
-    fn next(&self) -> Option<Instant> {
-        match self.cut_at {
-            Some(t) => Some(t + CUT_PATIENCE),
-            None => self.by,
-        }
-    }
-}
-
 mod conn;
+mod stop;
+
+use stop::Stop;
 
 use conn::Conn;
 
@@ -285,37 +265,6 @@ impl Loop<'_> {
         None
     }
 
-    /// A stop's next step; true once every connection is gone. The first call stops accepting
-    /// and refuses connections that have not started a transfer; when the grace is over (or a
-    /// second signal came), reverse streams end themselves with the reason in their report's
-    /// place, within [`CUT_PATIENCE`], and the rest are aborted at once.
-    fn stopping(&mut self, stop: &mut Stop) -> bool {
-        let now = Instant::now();
-        if stop.by.is_none() {
-            if let Some(mut l) = self.listener.take() {
-                let _ = self.poll.registry().deregister(&mut l);
-            }
-            stop.by = Some(now + self.cfg.grace);
-            self.abort_where(|c| c.conv.not_started());
-        }
-        if super::stopping_now() || stop.by.is_some_and(|t| now >= t) {
-            if stop.cut_at.is_none() {
-                stop.cut_at = Some(now);
-                let sending: Vec<usize> = self
-                    .conns
-                    .iter_mut()
-                    .filter_map(|(k, c)| c.cut_sending(SHUTTING_DOWN).then_some(k))
-                    .collect();
-                for key in sending {
-                    let _ = self.turn_and_requeue(key, false);
-                }
-            }
-            let patience_over = stop.cut_at.is_some_and(|t| now >= t + CUT_PATIENCE);
-            self.abort_where(|c| patience_over || !c.cut());
-        }
-        self.conns.is_empty()
-    }
-
     /// Gives every logged transfer waiting for stdout a turn (it waits again if there is still
     /// no room).
     fn serve_log_waiters(&mut self) -> Option<bool> {
@@ -366,20 +315,6 @@ impl Loop<'_> {
             self.accept_all();
         }
         done
-    }
-
-    /// Ends every connection `which` picks, telling each client why.
-    fn abort_where(&mut self, which: impl Fn(&Conn) -> bool) {
-        let keys: Vec<usize> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| which(c))
-            .map(|(k, _)| k)
-            .collect();
-        for key in keys {
-            let outcome = self.conns[key].abort(SHUTTING_DOWN, self.cfg);
-            self.close(key, outcome);
-        }
     }
 
     /// Closes connections past their deadline. `Some` when `--once` is done.
@@ -519,6 +454,11 @@ fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, (code, reason): Refusal)
 /// Deregisters and drops a finished connection, printing its outcome. True if it completed.
 fn close(poll: &Poll, mut conn: Conn, outcome: Outcome) -> bool {
     let _ = poll.registry().deregister(&mut conn.stream);
+    // What a reverse stream's client sent last is taken: unread, it would make the close a
+    // reset, and the client could lose the stream's end.
+    if let Some(tx) = conn.tx.as_deref_mut() {
+        let _ = tx.listen(&conn.stream);
+    }
     print_failed(conn.peer, &outcome);
     matches!(outcome, Outcome::Complete)
 }
