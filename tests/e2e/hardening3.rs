@@ -185,25 +185,36 @@ fn a_reverse_stream_that_never_ends_is_cut_off() {
     }
 }
 
-/// Issue 32 (3): Ctrl-C on a `-P -R` session whose server never ends its data exits 130 (it
-/// exited 1) with one JSON object saying it was interrupted.
+/// Issue 32 (3): Ctrl-C on a `-P -R` session (or `-P --bidir`) whose server never ends its
+/// data exits 130 (it exited 1) with one JSON object saying it was interrupted.
 #[test]
 fn ctrl_c_on_an_endless_reverse_session_exits_130() {
-    let port = endless_reverse_server().to_string();
-    let child = std::process::Command::new(bin("tsclient"))
-        .args(["--port", &port, "--json", "-P", "2", "-R", "-t", "60"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = wait_child(child);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", stdout(&out)));
-    assert!(v.to_string().contains("\"interrupted\":true"), "{v:#}");
+    for mode in [
+        &["-P", "2", "-R"][..],
+        &["-P", "2", "--bidir"][..],
+        &["--bidir"][..],
+        &["-R"][..],
+    ] {
+        let port = endless_reverse_server().to_string();
+        let child = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &port, "--json", "-t", "60"])
+            .args(mode)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let out = wait_child(child);
+        assert_eq!(out.status.code(), Some(130), "{mode:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{mode:?}: not one JSON object ({e}): {}", stdout(&out)));
+        assert!(
+            v.to_string().contains("\"interrupted\":true"),
+            "{mode:?}: {v:#}"
+        );
+    }
 }
 
 /// A raw client's timed stream of `duration_ms` (no clock queries): connected, hello sent,

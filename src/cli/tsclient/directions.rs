@@ -89,26 +89,43 @@ pub(super) fn bidir_run(args: &Args, cfg: &client::StreamConfig) -> anyhow::Resu
         output::bidir_human(&b)
     };
     cli::print_result(&text)?;
+    // A Ctrl-C that had to cut a direction off is still an interruption (issue 32).
     let interrupted = matches!(&b.forward, Ok(r) if r.timed.is_some_and(|t| t.interrupted))
-        || matches!(&b.reverse, Ok(r) if r.interrupted);
+        || matches!(&b.reverse, Ok(r) if r.interrupted)
+        || matches!(&b.forward, Err(f) if f.interrupted)
+        || matches!(&b.reverse, Err(f) if f.interrupted);
     let mut errors = Vec::new();
     match &b.forward {
         Ok(r) if !r.verified() => errors.push(format!("to the server: {}", output::mismatch(r))),
-        Err(f) => errors.push(format!("to the server: {:#}", f.error)),
-        Ok(_) => {}
+        Err(f) if !f.interrupted => errors.push(format!("to the server: {:#}", f.error)),
+        _ => {}
     }
     match &b.reverse {
         Ok(r) if !r.verified() => {
             errors.push(format!("from the server: {}", output::reverse_mismatch(r)));
         }
-        Err(f) => errors.push(format!("from the server: {:#}", f.error)),
-        Ok(_) => {}
+        Err(f) if !f.interrupted => errors.push(format!("from the server: {:#}", f.error)),
+        _ => {}
     }
     if !errors.is_empty() {
         anyhow::bail!(errors.join("; "));
     }
     if interrupted {
-        eprintln!("tsclient: interrupted, both directions verified up to the stop");
+        match (&b.forward, &b.reverse) {
+            (Ok(_), Ok(_)) => {
+                eprintln!("tsclient: interrupted, both directions verified up to the stop");
+            }
+            (f, r) => {
+                for (side, e) in [
+                    ("to the server", f.as_ref().err()),
+                    ("from the server", r.as_ref().err()),
+                ] {
+                    if let Some(f) = e {
+                        eprintln!("tsclient: interrupted; {side}: {:#}", f.error);
+                    }
+                }
+            }
+        }
         return Ok(ExitCode::from(cli::INTERRUPTED as u8));
     }
     Ok(ExitCode::SUCCESS)
@@ -264,8 +281,12 @@ fn bidir_parallel_run(
     match &b.reverse {
         Err(e) => errors.push(format!("from the server: {e}")),
         Ok(p) => {
-            interrupted |= p.streams.iter().flatten().any(|r| r.interrupted);
-            if !p.verified() {
+            let stopped = p.streams.iter().any(|s| match s {
+                Ok(r) => r.interrupted,
+                Err(f) => f.interrupted,
+            });
+            interrupted |= stopped;
+            if !p.verified() && !stopped {
                 errors.push("from the server: NOT VERIFIED: the session's streams do not all agree with the server".into());
             }
         }
