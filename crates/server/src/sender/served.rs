@@ -164,9 +164,12 @@ impl Served {
         })
     }
 
+    /// Why the pass cannot go on past `at`: the file is shorter now than when it was opened.
     fn shrank(&self, at: u64) -> String {
+        let now = self.file.metadata().map_or(at, |m| m.len());
         format!(
-            "\"{}\" shrank while it was sent: it ended at byte {at} of {}",
+            "\"{}\" shrank while it was sent: {now} bytes now, of the {} it had when the stream \
+             began",
             Peer(&self.name),
             self.len
         )
@@ -242,6 +245,6 @@ mod tests {
         let mut scratch = vec![0u8; 1000];
         let why = s.hash_ahead(3000, &mut scratch).unwrap_err();
         assert!(why.contains("shrank while it was sent"), "{why}");
-        assert!(why.contains("byte 100 of 5000"), "{why}");
+        assert!(why.contains("100 bytes now, of the 5000"), "{why}");
     }
 }
