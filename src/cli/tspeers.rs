@@ -61,6 +61,76 @@ struct Args {
     /// With --streams, how the table names the network.
     #[arg(long, default_value = "Loopback")]
     network: String,
+    /// Compare at large writes instead (issue 33): memory to memory, -R, -P 2, sendfile
+    /// against -Z and the file against -F, with CPU per GiB on each end; --file is the large
+    /// file (1 GiB) whose length every cell moves. Writes steady.md and steady.json.
+    #[arg(long)]
+    steady: bool,
+    /// With --steady, the pid of the `iperf3 -s` on --iperf3-port (its CPU is read from
+    /// /proc).
+    #[arg(long, value_name = "PID")]
+    iperf3_pid: Option<u32>,
+}
+
+/// `--steady`: large writes against iperf3, CPU per GiB on each end; writes steady.md and
+/// steady.json.
+fn steady_run(
+    args: &Args,
+    bin_dir: PathBuf,
+    server: Option<tsperf_lab::harness::ServerProcess>,
+) -> anyhow::Result<ExitCode> {
+    use tsperf_lab::steady;
+    let server = server.context("--steady starts its own tsserver (leave out --tsperf-port)")?;
+    let iperf3_pid = args
+        .iperf3_pid
+        .context("--steady needs --iperf3-pid, the pid of the iperf3 -s on --iperf3-port")?;
+    let tsperf_pid = server.pid().context("the tsserver is not our child")?;
+    let len = cli::file_len(&args.file)?;
+    let cfg = steady::SteadyConfig {
+        bin_dir,
+        file: args.file.clone(),
+        cells: steady::default_cells(),
+        reps: args.reps,
+        tsperf: (server.port, tsperf_pid),
+        iperf3: (args.iperf3_port, iperf3_pid),
+    };
+    let cells = steady::run(&cfg, std::path::Path::new("iperf3"), |c| {
+        println!(
+            "{:>14} {:>7}: tsperf/iperf3 {:.2}x{}",
+            c.cell.kind.label(),
+            c.cell.chunk,
+            c.ratio(),
+            if c.verified() {
+                ""
+            } else {
+                " (NOT ALL VERIFIED)"
+            }
+        )
+    })?;
+    drop(server);
+    let mut chunks: Vec<u32> = cfg.cells.iter().map(|c| c.chunk).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    let floors = steady::floors(&chunks, len, args.reps)?;
+    let report = steady::SteadyReport {
+        cells,
+        floors,
+        len,
+        reps: args.reps,
+        machine: machine::probe(&args.commit),
+    };
+    std::fs::create_dir_all(&args.out)?;
+    let md = steady::markdown(&report);
+    for (name, body) in [
+        ("steady.md", md.clone().into_bytes()),
+        ("steady.json", serde_json::to_vec_pretty(&report)?),
+    ] {
+        let path = args.out.join(name);
+        std::fs::write(&path, body)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    cli::print(&format!("\n{md}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--streams`: streams and directions against iperf3 -P N and -R; writes streams.md.
@@ -137,6 +207,9 @@ pub fn main() -> ExitCode {
             Some(_) => None,
             None => Some(peers::start_tsserver(&bin_dir, &args.host, &server_wrap)?),
         };
+        if args.steady {
+            return steady_run(&args, bin_dir, server);
+        }
         if let Some(streams) = &args.streams {
             return streams_run(&args, streams, bin_dir, server);
         }

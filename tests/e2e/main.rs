@@ -24,6 +24,7 @@ mod save;
 mod scale;
 mod service;
 mod shutdown;
+mod steady;
 mod strategies;
 mod stream;
 mod timed;

@@ -22,6 +22,17 @@ pub struct Floor {
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
 pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
+    run_with(total, chunk, read_size, false)
+}
+
+/// [`run`] with tsperf's checksum on both ends (issue 33): the writer hashes each block of at
+/// least 128 KiB (whole chunks) before it writes its chunks, the reader every read: the limit a
+/// verified stream meets on this machine, the kernel's copies and the hashes and nothing else.
+pub fn run_hashed(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
+    run_with(total, chunk, read_size, true)
+}
+
+fn run_with(total: u64, chunk: usize, read_size: usize, hash: bool) -> io::Result<Floor> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let reader = std::thread::spawn(move || -> io::Result<(u64, Instant, Instant)> {
@@ -29,29 +40,43 @@ pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
         let mut buf = vec![0u8; read_size.max(1)];
         let mut got = 0u64;
         let mut first = None;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         loop {
             match s.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     first.get_or_insert_with(Instant::now);
                     got += n as u64;
+                    if hash {
+                        hasher.update(&buf[..n]);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
         let last = Instant::now();
+        std::hint::black_box(hasher.digest());
         Ok((got, first.unwrap_or(last), last))
     });
-    let data = vec![b'x'; chunk.max(1)];
+    let chunk = chunk.max(1);
+    let block = (128usize << 10).div_ceil(chunk) * chunk;
+    let data = vec![b'x'; if hash { block } else { chunk }];
     let mut s = TcpStream::connect(addr)?;
     let start = Instant::now();
     let mut sent = 0u64;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     while sent < total {
-        let n = (chunk as u64).min(total - sent) as usize;
-        s.write_all(&data[..n])?;
+        let n = (data.len() as u64).min(total - sent) as usize;
+        if hash {
+            hasher.update(&data[..n]);
+        }
+        for piece in data[..n].chunks(chunk) {
+            s.write_all(piece)?;
+        }
         sent += n as u64;
     }
+    std::hint::black_box(hasher.digest());
     s.shutdown(Shutdown::Write)?;
     let (got, first, last) = reader
         .join()
@@ -77,6 +102,8 @@ mod tests {
             let f = super::run(1_000_003, chunk, read).unwrap();
             assert_eq!(f.bytes, 1_000_003);
             assert!(f.wall >= f.receiver);
+            let f = super::run_hashed(1_000_003, chunk, read).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
         }
     }
 }

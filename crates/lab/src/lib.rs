@@ -11,5 +11,6 @@ pub mod matrix;
 pub mod peers;
 pub mod report;
 pub mod scale;
+pub mod steady;
 pub mod streams;
 pub mod verdicts;

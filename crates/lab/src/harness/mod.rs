@@ -7,6 +7,7 @@
 //! [`START_TIMEOUT`] is an error that quotes what it printed instead.
 
 mod client;
+pub mod cpu;
 mod server;
 
 pub use client::Client;

@@ -191,15 +191,7 @@ impl ServerProcess {
 
     /// User plus system CPU of every thread, live or ended, in seconds.
     pub fn cpu_s(&self) -> Result<f64> {
-        let text = self.proc_file("stat")?;
-        // Fields after the command name (which may hold spaces) start at state, field 3.
-        let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // utime is field 14 and stime 15 (1-based), i.e. 11 and 12 after the state field.
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok((ticks(11) + ticks(12)) as f64 / hz)
+        super::cpu::process_cpu_s(self.pid().context("the server is not our child")?)
     }
 }
 

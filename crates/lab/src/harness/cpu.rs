@@ -1,0 +1,104 @@
+//! CPU time measured from outside, the same way for every tool (issue 33): a client's from the
+//! kernel's account when it is reaped (`wait4`'s rusage: every thread, ended or not), a
+//! server's as the difference of `/proc/PID/stat` before and after a run. Neither trusts what
+//! the tool says of itself, so tsperf and iperf3 are held to one ruler.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// User plus system CPU of process `pid`, every thread live or ended, in seconds (clock ticks,
+/// 10 ms on most kernels).
+pub fn process_cpu_s(pid: u32) -> Result<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("cannot read /proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces) start at state, field 3.
+    let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime is field 14 and stime 15 (1-based), i.e. 11 and 12 after the state field.
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok((ticks(11) + ticks(12)) as f64 / hz)
+}
+
+/// What a measured run printed, how it exited, and the CPU it took.
+#[derive(Debug)]
+pub struct Measured {
+    /// Its standard output.
+    pub stdout: Vec<u8>,
+    /// Its standard error.
+    pub stderr: Vec<u8>,
+    /// It exited 0.
+    pub success: bool,
+    /// User plus system CPU of the whole process (rusage at `wait4`), seconds.
+    pub cpu_s: f64,
+}
+
+/// Runs `cmd` to its end (stdin empty, stdout and stderr captured) and reaps it with `wait4`, so
+/// its CPU is the kernel's account of every thread it had.
+pub fn run_measured(cmd: &mut Command) -> Result<Measured> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start the measured command")?;
+    let mut out = child.stdout.take().context("no stdout")?;
+    let mut err = child.stderr.take().context("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let mut stdout = Vec::new();
+    out.read_to_end(&mut stdout)
+        .context("cannot read the command's output")?;
+    let stderr = reader.join().unwrap_or_default();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for the kernel to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4(2) on our own child, with live out-pointers; `child` is never waited on by
+    // std after this (it is forgotten), so the pid is reaped exactly once.
+    let got = loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break r;
+        }
+    };
+    std::mem::forget(child);
+    if got != pid {
+        bail!(
+            "cannot reap the measured command: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(Measured {
+        stdout,
+        stderr,
+        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child that burns CPU is charged for it, its output is kept, its exit code read.
+    #[test]
+    fn a_child_is_charged_its_cpu() {
+        let m = run_measured(Command::new("sh").args([
+            "-c",
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo done; exit 3",
+        ]))
+        .unwrap();
+        assert_eq!(m.stdout, b"done\n");
+        assert!(!m.success);
+        assert!(m.cpu_s > 0.0, "{m:?}");
+        assert!(process_cpu_s(std::process::id()).unwrap() >= 0.0);
+    }
+}

@@ -1,0 +1,453 @@
+//! Steady state at large writes against iperf3 (`scripts/peers.sh --steady`, issue 33).
+//!
+//! Each cell is one way of moving a large amount of data, run by both tools with the same
+//! write size: memory to memory (tsclient's generated stream of `--bytes`, iperf3 without -F),
+//! the same in reverse and with two streams, `sendfile` (`--io sendfile` of the file, iperf3
+//! `-Z`) and a file read (tsclient FILE, iperf3 `-F FILE`). The tools alternate, the one that
+//! goes first changing every repetition, and the table shows medians.
+//!
+//! CPU is measured the same way for both tools, from outside: a client's is the kernel's
+//! account when it is reaped (`wait4`, every thread, start-up included), a server's the
+//! difference of its `/proc/PID/stat` times around the run (10 ms ticks). Neither tool's own
+//! figure is used. Rates are tsclient's end to end (first byte written to the server's report
+//! of every byte counted and checksummed) and iperf3's receiver (`end.sum_received`).
+//!
+//! Beside them, the limit of this machine: the bare write/read loop ([`crate::floor`]) from one
+//! buffer, and the same loop with tsperf's checksum on both ends.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::harness::cpu::{process_cpu_s, run_measured};
+
+/// How a cell moves its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Memory to memory, client to server.
+    Memory,
+    /// Memory to memory, server to client (`-R`).
+    Reverse,
+    /// Memory to memory, two streams (`-P 2`).
+    Parallel,
+    /// The file with `sendfile` (`--io sendfile`, iperf3 `-Z`).
+    Sendfile,
+    /// The file read and written (tsclient FILE, iperf3 `-F`).
+    File,
+}
+
+impl Kind {
+    /// The cell's name in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Memory => "memory",
+            Kind::Reverse => "memory -R",
+            Kind::Parallel => "memory -P 2",
+            Kind::Sendfile => "sendfile / -Z",
+            Kind::File => "file / -F",
+        }
+    }
+}
+
+/// One cell: a kind and a write size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    /// How the bytes move.
+    pub kind: Kind,
+    /// Bytes per write (tsclient `--chunk`, iperf3 `-l`).
+    pub chunk: u32,
+}
+
+/// The issue's cells: memory forward and reverse at 1024, 10240, 64 KiB and 128 KiB; two
+/// streams, sendfile and the file at 10240 and 128 KiB.
+pub fn default_cells() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for kind in [Kind::Memory, Kind::Reverse] {
+        for chunk in [1024, 10240, 64 << 10, 128 << 10] {
+            cells.push(Cell { kind, chunk });
+        }
+    }
+    for kind in [Kind::Parallel, Kind::Sendfile, Kind::File] {
+        for chunk in [10240, 128 << 10] {
+            cells.push(Cell { kind, chunk });
+        }
+    }
+    cells
+}
+
+/// What the comparison runs.
+pub struct SteadyConfig {
+    /// Where tsclient is.
+    pub bin_dir: PathBuf,
+    /// The file of the sendfile and file cells; its length is every cell's.
+    pub file: PathBuf,
+    /// The cells.
+    pub cells: Vec<Cell>,
+    /// Repetitions of each tool in each cell.
+    pub reps: u32,
+    /// The port of the tsserver (`--log none`) on 127.0.0.1, and its pid.
+    pub tsperf: (u16, u32),
+    /// The port of the `iperf3 -s` on 127.0.0.1, and its pid.
+    pub iperf3: (u16, u32),
+}
+
+/// One run of one tool: its rate, bytes and CPU at each end.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sample {
+    /// MiB/s (tsclient end to end; iperf3's receiver).
+    pub mib_s: f64,
+    /// Bytes the receiver counted.
+    pub bytes: u64,
+    /// The client's CPU, seconds (`wait4`).
+    pub client_cpu_s: f64,
+    /// The server's CPU during the run, seconds (`/proc/PID/stat`).
+    pub server_cpu_s: f64,
+    /// tsperf: every byte verified (iperf3: true).
+    pub verified: bool,
+}
+
+impl Sample {
+    fn per_gib(&self, cpu: f64) -> f64 {
+        cpu / (self.bytes.max(1) as f64 / f64::from(1u32 << 30))
+    }
+}
+
+/// One cell's repetitions of both tools, and the floor at its write size.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellResult {
+    /// The cell.
+    pub cell: Cell,
+    /// tsperf's runs.
+    pub tsperf: Vec<Sample>,
+    /// iperf3's runs.
+    pub iperf3: Vec<Sample>,
+}
+
+/// The median of `f` over `samples`.
+fn median(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
+    let mut v: Vec<f64> = samples.iter().map(f).collect();
+    tsperf_results::stats::median(&mut v)
+}
+
+impl CellResult {
+    /// tsperf's median rate over iperf3's.
+    pub fn ratio(&self) -> f64 {
+        median(&self.tsperf, |s| s.mib_s) / median(&self.iperf3, |s| s.mib_s).max(1e-9)
+    }
+
+    /// Every tsperf run verified.
+    pub fn verified(&self) -> bool {
+        self.tsperf.iter().all(|s| s.verified)
+    }
+}
+
+/// The arguments of each tool for `cell` (the client's, before the server's address).
+pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>) {
+    let c = cell.chunk.to_string();
+    let n = len.to_string();
+    let f = file.display().to_string();
+    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    match cell.kind {
+        Kind::Memory => (s(&["--chunk", &c, "--bytes", &n]), s(&["-l", &c, "-n", &n])),
+        Kind::Reverse => (
+            s(&["-R", "--chunk", &c, "--bytes", &n]),
+            s(&["-R", "-l", &c, "-n", &n]),
+        ),
+        Kind::Parallel => (
+            s(&["-P", "2", "--chunk", &c, "--bytes", &n]),
+            s(&["-P", "2", "-l", &c, "-n", &n]),
+        ),
+        Kind::Sendfile => (
+            s(&["--io", "sendfile", "--chunk", &c, &f]),
+            s(&["-Z", "-l", &c, "-n", &n]),
+        ),
+        Kind::File => (s(&["--chunk", &c, &f]), s(&["-l", &c, "-F", &f])),
+    }
+}
+
+/// Runs `args` with the server at `pid` watched: the client's measured run and the server's
+/// CPU around it.
+fn measured(cmd: &mut Command, pid: u32) -> Result<(crate::harness::cpu::Measured, f64)> {
+    let before = process_cpu_s(pid)?;
+    let m = run_measured(cmd)?;
+    let after = process_cpu_s(pid)?;
+    Ok((m, (after - before).max(0.0)))
+}
+
+fn tsperf_run(cfg: &SteadyConfig, args: &[String]) -> Result<Sample> {
+    let mut cmd = Command::new(cfg.bin_dir.join("tsclient"));
+    cmd.args(["--host", "127.0.0.1", "--port", &cfg.tsperf.0.to_string()])
+        .args(["--json", "--no-progress"])
+        .args(args);
+    let (m, server) = measured(&mut cmd, cfg.tsperf.1)?;
+    let v: serde_json::Value = serde_json::from_slice(&m.stdout).with_context(|| {
+        format!(
+            "tsclient {} printed no JSON: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&m.stderr).trim()
+        )
+    })?;
+    // A session's figures are in its sum.
+    let top = if v["sum"].is_object() { &v["sum"] } else { &v };
+    if !m.success {
+        bail!("tsclient {} failed: {}", args.join(" "), top["error"]);
+    }
+    Ok(Sample {
+        mib_s: top["mib_per_s"].as_f64().unwrap_or(0.0),
+        bytes: top["bytes"].as_u64().unwrap_or(0),
+        client_cpu_s: m.cpu_s,
+        server_cpu_s: server,
+        verified: top["verified"].as_bool() == Some(true),
+    })
+}
+
+fn iperf3_run(cfg: &SteadyConfig, iperf3: &Path, args: &[String]) -> Result<Sample> {
+    let mut cmd = Command::new(iperf3);
+    cmd.args(["-c", "127.0.0.1", "-p", &cfg.iperf3.0.to_string(), "-J"])
+        .args(args);
+    let (m, server) = measured(&mut cmd, cfg.iperf3.1)?;
+    let v: serde_json::Value = serde_json::from_slice(&m.stdout)
+        .with_context(|| format!("iperf3 {} printed no JSON", args.join(" ")))?;
+    if let Some(e) = v["error"].as_str() {
+        bail!("iperf3 {} failed: {e}", args.join(" "));
+    }
+    let r = &v["end"]["sum_received"];
+    Ok(Sample {
+        mib_s: r["bits_per_second"].as_f64().unwrap_or(0.0) / 8.0 / f64::from(1u32 << 20),
+        bytes: r["bytes"].as_u64().unwrap_or(0),
+        client_cpu_s: m.cpu_s,
+        server_cpu_s: server,
+        verified: true,
+    })
+}
+
+/// Runs every cell, `reps` alternating pairs each (odd repetitions start with iperf3), calling
+/// `progress` after each cell.
+pub fn run(
+    cfg: &SteadyConfig,
+    iperf3: &Path,
+    mut progress: impl FnMut(&CellResult),
+) -> Result<Vec<CellResult>> {
+    let len = std::fs::metadata(&cfg.file)
+        .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?
+        .len();
+    let mut out = Vec::new();
+    for &cell in &cfg.cells {
+        let (ts, ip) = commands(cell, &cfg.file, len);
+        let mut r = CellResult {
+            cell,
+            tsperf: Vec::new(),
+            iperf3: Vec::new(),
+        };
+        for rep in 0..cfg.reps {
+            for turn in 0..2 {
+                if (rep + turn) % 2 == 0 {
+                    r.tsperf.push(tsperf_run(cfg, &ts)?);
+                } else {
+                    r.iperf3.push(iperf3_run(cfg, iperf3, &ip)?);
+                }
+            }
+        }
+        progress(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The machine's own limit at one write size: the bare loop and the same with the checksum,
+/// medians of `reps` alternating runs of `len` bytes, MiB/s.
+#[derive(Debug, Clone, Serialize)]
+pub struct Floor {
+    /// Bytes per write.
+    pub chunk: u32,
+    /// The bare write/read loop.
+    pub bare_mib_s: f64,
+    /// The same with xxh3 on both ends.
+    pub hashed_mib_s: f64,
+}
+
+/// Measures [`Floor`] at each of `chunks`.
+pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
+    let mib =
+        |f: crate::floor::Floor| f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
+    let mut out = Vec::new();
+    for &chunk in chunks {
+        let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
+        let (mut bare, mut hashed) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            bare.push(mib(crate::floor::run(len, chunk as usize, read)?));
+            hashed.push(mib(crate::floor::run_hashed(len, chunk as usize, read)?));
+        }
+        out.push(Floor {
+            chunk,
+            bare_mib_s: tsperf_results::stats::median(&mut bare),
+            hashed_mib_s: tsperf_results::stats::median(&mut hashed),
+        });
+    }
+    Ok(out)
+}
+
+/// Everything steady.md and steady.json hold.
+#[derive(Debug, Serialize)]
+pub struct SteadyReport {
+    /// Each cell's runs.
+    pub cells: Vec<CellResult>,
+    /// The machine's limits.
+    pub floors: Vec<Floor>,
+    /// Bytes per run.
+    pub len: u64,
+    /// Repetitions of each tool per cell.
+    pub reps: u32,
+    /// The machine.
+    pub machine: tsperf_results::machine::Machine,
+}
+
+/// `steady.md`.
+pub fn markdown(r: &SteadyReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Steady state at large writes: tsperf and iperf3\n\n\
+         Loopback on {}. {} per run, {} alternating pairs per cell (the first tool changes \
+         each repetition), medians and [min-max]. Made by `scripts/peers.sh --steady`.\n\n\
+         Rates: tsperf end to end (first byte written to the server's report of every byte \
+         counted and checksummed), iperf3 its receiver. CPU per GiB on each end, measured from \
+         outside the same way for both: the client's `wait4` rusage (its whole life, start-up \
+         included), the server's `/proc/PID/stat` before and after (10 ms ticks). tsperf \
+         checksums every byte on both ends; iperf3 checksums nothing.\n",
+        r.machine,
+        tsperf_results::units::size(r.len),
+        r.reps
+    );
+    let _ = writeln!(
+        o,
+        "| cell | write | tsperf MiB/s | iperf3 MiB/s | ratio | client CPU s/GiB tsperf | iperf3 | server CPU s/GiB tsperf | iperf3 | verified |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for c in &r.cells {
+        let spread = |v: &[Sample]| {
+            let m = median(v, |s| s.mib_s);
+            let lo = v.iter().map(|s| s.mib_s).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|s| s.mib_s).fold(0.0, f64::max);
+            format!("{m:.0} [{lo:.0}-{hi:.0}]")
+        };
+        let cpu = |v: &[Sample], client: bool| {
+            median(v, |s| {
+                s.per_gib(if client {
+                    s.client_cpu_s
+                } else {
+                    s.server_cpu_s
+                })
+            })
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {:.2}x | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+            c.cell.kind.label(),
+            tsperf_results::units::size(u64::from(c.cell.chunk)),
+            spread(&c.tsperf),
+            spread(&c.iperf3),
+            c.ratio(),
+            cpu(&c.tsperf, true),
+            cpu(&c.iperf3, true),
+            cpu(&c.tsperf, false),
+            cpu(&c.iperf3, false),
+            if c.verified() { "all" } else { "NOT ALL" }
+        );
+    }
+    floors_section(r, &mut o);
+    o
+}
+
+fn floors_section(r: &SteadyReport, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## The machine's limit\n\n\
+         The bare write/read loop on loopback (`crate::floor`: one thread writes one buffer again \
+         and again, one reads; nothing else), and the same loop with tsperf's checksum on both \
+         ends (xxh3 over each block written and each read): what any tool that verifies its \
+         bytes can reach here. Medians of {} runs of {}.\n\n\
+         | write | bare loop MiB/s | with checksums | checksums cost |\n|---:|---:|---:|---:|",
+        r.reps,
+        tsperf_results::units::size(r.len)
+    );
+    for f in &r.floors {
+        let _ = writeln!(
+            o,
+            "| {} | {:.0} | {:.0} | {:.0}% |",
+            tsperf_results::units::size(u64::from(f.chunk)),
+            f.bare_mib_s,
+            f.hashed_mib_s,
+            (1.0 - f.hashed_mib_s / f.bare_mib_s.max(1e-9)) * 100.0
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(mib_s: f64, cpu: f64) -> Sample {
+        Sample {
+            mib_s,
+            bytes: 1 << 30,
+            client_cpu_s: cpu,
+            server_cpu_s: cpu / 2.0,
+            verified: true,
+        }
+    }
+
+    /// The commands name the same write size and length for both tools.
+    #[test]
+    fn both_tools_get_the_same_write_and_length() {
+        for cell in default_cells() {
+            let (ts, ip) = commands(cell, Path::new("/f"), 1 << 30);
+            let c = cell.chunk.to_string();
+            assert!(
+                ts.windows(2).any(|w| w == ["--chunk", c.as_str()]),
+                "{ts:?}"
+            );
+            assert!(ip.windows(2).any(|w| w == ["-l", c.as_str()]), "{ip:?}");
+            let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
+            assert!(sized, "{ip:?}");
+        }
+        assert_eq!(default_cells().len(), 14);
+    }
+
+    /// The table shows medians, spreads, the ratio and CPU per GiB; a run not verified says so.
+    #[test]
+    fn the_table_has_medians_ratios_and_cpu_per_gib() {
+        let mut cell = CellResult {
+            cell: Cell {
+                kind: Kind::Memory,
+                chunk: 10240,
+            },
+            tsperf: vec![sample(100.0, 0.5), sample(300.0, 0.4), sample(200.0, 0.3)],
+            iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(400.0, 0.2)],
+        };
+        let mut r = SteadyReport {
+            cells: vec![cell.clone()],
+            floors: vec![Floor {
+                chunk: 10240,
+                bare_mib_s: 1000.0,
+                hashed_mib_s: 900.0,
+            }],
+            len: 1 << 30,
+            reps: 3,
+            machine: crate::machine::probe("test"),
+        };
+        let md = markdown(&r);
+        assert!(
+            md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
+            "{md}"
+        );
+        assert!(md.contains("| 10 KiB | 1000 | 900 | 10% |"), "{md}");
+        cell.tsperf[0].verified = false;
+        r.cells = vec![cell];
+        assert!(markdown(&r).contains("NOT ALL"));
+    }
+}

@@ -1,0 +1,77 @@
+//! Issue 33: `tspeers --steady`, the large-write comparison with iperf3, end to end against a
+//! stand-in iperf3 that logs its arguments (the real tsserver and tsclient run every cell).
+
+use crate::common::*;
+
+/// Every cell runs both tools with the same write size and length, tsperf verified; the
+/// table and the raw JSON carry CPU per GiB on each end, measured from outside.
+#[test]
+fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "big.bin", 1 << 20);
+    let fake = dir.path().join("iperf3");
+    let log = dir.path().join("iperf3-args.txt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\necho '{{\"end\":{{\"sum_received\":{{\"bits_per_second\":8388608000,\"bytes\":1048576}}}}}}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out_dir = dir.path().join("out");
+    // The stand-in has no server: this test process stands in for its pid.
+    let out = assert_cmd::Command::new(bin("tspeers"))
+        .args(["--steady", "--file", file.to_str().unwrap(), "--reps", "1"])
+        .args(["--iperf3-port", "5201", "--iperf3-pid"])
+        .arg(std::process::id().to_string())
+        .args(["--out", out_dir.to_str().unwrap()])
+        .env("PATH", path)
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = std::fs::read_to_string(out_dir.join("steady.md")).unwrap();
+    let rows: Vec<&str> = md.lines().filter(|l| l.ends_with(" | all |")).collect();
+    assert_eq!(rows.len(), 14, "{md}");
+    assert!(md.contains("## The machine's limit"), "{md}");
+    let args = std::fs::read_to_string(log).unwrap();
+    for want in [
+        "-c 127.0.0.1 -p 5201 -J -l 1024 -n 1048576",
+        "-R -l 65536 -n 1048576",
+        "-P 2 -l 10240 -n 1048576",
+        "-Z -l 131072 -n 1048576",
+        "-l 10240 -F ",
+    ] {
+        assert!(args.contains(want), "{want} not in {args}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("steady.json")).unwrap()).unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 14);
+    let mut client_cpu = 0.0;
+    for c in cells {
+        let ts = &c["tsperf"][0];
+        assert_eq!(ts["bytes"], 1 << 20, "{c}");
+        assert_eq!(ts["verified"], true, "{c}");
+        client_cpu += ts["client_cpu_s"].as_f64().unwrap();
+    }
+    assert!(client_cpu > 0.0, "no client CPU measured: {json}");
+}
+
+/// --steady needs the iperf3 server's pid, to read its CPU.
+#[test]
+fn tspeers_steady_needs_the_iperf3_pid() {
+    let o = run(
+        bin("tspeers"),
+        &["--steady", "--iperf3-port", "1", "--file", "Cargo.toml"],
+    );
+    assert_fails(&o, 1, "--steady needs --iperf3-pid");
+}
