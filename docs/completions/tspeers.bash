@@ -23,7 +23,7 @@ _tspeers() {
 
     case "${cmd}" in
         tspeers)
-            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --streams --time --host --server-wrap --client-wrap --network --help --version"
+            opts="-h -V --file --chunks --reps --tsperf-port --iperf3-port --out --commit --streams --time --host --server-wrap --client-wrap --network --steady --iperf3-pid --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -78,6 +78,10 @@ _tspeers() {
                     return 0
                     ;;
                 --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --iperf3-pid)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

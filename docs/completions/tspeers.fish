@@ -11,5 +11,7 @@ complete -c tspeers -l host -d 'With --streams, the address both servers listen 
 complete -c tspeers -l server-wrap -d 'With --streams, a command prefix for our tsserver, e.g. "ip netns exec NS" (split on spaces)' -r
 complete -c tspeers -l client-wrap -d 'With --streams, a command prefix for both clients (split on spaces)' -r
 complete -c tspeers -l network -d 'With --streams, how the table names the network' -r
+complete -c tspeers -l iperf3-pid -d 'With --steady, the pid of the `iperf3 -s` on --iperf3-port (its CPU is read from /proc)' -r
+complete -c tspeers -l steady -d 'Compare at large writes instead (issue 33): memory to memory, -R, -P 2, sendfile against -Z and the file against -F, with CPU per GiB on each end; --file is the large file (1 GiB) whose length every cell moves. Writes steady.md and steady.json'
 complete -c tspeers -s h -l help -d 'Print help'
 complete -c tspeers -s V -l version -d 'Print version'

@@ -108,8 +108,8 @@ struct Args {
     #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
           conflicts_with = "latency", value_name = "N")]
     parallel: Option<u8>,
-    /// The generated stream's size: what a run without FILE sends (at most 4GiB, held in
-    /// memory), and with --reverse or --bidir what it asks the server for; one pass, repeated
+    /// The generated stream's size: what a run without FILE sends (the seed's text again and
+    /// again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated
     /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
     #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
@@ -327,14 +327,18 @@ fn on_interrupt(progress: &Progress) -> anyhow::Result<()> {
 /// shows it.
 const GENERATED: &str = "generated";
 
+/// The generated stream's length: --bytes, by default the seed's.
+fn stream_len(args: &Args) -> u64 {
+    args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN)
+}
+
 /// What a stream run sends: FILE, or without one (forward) the generated stream of --bytes
 /// from an in-memory file, returned to be kept open as long as the run, and the path to open.
 fn source_file(args: &Args) -> anyhow::Result<(Option<std::fs::File>, PathBuf)> {
     if args.file.is_some() || args.reverse {
         return Ok((None, args.file.clone().unwrap_or_default()));
     }
-    let bytes = args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN);
-    let f = tsperf_sys::testdata::stream_file(bytes)?;
+    let f = tsperf_sys::testdata::stream_file(stream_len(args))?;
     let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
     Ok((Some(f), path))
 }
@@ -363,6 +367,7 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         log_file: args.log_file.clone(),
         stripe: None,
         name: generated.as_ref().map(|_| GENERATED.to_owned()),
+        generated: generated.as_ref().map(|_| stream_len(args)),
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -444,6 +449,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         log_file: std::path::PathBuf::new(),
         stripe: None,
         name: None,
+        generated: None,
     });
     let cfg = latency::LatencyConfig {
         host,

@@ -22,9 +22,10 @@ struct Args {
     /// Bytes per write.
     #[arg(long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
     chunk: u32,
-    /// Concurrent client counts, comma-separated (1 to 1024 each).
+    /// Concurrent client counts, comma-separated (1 to 10000 each; the blocking server is
+    /// measured to 1024).
     #[arg(long, default_value = "1,2,4,8,16,32,64,128,256", value_delimiter = ',',
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
+          value_parser = clap::value_parser!(u32).range(1..=10000))]
     counts: Vec<u32>,
     /// Server models, comma-separated.
     #[arg(long, default_value = "event-loop,blocking", value_delimiter = ',',
@@ -52,6 +53,8 @@ pub fn main() -> ExitCode {
         let args = Args::parse();
         let bin_dir = cli::bin_dir();
         let len = cli::file_len(&args.file)?;
+        let most = args.counts.iter().copied().max().unwrap_or(1);
+        tsperf_lab::scale::raise_open_files(u64::from(most) * 3 + 1024)?;
         let cfg = ScaleConfig {
             file: args.file.clone(),
             chunk: args.chunk,

@@ -75,3 +75,53 @@ fn tspeers_steady_needs_the_iperf3_pid() {
     );
     assert_fails(&o, 1, "--steady needs --iperf3-pid");
 }
+
+/// Issue 33: the generated stream is one period in memory, sent again and again: a stream
+/// many periods long takes the memory of one (it used to be made whole in memory before the
+/// clock, 0.7 s of client CPU per GiB), and its bytes are still the reverse stream's, whole,
+/// in stripes and by sendfile.
+#[test]
+fn the_generated_stream_takes_one_period_of_memory() {
+    use crate::first_hour::generated_digest;
+    use tsperf_lab::harness::cpu::run_measured;
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let len: u64 = 5 * tsperf_sys::testdata::SEED_FILE_LEN + 7;
+    let run = |extra: &[&str]| {
+        let m = run_measured(
+            std::process::Command::new(bin("tsclient"))
+                .args(["--port", &port, "--json", "--chunk", "128k"])
+                .args(["--bytes", &len.to_string()])
+                .args(extra),
+        )
+        .unwrap();
+        assert!(
+            m.success,
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&m.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
+        (m, v)
+    };
+    let want = generated_digest(len);
+    let (m, v) = run(&[]);
+    assert_eq!(v["verified"], true, "{v:#}");
+    assert_eq!(v["digest"], want.as_str());
+    assert_eq!(v["bytes"].as_u64(), Some(len));
+    // One period is 36 MiB; the whole stream 180 MiB.
+    assert!(
+        m.max_rss_kib < 100 << 10,
+        "the client held {} KiB",
+        m.max_rss_kib
+    );
+    let (_, v) = run(&["--io", "sendfile"]);
+    assert_eq!(v["digest"], want.as_str(), "{v:#}");
+    let (_, v) = run(&["--io", "writev", "--batch", "7", "--nonblocking"]);
+    assert_eq!(v["digest"], want.as_str(), "{v:#}");
+    let (_, v) = run(&["-P", "3"]);
+    assert_eq!(v["sum"]["verified"], true, "{v:#}");
+    assert_eq!(v["sum"]["bytes"].as_u64(), Some(len));
+    // Past what memory could hold before (4 GiB, refused then): accepted.
+    let out = client(&["--port", &port, "--bytes", "5GiB", "-t", "0.2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

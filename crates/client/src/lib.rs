@@ -67,6 +67,9 @@ pub struct StreamConfig {
     /// The name announced for it instead of its basename: `generated` for the generated stream
     /// (an in-memory file, [`tsperf_sys::testdata::stream_file`]).
     pub name: Option<String>,
+    /// The generated stream: `file` holds one period of it, sent again and again to this many
+    /// bytes ([`tsperf_sys::source::Source::cycled`]), so no length is ever held in memory.
+    pub generated: Option<u64>,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
     pub timeout: Duration,
@@ -342,6 +345,10 @@ pub fn run_stream(
     let source = Source::open(&cfg.file, cfg.chunk, batch)
         .map(|s| match &cfg.name {
             Some(name) => s.named(name.clone()),
+            None => s,
+        })
+        .map(|s| match cfg.generated {
+            Some(len) => s.cycled(len),
             None => s,
         })
         .and_then(|s| match cfg.stripe {

@@ -221,8 +221,10 @@ fn send_file<T: Transport>(
     while tally.sent < len {
         let chunk_end = (tally.sent + chunk as u64).min(len);
         while tally.sent < chunk_end {
-            let want = (chunk_end - tally.sent) as usize;
-            match conn.sendfile(source.file(), source.offset() + tally.sent, want)? {
+            // A cycled source's call stops at the file's end, the next starts it again.
+            let (pos, run) = source.file_span(tally.sent);
+            let want = (chunk_end - tally.sent).min(run) as usize;
+            match conn.sendfile(source.file(), pos, want)? {
                 0 => return Err(Stop::File(source.shrank(tally.sent))),
                 n => {
                     tally.writes.writes += 1;

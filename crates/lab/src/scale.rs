@@ -24,6 +24,10 @@ use tsperf_results::stats::median;
 /// The client counts `scripts/scale.sh` runs by default: 1, 2, 4 … 256.
 pub const DEFAULT_COUNTS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
+/// The most clients the thread-per-connection server is measured with: past it, a thread per
+/// connection is the cost under study, and the event loop alone goes on (to 10,000).
+pub const BLOCKING_MAX: u32 = 1024;
+
 /// The server models, as `server.io` names them, and the tsserver flags that pick them.
 pub const MODELS: [(&str, &[&str]); 2] = [("event-loop", &[]), ("blocking", &["--blocking"])];
 
@@ -70,10 +74,52 @@ impl ScaleRow {
         self.peak_rss_kib.saturating_sub(self.base_rss_kib) as f64 / self.clients.max(1) as f64
     }
 
-    /// Server CPU per GiB received, in seconds.
-    pub fn cpu_s_per_gib(&self) -> f64 {
-        self.server_cpu_s / (self.bytes as f64 / (1u64 << 30) as f64).max(f64::MIN_POSITIVE)
+    /// Server CPU per byte received, in nanoseconds.
+    pub fn cpu_ns_per_byte(&self) -> f64 {
+        self.server_cpu_s * 1e9 / self.bytes.max(1) as f64
     }
+}
+
+/// Raises this process's open-file limit (`RLIMIT_NOFILE`) to at least `need`, the hard limit
+/// too where allowed (root); the servers it starts inherit it. Each client of the load
+/// generator holds its socket and its file, the server a socket per client.
+pub fn raise_open_files(need: u64) -> Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a local rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            bail!(
+                "cannot read the open-file limit: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        if lim.rlim_cur >= need {
+            return Ok(());
+        }
+        let raised = libc::rlimit {
+            rlim_cur: need.max(lim.rlim_cur),
+            rlim_max: need.max(lim.rlim_max),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            return Ok(());
+        }
+        let soft = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            ..lim
+        };
+        libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
+    }
+    if lim.rlim_max >= need {
+        return Ok(());
+    }
+    bail!(
+        "the largest count needs about {need} open files and the limit is {} (raise it with \
+         ulimit -Hn, or run as root)",
+        lim.rlim_max
+    )
 }
 
 /// A fresh `tsserver --log none` of one model, with room for `clients` connections.
@@ -98,7 +144,7 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
     let (name, flags) = model;
     let server = start_server(cfg, flags, clients)?;
     let base = server.status_kib("VmRSS:")?;
-    let cpu0 = server.cpu_s()?;
+    let cpu0 = server.live_cpu_s()?;
     let barrier = Arc::new(Barrier::new(clients as usize + 1));
     let stream = StreamConfig {
         host: "127.0.0.1".into(),
@@ -122,6 +168,7 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         log_file: std::path::PathBuf::new(),
         stripe: None,
         name: None,
+        generated: None,
     };
     let workers: Vec<_> = (0..clients)
         .map(|_| {
@@ -157,14 +204,15 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
             tsperf_results::units::count(clients, "client")
         );
     }
+    let peak = server.status_kib("VmHWM:")?;
     Ok(ScaleRow {
         server: name.to_owned(),
         clients,
         bytes,
         mib_per_s: tsperf_results::units::mib_per_s(bytes, elapsed),
-        server_cpu_s: server.cpu_s()? - cpu0,
+        server_cpu_s: (server.stop_cpu_s()? - cpu0).max(0.0),
         base_rss_kib: base,
-        peak_rss_kib: server.status_kib("VmHWM:")?,
+        peak_rss_kib: peak,
     })
 }
 
@@ -193,10 +241,13 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
         let mut samples: Vec<Vec<ScaleRow>> = vec![Vec::new(); models.len()];
         for _ in 0..cfg.reps.max(1) {
             for (i, model) in models.iter().enumerate() {
+                if model.0 == "blocking" && clients > BLOCKING_MAX {
+                    continue;
+                }
                 samples[i].push(measure(cfg, *model, clients)?);
             }
         }
-        for s in samples {
+        for s in samples.into_iter().filter(|s| !s.is_empty()) {
             let row = ScaleRow {
                 server: s[0].server.clone(),
                 clients,
@@ -298,9 +349,12 @@ fn markdown(r: &ScaleReport) -> String {
         "Loopback on {m}. Each client sends `{}` ({}) in \
          {}-byte chunks, all at once after a barrier, every transfer verified; a fresh `tsserver \
          --log none` per measurement; median of {} (models alternating). Aggregate = all bytes / \
-         (barrier → last report). Server CPU from /proc/PID/stat (10 ms ticks); RSS from \
-         /proc/PID/status: the baseline is VmRSS once listening, the peak VmHWM. The server asks \
-         for no socket buffers of its own (no --rcvbuf), so its RSS is all it adds.\n",
+         (barrier → last report). Server CPU: the kernel's account when the server is reaped \
+         (`wait4`, microseconds, every thread) less its live threads' `schedstat` once \
+         listening; RSS from /proc/PID/status: the baseline is VmRSS once listening, the peak \
+         VmHWM. The server asks for no socket buffers of its own (no --rcvbuf), so its RSS is \
+         all it adds beyond the kernel's socket buffers. The blocking server (a thread per \
+         connection) is measured to {BLOCKING_MAX} clients, the event loop beyond.\n",
         r.file.display(),
         tsperf_results::units::size(r.file_len),
         r.chunk,
@@ -308,19 +362,19 @@ fn markdown(r: &ScaleReport) -> String {
     );
     let _ = writeln!(
         o,
-        "| server | clients | aggregate MiB/s | Gbit/s | server CPU s | CPU s per GiB | baseline RSS MiB | peak RSS MiB | growth per connection KiB |"
+        "| server | clients | aggregate MiB/s | Gbit/s | server CPU ms | CPU ns per byte | baseline RSS MiB | peak RSS MiB | growth per connection KiB |"
     );
     let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let _ = writeln!(
             o,
-            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.3} | {:.1} | {:.1} | {:.1} |",
             r.server,
             r.clients,
             r.mib_per_s,
             r.mib_per_s * 1024.0 * 1024.0 * 8.0 / 1e9,
-            r.server_cpu_s,
-            r.cpu_s_per_gib(),
+            r.server_cpu_s * 1e3,
+            r.cpu_ns_per_byte(),
             r.base_rss_kib as f64 / 1024.0,
             r.peak_rss_kib as f64 / 1024.0,
             r.growth_per_conn_kib()

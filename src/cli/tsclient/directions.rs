@@ -19,16 +19,6 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
                 .to_owned(),
         );
     }
-    let max = tsperf_sys::testdata::MAX_STREAM_FILE;
-    if !args.reverse
-        && args.file.is_none()
-        && let Some(bytes) = args.bytes.filter(|&b| b > max)
-    {
-        cli::usage_error::<Args>(format!(
-            "invalid --bytes '{bytes}': a run without FILE holds the generated stream in memory, \
-             expected at most {max} bytes (4GiB; for more, send a FILE or use --time)"
-        ));
-    }
     if args.reverse
         && let Some(name) = &args.file
         && (args.bytes.is_some() || name.components().count() != 1 || name.file_name().is_none())
@@ -74,11 +64,21 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
     }
 }
 
+/// The length of what `cfg` sends: the generated stream's, or the file's.
+fn file_len(cfg: &client::StreamConfig) -> anyhow::Result<u64> {
+    match cfg.generated {
+        Some(len) => Ok(len),
+        None => Ok(std::fs::metadata(&cfg.file)
+            .with_context(|| format!("cannot open file '{}'", cfg.file.display()))?
+            .len()),
+    }
+}
+
 /// Both directions at once: each printed, each verified.
 pub(super) fn bidir_run(args: &Args, cfg: &client::StreamConfig) -> anyhow::Result<ExitCode> {
-    let bytes = args.bytes.unwrap_or_else(|| {
-        std::fs::metadata(&cfg.file).map_or(tsperf_sys::testdata::SEED_FILE_LEN, |m| m.len())
-    });
+    let bytes = args
+        .bytes
+        .unwrap_or_else(|| file_len(cfg).unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN));
     if let Some(n) = args.parallel.filter(|&n| n > 1) {
         return bidir_parallel_run(args, cfg, n, bytes);
     }
@@ -183,9 +183,7 @@ pub(super) fn parallel_run(
     cfg: &client::StreamConfig,
     n: u8,
 ) -> anyhow::Result<ExitCode> {
-    let len = std::fs::metadata(&cfg.file)
-        .with_context(|| format!("cannot open file '{}'", cfg.file.display()))?
-        .len();
+    let len = file_len(cfg)?;
     let p = client::parallel::run_parallel(cfg, n, len).map_err(anyhow::Error::msg)?;
     let text = if args.json {
         output::parallel_json(&p) + "\n"
@@ -254,9 +252,7 @@ fn bidir_parallel_run(
     n: u8,
     bytes: u64,
 ) -> anyhow::Result<ExitCode> {
-    let len = std::fs::metadata(&cfg.file)
-        .with_context(|| format!("cannot open file '{}'", cfg.file.display()))?
-        .len();
+    let len = file_len(cfg)?;
     let b = client::bidir::run_bidir_parallel(cfg, n, len, bytes.max(u64::from(n)));
     let text = if args.json {
         output::bidir_parallel_json(&b) + "\n"

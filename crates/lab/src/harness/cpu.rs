@@ -23,6 +23,53 @@ pub fn process_cpu_s(pid: u32) -> Result<f64> {
     Ok((ticks(11) + ticks(12)) as f64 / hz)
 }
 
+/// CPU time of the live threads of process `pid`, seconds with nanosecond resolution (the
+/// first field of each `/proc/PID/task/TID/schedstat`); threads that ended are not in it, so
+/// it is a baseline taken before work starts, to subtract from [`reap`]'s total.
+pub fn live_threads_cpu_s(pid: u32) -> Result<f64> {
+    let dir = format!("/proc/{pid}/task");
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(&dir).with_context(|| format!("cannot read {dir}"))? {
+        let path = task?.path().join("schedstat");
+        // A thread may end between the listing and the read.
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Ok(ns as f64 / 1e9)
+}
+
+/// Kills `child` and reaps it with `wait4`: the kernel's account of all the CPU it used, every
+/// thread, ended or not, in seconds (microsecond resolution).
+pub fn reap(mut child: std::process::Child) -> Result<f64> {
+    let _ = child.kill();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for the kernel to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = loop {
+        // SAFETY: wait4(2) on our own child with live out-pointers; `child` is forgotten
+        // below, so std never waits on the pid again.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break r;
+        }
+    };
+    std::mem::forget(child);
+    if got != pid {
+        bail!(
+            "cannot reap process {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(secs(usage.ru_utime) + secs(usage.ru_stime))
+}
+
 /// What a measured run printed, how it exited, and the CPU it took.
 #[derive(Debug)]
 pub struct Measured {
@@ -34,6 +81,8 @@ pub struct Measured {
     pub success: bool,
     /// User plus system CPU of the whole process (rusage at `wait4`), seconds.
     pub cpu_s: f64,
+    /// Its largest resident set, KiB (rusage at `wait4`).
+    pub max_rss_kib: u64,
 }
 
 /// Runs `cmd` to its end (stdin empty, stdout and stderr captured) and reaps it with `wait4`, so
@@ -81,6 +130,7 @@ pub fn run_measured(cmd: &mut Command) -> Result<Measured> {
         stderr,
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
     })
 }
 
@@ -99,6 +149,17 @@ mod tests {
         assert_eq!(m.stdout, b"done\n");
         assert!(!m.success);
         assert!(m.cpu_s > 0.0, "{m:?}");
+        assert!(m.max_rss_kib > 0, "{m:?}");
         assert!(process_cpu_s(std::process::id()).unwrap() >= 0.0);
+        assert!(live_threads_cpu_s(std::process::id()).unwrap() > 0.0);
+        let busy = Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 30",
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(reap(busy).unwrap() > 0.0);
     }
 }

@@ -193,6 +193,18 @@ impl ServerProcess {
     pub fn cpu_s(&self) -> Result<f64> {
         super::cpu::process_cpu_s(self.pid().context("the server is not our child")?)
     }
+
+    /// CPU of the server's live threads so far, nanosecond resolution
+    /// ([`super::cpu::live_threads_cpu_s`]): a baseline for [`ServerProcess::stop_cpu_s`].
+    pub fn live_cpu_s(&self) -> Result<f64> {
+        super::cpu::live_threads_cpu_s(self.pid().context("the server is not our child")?)
+    }
+
+    /// Stops the server and returns all the CPU it used, from the kernel's account when it is
+    /// reaped (`wait4`, microseconds, every thread ended or not).
+    pub fn stop_cpu_s(mut self) -> Result<f64> {
+        super::cpu::reap(self.child.take().context("the server is not our child")?)
+    }
 }
 
 impl Drop for ServerProcess {

@@ -55,6 +55,9 @@ pub struct Receiver {
     cpu_start: CpuTime,
     /// The serving thread's scheduler counts at the first byte.
     sched_start: Option<tsperf_sys::timing::SchedStat>,
+    /// The same at the last byte: the run-queue wait is the split's, first byte to last, and
+    /// not whatever the thread waited before the report was made (a busy event loop).
+    sched_end: Option<tsperf_sys::timing::SchedStat>,
     /// Event-loop wake-ups for this connection, counted by the event loop.
     pub wakeups: u64,
     log: TransferLog,
@@ -99,6 +102,7 @@ impl Receiver {
             last: None,
             cpu_start: CpuTime::thread(),
             sched_start: None,
+            sched_end: None,
             wakeups: 0,
             log: TransferLog::new(log, conn),
             log_gate: 1,
@@ -235,6 +239,7 @@ impl Receiver {
     fn counted(&mut self, n: usize, ends: bool, now: Instant) {
         if ends {
             self.last = Some((now, unix_us_now()));
+            self.sched_end = tsperf_sys::timing::SchedStat::thread();
         }
         if self.log() != LogMode::None {
             self.log_read(n);
@@ -320,6 +325,7 @@ impl Receiver {
     pub fn ended(&mut self) -> Option<tsperf_proto::end::End> {
         if self.last.is_none() && self.first.is_some() {
             self.last = Some((Instant::now(), unix_us_now()));
+            self.sched_end = tsperf_sys::timing::SchedStat::thread();
         }
         self.tail.as_ref().and_then(|t| t.end())
     }
@@ -350,7 +356,10 @@ impl Receiver {
         let cpu = CpuTime::thread().since(self.cpu_start);
         let run_queue = self
             .sched_start
-            .zip(tsperf_sys::timing::SchedStat::thread())
+            .zip(
+                self.sched_end
+                    .or_else(tsperf_sys::timing::SchedStat::thread),
+            )
             .map(|(a, b)| b.since(a).run_queue.as_nanos() as u64);
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));

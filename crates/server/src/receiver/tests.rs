@@ -259,3 +259,52 @@ fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
         ReadEnd::Ended(None)
     ));
 }
+
+/// Found with 6,000 clients at once (issue 33): the run-queue wait is counted over the
+/// transfer's time split, first byte to last, not to whenever the report is made. A thread that
+/// waits long for a CPU after the last byte (a busy event loop) made a report the client
+/// refused ("run_queue_ns contradicts the rest of it").
+#[test]
+fn the_run_queue_wait_ends_with_the_last_byte() {
+    let data = vec![7u8; 10_000];
+    let mut rx = Receiver::new(&hello(data.len() as u64), 4096, 0, LogMode::None);
+    let mut block = Block::new(4096, data.len() as u64);
+    let mut src = Trickle {
+        data: &data,
+        piece: 10_000,
+        asked: vec![],
+        block_next: false,
+    };
+    while !matches!(read_all(&mut block, &mut src, &mut rx), ReadEnd::Complete) {}
+    // This thread and two spinning ones share one CPU for a while before the report.
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity act on this thread's
+    // own set (pid 0 is the calling thread).
+    let pin = || unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    };
+    pin();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                pin();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    let rep = rx.report(ServerIo::EventLoop, 0);
+    assert_eq!(rep.check(), Ok(()), "{:?}", rep.run_queue_ns);
+}

@@ -19,14 +19,20 @@ impl Source {
             .file
             .try_clone()
             .context("cannot reopen the file to checksum it")?;
-        let (path, len, offset) = (self.path.clone(), self.len, self.offset);
+        let (path, len) = (self.path.clone(), self.len);
+        // Where each byte is in the file, computed here from a copy of what it needs.
+        let span = {
+            let (cycle, file_len, offset) = (self.cycle, self.file_len, self.offset);
+            move |at: u64| super::file_span(cycle, file_len, offset, at, len - at)
+        };
         let work = move || -> Result<u64> {
             let mut buf = vec![0u8; BLOCK_TARGET];
             let mut hasher = XxHash3_64::new();
             let mut at = 0u64;
             while at < len {
-                let want = (len - at).min(buf.len() as u64) as usize;
-                match file.read_at(&mut buf[..want], offset + at) {
+                let (pos, run) = span(at);
+                let want = run.min(buf.len() as u64) as usize;
+                match file.read_at(&mut buf[..want], pos) {
                     Ok(0) => bail!(
                         "file '{}' shrank while it was read: {at} of {len} bytes",
                         path.display()

@@ -112,6 +112,11 @@ pub struct Source {
     /// With [`Source::repeat`]: the checksum as it was before the last block, so a run that
     /// stops inside a block can have the digest of exactly what it sent.
     before_last: Option<XxHash3_64>,
+    /// A cycled source ([`Source::cycled`]): where its bytes start in the endless repetition of
+    /// the file (a stripe's start; the file is never remapped).
+    cycle: Option<u64>,
+    /// Where the last block handed out starts in the mapping.
+    last_at: usize,
 }
 
 impl Source {
@@ -195,6 +200,8 @@ impl Source {
             offset: 0,
             file_len: meta.len(),
             before_last: None,
+            cycle: None,
+            last_at: 0,
         })
     }
 
@@ -239,18 +246,23 @@ impl Source {
     pub fn last_block(&self) -> &[u8] {
         let len = self.last_len;
         match &self.blocks {
-            Blocks::Mapped { map, .. } => {
-                let end = self.read as usize;
-                &map[end - len..end]
-            }
+            Blocks::Mapped { map, .. } => &map[self.last_at..self.last_at + len],
             Blocks::Read(buf) => &buf[..len],
         }
+    }
+
+    /// Where byte `at` of what this source hands out is in the file, and how many bytes from
+    /// there are contiguous in the file and still to be handed out (a cycled source wraps at
+    /// the file's end).
+    pub fn file_span(&self, at: u64) -> (u64, u64) {
+        file_span(self.cycle, self.file_len, self.offset, at, self.len - at)
     }
 
     /// The next block, checksummed; empty once the announced length has been read. A file that
     /// shrinks while it is read is an error: the announced length can no longer be sent.
     pub fn next_block(&mut self) -> Result<&[u8]> {
         let left = self.len - self.read;
+        let mut last_at = 0;
         let block = match &mut self.blocks {
             Blocks::Mapped {
                 map,
@@ -258,17 +270,27 @@ impl Source {
                 populated,
                 ..
             } => {
-                let at = self.read as usize;
-                let end = at + left.min(*block_len as u64) as usize;
+                let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
+                // A mapping starts at the source's offset (a stripe's), unless it is cycled.
+                let at = (at - self.offset) as usize;
+                let end = at + run.min(*block_len as u64) as usize;
                 if *populated < map.len() && end + POPULATE_STEP / 2 > *populated {
                     let t = crate::timing::OffCpu::start();
                     *populated = populate(map, *populated, POPULATE_STEP);
                     self.waited += t.stop();
                 }
+                last_at = at;
                 &map[at..end]
             }
             Blocks::Read(buf) => {
-                let want = left.min(buf.len() as u64) as usize;
+                let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
+                if self.cycle.is_some() {
+                    use std::io::{Seek, SeekFrom};
+                    self.file
+                        .seek(SeekFrom::Start(at))
+                        .with_context(|| format!("cannot read file '{}'", self.path.display()))?;
+                }
+                let want = run.min(buf.len() as u64) as usize;
                 let t = crate::timing::OffCpu::start();
                 let got = read_full(&mut self.file, &mut buf[..want]);
                 self.waited += t.stop();
@@ -283,6 +305,7 @@ impl Source {
                 }
             }
         };
+        self.last_at = last_at;
         self.read += block.len() as u64;
         self.last_len = block.len();
         if let Some(before) = &mut self.before_last {
@@ -327,6 +350,17 @@ impl Source {
     /// The error for a file that ended at `at` bytes, before its announced length.
     pub fn shrank(&self, at: u64) -> anyhow::Error {
         shrank(&self.path, at, self.len)
+    }
+}
+
+/// [`Source::file_span`] from the source's parts (borrowed apart from its blocks).
+fn file_span(cycle: Option<u64>, file_len: u64, offset: u64, at: u64, left: u64) -> (u64, u64) {
+    match cycle {
+        Some(start) => {
+            let pos = (start + at) % file_len;
+            (pos, (file_len - pos).min(left))
+        }
+        None => (offset + at, left),
     }
 }
 

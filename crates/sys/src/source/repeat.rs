@@ -13,6 +13,17 @@ impl Source {
     /// of a `--parallel` session): it hands out, counts and checksums those bytes only.
     pub fn stripe(mut self, offset: u64, len: u64) -> Result<Source> {
         use std::io::{Seek, SeekFrom};
+        if let Some(start) = &mut self.cycle {
+            // A stripe of the endless repetition: the same mapping, read from further on.
+            anyhow::ensure!(
+                len > 0 && offset.checked_add(len).is_some_and(|end| end <= self.len),
+                "a stripe of {len} bytes from {offset} does not fit in a stream of {} bytes",
+                self.len
+            );
+            *start = offset;
+            self.len = len;
+            return Ok(self);
+        }
         anyhow::ensure!(
             len > 0
                 && offset
@@ -38,6 +49,16 @@ impl Source {
         self.offset = offset;
         self.len = len;
         Ok(self)
+    }
+
+    /// The file again and again, `len` bytes in all: the generated stream of any length from
+    /// one period of it in memory. Blocks end at the file's end, so each pass but the last ends
+    /// with a chunk shorter than the others, as a timed run's passes do. The checksum runs over
+    /// every byte handed out.
+    pub fn cycled(mut self, len: u64) -> Source {
+        self.cycle = Some(0);
+        self.len = len;
+        self
     }
 
     /// Makes the source repeatable, for a timed run: [`Source::rewind`] starts the file again

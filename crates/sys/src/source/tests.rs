@@ -188,3 +188,52 @@ fn stripes_hand_out_their_bytes_only() {
         assert!(s.stripe(999_999, 10).is_err());
     }
 }
+
+/// Issue 33: a cycled source hands out the file again and again to its length, blocks ending
+/// at the file's end, and its stripes are the same bytes as the whole one's; `file_span` says
+/// where each byte is in the file. Mapped and read alike.
+#[test]
+fn a_cycled_source_repeats_the_file_to_its_length() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 251) as u8).collect();
+    f.write_all(&data).unwrap();
+    let len = 3_500_000u64;
+    let want: Vec<u8> = data.iter().copied().cycle().take(len as usize).collect();
+    let drain = |s: &mut Source| {
+        let mut got = Vec::new();
+        loop {
+            let b = s.next_block().unwrap();
+            if b.is_empty() {
+                break got;
+            }
+            got.extend_from_slice(b);
+        }
+    };
+    for access in [Access::Map, Access::Read] {
+        let mut s = Source::open_with(f.path(), 10240, 1, access)
+            .unwrap()
+            .cycled(len);
+        assert_eq!(s.len(), len);
+        assert_eq!(s.file_span(0), (0, data.len() as u64));
+        assert_eq!(s.file_span(1_000_005), (2, data.len() as u64 - 2));
+        assert_eq!(s.file_span(len - 7), ((len - 7) % data.len() as u64, 7));
+        assert!(drain(&mut s) == want, "{access:?}");
+        assert_eq!(s.digest(), xxhash_rust::xxh3::xxh3_64(&want), "{access:?}");
+        let (at, n) = (1_700_000u64, 1_500_000u64);
+        let mut stripe = Source::open_with(f.path(), 10240, 1, access)
+            .unwrap()
+            .cycled(len)
+            .stripe(at, n)
+            .unwrap();
+        let part = &want[at as usize..(at + n) as usize];
+        assert!(drain(&mut stripe) == part, "{access:?}");
+        assert_eq!(stripe.digest(), xxhash_rust::xxh3::xxh3_64(part));
+        let whole = stripe
+            .digest_in_background()
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(whole, xxhash_rust::xxh3::xxh3_64(part), "{access:?}");
+    }
+}
