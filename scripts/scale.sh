@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Many clients at once: 1, 2, 4 ... 256 concurrent clients, each sending a 4 MiB file at 10240-byte
+# Many clients at once: 1, 2, 4 ... 256, 1024, 4096 and 10,000 concurrent clients (the blocking server
+# to 1024), each sending a 4 MiB file at 10240-byte
 # chunks (all verified), against the event-loop and the thread-per-connection server.
 #
 #   scripts/scale.sh [--out DIR] [--counts LIST] [--reps R] [--file PATH] [--chunk BYTES]
@@ -12,9 +13,9 @@ prog=scale.sh
 source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results counts=1,2,4,8,16,32,64,128,256 reps=3 file=testdata/tsl-quick.txt chunk=10240 bin=""
+out=results counts=1,2,4,8,16,32,64,128,256,1024,4096,10000 reps=3 file=testdata/tsl-quick.txt chunk=10240 bin=""
 while (($#)); do
   case $1 in
     --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;

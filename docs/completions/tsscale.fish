@@ -1,6 +1,6 @@
 complete -c tsscale -l file -d 'The file every client sends' -r -F
 complete -c tsscale -l chunk -d 'Bytes per write' -r
-complete -c tsscale -l counts -d 'Concurrent client counts, comma-separated (1 to 1024 each)' -r
+complete -c tsscale -l counts -d 'Concurrent client counts, comma-separated (1 to 10000 each; the blocking server is measured to 1024)' -r
 complete -c tsscale -l models -d 'Server models, comma-separated' -r -f -a "event-loop\t''
 blocking\t''"
 complete -c tsscale -l reps -d 'Repetitions per cell (the median is reported)' -r

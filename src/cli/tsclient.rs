@@ -368,6 +368,7 @@ fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> 
         stripe: None,
         name: generated.as_ref().map(|_| GENERATED.to_owned()),
         generated: generated.as_ref().map(|_| stream_len(args)),
+        shared_file: None,
     };
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
@@ -450,6 +451,7 @@ fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode>
         stripe: None,
         name: None,
         generated: None,
+        shared_file: None,
     });
     let cfg = latency::LatencyConfig {
         host,

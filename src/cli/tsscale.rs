@@ -54,7 +54,7 @@ pub fn main() -> ExitCode {
         let bin_dir = cli::bin_dir();
         let len = cli::file_len(&args.file)?;
         let most = args.counts.iter().copied().max().unwrap_or(1);
-        tsperf_lab::scale::raise_open_files(u64::from(most) * 3 + 1024)?;
+        tsperf_lab::harness::fds::raise_open_files(u64::from(most) + 1024)?;
         let cfg = ScaleConfig {
             file: args.file.clone(),
             chunk: args.chunk,

@@ -70,6 +70,9 @@ pub struct StreamConfig {
     /// The generated stream: `file` holds one period of it, sent again and again to this many
     /// bytes ([`tsperf_sys::source::Source::cycled`]), so no length is ever held in memory.
     pub generated: Option<u64>,
+    /// `file` opened once for every stream of this process that sends it (a load generator's
+    /// thousands of clients), instead of an open per stream.
+    pub shared_file: Option<std::sync::Arc<std::fs::File>>,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
     pub timeout: Duration,
@@ -342,20 +345,23 @@ pub fn run_stream(
         Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
         Strategy::Write | Strategy::Sendfile => 1,
     };
-    let source = Source::open(&cfg.file, cfg.chunk, batch)
-        .map(|s| match &cfg.name {
-            Some(name) => s.named(name.clone()),
-            None => s,
-        })
-        .map(|s| match cfg.generated {
-            Some(len) => s.cycled(len),
-            None => s,
-        })
-        .and_then(|s| match cfg.stripe {
-            Some((offset, len, _)) => s.stripe(offset, len),
-            None => Ok(s),
-        })
-        .map_err(|e| StreamFailure::before(cfg, None, e))?;
+    let source = match &cfg.shared_file {
+        Some(f) => Source::open_shared(f.clone(), &cfg.file, cfg.chunk, batch),
+        None => Source::open(&cfg.file, cfg.chunk, batch),
+    }
+    .map(|s| match &cfg.name {
+        Some(name) => s.named(name.clone()),
+        None => s,
+    })
+    .map(|s| match cfg.generated {
+        Some(len) => s.cycled(len),
+        None => s,
+    })
+    .and_then(|s| match cfg.stripe {
+        Some((offset, len, _)) => s.stripe(offset, len),
+        None => Ok(s),
+    })
+    .map_err(|e| StreamFailure::before(cfg, None, e))?;
     if cfg.time.is_some() && cfg.strategy == Strategy::Sendfile {
         let e = anyhow::anyhow!(
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"

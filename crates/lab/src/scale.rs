@@ -62,6 +62,11 @@ pub struct ScaleRow {
     pub mib_per_s: f64,
     /// The server's CPU time, seconds.
     pub server_cpu_s: f64,
+    /// The load generator's CPU time (this process: every client thread), seconds. On a machine
+    /// of few cores it shares them with the server, so where it is large the generator, not the
+    /// server, sets the aggregate.
+    #[serde(default)]
+    pub generator_cpu_s: f64,
     /// The server's resident memory before the clients, KiB.
     pub base_rss_kib: u64,
     /// Its peak resident memory, KiB.
@@ -80,48 +85,6 @@ impl ScaleRow {
     }
 }
 
-/// Raises this process's open-file limit (`RLIMIT_NOFILE`) to at least `need`, the hard limit
-/// too where allowed (root); the servers it starts inherit it. Each client of the load
-/// generator holds its socket and its file, the server a socket per client.
-pub fn raise_open_files(need: u64) -> Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit on a local rlimit struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            bail!(
-                "cannot read the open-file limit: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        if lim.rlim_cur >= need {
-            return Ok(());
-        }
-        let raised = libc::rlimit {
-            rlim_cur: need.max(lim.rlim_cur),
-            rlim_max: need.max(lim.rlim_max),
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-            return Ok(());
-        }
-        let soft = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            ..lim
-        };
-        libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
-    }
-    if lim.rlim_max >= need {
-        return Ok(());
-    }
-    bail!(
-        "the largest count needs about {need} open files and the limit is {} (raise it with \
-         ulimit -Hn, or run as root)",
-        lim.rlim_max
-    )
-}
-
 /// A fresh `tsserver --log none` of one model, with room for `clients` connections.
 fn start_server(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<ServerProcess> {
     let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "0", "--log", "none"]
@@ -138,17 +101,11 @@ fn start_server(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<Serve
     })
 }
 
-/// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
-/// name and its tsserver flags, from [`MODELS`]).
-fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
-    let (name, flags) = model;
-    let server = start_server(cfg, flags, clients)?;
-    let base = server.status_kib("VmRSS:")?;
-    let cpu0 = server.live_cpu_s()?;
-    let barrier = Arc::new(Barrier::new(clients as usize + 1));
-    let stream = StreamConfig {
+/// What every client of a measurement sends: the file, over one descriptor for all.
+fn stream_config(cfg: &ScaleConfig, port: u16) -> Result<StreamConfig> {
+    Ok(StreamConfig {
         host: "127.0.0.1".into(),
-        port: server.port,
+        port,
         chunk: cfg.chunk,
         file: cfg.file.clone(),
         timeout: cfg.timeout,
@@ -169,7 +126,24 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         stripe: None,
         name: None,
         generated: None,
-    };
+        // One descriptor for every client: 10,000 clients hold 10,000 sockets already.
+        shared_file: Some(Arc::new(
+            std::fs::File::open(&cfg.file)
+                .with_context(|| format!("cannot open '{}'", cfg.file.display()))?,
+        )),
+    })
+}
+
+/// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
+/// name and its tsserver flags, from [`MODELS`]).
+fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
+    let (name, flags) = model;
+    let server = start_server(cfg, flags, clients)?;
+    let base = server.status_kib("VmRSS:")?;
+    let cpu0 = server.live_cpu_s()?;
+    let gen0 = crate::harness::cpu::own_cpu_s();
+    let barrier = Arc::new(Barrier::new(clients as usize + 1));
+    let stream = stream_config(cfg, server.port)?;
     let workers: Vec<_> = (0..clients)
         .map(|_| {
             let (stream, barrier) = (stream.clone(), barrier.clone());
@@ -204,6 +178,7 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
             tsperf_results::units::count(clients, "client")
         );
     }
+    let generator_cpu_s = crate::harness::cpu::own_cpu_s() - gen0;
     let peak = server.status_kib("VmHWM:")?;
     Ok(ScaleRow {
         server: name.to_owned(),
@@ -211,6 +186,7 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
         bytes,
         mib_per_s: tsperf_results::units::mib_per_s(bytes, elapsed),
         server_cpu_s: (server.stop_cpu_s()? - cpu0).max(0.0),
+        generator_cpu_s,
         base_rss_kib: base,
         peak_rss_kib: peak,
     })
@@ -254,6 +230,7 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
                 bytes: s[0].bytes,
                 mib_per_s: median_by(&s, |r| r.mib_per_s),
                 server_cpu_s: median_by(&s, |r| r.server_cpu_s),
+                generator_cpu_s: median_by(&s, |r| r.generator_cpu_s),
                 base_rss_kib: median_by(&s, |r| r.base_rss_kib as f64) as u64,
                 peak_rss_kib: median_by(&s, |r| r.peak_rss_kib as f64) as u64,
             };
@@ -362,19 +339,20 @@ fn markdown(r: &ScaleReport) -> String {
     );
     let _ = writeln!(
         o,
-        "| server | clients | aggregate MiB/s | Gbit/s | server CPU ms | CPU ns per byte | baseline RSS MiB | peak RSS MiB | growth per connection KiB |"
+        "| server | clients | aggregate MiB/s | Gbit/s | server CPU ms | CPU ns per byte | load generator CPU s | baseline RSS MiB | peak RSS MiB | growth per connection KiB |"
     );
-    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let _ = writeln!(
             o,
-            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.3} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.3} | {:.2} | {:.1} | {:.1} | {:.1} |",
             r.server,
             r.clients,
             r.mib_per_s,
             r.mib_per_s * 1024.0 * 1024.0 * 8.0 / 1e9,
             r.server_cpu_s * 1e3,
             r.cpu_ns_per_byte(),
+            r.generator_cpu_s,
             r.base_rss_kib as f64 / 1024.0,
             r.peak_rss_kib as f64 / 1024.0,
             r.growth_per_conn_kib()
@@ -468,6 +446,7 @@ mod tests {
             bytes: clients as u64 * (4 << 20),
             mib_per_s: mib,
             server_cpu_s: 0.5,
+            generator_cpu_s: 1.0,
             base_rss_kib: 2048,
             peak_rss_kib: peak,
         }

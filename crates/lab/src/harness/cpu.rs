@@ -70,6 +70,16 @@ pub fn reap(mut child: std::process::Child) -> Result<f64> {
     Ok(secs(usage.ru_utime) + secs(usage.ru_stime))
 }
 
+/// This process's CPU time so far (`getrusage`, every thread), seconds.
+pub fn own_cpu_s() -> f64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage(2) with a live out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
 /// What a measured run printed, how it exited, and the CPU it took.
 #[derive(Debug)]
 pub struct Measured {

@@ -8,6 +8,7 @@
 
 mod client;
 pub mod cpu;
+pub mod fds;
 mod server;
 
 pub use client::Client;

@@ -307,9 +307,13 @@ impl Receiver {
     /// here, as the split is.
     #[cold]
     fn first_bytes(&mut self, n: usize, ends: bool) {
+        // The clock first, then the scheduler's counts: a wait for a CPU while they are read
+        // (a system call's exit is where a busy thread is preempted) falls inside the split,
+        // never before it. The last reading is taken after the last byte's clock and before
+        // its checksum's lap, so the run-queue wait always lies within the split.
+        let now = Instant::now();
         self.cpu_start = CpuTime::thread();
         self.sched_start = tsperf_sys::timing::SchedStat::thread();
-        let now = Instant::now();
         self.first = Some((now, unix_us_now()));
         self.lap_at = Some(now);
         self.counted(n, ends, now)

@@ -15,10 +15,7 @@ impl Source {
     /// thread's answer is the xxh3-64, or the reason it could not read the whole length.
     pub fn digest_in_background(&self) -> Result<std::thread::JoinHandle<Result<u64>>> {
         use std::os::unix::fs::FileExt;
-        let file = self
-            .file
-            .try_clone()
-            .context("cannot reopen the file to checksum it")?;
+        let file = self.file.clone();
         let (path, len) = (self.path.clone(), self.len);
         // Where each byte is in the file, computed here from a copy of what it needs.
         let span = {

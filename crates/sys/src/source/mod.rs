@@ -29,9 +29,11 @@ mod background;
 mod guard;
 mod repeat;
 
+use repeat::file_span;
+
 use std::fs::File;
 use std::hash::Hasher as _;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -92,7 +94,9 @@ enum Blocks {
 /// An open file, its announced length, and the running checksum of what was handed out.
 pub struct Source {
     path: PathBuf,
-    file: File,
+    /// Shared by the sources of one file in a process ([`Source::open_shared`]): reads take
+    /// explicit offsets, never the file's position.
+    file: std::sync::Arc<File>,
     name: String,
     len: u64,
     read: u64,
@@ -160,6 +164,38 @@ impl Source {
     /// errors, `name` is what is announced.
     pub fn from_file(
         file: File,
+        path: &Path,
+        name: String,
+        chunk: u32,
+        batch: u32,
+        access: Access,
+    ) -> Result<Source> {
+        Source::from_shared(std::sync::Arc::new(file), path, name, chunk, batch, access)
+    }
+
+    /// A source of `file`, opened once for many sources in one process (a load generator's
+    /// thousands of clients of one file: a descriptor each would be thousands more), checked
+    /// as [`Source::open`] checks a path; `path` names it and gives the announced name.
+    pub fn open_shared(
+        file: std::sync::Arc<File>,
+        path: &Path,
+        chunk: u32,
+        batch: u32,
+    ) -> Result<Source> {
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot stat file '{}'", path.display()))?;
+        if !meta.is_file() || meta.len() == 0 {
+            bail!(
+                "'{}' is not a regular file of at least 1 byte: expected one",
+                path.display()
+            );
+        }
+        Source::from_shared(file, path, basename(path)?, chunk, batch, Access::Map)
+    }
+
+    fn from_shared(
+        file: std::sync::Arc<File>,
         path: &Path,
         name: String,
         chunk: u32,
@@ -251,13 +287,6 @@ impl Source {
         }
     }
 
-    /// Where byte `at` of what this source hands out is in the file, and how many bytes from
-    /// there are contiguous in the file and still to be handed out (a cycled source wraps at
-    /// the file's end).
-    pub fn file_span(&self, at: u64) -> (u64, u64) {
-        file_span(self.cycle, self.file_len, self.offset, at, self.len - at)
-    }
-
     /// The next block, checksummed; empty once the announced length has been read. A file that
     /// shrinks while it is read is an error: the announced length can no longer be sent.
     pub fn next_block(&mut self) -> Result<&[u8]> {
@@ -284,15 +313,9 @@ impl Source {
             }
             Blocks::Read(buf) => {
                 let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
-                if self.cycle.is_some() {
-                    use std::io::{Seek, SeekFrom};
-                    self.file
-                        .seek(SeekFrom::Start(at))
-                        .with_context(|| format!("cannot read file '{}'", self.path.display()))?;
-                }
                 let want = run.min(buf.len() as u64) as usize;
                 let t = crate::timing::OffCpu::start();
-                let got = read_full(&mut self.file, &mut buf[..want]);
+                let got = read_full(&self.file, &mut buf[..want], at);
                 self.waited += t.stop();
                 match got {
                     Ok(n) if n == want => &buf[..want],
@@ -353,17 +376,6 @@ impl Source {
     }
 }
 
-/// [`Source::file_span`] from the source's parts (borrowed apart from its blocks).
-fn file_span(cycle: Option<u64>, file_len: u64, offset: u64, at: u64, left: u64) -> (u64, u64) {
-    match cycle {
-        Some(start) => {
-            let pos = (start + at) % file_len;
-            (pos, (file_len - pos).min(left))
-        }
-        None => (offset + at, left),
-    }
-}
-
 /// The error for a file at `path` that ended at `at` bytes, before its announced `len`.
 fn shrank(path: &Path, at: u64, len: u64) -> anyhow::Error {
     anyhow::anyhow!(
@@ -372,11 +384,12 @@ fn shrank(path: &Path, at: u64, len: u64) -> anyhow::Error {
     )
 }
 
-/// Reads until `buf` is full or the file ends; the count read.
-fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads from `at` until `buf` is full or the file ends; the count read.
+fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
     let mut got = 0;
     while got < buf.len() {
-        match file.read(&mut buf[got..]) {
+        match file.read_at(&mut buf[got..], at + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

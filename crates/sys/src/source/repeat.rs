@@ -3,16 +3,22 @@
 
 use std::hash::Hasher as _;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use twox_hash::XxHash3_64;
 
 use super::{Blocks, Source};
 
 impl Source {
+    /// Where byte `at` of what this source hands out is in the file, and how many bytes from
+    /// there are contiguous in the file and still to be handed out (a cycled source wraps at
+    /// the file's end).
+    pub fn file_span(&self, at: u64) -> (u64, u64) {
+        file_span(self.cycle, self.file_len, self.offset, at, self.len - at)
+    }
+
     /// Narrows a source just opened to the stripe `len` bytes long from `offset` (one stream
     /// of a `--parallel` session): it hands out, counts and checksums those bytes only.
     pub fn stripe(mut self, offset: u64, len: u64) -> Result<Source> {
-        use std::io::{Seek, SeekFrom};
         if let Some(start) = &mut self.cycle {
             // A stripe of the endless repetition: the same mapping, read from further on.
             anyhow::ensure!(
@@ -41,11 +47,6 @@ impl Source {
         // from its start.
         self.blocks = super::map(&self.file, &self.path, offset, len, block_len)
             .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
-        if let Blocks::Read(_) = self.blocks {
-            self.file
-                .seek(SeekFrom::Start(offset))
-                .with_context(|| format!("cannot read file '{}'", self.path.display()))?;
-        }
         self.offset = offset;
         self.len = len;
         Ok(self)
@@ -71,12 +72,6 @@ impl Source {
     /// Starts the file again from its first byte, once every byte of it has been read (a timed
     /// run's next pass); the checksum goes on.
     pub fn rewind(&mut self) -> Result<()> {
-        use std::io::{Seek, SeekFrom};
-        if let Blocks::Read(_) = self.blocks {
-            self.file
-                .seek(SeekFrom::Start(self.offset))
-                .with_context(|| format!("cannot read file '{}' again", self.path.display()))?;
-        }
         self.read = 0;
         self.last_len = 0;
         Ok(())
@@ -93,5 +88,22 @@ impl Source {
             }
             _ => self.digest(),
         }
+    }
+}
+
+/// [`Source::file_span`] from the source's parts (borrowed apart from its blocks).
+pub(super) fn file_span(
+    cycle: Option<u64>,
+    file_len: u64,
+    offset: u64,
+    at: u64,
+    left: u64,
+) -> (u64, u64) {
+    match cycle {
+        Some(start) => {
+            let pos = (start + at) % file_len;
+            (pos, (file_len - pos).min(left))
+        }
+        None => (offset + at, left),
     }
 }
