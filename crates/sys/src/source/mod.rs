@@ -28,6 +28,7 @@
 mod background;
 mod guard;
 mod repeat;
+mod shared;
 
 use repeat::file_span;
 
@@ -121,6 +122,8 @@ pub struct Source {
     cycle: Option<u64>,
     /// Where the last block handed out starts in the mapping.
     last_at: usize,
+    /// Blocks are hashed as they are handed out (not after [`Source::hash_elsewhere`]).
+    hash_inline: bool,
 }
 
 impl Source {
@@ -173,28 +176,7 @@ impl Source {
         Source::from_shared(std::sync::Arc::new(file), path, name, chunk, batch, access)
     }
 
-    /// A source of `file`, opened once for many sources in one process (a load generator's
-    /// thousands of clients of one file: a descriptor each would be thousands more), checked
-    /// as [`Source::open`] checks a path; `path` names it and gives the announced name.
-    pub fn open_shared(
-        file: std::sync::Arc<File>,
-        path: &Path,
-        chunk: u32,
-        batch: u32,
-    ) -> Result<Source> {
-        let meta = file
-            .metadata()
-            .with_context(|| format!("cannot stat file '{}'", path.display()))?;
-        if !meta.is_file() || meta.len() == 0 {
-            bail!(
-                "'{}' is not a regular file of at least 1 byte: expected one",
-                path.display()
-            );
-        }
-        Source::from_shared(file, path, basename(path)?, chunk, batch, Access::Map)
-    }
-
-    fn from_shared(
+    pub(super) fn from_shared(
         file: std::sync::Arc<File>,
         path: &Path,
         name: String,
@@ -238,6 +220,7 @@ impl Source {
             before_last: None,
             cycle: None,
             last_at: 0,
+            hash_inline: true,
         })
     }
 
@@ -331,10 +314,12 @@ impl Source {
         self.last_at = last_at;
         self.read += block.len() as u64;
         self.last_len = block.len();
-        if let Some(before) = &mut self.before_last {
-            before.clone_from(&self.hasher);
+        if self.hash_inline {
+            if let Some(before) = &mut self.before_last {
+                before.clone_from(&self.hasher);
+            }
+            self.hasher.write(block);
         }
-        self.hasher.write(block);
         Ok(block)
     }
 

@@ -94,7 +94,7 @@ fn background_digest_and_batch_blocks() {
     let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 253) as u8).collect();
     f.write_all(&data).unwrap();
     let mut s = Source::open(f.path(), 10240, 64).unwrap();
-    let bg = s.digest_in_background().unwrap().join().unwrap().unwrap();
+    let bg = s.digest_in_background().unwrap().join().unwrap();
     assert_eq!(bg, xxhash_rust::xxh3::xxh3_64(&data));
     assert_eq!(s.next_block().unwrap().len(), 64 * 10240);
     let e = Source::open(f.path(), 16 << 20, 1024)
@@ -178,7 +178,7 @@ fn stripes_hand_out_their_bytes_only() {
                 assert!(got == data[offset..offset + len], "{access:?} {offset}");
                 s.rewind().unwrap();
             }
-            let background = s.digest_in_background().unwrap().join().unwrap().unwrap();
+            let background = s.digest_in_background().unwrap().join().unwrap();
             assert_eq!(
                 background,
                 xxhash_rust::xxh3::xxh3_64(&data[offset..offset + len])
@@ -228,12 +228,7 @@ fn a_cycled_source_repeats_the_file_to_its_length() {
         let part = &want[at as usize..(at + n) as usize];
         assert!(drain(&mut stripe) == part, "{access:?}");
         assert_eq!(stripe.digest(), xxhash_rust::xxh3::xxh3_64(part));
-        let whole = stripe
-            .digest_in_background()
-            .unwrap()
-            .join()
-            .unwrap()
-            .unwrap();
+        let whole = stripe.digest_in_background().unwrap().join().unwrap();
         assert_eq!(whole, xxhash_rust::xxh3::xxh3_64(part), "{access:?}");
     }
 }
