@@ -115,6 +115,7 @@ fn steady_run(
     let report = steady::SteadyReport {
         cells,
         floors,
+        hash_s_per_gib: steady::hash_cost(),
         len,
         reps: args.reps,
         machine: machine::probe(&args.commit),

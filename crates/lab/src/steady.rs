@@ -291,6 +291,25 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
     Ok(out)
 }
 
+/// The CPU seconds xxh3 takes per GiB on one core: 16 passes over a 64 MiB buffer (larger than
+/// the caches, as a stream's bytes are), the fastest of three tries.
+pub fn hash_cost() -> f64 {
+    let buf: Vec<u8> = (0..64u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for _ in 0..16 {
+            h.update(&buf);
+        }
+        std::hint::black_box(h.digest());
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
 /// Everything steady.md and steady.json hold.
 #[derive(Debug, Serialize)]
 pub struct SteadyReport {
@@ -298,6 +317,9 @@ pub struct SteadyReport {
     pub cells: Vec<CellResult>,
     /// The machine's limits.
     pub floors: Vec<Floor>,
+    /// What xxh3 costs one core here, seconds per GiB ([`hash_cost`]): tsperf's CPU bar is
+    /// iperf3's plus this on each end.
+    pub hash_s_per_gib: f64,
     /// Bytes per run.
     pub len: u64,
     /// Repetitions of each tool per cell.
@@ -359,8 +381,55 @@ pub fn markdown(r: &SteadyReport) -> String {
             if c.verified() { "all" } else { "NOT ALL" }
         );
     }
+    bars_section(r, &mut o);
     floors_section(r, &mut o);
     o
+}
+
+/// The issue's bars, each met or not: rates against iperf3 where it sets one, and CPU per GiB
+/// on each end against iperf3's plus one checksum's cost.
+fn bars_section(r: &SteadyReport, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## Bars\n\nxxh3 costs one core {:.3} s per GiB here (64 MiB buffer, fastest of 3): \
+         tsperf's CPU on each end is held to iperf3's plus that.\n",
+        r.hash_s_per_gib
+    );
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    for c in &r.cells {
+        let rate_bar = match (c.cell.kind, c.cell.chunk) {
+            (Kind::Memory, 10240) | (Kind::Memory, 131072) | (Kind::Sendfile, 131072) => {
+                format!(
+                    "rate {:.2}x (bar 1.00x) {}; ",
+                    c.ratio(),
+                    met(c.ratio() >= 1.0)
+                )
+            }
+            _ => String::new(),
+        };
+        let cpu = |v: &[Sample], client: bool| {
+            median(v, |s| {
+                s.per_gib(if client {
+                    s.client_cpu_s
+                } else {
+                    s.server_cpu_s
+                })
+            })
+        };
+        let (tc, ic) = (cpu(&c.tsperf, true), cpu(&c.iperf3, true));
+        let (ts, is) = (cpu(&c.tsperf, false), cpu(&c.iperf3, false));
+        let h = r.hash_s_per_gib;
+        let _ = writeln!(
+            o,
+            "- {} {}: {rate_bar}client CPU {tc:.3} against {:.3} {}; server CPU {ts:.3} against {:.3} {}.",
+            c.cell.kind.label(),
+            tsperf_results::units::size(u64::from(c.cell.chunk)),
+            ic + h,
+            met(tc <= ic + h),
+            is + h,
+            met(ts <= is + h)
+        );
+    }
 }
 
 fn floors_section(r: &SteadyReport, o: &mut String) {
@@ -436,6 +505,7 @@ mod tests {
                 bare_mib_s: 1000.0,
                 hashed_mib_s: 900.0,
             }],
+            hash_s_per_gib: 0.1,
             len: 1 << 30,
             reps: 3,
             machine: crate::machine::probe("test"),
@@ -446,6 +516,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| 10 KiB | 1000 | 900 | 10% |"), "{md}");
+        assert!(
+            md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met."),
+            "{md}"
+        );
         cell.tsperf[0].verified = false;
         r.cells = vec![cell];
         assert!(markdown(&r).contains("NOT ALL"));
