@@ -1,0 +1,187 @@
+//! steady.md: the table, the bars and the machine's limit.
+
+use std::fmt::Write as _;
+
+use super::{Kind, Sample, SteadyReport, median};
+
+/// `steady.md`.
+pub fn markdown(r: &SteadyReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Steady state at large writes: tsperf and iperf3\n\n\
+         Loopback on {}. {} per run, {} alternating pairs per cell (the first tool changes \
+         each repetition), medians and [min-max]. Made by `scripts/peers.sh --steady`.\n\n\
+         Rates: tsperf end to end (first byte written to the server's report of every byte \
+         counted and checksummed), iperf3 its receiver. CPU per GiB on each end, measured from \
+         outside the same way for both: the client's `wait4` rusage (its whole life, start-up \
+         included), the server's `/proc/PID/stat` before and after (10 ms ticks). tsperf \
+         checksums every byte on both ends; iperf3 checksums nothing.\n",
+        r.machine,
+        tsperf_results::units::size(r.len),
+        r.reps
+    );
+    let _ = writeln!(
+        o,
+        "| cell | write | tsperf MiB/s | iperf3 MiB/s | ratio | client CPU s/GiB tsperf | iperf3 | server CPU s/GiB tsperf | iperf3 | verified |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for c in &r.cells {
+        let spread = |v: &[Sample]| {
+            let m = median(v, |s| s.mib_s);
+            let lo = v.iter().map(|s| s.mib_s).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|s| s.mib_s).fold(0.0, f64::max);
+            format!("{m:.0} [{lo:.0}-{hi:.0}]")
+        };
+        let cpu = |v: &[Sample], client: bool| {
+            median(v, |s| {
+                s.per_gib(if client {
+                    s.client_cpu_s
+                } else {
+                    s.server_cpu_s
+                })
+            })
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {:.2}x | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+            c.cell.kind.label(),
+            tsperf_results::units::size(u64::from(c.cell.chunk)),
+            spread(&c.tsperf),
+            spread(&c.iperf3),
+            c.ratio(),
+            cpu(&c.tsperf, true),
+            cpu(&c.iperf3, true),
+            cpu(&c.tsperf, false),
+            cpu(&c.iperf3, false),
+            if c.verified() { "all" } else { "NOT ALL" }
+        );
+    }
+    bars_section(r, &mut o);
+    floors_section(r, &mut o);
+    o
+}
+
+/// The issue's bars, each met or not: rates against iperf3 where it sets one, and CPU per GiB
+/// on each end against iperf3's plus one checksum's cost.
+fn bars_section(r: &SteadyReport, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## Bars\n\nxxh3 costs one core {:.3} s per GiB here (64 MiB buffer, fastest of 3): \
+         tsperf's CPU on each end is held to iperf3's plus that.\n",
+        r.hash_s_per_gib
+    );
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    for c in &r.cells {
+        let rate_bar = match (c.cell.kind, c.cell.chunk) {
+            (Kind::Memory, 10240) | (Kind::Memory, 131072) | (Kind::Sendfile, 131072) => {
+                format!(
+                    "rate {:.2}x (bar 1.00x) {}; ",
+                    c.ratio(),
+                    met(c.ratio() >= 1.0)
+                )
+            }
+            _ => String::new(),
+        };
+        let cpu = |v: &[Sample], client: bool| {
+            median(v, |s| {
+                s.per_gib(if client {
+                    s.client_cpu_s
+                } else {
+                    s.server_cpu_s
+                })
+            })
+        };
+        let (tc, ic) = (cpu(&c.tsperf, true), cpu(&c.iperf3, true));
+        let (ts, is) = (cpu(&c.tsperf, false), cpu(&c.iperf3, false));
+        let h = r.hash_s_per_gib;
+        let _ = writeln!(
+            o,
+            "- {} {}: {rate_bar}client CPU {tc:.3} against {:.3} {}; server CPU {ts:.3} against {:.3} {}.",
+            c.cell.kind.label(),
+            tsperf_results::units::size(u64::from(c.cell.chunk)),
+            ic + h,
+            met(tc <= ic + h),
+            is + h,
+            met(ts <= is + h)
+        );
+    }
+}
+
+fn floors_section(r: &SteadyReport, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## The machine's limit\n\n\
+         The bare write/read loop on loopback (`crate::floor`: one thread writes one buffer again \
+         and again, one reads; nothing else), and the same loop with tsperf's checksum on both \
+         ends (xxh3 over each block written and each read): what any tool that verifies its \
+         bytes can reach here. Medians of {} runs of {}.\n\n\
+         | write | bare loop MiB/s | with checksums | checksums cost |\n|---:|---:|---:|---:|",
+        r.reps,
+        tsperf_results::units::size(r.len)
+    );
+    for f in &r.floors {
+        let _ = writeln!(
+            o,
+            "| {} | {:.0} | {:.0} | {:.0}% |",
+            tsperf_results::units::size(u64::from(f.chunk)),
+            f.bare_mib_s,
+            f.hashed_mib_s,
+            (1.0 - f.hashed_mib_s / f.bare_mib_s.max(1e-9)) * 100.0
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cell, CellResult, Floor};
+    use super::*;
+
+    fn sample(mib_s: f64, cpu: f64) -> Sample {
+        Sample {
+            mib_s,
+            bytes: 1 << 30,
+            client_cpu_s: cpu,
+            server_cpu_s: cpu / 2.0,
+            verified: true,
+        }
+    }
+
+    /// The table shows medians, spreads, the ratio and CPU per GiB; a run not verified says so.
+    #[test]
+    fn the_table_has_medians_ratios_and_cpu_per_gib() {
+        let mut cell = CellResult {
+            cell: Cell {
+                kind: Kind::Memory,
+                chunk: 10240,
+            },
+            tsperf: vec![sample(100.0, 0.5), sample(300.0, 0.4), sample(200.0, 0.3)],
+            iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(400.0, 0.2)],
+        };
+        let mut r = SteadyReport {
+            cells: vec![cell.clone()],
+            floors: vec![Floor {
+                chunk: 10240,
+                bare_mib_s: 1000.0,
+                hashed_mib_s: 900.0,
+            }],
+            hash_s_per_gib: 0.1,
+            len: 1 << 30,
+            reps: 3,
+            machine: crate::machine::probe("test"),
+        };
+        let md = markdown(&r);
+        assert!(
+            md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
+            "{md}"
+        );
+        assert!(md.contains("| 10 KiB | 1000 | 900 | 10% |"), "{md}");
+        assert!(
+            md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met."),
+            "{md}"
+        );
+        cell.tsperf[0].verified = false;
+        r.cells = vec![cell];
+        assert!(markdown(&r).contains("NOT ALL"));
+    }
+}
