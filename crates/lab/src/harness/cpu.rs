@@ -91,8 +91,6 @@ pub struct Measured {
     pub success: bool,
     /// User plus system CPU of the whole process (rusage at `wait4`), seconds.
     pub cpu_s: f64,
-    /// Its largest resident set, KiB (rusage at `wait4`).
-    pub max_rss_kib: u64,
 }
 
 /// Runs `cmd` to its end (stdin empty, stdout and stderr captured) and reaps it with `wait4`, so
@@ -140,7 +138,6 @@ pub fn run_measured(cmd: &mut Command) -> Result<Measured> {
         stderr,
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
-        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
     })
 }
 
@@ -159,7 +156,6 @@ mod tests {
         assert_eq!(m.stdout, b"done\n");
         assert!(!m.success);
         assert!(m.cpu_s > 0.0, "{m:?}");
-        assert!(m.max_rss_kib > 0, "{m:?}");
         assert!(process_cpu_s(std::process::id()).unwrap() >= 0.0);
         assert!(live_threads_cpu_s(std::process::id()).unwrap() > 0.0);
         let busy = Command::new("sh")
