@@ -47,13 +47,19 @@ pub fn live_threads_cpu_s(pid: u32) -> Result<f64> {
 /// thread, ended or not, in seconds (microsecond resolution).
 pub fn reap(mut child: std::process::Child) -> Result<f64> {
     let _ = child.kill();
+    Ok(wait_rusage(child)?.1)
+}
+
+/// Waits for `child` with `wait4`: its wait status and the CPU it used (user plus system,
+/// every thread), seconds. The child is consumed, so std never waits on its pid again.
+fn wait_rusage(child: std::process::Child) -> Result<(libc::c_int, f64)> {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for the kernel to fill.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let got = loop {
         // SAFETY: wait4(2) on our own child with live out-pointers; `child` is forgotten
-        // below, so std never waits on the pid again.
+        // below, so the pid is reaped exactly once.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             break r;
@@ -67,7 +73,7 @@ pub fn reap(mut child: std::process::Child) -> Result<f64> {
         );
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok(secs(usage.ru_utime) + secs(usage.ru_stime))
+    Ok((status, secs(usage.ru_utime) + secs(usage.ru_stime)))
 }
 
 /// This process's CPU time so far (`getrusage`, every thread), seconds.
@@ -113,31 +119,12 @@ pub fn run_measured(cmd: &mut Command) -> Result<Measured> {
     out.read_to_end(&mut stdout)
         .context("cannot read the command's output")?;
     let stderr = reader.join().unwrap_or_default();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for the kernel to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4(2) on our own child, with live out-pointers; `child` is never waited on by
-    // std after this (it is forgotten), so the pid is reaped exactly once.
-    let got = loop {
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break r;
-        }
-    };
-    std::mem::forget(child);
-    if got != pid {
-        bail!(
-            "cannot reap the measured command: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (status, cpu_s) = wait_rusage(child)?;
     Ok(Measured {
         stdout,
         stderr,
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+        cpu_s,
     })
 }
 
