@@ -43,6 +43,10 @@ fn tsscale_writes_table_json_and_chart() {
             r["peak_rss_kib"].as_u64().unwrap(),
         );
         assert!(base > 0 && peak >= base, "{r}");
+        // Issue 33: the server's CPU is the kernel's account at reap, not 10 ms ticks that read
+        // 0 for small runs; the load generator's own CPU is beside it.
+        assert!(r["server_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["generator_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
     }
     let md = std::fs::read_to_string(out_dir.join("scale.md")).unwrap();
     assert!(
@@ -50,6 +54,10 @@ fn tsscale_writes_table_json_and_chart() {
         "{md}"
     );
     assert!(md.contains("- event-loop: at 8 clients"), "{md}");
+    assert!(
+        md.contains("| server CPU ms | CPU ns per byte | load generator CPU s |"),
+        "{md}"
+    );
     let svg = std::fs::read_to_string(out_dir.join("scale.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
     assert!(
