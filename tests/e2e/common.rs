@@ -477,3 +477,23 @@ pub(crate) fn kill(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Writes a stand-in `iperf3` into `dir` that appends its arguments to `dir/iperf3-args.txt`
+/// and prints `json` (the shape tspeers reads); returns a PATH that finds it first, and the
+/// argument log's path.
+pub(crate) fn stand_in_iperf3(dir: &Path, json: &str) -> (String, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = dir.join("iperf3");
+    let log = dir.join("iperf3-args.txt");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\necho '{json}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    (path, log)
+}

@@ -674,22 +674,14 @@ fn grid_against_a_server_without_client_log_stops_at_once() {
 /// the JSON shape tspeers reads: the receiver counted 1000 bytes fewer than the file.
 #[test]
 fn tspeers_starts_its_own_server_and_writes_its_report() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let len = 200_000u64;
     let file = test_file(dir.path(), "p.txt", len);
-    let fake = dir.path().join("iperf3");
     let json = format!(
         r#"{{"end":{{"sum_received":{{"bits_per_second":8388608000,"bytes":{}}}}}}}"#,
         len - 1000
     );
-    std::fs::write(&fake, format!("#!/bin/sh\necho '{json}'\n")).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        dir.path().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let (path, _) = stand_in_iperf3(dir.path(), &json);
     let out_dir = dir.path().join("out");
     let out = assert_cmd::Command::new(bin("tspeers"))
         .args([
@@ -872,20 +864,11 @@ fn grid_with_streams_and_reverse() {
 /// Runs `tspeers --streams 1,2` with the stand-in iperf3 in `dir` on PATH (it logs its
 /// arguments and prints the JSON shape tspeers reads: 1 Gbit/s received) and `extra` flags.
 fn tspeers_streams(dir: &Path, extra: &[&str]) -> (std::process::Output, String, String) {
-    use std::os::unix::fs::PermissionsExt;
     let file = test_file(dir, "s.txt", 1 << 20);
-    let fake = dir.join("iperf3");
-    let log = dir.join("iperf3-args.txt");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\necho '{{\"end\":{{\"sum_received\":{{\"bits_per_second\":1000000000}}}}}}'\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    let (path, log) = stand_in_iperf3(
+        dir,
+        r#"{"end":{"sum_received":{"bits_per_second":1000000000}}}"#,
+    );
     let out_dir = dir.join("out");
     let out = assert_cmd::Command::new(bin("tspeers"))
         .args(["--file", file.to_str().unwrap(), "--streams", "1,2"])

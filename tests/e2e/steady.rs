@@ -7,24 +7,11 @@ use crate::common::*;
 /// table and the raw JSON carry CPU per GiB on each end, measured from outside.
 #[test]
 fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "big.bin", 1 << 20);
-    let fake = dir.path().join("iperf3");
-    let log = dir.path().join("iperf3-args.txt");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\necho '{{\"end\":{{\"sum_received\":{{\"bits_per_second\":8388608000,\"bytes\":1048576}}}}}}'\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        dir.path().display(),
-        std::env::var("PATH").unwrap()
+    let (path, log) = stand_in_iperf3(
+        dir.path(),
+        r#"{"end":{"sum_received":{"bits_per_second":8388608000,"bytes":1048576}}}"#,
     );
     let out_dir = dir.path().join("out");
     // The stand-in has no server: this test process stands in for its pid.

@@ -33,15 +33,6 @@ pub fn markdown(r: &SteadyReport) -> String {
             let hi = v.iter().map(|s| s.mib_s).fold(0.0, f64::max);
             format!("{m:.0} [{lo:.0}-{hi:.0}]")
         };
-        let cpu = |v: &[Sample], client: bool| {
-            median(v, |s| {
-                s.per_gib(if client {
-                    s.client_cpu_s
-                } else {
-                    s.server_cpu_s
-                })
-            })
-        };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {:.2}x | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
@@ -50,10 +41,10 @@ pub fn markdown(r: &SteadyReport) -> String {
             spread(&c.tsperf),
             spread(&c.iperf3),
             c.ratio(),
-            cpu(&c.tsperf, true),
-            cpu(&c.iperf3, true),
-            cpu(&c.tsperf, false),
-            cpu(&c.iperf3, false),
+            cpu_per_gib(&c.tsperf, true),
+            cpu_per_gib(&c.iperf3, true),
+            cpu_per_gib(&c.tsperf, false),
+            cpu_per_gib(&c.iperf3, false),
             if c.verified() { "all" } else { "NOT ALL" }
         );
     }
@@ -83,17 +74,8 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
             }
             _ => String::new(),
         };
-        let cpu = |v: &[Sample], client: bool| {
-            median(v, |s| {
-                s.per_gib(if client {
-                    s.client_cpu_s
-                } else {
-                    s.server_cpu_s
-                })
-            })
-        };
-        let (tc, ic) = (cpu(&c.tsperf, true), cpu(&c.iperf3, true));
-        let (ts, is) = (cpu(&c.tsperf, false), cpu(&c.iperf3, false));
+        let (tc, ic) = (cpu_per_gib(&c.tsperf, true), cpu_per_gib(&c.iperf3, true));
+        let (ts, is) = (cpu_per_gib(&c.tsperf, false), cpu_per_gib(&c.iperf3, false));
         let h = r.hash_s_per_gib;
         let _ = writeln!(
             o,
@@ -130,6 +112,17 @@ fn floors_section(r: &SteadyReport, o: &mut String) {
             (1.0 - f.hashed_mib_s / f.bare_mib_s.max(1e-9)) * 100.0
         );
     }
+}
+
+/// The median CPU seconds per GiB of `v`'s runs, at the client's end or the server's.
+fn cpu_per_gib(v: &[Sample], client: bool) -> f64 {
+    median(v, |s| {
+        s.per_gib(if client {
+            s.client_cpu_s
+        } else {
+            s.server_cpu_s
+        })
+    })
 }
 
 #[cfg(test)]
