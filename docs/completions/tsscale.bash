@@ -23,7 +23,7 @@ _tsscale() {
 
     case "${cmd}" in
         tsscale)
-            opts="-h -V --file --chunk --counts --models --reps --out --commit --help --version"
+            opts="-h -V --file --chunk --counts --models --reps --out --generator-threads --commit --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -50,6 +50,10 @@ _tsscale() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --generator-threads)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

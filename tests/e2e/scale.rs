@@ -114,4 +114,59 @@ fn bad_input_refused() {
     );
     assert_fails(&out, 1, "nope.txt");
     assert!(!out_dir.exists());
+    let out = run(
+        bin("tsscale"),
+        &["--file", f, "--generator-threads", "0", "--out", o],
+    );
+    assert_fails(&out, 2, "'--generator-threads <N>'");
+    let empty = test_file(dir.path(), "empty.txt", 0);
+    let out = run(
+        bin("tsscale"),
+        &[
+            "--file",
+            empty.to_str().unwrap(),
+            "--counts",
+            "1",
+            "--out",
+            o,
+        ],
+    );
+    assert_fails(&out, 1, "empty.txt' is empty");
+    assert!(!out_dir.exists());
+}
+
+/// Issue 33: more clients than the generator opens at once, from two generator threads, against
+/// the real event-loop server: every transfer verified, and the table names the generator.
+#[test]
+fn the_event_driven_generator_verifies_every_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "s.txt", 100_000);
+    let out_dir = dir.path().join("out");
+    let out = run(
+        bin("tsscale"),
+        &[
+            "--file",
+            file.to_str().unwrap(),
+            "--counts",
+            "300",
+            "--models",
+            "event-loop",
+            "--generator-threads",
+            "2",
+            "--reps",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("scale.json")).unwrap()).unwrap();
+    assert_eq!(rows[0]["clients"], 300, "{rows}");
+    assert_eq!(rows[0]["bytes"], 300 * 100_000, "{rows}");
+    let md = std::fs::read_to_string(out_dir.join("scale.md")).unwrap();
+    assert!(
+        md.contains("event-driven load generator (2 threads"),
+        "{md}"
+    );
 }

@@ -6,6 +6,7 @@
 pub mod fanout;
 pub mod floor;
 pub mod harness;
+pub mod loadgen;
 pub mod machine;
 pub mod matrix;
 pub mod peers;

@@ -3,22 +3,22 @@
 //!
 //! For each server model and client count a fresh `tsserver --log none` is started, so its peak
 //! RSS (`VmHWM`) belongs to that count alone. Its RSS once listening is the baseline. The clients
-//! are threads of this process running the same transfer code as `tsclient`; they connect,
-//! wait at a barrier, and send together. Aggregate throughput is every byte over the time from
-//! the barrier to the last verified report. Server CPU is the growth of `utime + stime` in
-//! `/proc/PID/stat` (all threads, clock ticks). Every transfer must verify, or the run fails.
+//! are connections of this process's event-driven load generator ([`crate::loadgen`]): they
+//! connect and are accepted, then send together. Aggregate throughput is every byte over the
+//! time from that start to the last verified report. Server CPU is the kernel's account when the
+//! server is reaped less its threads' CPU once listening. Every transfer must verify, or the run
+//! fails.
 
 use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::harness::{ServerOptions, ServerProcess, Sink};
+use crate::loadgen::{self, Load};
 use crate::report::Exporter;
-use tsperf_client::progress::Progress;
-use tsperf_client::{self as client, Strategy, StreamConfig};
 use tsperf_results::stats::median;
 
 /// The client counts `scripts/scale.sh` runs by default: 1, 2, 4 … 256.
@@ -45,8 +45,11 @@ pub struct ScaleConfig {
     pub reps: u32,
     /// Where `tsserver` is.
     pub bin_dir: PathBuf,
-    /// Longest wait for any one client.
+    /// The longest time without progress on any connection before the clients still going
+    /// fail.
     pub timeout: Duration,
+    /// The load generator's threads, each its own poll and share of the clients.
+    pub generator_threads: u32,
 }
 
 /// One server model at one client count: medians over the repetitions.
@@ -105,80 +108,37 @@ fn start_server(cfg: &ScaleConfig, flags: &[&str], clients: u32) -> Result<Serve
     })
 }
 
-/// What every client of a measurement sends: the file, over one descriptor for all.
-fn stream_config(cfg: &ScaleConfig, port: u16) -> Result<StreamConfig> {
-    Ok(StreamConfig {
-        host: "127.0.0.1".into(),
-        port,
-        chunk: cfg.chunk,
-        file: cfg.file.clone(),
-        timeout: cfg.timeout,
-        nonblocking: false,
-        sndbuf: None,
-        auth: None,
-        strategy: Strategy::Write,
-        batch: client::DEFAULT_BATCH,
-        server_log: None,
-        // Only the aggregate rate is measured: no clock queries ahead of the start.
-        clock_queries: 0,
-        interval: None,
-        live: None,
-        time: None,
-        omit: std::time::Duration::ZERO,
-        log: tsperf_proto::LogMode::None,
-        log_file: std::path::PathBuf::new(),
-        stripe: None,
-        name: None,
-        generated: None,
-        // One descriptor for every client: 10,000 clients hold 10,000 sockets already.
-        shared_file: Some(Arc::new(
-            std::fs::File::open(&cfg.file)
-                .with_context(|| format!("cannot open '{}'", cfg.file.display()))?,
-        )),
-    })
-}
-
-/// One measurement: `clients` concurrent verified transfers to a fresh server of `model` (a
-/// name and its tsserver flags, from [`MODELS`]).
-fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<ScaleRow> {
+/// One measurement: `clients` concurrent verified transfers of `data` to a fresh server of
+/// `model` (a name and its tsserver flags, from [`MODELS`]), from the event-driven load
+/// generator ([`crate::loadgen`]).
+fn measure(
+    cfg: &ScaleConfig,
+    data: &[u8],
+    model: (&str, &[&str]),
+    clients: u32,
+) -> Result<ScaleRow> {
     let (name, flags) = model;
     let server = start_server(cfg, flags, clients)?;
     let base = server.status_kib("VmRSS:")?;
     let cpu0 = server.live_cpu_s()?;
     let gen0 = crate::harness::cpu::own_cpu_s();
-    let barrier = Arc::new(Barrier::new(clients as usize + 1));
-    let stream = stream_config(cfg, server.port)?;
-    let workers: Vec<_> = (0..clients)
-        .map(|_| {
-            let (stream, barrier) = (stream.clone(), barrier.clone());
-            std::thread::Builder::new()
-                .stack_size(256 * 1024)
-                .spawn(move || {
-                    barrier.wait();
-                    client::run_stream(&stream, &mut Progress::new(false))
-                })
-                .context("cannot start a client thread")
-        })
-        .collect::<Result<_>>()?;
-    // Every client thread is already waiting: the barrier opens when this thread arrives. The
-    // clock starts first, since this thread may be scheduled after the clients once it opens.
-    let start = Instant::now();
-    barrier.wait();
-    let mut bytes = 0u64;
-    let mut failures = Vec::new();
-    for w in workers {
-        match w.join() {
-            Ok(Ok(r)) if r.verified() => bytes += r.bytes,
-            Ok(Ok(r)) => failures.push(tsperf_client::output::mismatch(&r)),
-            Ok(Err(e)) => failures.push(format!("{e:#}")),
-            Err(_) => failures.push("a client thread panicked".into()),
-        }
-    }
-    let elapsed = start.elapsed();
-    if let Some(first) = failures.first() {
+    let file_name = cfg
+        .file
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    let outcome = loadgen::run(&Load {
+        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, server.port)),
+        data,
+        name: &file_name,
+        chunk: cfg.chunk,
+        clients,
+        threads: cfg.generator_threads,
+        timeout: cfg.timeout,
+    });
+    if let Some(first) = outcome.failures.first() {
         bail!(
             "{} of {} failed against the {name} server; first: {first}",
-            failures.len(),
+            outcome.failures.len(),
             tsperf_results::units::count(clients, "client")
         );
     }
@@ -187,8 +147,8 @@ fn measure(cfg: &ScaleConfig, model: (&str, &[&str]), clients: u32) -> Result<Sc
     Ok(ScaleRow {
         server: name.to_owned(),
         clients,
-        bytes,
-        mib_per_s: tsperf_results::units::mib_per_s(bytes, elapsed),
+        bytes: outcome.bytes,
+        mib_per_s: tsperf_results::units::mib_per_s(outcome.bytes, outcome.elapsed),
         server_cpu_s: (server.stop_cpu_s()? - cpu0).max(0.0),
         generator_cpu_s,
         base_rss_kib: base,
@@ -216,6 +176,14 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
                 })
         })
         .collect::<Result<_>>()?;
+    let data = std::fs::read(&cfg.file)
+        .with_context(|| format!("cannot read '{}'", cfg.file.display()))?;
+    if data.is_empty() {
+        bail!(
+            "'{}' is empty: every client needs bytes to send",
+            cfg.file.display()
+        );
+    }
     let mut rows = Vec::new();
     for &clients in &cfg.counts {
         let mut samples: Vec<Vec<ScaleRow>> = vec![Vec::new(); models.len()];
@@ -224,7 +192,7 @@ pub fn run(cfg: &ScaleConfig, mut progress: impl FnMut(&ScaleRow)) -> Result<Vec
                 if model.0 == "blocking" && clients > BLOCKING_MAX {
                     continue;
                 }
-                samples[i].push(measure(cfg, *model, clients)?);
+                samples[i].push(measure(cfg, &data, *model, clients)?);
             }
         }
         for s in samples.into_iter().filter(|s| !s.is_empty()) {
@@ -269,6 +237,8 @@ pub struct ScaleReport {
     pub chunk: u32,
     /// Repetitions of each count.
     pub reps: u32,
+    /// The load generator's threads.
+    pub generator_threads: u32,
     /// The machine they ran on.
     pub machine: tsperf_results::machine::Machine,
 }
@@ -328,9 +298,12 @@ fn markdown(r: &ScaleReport) -> String {
     let _ = writeln!(
         o,
         "Loopback on {m}. Each client sends `{}` ({}) in \
-         {}-byte chunks, all at once after a barrier, every transfer verified; a fresh `tsserver \
-         --log none` per measurement; median of {} (models alternating). Aggregate = all bytes / \
-         (barrier → last report). Server CPU: the kernel's account when the server is reaped \
+         {}-byte writes, every transfer verified; a fresh `tsserver --log none` per \
+         measurement; median of {} (models alternating). The clients are connections of an \
+         event-driven load generator ({}, each one `poll` for its share of the connections; \
+         `tsscale --generator-threads`): every connection is opened and accepted first, then \
+         all send at once. Aggregate = all bytes / (that start → the last verified report). \
+         Load generator CPU: this process's `getrusage` over the measurement. Server CPU: the kernel's account when the server is reaped \
          (`wait4`, microseconds, every thread) less its live threads' `schedstat` once \
          listening; RSS from /proc/PID/status: the baseline is VmRSS once listening, the peak \
          VmHWM. The server asks for no socket buffers of its own (no --rcvbuf), so its RSS is \
@@ -339,7 +312,8 @@ fn markdown(r: &ScaleReport) -> String {
         r.file.display(),
         tsperf_results::units::size(r.file_len),
         r.chunk,
-        r.reps
+        r.reps,
+        tsperf_results::units::count(r.generator_threads, "thread"),
     );
     let _ = writeln!(
         o,
