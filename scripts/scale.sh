@@ -3,7 +3,7 @@
 # to 1024), each sending a 4 MiB file at 10240-byte
 # chunks (all verified), against the event-loop and the thread-per-connection server.
 #
-#   scripts/scale.sh [--out DIR] [--counts LIST] [--reps R] [--file PATH] [--chunk BYTES]
+#   scripts/scale.sh [--out DIR] [--counts LIST] [--reps R (5)] [--file PATH] [--chunk BYTES]
 #                    [--bin-dir DIR]   (use the tsperf binaries in DIR instead of building them)
 #
 # Writes DIR/scale.md, DIR/scale.json and DIR/scale.svg (default DIR: results).
@@ -15,7 +15,7 @@ caller_paths
 cd "$(dirname "$0")/.."
 usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 
-out=results counts=1,2,4,8,16,32,64,128,256,1024,4096,10000 reps=3 file=testdata/tsl-quick.txt chunk=10240 bin=""
+out=results counts=1,2,4,8,16,32,64,128,256,1024,4096,10000 reps=5 file=testdata/tsl-quick.txt chunk=10240 bin=""
 while (($#)); do
   case $1 in
     --out) out=$(here "${2:?--out needs a directory}"); shift 2 ;;
