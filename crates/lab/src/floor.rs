@@ -22,17 +22,33 @@ pub struct Floor {
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
 pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, false)
+    run_with(total, chunk, read_size, None)
 }
 
 /// [`run`] with tsperf's checksum on both ends (issue 33): the writer hashes each block of at
 /// least 128 KiB (whole chunks) before it writes its chunks, the reader every read: the limit a
 /// verified stream meets on this machine, the kernel's copies and the hashes and nothing else.
 pub fn run_hashed(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, true)
+    let block = (128usize << 10).div_ceil(chunk.max(1)) * chunk.max(1);
+    run_with(total, chunk, read_size, Some(&vec![b'x'; block]))
 }
 
-fn run_with(total: u64, chunk: usize, read_size: usize, hash: bool) -> io::Result<Floor> {
+/// [`run_hashed`] writing from `source` in turn, cycled, instead of one cache-resident block:
+/// with tsperf's generated stream (36 MiB of text) as the source, the limit of a verified
+/// stream whose bytes do not repeat within the caches, as tsperf's do not.
+pub fn run_from(total: u64, chunk: usize, read_size: usize, source: &[u8]) -> io::Result<Floor> {
+    run_with(total, chunk, read_size, Some(source))
+}
+
+/// The loop: with `source`, the writer hashes each whole-chunk block of at least 128 KiB of it
+/// in turn (cycling) before writing its chunks, and the reader hashes every read.
+fn run_with(
+    total: u64,
+    chunk: usize,
+    read_size: usize,
+    source: Option<&[u8]>,
+) -> io::Result<Floor> {
+    let hash = source.is_some();
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let reader = std::thread::spawn(move || -> io::Result<(u64, Instant, Instant)> {
@@ -61,20 +77,27 @@ fn run_with(total: u64, chunk: usize, read_size: usize, hash: bool) -> io::Resul
     });
     let chunk = chunk.max(1);
     let block = (128usize << 10).div_ceil(chunk) * chunk;
-    let data = vec![b'x'; if hash { block } else { chunk }];
+    let bare = vec![b'x'; chunk];
+    let data = source.unwrap_or(&bare);
+    let block = if hash { block.min(data.len()) } else { chunk };
     let mut s = TcpStream::connect(addr)?;
     let start = Instant::now();
-    let mut sent = 0u64;
+    let (mut sent, mut at) = (0u64, 0usize);
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     while sent < total {
-        let n = (data.len() as u64).min(total - sent) as usize;
-        if hash {
-            hasher.update(&data[..n]);
+        if at + block > data.len() {
+            at = 0;
         }
-        for piece in data[..n].chunks(chunk) {
-            s.write_all(piece)?;
+        let n = (block as u64).min(total - sent) as usize;
+        let piece = &data[at..at + n];
+        if hash {
+            hasher.update(piece);
+        }
+        for c in piece.chunks(chunk) {
+            s.write_all(c)?;
         }
         sent += n as u64;
+        at += n;
     }
     std::hint::black_box(hasher.digest());
     s.shutdown(Shutdown::Write)?;
@@ -103,6 +126,8 @@ mod tests {
             assert_eq!(f.bytes, 1_000_003);
             assert!(f.wall >= f.receiver);
             let f = super::run_hashed(1_000_003, chunk, read).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
+            let f = super::run_from(1_000_003, chunk, read, &[b'y'; 300_000]).unwrap();
             assert_eq!(f.bytes, 1_000_003);
         }
     }

@@ -267,24 +267,38 @@ pub struct Floor {
     pub bare_mib_s: f64,
     /// The same with xxh3 on both ends.
     pub hashed_mib_s: f64,
+    /// The same with xxh3 on both ends, written from tsperf's generated stream (36 MiB of text,
+    /// cycled) instead of one cache-resident block.
+    #[serde(default)]
+    pub stream_mib_s: f64,
 }
 
 /// Measures [`Floor`] at each of `chunks`.
 pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
     let mib =
         |f: crate::floor::Floor| f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
+    let period = tsperf_sys::testdata::SEED_FILE_LEN as usize;
+    let mut text = tsperf_sys::testdata::text(period);
+    text.truncate(period);
     let mut out = Vec::new();
     for &chunk in chunks {
         let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
-        let (mut bare, mut hashed) = (Vec::new(), Vec::new());
+        let (mut bare, mut hashed, mut stream) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             bare.push(mib(crate::floor::run(len, chunk as usize, read)?));
             hashed.push(mib(crate::floor::run_hashed(len, chunk as usize, read)?));
+            stream.push(mib(crate::floor::run_from(
+                len,
+                chunk as usize,
+                read,
+                &text,
+            )?));
         }
         out.push(Floor {
             chunk,
             bare_mib_s: tsperf_results::stats::median(&mut bare),
             hashed_mib_s: tsperf_results::stats::median(&mut hashed),
+            stream_mib_s: tsperf_results::stats::median(&mut stream),
         });
     }
     Ok(out)
