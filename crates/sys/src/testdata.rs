@@ -82,11 +82,18 @@ impl Generator {
 /// The first `len` bytes of the test text, in memory: what `generate` writes to a file of that
 /// length (a reverse stream's generated data).
 pub fn text(len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    text_into(&mut out);
+    out
+}
+
+/// Fills `out` with the first `out.len()` bytes of the test text.
+pub fn text_into(out: &mut [u8]) {
     // The generator's steps from its start, each a separator and a whole word copied as one
-    // 16-byte store (words are padded; the buffer has room past `len`): 36 MiB in a fraction
-    // of the time of `fill`, which must stop anywhere in a word (issue 33: the text was 6-10% of
-    // a 1 GiB generated run's client CPU).
-    let mut out = vec![0u8; len + 1 + PADDED];
+    // 16-byte store (words are padded; the next step overwrites the padding) while there is
+    // room, the last few exactly: 36 MiB in a fraction of the time of `fill`, which must stop
+    // anywhere in a word (issue 33: the text was 6-10% of a 1 GiB generated run's client CPU).
+    let len = out.len();
     let (mut rng, mut column, mut at) = (Generator::new().rng, 0usize, 0usize);
     while at < len {
         let sep = if column >= 72 {
@@ -100,13 +107,17 @@ pub fn text(len: usize) -> Vec<u8> {
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let i = (rng % WORDS.len() as u64) as usize;
+        let word = WORDS[i].as_bytes();
         out[at] = sep;
-        out[at + 1..at + 1 + PADDED].copy_from_slice(&PADDED_WORDS[i]);
-        at += 1 + WORDS[i].len();
-        column += WORDS[i].len();
+        if at + 1 + PADDED <= len {
+            out[at + 1..at + 1 + PADDED].copy_from_slice(&PADDED_WORDS[i]);
+        } else {
+            let n = word.len().min(len - at - 1);
+            out[at + 1..at + 1 + n].copy_from_slice(&word[..n]);
+        }
+        at += 1 + word.len();
+        column += word.len();
     }
-    out.truncate(len);
-    out
 }
 
 /// The longest word, and the size every word is padded to in [`PADDED_WORDS`].
@@ -148,9 +159,18 @@ pub fn stream_file(len: u64) -> Result<std::fs::File> {
             .context("cannot create an in-memory file for the generated stream");
     }
     // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(&text(len.min(SEED_FILE_LEN) as usize))
-        .context("cannot write the generated stream to memory")?;
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let period = len.min(SEED_FILE_LEN);
+    file.set_len(period)
+        .context("cannot size the in-memory file for the generated stream")?;
+    // The text is made in place, in the file's own pages: no second copy in the heap to fault
+    // in, copy from and free (issue 33: the period's start-up was 0.07 s of a 1 GiB run's
+    // client CPU).
+    // SAFETY: the memfd was created above and no one else holds it: nothing can change its
+    // length or contents while the map is alive.
+    let mut map = unsafe { memmap2::MmapOptions::new().populate().map_mut(&file) }
+        .context("cannot map the in-memory file for the generated stream")?;
+    text_into(&mut map);
     Ok(file)
 }
 
@@ -210,7 +230,7 @@ mod tests {
             }
         }
         assert!(got == want);
-        for len in [0, 1, 2, 7, 73, 1000, want.len()] {
+        for len in (0..40).chain([73, 1000, 4097, want.len()]) {
             assert_eq!(&text(len)[..], &want[..len], "{len}");
         }
         // The seed's file, byte for byte (its xxh3 is in results and docs).
