@@ -126,6 +126,7 @@ fn unreadable_file_is_a_clear_error() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
     let mut cmd = std::process::Command::new(bin("tsclient"));
     cmd.arg(&path);
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         cmd.uid(65534).gid(65534);
     }

@@ -46,6 +46,7 @@ fn made_limits_are_named_rightly() {
     );
     let runs = tsperf_lab::verdicts::read(&out.join("verdicts.jsonl")).unwrap();
     let mut want = vec!["sndbuf-1", "log-stdout"];
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if root && std::path::Path::new("/sys/fs/cgroup/cpu").is_dir() {
         // Issue 26: in reverse the server sends, so its quota makes the sender CPU-bound.

@@ -5,6 +5,7 @@
 //! connection that counts and discards. The rest of a stream (hello, report) costs the same
 //! either way. `cargo bench --bench fanout` prints both side by side.
 
+use std::hash::Hasher as _;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener};
 use std::time::{Duration, Instant};
@@ -104,17 +105,17 @@ fn threads(conns: Vec<std::net::TcpStream>, data: &[u8], per_stream: u64) -> io:
             .map(|mut c| {
                 s.spawn(move || -> io::Result<(Duration, u64)> {
                     let cpu = CpuTime::thread();
-                    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+                    let mut hash = twox_hash::XxHash3_64::new();
                     let mut sent = 0u64;
                     while sent < per_stream {
                         let n = (data.len() as u64).min(per_stream - sent) as usize;
-                        hash.update(&data[..n]);
+                        hash.write(&data[..n]);
                         c.write_all(&data[..n])?;
                         sent += n as u64;
                     }
                     c.shutdown(Shutdown::Write)?;
                     let used = CpuTime::thread().since(cpu);
-                    Ok((used.user + used.sys, hash.digest()))
+                    Ok((used.user + used.sys, hash.finish()))
                 })
             })
             .collect();
@@ -132,7 +133,7 @@ fn threads(conns: Vec<std::net::TcpStream>, data: &[u8], per_stream: u64) -> io:
 /// One stream's place in the one loop: bytes sent, and how far into the current chunk.
 struct Lane {
     sock: mio::net::TcpStream,
-    hash: xxhash_rust::xxh3::Xxh3,
+    hash: twox_hash::XxHash3_64,
     sent: u64,
     /// Bytes of the current chunk already written (it was hashed when begun).
     at: usize,
@@ -152,7 +153,7 @@ fn one_loop(conns: Vec<std::net::TcpStream>, data: &[u8], per_stream: u64) -> io
             .register(&mut sock, mio::Token(i), mio::Interest::WRITABLE)?;
         lanes.push(Lane {
             sock,
-            hash: xxhash_rust::xxh3::Xxh3::new(),
+            hash: twox_hash::XxHash3_64::new(),
             sent: 0,
             at: 0,
             done: false,
@@ -193,7 +194,7 @@ fn write_lane(lane: &mut Lane, data: &[u8], per_stream: u64) -> io::Result<bool>
     while lane.sent < per_stream {
         let n = (data.len() as u64).min(per_stream - (lane.sent - lane.at as u64)) as usize;
         if lane.at == 0 {
-            lane.hash.update(&data[..n]);
+            lane.hash.write(&data[..n]);
         }
         match lane.sock.write(&data[lane.at..n]) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

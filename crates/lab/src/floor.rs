@@ -5,6 +5,7 @@
 //! thread that `read()`s into a buffer of `read_size` bytes until EOF and neither checks nor
 //! checksums anything. It is what one write per chunk costs in the kernel and nothing else.
 
+use std::hash::Hasher as _;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -56,7 +57,7 @@ fn run_with(
         let mut buf = vec![0u8; read_size.max(1)];
         let mut got = 0u64;
         let mut first = None;
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut hasher = twox_hash::XxHash3_64::new();
         loop {
             match s.read(&mut buf) {
                 Ok(0) => break,
@@ -64,7 +65,7 @@ fn run_with(
                     first.get_or_insert_with(Instant::now);
                     got += n as u64;
                     if hash {
-                        hasher.update(&buf[..n]);
+                        hasher.write(&buf[..n]);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -72,7 +73,7 @@ fn run_with(
             }
         }
         let last = Instant::now();
-        std::hint::black_box(hasher.digest());
+        std::hint::black_box(hasher.finish());
         Ok((got, first.unwrap_or(last), last))
     });
     let chunk = chunk.max(1);
@@ -83,7 +84,7 @@ fn run_with(
     let mut s = TcpStream::connect(addr)?;
     let start = Instant::now();
     let (mut sent, mut at) = (0u64, 0usize);
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = twox_hash::XxHash3_64::new();
     while sent < total {
         if at + block > data.len() {
             at = 0;
@@ -91,7 +92,7 @@ fn run_with(
         let n = (block as u64).min(total - sent) as usize;
         let piece = &data[at..at + n];
         if hash {
-            hasher.update(piece);
+            hasher.write(piece);
         }
         for c in piece.chunks(chunk) {
             s.write_all(c)?;
@@ -99,7 +100,7 @@ fn run_with(
         sent += n as u64;
         at += n;
     }
-    std::hint::black_box(hasher.digest());
+    std::hint::black_box(hasher.finish());
     s.shutdown(Shutdown::Write)?;
     let (got, first, last) = reader
         .join()

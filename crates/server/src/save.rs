@@ -120,8 +120,10 @@ impl SaveDir {
 
     fn exists(&self, name: &str) -> bool {
         let Ok(c) = cstr(name) else { return false };
-        // SAFETY: fstatat into a zeroed stat we own; AT_SYMLINK_NOFOLLOW so a dangling symlink counts.
+        // SAFETY: an all-zero stat is a valid value for fstatat to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstatat into the struct we own, `c` a NUL-terminated name that outlives the
+        // call, the directory descriptor ours; AT_SYMLINK_NOFOLLOW so a dangling symlink counts.
         unsafe {
             libc::fstatat(
                 self.fd.as_raw_fd(),

@@ -39,8 +39,9 @@ pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
 pub fn cpus() -> u32 {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
+        // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
         let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
         if rc == 0 {
             // SAFETY: `set` was filled by the kernel.

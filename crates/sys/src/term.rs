@@ -11,8 +11,9 @@ pub fn stdout_kind() -> StdoutKind {
 
 /// What descriptor `fd` is: a terminal, a pipe, a regular file, the null device...
 pub fn kind_of(fd: i32) -> StdoutKind {
-    // SAFETY: fstat writes into the zeroed struct we own; isatty only reads the descriptor.
+    // SAFETY: an all-zero stat is a valid value for fstat to fill.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into the struct we own; an invalid `fd` is an error return, not UB.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return StdoutKind::Closed;
     }
@@ -20,6 +21,7 @@ pub fn kind_of(fd: i32) -> StdoutKind {
         libc::S_IFIFO => StdoutKind::Pipe,
         libc::S_IFREG => StdoutKind::File,
         libc::S_IFSOCK => StdoutKind::Socket,
+        // SAFETY: isatty only asks about the descriptor; it touches no memory of ours.
         libc::S_IFCHR if unsafe { libc::isatty(fd) } == 1 => StdoutKind::Terminal,
         // /dev/null is character device 1:3 on Linux.
         libc::S_IFCHR if libc::major(st.st_rdev) == 1 && libc::minor(st.st_rdev) == 3 => {

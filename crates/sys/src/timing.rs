@@ -170,8 +170,9 @@ impl SchedStat {
 }
 
 fn rusage(who: libc::c_int) -> CpuTime {
-    // SAFETY: getrusage only writes into the zeroed struct we own.
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct we own.
     if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return CpuTime::default();
     }

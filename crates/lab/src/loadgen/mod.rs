@@ -66,7 +66,7 @@ pub struct Outcome {
 /// Runs `load`: every transfer at once, spread over its threads.
 pub fn run(load: &Load<'_>) -> Outcome {
     let threads = load.threads.clamp(1, load.clients.max(1));
-    let digest = xxhash_rust::xxh3::xxh3_64(load.data);
+    let digest = twox_hash::XxHash3_64::oneshot(load.data);
     let barrier = Barrier::new(threads as usize);
     let shards: Vec<Shard> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)

@@ -20,8 +20,9 @@ pub(super) enum Direct {
 
 impl Direct {
     pub(super) fn open(fd: i32) -> Direct {
-        // SAFETY: fstat(2) into a zeroed stat we own.
+        // SAFETY: an all-zero stat is a valid value for fstat to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat(2) writes into the struct we own; a bad `fd` is an error return.
         if unsafe { libc::fstat(fd, &mut st) } != 0 {
             return Direct::Queue;
         }

@@ -49,6 +49,7 @@ static PREVIOUS: OnceLock<Option<Previous>> = OnceLock::new();
 struct Previous(libc::sigaction);
 // SAFETY: a plain C struct of a handler address, flags and a signal mask, only ever read.
 unsafe impl Send for Previous {}
+// SAFETY: as for Send: never written after it is stored, so shared reads cannot race.
 unsafe impl Sync for Previous {}
 
 /// A guarded range; dropping it takes the range out of the table.
@@ -181,7 +182,9 @@ mod tests {
         assert!(register(data.as_ptr(), 0, "empty", "\n").is_none());
         let slot = a.slot as *const Slot;
         drop(a);
+        // SAFETY: `slot` points into the static TABLE, which lives for the whole program.
         assert_eq!(unsafe { &*slot }.start.load(Ordering::Acquire), 0);
+        // SAFETY: as above.
         assert!(!unsafe { &*slot }.taken.load(Ordering::Acquire));
     }
 

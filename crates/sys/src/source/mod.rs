@@ -62,8 +62,9 @@ pub const MAX_BLOCK: usize = 256 << 20;
 fn clear_nonblocking(file: &File) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
-    // SAFETY: fcntl(2) F_GETFL/F_SETFL on a descriptor we own.
+    // SAFETY: fcntl(2) F_GETFL on a descriptor `file` keeps open; it touches no memory of ours.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: F_SETFL on the same descriptor, with flags it just gave.
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
         return Err(io::Error::last_os_error());
     }
