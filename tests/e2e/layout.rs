@@ -176,6 +176,35 @@ fn proto_is_pure() {
     );
 }
 
+/// Issue 34 (4): the protocol's code reads no clock: every time is passed in by its driver
+/// (quinn-proto's `handle_timeout(now)`). Its tests take one `Instant` as their epoch and move
+/// it by hand, so they are not held to this (test modules: `tests.rs`, `tests/`, `pair.rs`).
+#[test]
+fn proto_reads_no_clock() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/proto/src"), &mut files);
+    let code: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name != "tests.rs"
+                && name != "pair.rs"
+                && !p.components().any(|c| c.as_os_str() == "tests")
+        })
+        .collect();
+    assert!(code.len() > 10, "{code:?}");
+    for path in code {
+        let text = std::fs::read_to_string(path).unwrap();
+        for clock in ["Instant::now", "SystemTime::now", "UNIX_EPOCH", "elapsed()"] {
+            assert!(
+                !text.contains(clock),
+                "{} reads a clock ({clock}): pass the time in",
+                path.display()
+            );
+        }
+    }
+}
+
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

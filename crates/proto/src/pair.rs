@@ -88,7 +88,7 @@ impl Pair {
             step = match effect {
                 Effect::Begin { .. } => {
                     self.begun = true;
-                    self.server.begun(Ok(()))
+                    self.server.begun(Ok(()), self.time.now())
                 }
                 Effect::Finish { digest } => {
                     let ours = self.data.iter().map(|b| u64::from(*b)).sum::<u64>();

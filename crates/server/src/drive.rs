@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use tracing::warn;
 use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
@@ -45,20 +46,20 @@ pub(crate) fn perform(
                     at.cfg.policy.max_bytes,
                 ) =>
             {
-                conv.begun(Err(why))
+                conv.begun(Err(why), Instant::now())
             }
             Effect::Begin { hello, .. } if hello.reverse => {
                 let begun = sender(&hello, at.cfg, at.socket).map(|s| {
                     conv.set_pass_length(s.pass_length());
                     *tx = Some(Box::new(s));
                 });
-                conv.begun(begun)
+                conv.begun(begun, Instant::now())
             }
             Effect::Begin { hello, admitted } => {
                 let begun = begin(&hello, admitted, at.peer, at.cfg).map(|r| {
                     *rx = Some(Box::new(r));
                 });
-                conv.begun(begun)
+                conv.begun(begun, Instant::now())
             }
             Effect::Finish { digest } => {
                 let result = match (rx.take(), conv.hello()) {

@@ -96,9 +96,9 @@ impl Conversation {
     }
 
     /// The driver began the admitted transfer (`Ok`), or could not (`Err`: the refusal, such
-    /// as a name the save directory will not take). Returns the Accept, or the refusal.
-    pub fn begun(&mut self, result: Result<(), Refusal>) -> Step {
-        let now = Instant::now();
+    /// as a name the save directory will not take), at `now`. Returns the Accept, or the
+    /// refusal.
+    pub fn begun(&mut self, result: Result<(), Refusal>, now: Instant) -> Step {
         let State::Begin { hello, admitted } = std::mem::replace(&mut self.state, State::Done)
         else {
             return Step::default();

@@ -59,7 +59,7 @@ fn accepted(c: &mut Conversation, hello: &[u8]) -> Step {
         matches!(step.effect, Some(Effect::Begin { .. })),
         "{step:?}"
     );
-    c.begun(Ok(()))
+    c.begun(Ok(()), Instant::now())
 }
 
 /// A hello trickled in byte by byte asks the driver to begin the transfer; once it has, the
@@ -81,7 +81,7 @@ fn hello_then_begin_then_accept() {
         "no accept before the transfer has begun"
     );
     assert_eq!(c.phase(), Phase::Begin);
-    let step = c.begun(Ok(()));
+    let step = c.begun(Ok(()), Instant::now());
     assert!(
         matches!(
             step.send,
@@ -98,7 +98,10 @@ fn hello_then_begin_then_accept() {
 fn a_begin_that_fails_is_refused() {
     let mut c = Conversation::new(ServerIo::Blocking, &policy(), None, Instant::now());
     let _ = feed(&mut c, &stream_hello(10));
-    let step = c.begun(Err((RefuseCode::Save, "'t.txt' already exists".into())));
+    let step = c.begun(
+        Err((RefuseCode::Save, "'t.txt' already exists".into())),
+        Instant::now(),
+    );
     assert!(
         matches!(step.send, Some(Frame::Refuse { code: RefuseCode::Save, ref reason }) if reason == "'t.txt' already exists"),
         "{step:?}"
