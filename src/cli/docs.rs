@@ -1,6 +1,6 @@
 //! The flag reference, made from the clap definitions themselves so it cannot drift from the
 //! flags: a man page per program (clap_mangen) and its completions for bash, zsh and fish
-//! (clap_complete). `tsdocs` writes them under `docs/` ([`write`]); `tsdocs --check` (and a
+//! (clap_complete). `tsdocs` writes them under `docs/` ([`write()`]); `tsdocs --check` (and a
 //! test) fails when the committed ones differ from what the flags make now ([`stale`]).
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The blocking transport: a `TcpStream` whose waits are bounded the way `--timeout` promises.
 //!
 //! - **Writes** give up once the server has taken no byte for the timeout. The kernel's send
-//!   timeout (`SO_SNDTIMEO`) is set to a slice of it ([`slice`]); a call that waits a whole
+//!   timeout (`SO_SNDTIMEO`) is set to a slice of it ([`slice()`]); a call that waits a whole
 //!   slice without moving a byte starts (or continues) a stall, and a stall of the timeout is
 //!   an error. A call that moves some bytes and then waits returns them short; that is
 //!   progress, and the caller carries on from there. With the send timeout set to the whole

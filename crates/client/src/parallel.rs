@@ -175,7 +175,7 @@ impl ParallelReverse {
         elapsed(&self.streams)
     }
 
-    /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
+    /// The bytes and time the session's rate is of: `span` of each stream's measured part.
     pub fn measured(&self) -> (u64, Duration) {
         measured(&self.streams)
     }
@@ -210,7 +210,7 @@ impl Parallel {
         elapsed(&self.streams)
     }
 
-    /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
+    /// The bytes and time the session's rate is of: `span` of each stream's measured part.
     pub fn measured(&self) -> (u64, Duration) {
         measured(&self.streams)
     }

@@ -103,7 +103,7 @@ pub enum ProtocolError {
     /// A latency message's body does not decode.
     #[error("bad message: {0}")]
     BadMessage(String),
-    /// A report's numbers contradict each other ([`Report::check`]).
+    /// A report's numbers contradict each other ([`Report::check`](crate::Report::check)).
     #[error("the report's {field} contradicts the rest of it: {why}")]
     BadReport {
         /// The first field found at odds with the rest.

@@ -1,4 +1,4 @@
-//! The sender's report of a reverse stream ([`Frame::Sent`], tag 8): what the server measured
+//! The sender's report of a reverse stream ([`Frame::Sent`](crate::Frame::Sent), tag 8): what the server measured
 //! while it sent, the client's figures for the sending end. Fixed size ([`SENT_BODY`]), so a
 //! receiver can hold the end of a reverse stream back whole ([`REVERSE_TAIL`]).
 

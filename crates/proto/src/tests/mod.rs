@@ -323,3 +323,20 @@ fn offset_estimate_and_bound() {
 
 mod frames;
 mod report;
+
+/// Issue 34 (4): the specification is the crate's doc and names the version this crate speaks;
+/// the changelog says what that version changed.
+#[test]
+fn the_specification_and_the_changelog_name_this_version() {
+    let spec = include_str!("../../PROTOCOL.md");
+    assert!(
+        spec.starts_with(&format!("# The tsperf wire protocol, version {VERSION}\n")),
+        "{}",
+        &spec[..80]
+    );
+    let changelog = include_str!("../../../../CHANGELOG.md");
+    assert!(
+        changelog.contains(&format!("Protocol version {VERSION}:")),
+        "CHANGELOG.md does not say what protocol version {VERSION} changed"
+    );
+}

@@ -12,9 +12,9 @@
 //!
 //! What one connection can hold, whatever its client does (docs/security.md):
 //! a hello buffer (280 bytes), a latency session's request buffer (4 KiB) and at most
-//! [`LATENCY_CAP`] of unsent answers plus one read's worth (the loop stops reading a connection
+//! [`LATENCY_CAP`](crate::outbox::LATENCY_CAP) of unsent answers plus one read's worth (the loop stops reading a connection
 //! whose client does not take its answers), or a transfer's accounting. Every turn is bounded
-//! ([`TURN_READS`] reads), for streams and latency sessions alike. Deadlines count from a start:
+//! ([`TURN_READS`](crate::receiver::TURN_READS) reads), for streams and latency sessions alike. Deadlines count from a start:
 //! the hello and the authentication answer from the accept, the first byte (or request) from
 //! the server's accept, and then each wait for data from the last byte.
 //!

@@ -1,7 +1,7 @@
 //! The server's side of a reverse stream (`tsclient --reverse`): sending, counting,
 //! checksumming and timing what it hands to the socket.
 //!
-//! What it sends is the generated stream, or with `--serve DIR` a file of DIR ([`served`]). The
+//! What it sends is the generated stream, or with `--serve DIR` a file of DIR (`served`). The
 //! generated stream is the tsgen text ([`pattern`]: the seed's 36 MiB, made once per server off
 //! the event loop and shared by every connection, so a connection costs no buffer). One pass is
 //! the hello's `length` bytes of it (the text repeated past 36 MiB); a sized stream is one pass,

@@ -49,7 +49,7 @@ impl Source {
 
     /// Checksums the announced length of the file on a thread of its own, reading it at
     /// explicit offsets (the file's position is left alone). The thread's answer is the
-    /// xxh3-64, or the reason it could not read the whole length. Dropping the [`Checksum`]
+    /// xxh3-64, or the reason it could not read the whole length. Dropping the `Checksum`
     /// unjoined stops it.
     pub fn digest_in_background(&self) -> Result<Checksum> {
         let stop = Arc::new(AtomicBool::new(false));
