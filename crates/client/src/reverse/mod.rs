@@ -23,10 +23,11 @@ use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
 use crate::progress::Progress;
 use read::{Received, open_log, read_sampled};
+use tsperf_proto::Hello;
+use tsperf_proto::client::reverse::{self, Contradiction, Ending};
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::Tail;
-use tsperf_proto::sent::{Closing, REVERSE_TAIL, Sent, decode_closing};
-use tsperf_proto::{END_TRAILER, Hello};
+use tsperf_proto::sent::{REVERSE_TAIL, Sent};
 use tsperf_sys::text::Peer;
 use tsperf_sys::timing::{CpuTime, SchedStat};
 
@@ -326,47 +327,27 @@ fn open<T: Transport>(
     Ok((peer, accepted, clock))
 }
 
-/// Checks the server's Sent report against this stream, as a stream's Report is checked: its
-/// times lie inside the client's, from the hello to the end (`span`), with a clock-rate
-/// tolerance; its write size is the one asked for; its byte count is its trailer's. A report
-/// that says otherwise is refused, naming the figure.
+/// Checks the server's Sent report against this stream ([`reverse::check`]): a figure it
+/// contradicts is refused, named.
 fn agrees(s: &Sent, end: tsperf_proto::end::End, chunk: u32, span: Duration) -> Result<()> {
-    let bound = span.mul_f64(1.001) + Duration::from_millis(1);
-    let d = |ns: u64| Duration::from_nanos(ns);
-    let us = |us: u64| Duration::from_nanos(us.saturating_mul(1000));
-    let times = [
-        ("its first to last write", d(s.elapsed_ns)),
-        (
-            "its CPU time",
-            us(s.cpu_user_us).saturating_add(us(s.cpu_sys_us)),
+    use tsperf_results::units::duration;
+    let Err(c) = reverse::check(s, end, chunk, span) else {
+        return Ok(());
+    };
+    let why = match c {
+        Contradiction::Time { what, took, span } => format!(
+            "{what} took {}, longer than the whole stream took here ({})",
+            duration(took),
+            duration(span)
         ),
-        ("its time on a CPU", d(s.on_cpu_ns.unwrap_or(0))),
-        ("its wait for a CPU", d(s.run_queue_ns.unwrap_or(0))),
-        ("its wait for its file", d(s.source_read_ns)),
-    ];
-    for (what, took) in times {
-        anyhow::ensure!(
-            took <= bound,
-            "the server's report contradicts this stream: {what} took {}, longer than the whole \
-             stream took here ({})",
-            tsperf_results::units::duration(took),
-            tsperf_results::units::duration(span)
-        );
-    }
-    anyhow::ensure!(
-        s.chunk == u64::from(chunk),
-        "the server's report contradicts this stream: a write size of {} bytes where {chunk} \
-         were asked for",
-        s.chunk
-    );
-    anyhow::ensure!(
-        s.bytes == end.length,
-        "the server's report contradicts this stream: {} bytes sent, where its end trailer \
-         says {}",
-        s.bytes,
-        end.length
-    );
-    Ok(())
+        Contradiction::Chunk { sent, asked } => {
+            format!("a write size of {sent} bytes where {asked} were asked for")
+        }
+        Contradiction::Bytes { sent, trailer } => {
+            format!("{sent} bytes sent, where its end trailer says {trailer}")
+        }
+    };
+    bail!("the server's report contradicts this stream: {why}")
 }
 
 /// The server ended the stream early and said why, in its report's place.
@@ -377,25 +358,20 @@ struct Stopped {
     why: String,
 }
 
-/// The end of the stream, held back: the server's Sent frame and its end trailer.
+/// The end of the stream, held back: the server's Sent frame and its end trailer
+/// ([`reverse::ending`]).
 fn ending(tail: &Tail<REVERSE_TAIL>) -> Result<(Sent, tsperf_proto::end::End)> {
-    let held = tail.bytes();
-    if held.len() < REVERSE_TAIL {
-        bail!(
-            "the stream ended after {} bytes, before the server's report and end trailer ({REVERSE_TAIL} bytes)",
-            held.len()
-        );
-    }
-    let frame = &held[..REVERSE_TAIL - END_TRAILER];
-    let end = tail.end().ok_or_else(|| anyhow!("no end trailer"))?;
-    match decode_closing(frame) {
-        Ok(Closing::Sent(sent)) => Ok((*sent, end)),
+    reverse::ending(tail).map_err(|e| match e {
+        Ending::Short { held } => anyhow!(
+            "the stream ended after {held} bytes, before the server's report and end trailer \
+             ({REVERSE_TAIL} bytes)"
+        ),
         // The server could not go on, and said why in its report's place.
-        Ok(Closing::Failed(why)) => Err(Stopped {
-            bytes: end.length,
+        Ending::Stopped { bytes, why } => Stopped {
+            bytes,
             why: Peer(&why).to_string(),
         }
-        .into()),
-        Err(e) => bail!("the stream's end is not the server's report: {e}"),
-    }
+        .into(),
+        Ending::NotReport(e) => anyhow!("the stream's end is not the server's report: {e}"),
+    })
 }

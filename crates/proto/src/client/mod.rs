@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use crate::clock::{Offset, TimeRequest, encode_query};
 use crate::{Frame, Hello, LogMode, RefuseCode, Report, ServerIo, StdoutKind, encode_hello};
 
+pub mod reverse;
+
 /// Answers the server's authentication challenge: the client's key, as a pure function the
 /// driver supplies (`tsperf_sys::auth::Key`).
 pub trait Prover: Send + Sync {
