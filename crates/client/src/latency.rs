@@ -30,9 +30,8 @@ use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
 use crate::progress::Progress;
 use tsperf_proto::Hello;
-use tsperf_proto::clock::{
-    Codec, Framing, MAX_MESSAGE, Offset, PREFIX, TimeRequest, decode_response, encode_request,
-};
+use tsperf_proto::client::latency::{self, Answer, LatencyConversation};
+use tsperf_proto::clock::{Codec, Framing, MAX_MESSAGE, Offset, PREFIX};
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -325,6 +324,7 @@ fn measure<T: Transport>(
     go: &dyn Fn() -> bool,
 ) -> Result<(), Stopped> {
     let mut conn = None;
+    let mut conv = LatencyConversation::new(cfg.codec, cfg.framing);
     let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
     let mut inbuf = vec![0u8; PREFIX + MAX_MESSAGE];
     for seq in 0..cfg.warmup + cfg.count {
@@ -344,21 +344,11 @@ fn measure<T: Transport>(
             conn = Some(open::<T>(cfg, count).map_err(Stopped::Failed)?);
         }
         let c = conn.as_mut().expect("connected above");
-        let t1 = unix_ns_now();
-        out.clear();
-        encode_request(
-            &TimeRequest {
-                seq,
-                client_send_unix_ns: t1,
-            },
-            cfg.codec,
-            &mut out,
-        );
-        let sent = if cfg.framing.splits_request() {
-            c.write_all(&out[..PREFIX])
-                .and_then(|()| c.write_all(&out[PREFIX..]))
-        } else {
-            c.write_all(&out)
+        let sent = match conv.request(start, unix_ns_now(), &mut out) {
+            Some(at) => c
+                .write_all(&out[..at])
+                .and_then(|()| c.write_all(&out[at..])),
+            None => c.write_all(&out),
         };
         sent.with_context(|| format!("cannot send request {seq}"))
             .map_err(Stopped::Failed)?;
@@ -367,10 +357,8 @@ fn measure<T: Transport>(
             // The read below then finds the answer (or the error) waiting.
             let _ = net::spin_until_readable(&*c.socket(), Instant::now() + cfg.timeout);
         }
-        let resp =
-            read_response(c, &mut inbuf, cfg.codec, seq, cfg.timeout).map_err(Stopped::Failed)?;
-        let elapsed = start.elapsed();
-        let t4 = unix_ns_now();
+        let answer =
+            read_answer(c, &mut conv, &mut inbuf, seq, cfg.timeout).map_err(Stopped::Failed)?;
         if cfg.reconnect {
             conn = None;
         }
@@ -380,12 +368,11 @@ fn measure<T: Transport>(
         if !go() {
             return Ok(());
         }
-        let ns = (elapsed.as_nanos() as u64).max(1);
+        let ns = (answer.rtt.as_nanos() as u64).max(1);
         rtt.saturating_record(ns);
         progress.update(rtt.len());
-        let est = Offset::of(t1, resp.server_recv_unix_ns, resp.server_send_unix_ns, t4);
         if best.is_none_or(|(b, _)| ns < b) {
-            *best = Some((ns, est));
+            *best = Some((ns, answer.offset));
         }
     }
     Ok(())
@@ -407,37 +394,20 @@ fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
     Ok(c)
 }
 
-/// Reads one whole response, checking its sequence number.
-fn read_response<R: Read>(
+/// Reads request `seq`'s whole answer, each read at most what `conv` says it lacks.
+fn read_answer<R: Read>(
     c: &mut R,
+    conv: &mut LatencyConversation,
     buf: &mut [u8],
-    codec: Codec,
     seq: u64,
     timeout: Duration,
-) -> Result<tsperf_proto::clock::TimeResponse> {
-    let mut have = 0;
+) -> Result<Answer> {
+    let (mut have, mut need) = (0, PREFIX);
     loop {
-        let need = match tsperf_proto::clock::split_message(&buf[..have]) {
-            Ok(Some((body, _))) => {
-                let resp = decode_response(body, codec).context("bad answer from the server")?;
-                if resp.seq != seq {
-                    bail!(
-                        "the server answered request {} when {seq} was asked",
-                        resp.seq
-                    );
-                }
-                return Ok(resp);
-            }
-            Ok(None) if have < PREFIX => PREFIX - have,
-            Ok(None) => {
-                PREFIX + u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize - have
-            }
-            Err(e) => return Err(e).context("bad answer from the server"),
-        };
         match c.read(&mut buf[have..have + need]) {
             Ok(0) => bail!("the server closed the connection before answering request {seq}"),
             Ok(n) => have += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if net::is_timeout(&e) => bail!(
                 "no answer to request {seq} within {} s",
                 timeout.as_secs_f64()
@@ -446,6 +416,10 @@ fn read_response<R: Read>(
                 return Err(e)
                     .with_context(|| format!("lost the connection waiting for answer {seq}"));
             }
+        }
+        match conv.on_bytes(&buf[..have], Instant::now(), unix_ns_now())? {
+            latency::Read::Need(n) => need = n,
+            latency::Read::Answered(answer, _) => return Ok(answer),
         }
     }
 }

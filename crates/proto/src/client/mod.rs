@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{Offset, TimeRequest, encode_query};
 use crate::{Frame, Hello, LogMode, RefuseCode, Report, ServerIo, StdoutKind, encode_hello};
 
+pub mod latency;
 pub mod reverse;
 
 /// Answers the server's authentication challenge: the client's key, as a pure function the
