@@ -193,13 +193,7 @@ fn timed(
     let omitted = tally
         .omit_mark
         .filter(|_| !cfg.omit.is_zero())
-        .map(|(at, sent, acked)| {
-            let data_acked = acked.zip(start.acked).map(|(a, b)| a.saturating_sub(b));
-            (
-                data_acked.unwrap_or(sent).min(sent),
-                at.saturating_duration_since(start.at),
-            )
-        });
+        .map(|mark| omitted_start(mark, start.at, start.acked));
     Some(crate::Timed {
         time,
         omit: cfg.omit,
@@ -208,6 +202,22 @@ fn timed(
         omitted,
         interrupted: tally.interrupted,
     })
+}
+
+/// A timed run's omitted start, from its mark (when it ended, the bytes sent by then, the
+/// socket's acknowledged bytes then) and the data's start (when, and the acknowledged bytes
+/// then: the hello's and the clock queries'): the data bytes the server's TCP had acknowledged
+/// by the mark (those sent, where the kernel does not say; never more), and its length.
+fn omitted_start(
+    (at, sent, acked): (Instant, u64, Option<u64>),
+    start: Instant,
+    acked_at_start: Option<u64>,
+) -> (u64, Duration) {
+    let data_acked = acked.zip(acked_at_start).map(|(a, b)| a.saturating_sub(b));
+    (
+        data_acked.unwrap_or(sent).min(sent),
+        at.saturating_duration_since(start),
+    )
 }
 
 /// What the hello and the clock queries settled.
@@ -431,4 +441,34 @@ fn lost<T: Transport>(
         format!(" (the server's TCP acknowledged {a})")
     });
     anyhow::Error::new(e).context(format!("connection lost after sending {far}{acked}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The omitted start counts the data the server's TCP had acknowledged (less the hello's
+    /// and the clock queries' bytes), never more than was sent, and the bytes sent where the
+    /// kernel does not say.
+    #[test]
+    fn the_omitted_start_counts_acknowledged_data() {
+        let start = Instant::now();
+        let mark = start + Duration::from_secs(2);
+        assert_eq!(
+            omitted_start((mark, 5000, Some(4100)), start, Some(100)),
+            (4000, Duration::from_secs(2))
+        );
+        assert_eq!(
+            omitted_start((mark, 5000, Some(9100)), start, Some(100)),
+            (5000, Duration::from_secs(2)),
+            "no more than was sent"
+        );
+        assert_eq!(omitted_start((mark, 5000, None), start, Some(100)).0, 5000);
+        assert_eq!(omitted_start((mark, 5000, Some(4100)), start, None).0, 5000);
+        assert_eq!(
+            omitted_start((start, 0, Some(0)), mark, Some(100)),
+            (0, Duration::ZERO),
+            "a mark before the start is empty"
+        );
+    }
 }
