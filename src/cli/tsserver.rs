@@ -265,9 +265,10 @@ fn run() -> anyhow::Result<ExitCode> {
     tsperf_server::readlog::init(log, args.allow_client_log, &args.log_file)?;
     cli::init_server_diagnostics()?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
-    // serve() returns and the log is flushed. A second signal cuts the grace short.
+    // serve() returns and the log is flushed. A second signal cuts the grace short. Caught from
+    // here; acted on once the server is made.
     let grace = std::time::Duration::from_secs_f64(args.grace);
-    server::stop_on_signals(grace)?;
+    let signals = server::catch_stop_signals()?;
     let (save, serve) = dirs(&args)?;
     // Warnings wait until after the listening line, which is always stderr's first.
     let mut warnings = Vec::new();
@@ -315,8 +316,10 @@ fn run() -> anyhow::Result<ExitCode> {
     for w in &warnings {
         eprintln!("tsserver: {w}");
     }
+    let server = server::Server::new(cfg);
+    server.stop_on_signals(signals, grace)?;
     // Every transfer writes out its own log lines when it ends, cut off or not.
-    let served = server::serve(listener, &cfg);
+    let served = server.serve(listener);
     // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
     tsperf_server::console::finish();
     Ok(if served? {

@@ -130,3 +130,69 @@ fn second_signal_ends_the_grace_at_once() {
         assert!(left.is_empty(), "{model:?}: left {left:?}");
     }
 }
+
+/// Issue 34 (3): a server is a value, its stop its own. Two in one process, each on a port of
+/// its own (one of each model): asked to stop, one returns from `serve` while the other goes on
+/// serving verified transfers, until it is asked too.
+#[test]
+fn two_servers_in_one_process_stop_apart() {
+    use tsperf_proto::{LogMode, StdoutKind};
+    use tsperf_server::{Accept, Policy, ServerConfig, budget::SendBudget};
+    let cfg = |blocking: bool| ServerConfig {
+        bind: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        port: 0,
+        once: false,
+        rcvbuf: None,
+        blocking,
+        max_clients: 16,
+        save: None,
+        threads: 1,
+        accept: Accept::Shared,
+        serve: None,
+        policy: Policy {
+            log: LogMode::None,
+            stdout: StdoutKind::Null,
+            ..Policy::default()
+        },
+        grace: Duration::from_secs(2),
+        send_budget: SendBudget::new(64 << 20),
+    };
+    let (a, b) = (
+        tsperf_server::Server::new(cfg(false)),
+        tsperf_server::Server::new(cfg(true)),
+    );
+    let (la, lb) = (
+        tsperf_server::bind(&a.cfg).unwrap(),
+        tsperf_server::bind(&b.cfg).unwrap(),
+    );
+    let (pa, pb) = (
+        la.local_addr().unwrap().port(),
+        lb.local_addr().unwrap().port(),
+    );
+    let verified = |port: u16| {
+        let (out, v) = client_json(port, &["--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v}");
+    };
+    let ends_within = |h: &std::thread::ScopedJoinHandle<'_, anyhow::Result<bool>>| {
+        let by = std::time::Instant::now() + DEADLINE;
+        while !h.is_finished() && std::time::Instant::now() < by {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        h.is_finished()
+    };
+    std::thread::scope(|s| {
+        let ha = s.spawn(|| a.serve(la));
+        let hb = s.spawn(|| b.serve(lb));
+        verified(pa);
+        verified(pb);
+        a.request_stop();
+        assert!(ends_within(&ha), "the stopped server is still serving");
+        assert!(!hb.is_finished(), "stopping one server stopped the other");
+        assert!(!b.stopping());
+        verified(pb);
+        b.request_stop();
+        assert!(ends_within(&hb), "the second server did not stop");
+        assert!(ha.join().unwrap().unwrap() && hb.join().unwrap().unwrap());
+    });
+}

@@ -244,10 +244,12 @@ fn finish(
     }
 }
 
-/// How a turn of reads ended, as the conversation takes it.
+/// How a turn of reads ended, as the conversation takes it (`stopping`: the server has been
+/// asked to stop, so a closed stream may be its doing).
 pub(crate) fn data_end(
     end: crate::receiver::ReadEnd,
     hello: Option<&tsperf_proto::Hello>,
+    stopping: bool,
 ) -> tsperf_proto::serve::DataEnd {
     match end {
         crate::receiver::ReadEnd::WouldBlock | crate::receiver::ReadEnd::TurnOver => {
@@ -255,7 +257,7 @@ pub(crate) fn data_end(
         }
         crate::receiver::ReadEnd::Complete => tsperf_proto::serve::DataEnd::Complete,
         crate::receiver::ReadEnd::Eof => tsperf_proto::serve::DataEnd::Closed {
-            shutting_down: crate::stopping(),
+            shutting_down: stopping,
         },
         crate::receiver::ReadEnd::Ended(end) => tsperf_proto::serve::DataEnd::Ended(end),
         crate::receiver::ReadEnd::Error(e) => tsperf_proto::serve::DataEnd::Failed(e.to_string()),

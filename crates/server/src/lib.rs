@@ -14,6 +14,7 @@ pub mod console;
 mod drive;
 pub mod event_loop;
 pub mod fds;
+mod instance;
 pub mod latency;
 pub mod mark;
 pub mod outbox;
@@ -24,6 +25,7 @@ pub mod sender;
 pub mod serve_dir;
 pub mod sessions;
 
+pub use instance::{Server, catch_stop_signals};
 pub use mark::WakeMark;
 pub use tsperf_proto::serve::{
     AUTH_FAILED, HELLO_TIMEOUT, IDLE_TIMEOUT, LOG_MIN_READ, MAX_DURATION, Outcome, Policy,
@@ -31,9 +33,6 @@ pub use tsperf_proto::serve::{
 };
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
-
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use std::time::Duration;
@@ -97,88 +96,6 @@ pub enum Accept {
     /// A listening socket per loop on the same port (`SO_REUSEPORT`): the kernel hands each
     /// connection to one of them by a hash of its addresses, busy or not.
     ReusePort,
-}
-
-/// Set once the server has been asked to stop (SIGINT or SIGTERM).
-static STOPPING: AtomicBool = AtomicBool::new(false);
-/// Set when asked to stop a second time: the grace period ends at once.
-static STOP_NOW: AtomicBool = AtomicBool::new(false);
-/// Connections open in the server, in every event loop (`--threads`) or thread of the
-/// blocking model: `--max-clients` bounds them all together, and a stop says how many it waits
-/// for.
-static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-/// What to call to wake a server waiting for work, so it sees [`stopping`].
-static WAKERS: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
-
-/// True once the server has been asked to stop.
-pub fn stopping() -> bool {
-    STOPPING.load(Ordering::Acquire)
-}
-
-/// True once the server has been asked to stop twice: transfers in flight are cut off now.
-pub fn stopping_now() -> bool {
-    STOP_NOW.load(Ordering::Acquire)
-}
-
-/// Asks the server to stop: it accepts no more connections, lets transfers in flight finish
-/// within the grace period, aborts the rest, and returns from `serve`. Asked again, it ends the
-/// grace period at once.
-pub fn request_stop() {
-    if STOPPING.swap(true, Ordering::AcqRel) {
-        STOP_NOW.store(true, Ordering::Release);
-    }
-    for wake in WAKERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-    {
-        wake();
-    }
-}
-
-/// On every SIGINT or SIGTERM: the first stops the server after `grace`, the second at once.
-/// Each says so on stderr.
-pub fn stop_on_signals(grace: Duration) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for _ in signals.forever() {
-                let open = OPEN.load(Ordering::Acquire);
-                let text = if open == 0 {
-                    "tsserver: stopping: no transfers in flight\n".to_owned()
-                } else if stopping() {
-                    "tsserver: stopping now: transfers in flight are cut off\n".to_owned()
-                } else {
-                    format!(
-                        "tsserver: stopping: {} in flight {} {} s to finish (press Ctrl-C \
-                         again, or send a second SIGTERM, to stop now)\n",
-                        tsperf_results::units::count(open as u64, "connection"),
-                        if open == 1 { "has" } else { "have" },
-                        grace.as_secs_f64()
-                    )
-                };
-                console::message(Stream::Err, &text);
-                request_stop();
-            }
-        })?;
-    Ok(())
-}
-
-/// Ends the grace period: transfers still in flight are cut off now ([`stopping_now`]), as a
-/// second signal would.
-pub fn cut_off() {
-    STOPPING.store(true, Ordering::Release);
-    STOP_NOW.store(true, Ordering::Release);
-}
-
-/// Registers how to wake the running server when a stop is requested.
-fn on_stop(wake: impl Fn() + Send + 'static) {
-    WAKERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(Box::new(wake));
 }
 
 /// Binds the listening socket: on `cfg.bind`, or with none on `[::]` taking IPv4 too (a
@@ -293,16 +210,6 @@ pub fn fit_descriptors(cfg: &mut ServerConfig) -> Result<Option<String>> {
 /// `127.0.0.1:5000`, not `[::ffff:127.0.0.1]:5000`.
 pub fn canonical(peer: SocketAddr) -> SocketAddr {
     SocketAddr::new(peer.ip().to_canonical(), peer.port())
-}
-
-/// Serves with the configured I/O model until the process ends, or one connection with `once`;
-/// then the result says whether that connection completed a transfer.
-pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
-    if cfg.blocking {
-        blocking::serve(listener, cfg)
-    } else {
-        event_loop::serve_all(listener, cfg)
-    }
 }
 
 /// The send and receive buffers a latency session's socket gets: messages are small and go one

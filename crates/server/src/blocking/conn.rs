@@ -17,10 +17,11 @@ use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
 use crate::sender::{Heard, SendEnd, Sender};
-use crate::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
+use crate::{Outcome, SHUTTING_DOWN, Server, ServerConfig, print_failed};
 
 /// Runs one connection to its end and prints its outcome.
-pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig) -> Outcome {
+pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> Outcome {
+    let cfg = &srv.cfg;
     debug!(%peer, "connection");
     let mut c = Conn {
         conv: Conversation::new(
@@ -34,6 +35,7 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig
         stream: &mut stream,
         peer,
         cfg,
+        srv,
     };
     let outcome = c.converse();
     print_failed(peer, &outcome);
@@ -44,6 +46,8 @@ struct Conn<'a> {
     stream: &'a mut TcpStream,
     peer: SocketAddr,
     cfg: &'a ServerConfig,
+    /// The server: its stop.
+    srv: &'a Server,
     conv: Conversation,
     /// The transfer's accounting, once the conversation has begun one.
     rx: Option<Box<Receiver>>,
@@ -151,7 +155,7 @@ impl Conn<'_> {
         let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
         let mut stalled_since: Option<Instant> = None;
         loop {
-            if crate::stopping_now() {
+            if self.srv.stopping_now() {
                 return self.fail_sending(&tx, SHUTTING_DOWN, &mut scratch);
             }
             match tx.listen(&*self.stream) {
@@ -270,7 +274,7 @@ impl Conn<'_> {
                 ReadEnd::Error(e) => net::is_timeout(e),
                 _ => false,
             };
-            let step = if crate::stopping_now() {
+            let step = if self.srv.stopping_now() {
                 // The shutdown cut the socket off: say so, not that the client went.
                 let _ = self.conv.data_turn(DataEnd::More, got, Instant::now());
                 self.conv.abort(SHUTTING_DOWN)
@@ -278,7 +282,7 @@ impl Conn<'_> {
                 let _ = self.conv.data_turn(DataEnd::More, got, Instant::now());
                 self.conv.timed_out(false, false)
             } else {
-                let end = data_end(end, self.conv.hello());
+                let end = data_end(end, self.conv.hello(), self.srv.stopping());
                 self.conv.data_turn(end, got, Instant::now())
             };
             let ended = step.send.is_some() || step.end.is_some() || step.effect.is_some();

@@ -16,13 +16,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 use tracing::warn;
 
 use super::fds::{self, Backoff, Spare};
-use super::{Outcome, SHUTTING_DOWN, ServerConfig, print_failed};
+use super::{Outcome, SHUTTING_DOWN, Server, print_failed};
 use crate::console;
 use tsperf_proto::serve::{Refusal, busy};
 use tsperf_proto::{Frame, RefuseCode};
@@ -33,9 +33,10 @@ use conn::handle;
 
 /// Serves until the process ends, or one connection with `--once`. With `--once` the result
 /// says whether that transfer completed.
-pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
+pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
+    let cfg = &srv.cfg;
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
-    wake_accept_on_stop(&listener);
+    wake_accept_on_stop(&listener, srv);
     console::set_line_wait(cfg.policy.idle_timeout);
     let mut next_id = 0u64;
     let (mut spare, mut backoff) = (Spare::new(), Backoff::default());
@@ -50,26 +51,26 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
                 // Out of descriptors: tell the waiting connection why with the spare one.
                 if fds::exhausted(&e)
                     && spare.lend(|| refuse_next(&listener)) == Some(true)
-                    && !super::stopping()
+                    && !srv.stopping()
                 {
                     continue;
                 }
                 // Otherwise pause, longer each time, so as not to spin or flood the log.
                 std::thread::sleep(backoff.failed(&e));
-                if super::stopping() {
+                if srv.stopping() {
                     break;
                 }
                 continue;
             }
         };
-        if super::stopping() {
+        if srv.stopping() {
             drop(stream);
             break;
         }
         if cfg.once {
-            return Ok(matches!(handle(stream, peer, cfg), Outcome::Complete));
+            return Ok(matches!(handle(stream, peer, srv), Outcome::Complete));
         }
-        if super::OPEN.load(Ordering::Acquire) >= cfg.max_clients {
+        if srv.open().load(Ordering::Acquire) >= cfg.max_clients {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let outcome = refuse(&mut stream, busy(cfg.max_clients));
             print_failed(peer, &outcome);
@@ -81,28 +82,29 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<bool> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(next_id, clone);
         }
-        super::OPEN.fetch_add(1, Ordering::AcqRel);
+        srv.open().fetch_add(1, Ordering::AcqRel);
         let slot = Slot {
             open: open.clone(),
             id: next_id,
+            srv: srv.clone(),
         };
-        let cfg = cfg.clone();
+        let srv = srv.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn {peer}"))
             .spawn(move || {
                 let _slot = slot;
-                handle(stream, peer, &cfg)
+                handle(stream, peer, &srv)
             });
         if let Err(e) = spawned {
             warn!("cannot start a thread for {peer}: {e}");
         }
     }
-    drain(&super::OPEN, &open, cfg);
+    drain(&open, srv);
     Ok(true)
 }
 
 /// A stop request wakes the blocking accept with a connection to ourselves.
-fn wake_accept_on_stop(listener: &TcpListener) {
+fn wake_accept_on_stop(listener: &TcpListener, srv: &Server) {
     if let Ok(addr) = listener.local_addr() {
         // A dual-stack `[::]` takes IPv4 too, and IPv6 loopback may be missing: try both.
         let ips: Vec<IpAddr> = match addr.ip() {
@@ -112,7 +114,7 @@ fn wake_accept_on_stop(listener: &TcpListener) {
             }
             ip => vec![ip],
         };
-        super::on_stop(move || {
+        srv.on_stop(move || {
             for ip in &ips {
                 let to = SocketAddr::new(*ip, addr.port());
                 if TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok() {
@@ -128,21 +130,22 @@ const CUT_PATIENCE: Duration = Duration::from_millis(1500);
 
 /// Stopping: lets transfers in flight finish within the grace period, then cuts off the rest
 /// with a reason; their threads see the closed socket, log the end and remove any partial file.
-fn drain(active: &AtomicUsize, open: &Open, cfg: &ServerConfig) {
+fn drain(open: &Open, srv: &Server) {
+    let active = srv.open();
     let wait_until = |until: Instant, cut_short: bool| {
         while active.load(Ordering::Acquire) > 0
             && Instant::now() < until
-            && !(cut_short && super::stopping_now())
+            && !(cut_short && srv.stopping_now())
         {
             std::thread::sleep(Duration::from_millis(10));
         }
     };
     // The grace period, which a second signal ends.
-    wait_until(Instant::now() + cfg.grace, true);
+    wait_until(Instant::now() + srv.cfg.grace, true);
     // Then transfers still going are cut off: reverse streams end themselves within a write
     // slice, with the reason in their report's place (conn::serve_send); the rest get an
     // Abort frame and their socket shut down.
-    crate::cut_off();
+    srv.cut_off();
     wait_until(Instant::now() + CUT_PATIENCE, false);
     // Threads waiting for room on a stuck stdout must get to their socket and clean up.
     crate::console::release();
@@ -180,6 +183,7 @@ type Open = Arc<Mutex<HashMap<u64, TcpStream>>>;
 struct Slot {
     open: Open,
     id: u64,
+    srv: Server,
 }
 
 impl Drop for Slot {
@@ -188,7 +192,7 @@ impl Drop for Slot {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.id);
-        super::OPEN.fetch_sub(1, Ordering::AcqRel);
+        self.srv.open().fetch_sub(1, Ordering::AcqRel);
     }
 }
 

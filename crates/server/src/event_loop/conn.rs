@@ -26,6 +26,8 @@ pub(super) struct Lent {
     pub(super) block: Block,
     pub(super) scratch: Vec<u8>,
     pub(super) waker: std::sync::Arc<mio::Waker>,
+    /// The server has been asked to stop (read by the loop before each connection's turn).
+    pub(super) stopping: bool,
 }
 
 pub(super) struct Conn {
@@ -120,7 +122,7 @@ impl Conn {
                     if self.wait_for_stdout() {
                         return Step::default();
                     }
-                    let step = self.read_data(&mut lent.block);
+                    let step = self.read_data(&mut lent.block, lent.stopping);
                     if step.end.is_none() && self.conv.phase() == Phase::Data {
                         return step;
                     }
@@ -171,7 +173,7 @@ impl Conn {
         self.log_wait
     }
 
-    fn read_data(&mut self, block: &mut Block) -> Step {
+    fn read_data(&mut self, block: &mut Block, stopping: bool) -> Step {
         let Some(rx) = self.rx.as_deref_mut() else {
             return Step::default();
         };
@@ -187,7 +189,7 @@ impl Conn {
         rx.wakeups = self.wakeups;
         let got = rx.bytes() - before;
         self.more = matches!(end, ReadEnd::TurnOver);
-        let end = data_end(end, self.conv.hello());
+        let end = data_end(end, self.conv.hello(), stopping);
         self.conv.data_turn(end, got, Instant::now())
     }
 

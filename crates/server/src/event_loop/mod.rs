@@ -34,7 +34,7 @@ use tracing::{debug, warn};
 
 use super::fds::{self, Backoff, Spare};
 use super::outbox::Outbox;
-use super::{Outcome, ServerConfig, print_failed};
+use super::{Outcome, Server, ServerConfig, print_failed};
 use crate::console;
 use crate::receiver::{Block, HASH_BLOCK};
 use tsperf_proto::RefuseCode;
@@ -61,6 +61,8 @@ struct Loop<'a> {
     /// What the loop lends the connection it serves.
     lent: conn::Lent,
     cfg: &'a ServerConfig,
+    /// The server it is a loop of: its stop and its count of open connections.
+    srv: &'a Server,
     /// Connections whose last turn ended with data maybe still waiting, served again after each
     /// poll (which then does not wait), so no connection keeps the loop to itself.
     ready: Vec<usize>,
@@ -81,10 +83,11 @@ struct Loop<'a> {
 /// the one listening socket (each loop's poll watches it; the loop whose `accept` wins serves
 /// the connection), until the process ends or every loop has stopped; or, with `--once`, one
 /// loop and one connection. `--max-clients` and every per-connection bound hold across them.
-pub fn serve_all(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
+pub fn serve_all(listener: StdListener, srv: &Server) -> Result<bool> {
+    let cfg = &srv.cfg;
     let threads = if cfg.once { 1 } else { cfg.threads.max(1) };
     if threads == 1 {
-        return serve(listener, cfg);
+        return serve(listener, srv);
     }
     let listeners = (1..threads)
         .map(|_| match cfg.accept {
@@ -101,10 +104,10 @@ pub fn serve_all(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
             .map(|(i, l)| {
                 std::thread::Builder::new()
                     .name(format!("event-loop-{}", i + 1))
-                    .spawn_scoped(s, move || serve(l, cfg))
+                    .spawn_scoped(s, move || serve(l, srv))
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        let mine = serve(listener, cfg);
+        let mine = serve(listener, srv);
         let mut all = mine;
         for h in others {
             let theirs = h
@@ -121,7 +124,7 @@ pub fn serve_all(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
 
 /// Serves until the process ends, or one connection with `--once`; then the result says whether
 /// that connection completed a transfer.
-pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
+pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
     listener
         .set_nonblocking(true)
         .context("cannot make the listener non-blocking")?;
@@ -134,7 +137,7 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
         mio::Waker::new(poll.registry(), WAKE).context("cannot create a waker")?,
     );
     let stop_waker = waker.clone();
-    super::on_stop(move || {
+    srv.on_stop(move || {
         let _ = stop_waker.wake();
     });
     console::never_wait_here();
@@ -150,8 +153,10 @@ pub fn serve(listener: StdListener, cfg: &ServerConfig) -> Result<bool> {
             block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
             scratch: vec![0; crate::sender::SCRATCH],
             waker,
+            stopping: false,
         },
-        cfg,
+        cfg: &srv.cfg,
+        srv,
         ready: Vec::new(),
         log_waiters: Vec::new(),
         text_waiters: Vec::new(),
@@ -206,7 +211,7 @@ impl Loop<'_> {
                     return Ok(done);
                 }
             }
-            if super::stopping() && self.stopping(&mut stop) {
+            if self.srv.stopping() && self.stopping(&mut stop) {
                 return Ok(true);
             }
             let now = Instant::now();
@@ -301,6 +306,7 @@ impl Loop<'_> {
     /// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
     /// closed.
     fn turn(&mut self, key: usize) -> Option<bool> {
+        self.lent.stopping = self.srv.stopping();
         let outcome = self.conns.get_mut(key)?.advance(&mut self.lent, self.cfg)?;
         Some(self.close(key, outcome))
     }
@@ -308,7 +314,9 @@ impl Loop<'_> {
     /// Removes connection `key` and closes it with `outcome`. True if it completed.
     fn close(&mut self, key: usize, outcome: Outcome) -> bool {
         let conn = self.conns.remove(key);
-        super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.srv
+            .open()
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         let done = close(&self.poll, conn, outcome);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
@@ -395,9 +403,15 @@ impl Loop<'_> {
                 }
             };
             // Counted before it is served, so loops accepting at once cannot pass the limit.
-            if super::OPEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= self.cfg.max_clients
+            if self
+                .srv
+                .open()
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+                >= self.cfg.max_clients
             {
-                super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                self.srv
+                    .open()
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
                 continue;
             }
@@ -412,7 +426,9 @@ impl Loop<'_> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
             warn!(%peer, "cannot register connection: {e}");
-            super::OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            self.srv
+                .open()
+                .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             return;
         }
         debug!(%peer, "connection");

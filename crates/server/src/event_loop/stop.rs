@@ -43,7 +43,7 @@ impl Loop<'_> {
             stop.by = Some(now + self.cfg.grace);
             self.abort_where(|c| c.conv.not_started());
         }
-        if crate::stopping_now() || stop.by.is_some_and(|t| now >= t) {
+        if self.srv.stopping_now() || stop.by.is_some_and(|t| now >= t) {
             if stop.cut_at.is_none() {
                 stop.cut_at = Some(now);
                 let sending: Vec<usize> = self

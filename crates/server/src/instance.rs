@@ -1,0 +1,150 @@
+//! A server as a value (issue 34): its settings and its own state (its stop, its open
+//! connections), so nothing of a server hides in a process-wide static and two servers can run
+//! in one process, one stopping while the other serves (a test does).
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::ServerConfig;
+use crate::console::{self, Stream};
+
+/// A server: its settings and its state. Clones share the state (a connection's thread holds
+/// one).
+#[derive(Clone)]
+pub struct Server {
+    /// Its settings.
+    pub cfg: ServerConfig,
+    state: Arc<State>,
+}
+
+/// What a server keeps while it runs.
+#[derive(Default)]
+struct State {
+    /// Set once the server has been asked to stop (SIGINT or SIGTERM).
+    stopping: AtomicBool,
+    /// Set when asked to stop a second time: the grace period ends at once.
+    stop_now: AtomicBool,
+    /// Connections open, in every event loop (`--threads`) or thread of the blocking model:
+    /// `--max-clients` bounds them all together, and a stop says how many it waits for.
+    open: AtomicUsize,
+    /// What to call to wake the server's loops waiting for work, so they see the stop.
+    wakers: Mutex<Vec<Box<dyn Fn() + Send>>>,
+}
+
+impl Server {
+    /// A server of `cfg`, not yet serving.
+    pub fn new(cfg: ServerConfig) -> Server {
+        Server {
+            cfg,
+            state: Arc::default(),
+        }
+    }
+
+    /// Serves `listener` with the configured I/O model until stopped, or one connection with
+    /// `--once`; then the result says whether that connection completed a transfer.
+    pub fn serve(&self, listener: TcpListener) -> Result<bool> {
+        if self.cfg.blocking {
+            crate::blocking::serve(listener, self)
+        } else {
+            crate::event_loop::serve_all(listener, self)
+        }
+    }
+
+    /// True once the server has been asked to stop.
+    pub fn stopping(&self) -> bool {
+        self.state.stopping.load(Ordering::Acquire)
+    }
+
+    /// True once the server has been asked to stop twice: transfers in flight are cut off now.
+    pub fn stopping_now(&self) -> bool {
+        self.state.stop_now.load(Ordering::Acquire)
+    }
+
+    /// Asks the server to stop: it accepts no more connections, lets transfers in flight
+    /// finish within the grace period, aborts the rest, and returns from `serve`. Asked again,
+    /// it ends the grace period at once.
+    pub fn request_stop(&self) {
+        if self.state.stopping.swap(true, Ordering::AcqRel) {
+            self.state.stop_now.store(true, Ordering::Release);
+        }
+        for wake in self
+            .state
+            .wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            wake();
+        }
+    }
+
+    /// Ends the grace period: transfers still in flight are cut off now ([`Server::stopping_now`]),
+    /// as a second signal would.
+    pub fn cut_off(&self) {
+        self.state.stopping.store(true, Ordering::Release);
+        self.state.stop_now.store(true, Ordering::Release);
+    }
+
+    /// On every SIGINT or SIGTERM `signals` catch ([`catch_stop_signals`]): the first stops
+    /// the server after `grace`, the second at once. Each says so on stderr.
+    pub fn stop_on_signals(
+        &self,
+        mut signals: signal_hook::iterator::Signals,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        let server = self.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for _ in signals.forever() {
+                    console::message(Stream::Err, &server.stop_notice(grace));
+                    server.request_stop();
+                }
+            })?;
+        Ok(())
+    }
+
+    /// What a stop request says: what it waits for, and how to stop at once.
+    fn stop_notice(&self, grace: Duration) -> String {
+        let open = self.state.open.load(Ordering::Acquire);
+        if open == 0 {
+            "tsserver: stopping: no transfers in flight\n".to_owned()
+        } else if self.stopping() {
+            "tsserver: stopping now: transfers in flight are cut off\n".to_owned()
+        } else {
+            format!(
+                "tsserver: stopping: {} in flight {} {} s to finish (press Ctrl-C again, or \
+                 send a second SIGTERM, to stop now)\n",
+                tsperf_results::units::count(open as u64, "connection"),
+                if open == 1 { "has" } else { "have" },
+                grace.as_secs_f64()
+            )
+        }
+    }
+
+    /// Registers how to wake one of the server's loops when a stop is requested.
+    pub(crate) fn on_stop(&self, wake: impl Fn() + Send + 'static) {
+        self.state
+            .wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Box::new(wake));
+    }
+
+    /// The count of open connections.
+    pub(crate) fn open(&self) -> &AtomicUsize {
+        &self.state.open
+    }
+}
+
+/// Catches SIGINT and SIGTERM from now on, for a server to stop on once it is made
+/// ([`Server::stop_on_signals`]): a signal during start-up waits for it, rather than killing
+/// the process.
+pub fn catch_stop_signals() -> std::io::Result<signal_hook::iterator::Signals> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+}
