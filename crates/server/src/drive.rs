@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tracing::warn;
@@ -16,10 +15,7 @@ use tsperf_sys::text::Peer;
 use crate::console::{self, Stream};
 use crate::receiver::Receiver;
 use crate::sender::Sender;
-use crate::{Outcome, ServerConfig, print_complete, print_failed};
-
-/// Numbers connections in the per-read log.
-static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+use crate::{Outcome, Server, ServerConfig, print_complete, print_failed};
 
 /// Performs `step`'s effect, if it has one, and returns the step that follows: the
 /// conversation's answer to what the effect did, or `step` itself when it also carries the
@@ -36,6 +32,7 @@ pub(crate) fn perform(
             // Issue 32 (7): a session's places are taken once, and its bytes bounded whole.
             Effect::Begin { hello, .. }
                 if let Err(why) = crate::sessions::join(
+                    at.srv.sessions(),
                     hello.session,
                     at.peer,
                     if hello.duration_ms == 0 || hello.reverse {
@@ -56,7 +53,7 @@ pub(crate) fn perform(
                 conv.begun(begun, Instant::now())
             }
             Effect::Begin { hello, admitted } => {
-                let begun = begin(&hello, admitted, at.peer, at.cfg).map(|r| {
+                let begun = begin(&hello, admitted, at.peer, at.srv).map(|r| {
                     *rx = Some(Box::new(r));
                 });
                 conv.begun(begun, Instant::now())
@@ -68,6 +65,7 @@ pub(crate) fn perform(
                 };
                 if let Some(hello) = conv.hello()
                     && let Some(line) = crate::sessions::ended(
+                        at.srv.sessions(),
                         hello.session,
                         at.peer,
                         result.as_ref().ok().map(Into::into),
@@ -78,7 +76,9 @@ pub(crate) fn perform(
                 conv.finished(result)
             }
             Effect::Abandon { why, session } => {
-                if let Some(line) = crate::sessions::ended(session, at.peer, None) {
+                if let Some(line) =
+                    crate::sessions::ended(at.srv.sessions(), session, at.peer, None)
+                {
                     console::message(Stream::Out, &line);
                 }
                 if let Some(mut r) = rx.take() {
@@ -102,6 +102,8 @@ pub(crate) struct Where<'a, S: AsFd> {
     pub(crate) peer: SocketAddr,
     pub(crate) socket: &'a S,
     pub(crate) cfg: &'a ServerConfig,
+    /// The server: its sessions and its connection numbers.
+    pub(crate) srv: &'a Server,
     pub(crate) server_io: ServerIo,
 }
 
@@ -119,9 +121,10 @@ fn begin(
     hello: &Hello,
     admitted: Admitted,
     peer: SocketAddr,
-    cfg: &ServerConfig,
+    srv: &Server,
 ) -> Result<Receiver, Refusal> {
-    let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let cfg = &srv.cfg;
+    let conn = srv.next_conn();
     let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.

@@ -3,7 +3,7 @@
 //! in one process, one stopping while the other serves (a test does).
 
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::ServerConfig;
 use crate::console::{self, Stream};
+use crate::sessions::Sessions;
 
 /// A server: its settings and its state. Clones share the state (a connection's thread holds
 /// one).
@@ -33,6 +34,10 @@ struct State {
     open: AtomicUsize,
     /// What to call to wake the server's loops waiting for work, so they see the stop.
     wakers: Mutex<Vec<Box<dyn Fn() + Send>>>,
+    /// The `--parallel` sessions it follows.
+    sessions: Sessions,
+    /// The number the next connection's log lines and events go by (from 1).
+    next_conn: AtomicU64,
 }
 
 impl Server {
@@ -138,6 +143,16 @@ impl Server {
     /// The count of open connections.
     pub(crate) fn open(&self) -> &AtomicUsize {
         &self.state.open
+    }
+
+    /// The `--parallel` sessions it follows.
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.state.sessions
+    }
+
+    /// The number of a connection that begins a transfer: 1, 2, 3 ... for this server.
+    pub(crate) fn next_conn(&self) -> u64 {
+        self.state.next_conn.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 

@@ -267,9 +267,14 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
 }
 
 /// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
-/// first and last write) and what it sent; and, for the last stream of a `-R -P` session, the
-/// session's line.
-pub fn print_sent(peer: SocketAddr, hello: Option<&tsperf_proto::Hello>, closing: &[u8]) {
+/// first and last write) and what it sent; and, for the last stream of a `-R -P` session (of
+/// `sessions`), the session's line.
+pub fn print_sent(
+    sessions: &sessions::Sessions,
+    peer: SocketAddr,
+    hello: Option<&tsperf_proto::Hello>,
+    closing: &[u8],
+) {
     let Ok(Some((tsperf_proto::Frame::Sent(s), _))) = tsperf_proto::decode_frame(closing) else {
         return;
     };
@@ -309,7 +314,8 @@ pub fn print_sent(peer: SocketAddr, hello: Option<&tsperf_proto::Hello>, closing
         first_us: s.first_write_unix_us,
         last_us: end_us,
     };
-    if let Some(line) = hello.and_then(|h| sessions::ended(h.session, peer, Some(moved))) {
+    if let Some(line) = hello.and_then(|h| sessions::ended(sessions, h.session, peer, Some(moved)))
+    {
         console::message(Stream::Out, &line);
     }
 }

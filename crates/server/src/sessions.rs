@@ -30,7 +30,11 @@ struct Open {
     last_us: u64,
 }
 
-static OPEN: Mutex<Vec<Open>> = Mutex::new(Vec::new());
+/// The sessions a server follows (one per [`crate::Server`]).
+#[derive(Default)]
+pub struct Sessions {
+    open: Mutex<Vec<Open>>,
+}
 
 /// What a stream that completed moved: its bytes and its first and last byte (µs since the
 /// epoch, the server's clock): a received stream's report, or a sent one's.
@@ -89,11 +93,17 @@ fn in_session(s: Session) -> bool {
 /// reverse stream's pass): refused, with the reason, if its place in the session is taken, or
 /// if the session's streams would announce more than `max_bytes` (`--max-bytes`) together. A
 /// stream refused for the bytes counts as ended, so the session's summary still comes.
-pub fn join(s: Session, peer: SocketAddr, bytes: u64, max_bytes: u64) -> Result<(), Refusal> {
+pub fn join(
+    sessions: &Sessions,
+    s: Session,
+    peer: SocketAddr,
+    bytes: u64,
+    max_bytes: u64,
+) -> Result<(), Refusal> {
     if !in_session(s) {
         return Ok(());
     }
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut open = sessions.open.lock().unwrap_or_else(PoisonError::into_inner);
     let at = entry(&mut open, s, peer);
     let o = &mut open[at];
     let bit = 1u128 << u32::from(s.index.min(127));
@@ -125,11 +135,16 @@ pub fn join(s: Session, peer: SocketAddr, bytes: u64, max_bytes: u64) -> Result<
 
 /// A stream of session `s` from `peer` ended, with what it moved if it completed. The
 /// session's summary line, once it was its last stream.
-pub fn ended(s: Session, peer: SocketAddr, done: Option<Moved>) -> Option<String> {
+pub fn ended(
+    sessions: &Sessions,
+    s: Session,
+    peer: SocketAddr,
+    done: Option<Moved>,
+) -> Option<String> {
     if !in_session(s) {
         return None;
     }
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut open = sessions.open.lock().unwrap_or_else(PoisonError::into_inner);
     let at = entry(&mut open, s, peer);
     let o = &mut open[at];
     o.ended = o.ended.saturating_add(1);

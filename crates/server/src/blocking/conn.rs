@@ -61,6 +61,7 @@ impl Conn<'_> {
             peer: self.peer,
             socket: &*self.stream,
             cfg: self.cfg,
+            srv: self.srv,
             server_io: ServerIo::Blocking,
         };
         perform(step, &mut self.conv, &mut self.rx, &mut self.tx, at)
@@ -202,7 +203,7 @@ impl Conn<'_> {
                             .conv
                             .send_failed(&format!("cannot write to the client: {e}"));
                     }
-                    crate::print_sent(self.peer, self.conv.hello(), &closing);
+                    crate::print_sent(self.srv.sessions(), self.peer, self.conv.hello(), &closing);
                     // Unread, what the client sent last would make the close a reset.
                     let _ = tx.listen(&*self.stream);
                     return self.conv.sent_all();

@@ -18,7 +18,7 @@ use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
 use crate::sender::{Heard, SendEnd, Sender};
-use crate::{Outcome, ServerConfig};
+use crate::{Outcome, Server};
 
 /// What the loop lends the connection it serves: the read block, the read-ahead buffer of a
 /// served file, and the loop's waker (for the generated text being made).
@@ -26,8 +26,6 @@ pub(super) struct Lent {
     pub(super) block: Block,
     pub(super) scratch: Vec<u8>,
     pub(super) waker: std::sync::Arc<mio::Waker>,
-    /// The server has been asked to stop (read by the loop before each connection's turn).
-    pub(super) stopping: bool,
 }
 
 pub(super) struct Conn {
@@ -58,11 +56,11 @@ pub(super) struct Conn {
 
 impl Conn {
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
-    pub(super) fn advance(&mut self, lent: &mut Lent, cfg: &ServerConfig) -> Option<Outcome> {
+    pub(super) fn advance(&mut self, lent: &mut Lent, srv: &Server) -> Option<Outcome> {
         self.more = false;
         if self.closing.is_none() {
-            let step = self.converse(lent, cfg);
-            self.apply(step, cfg);
+            let step = self.converse(lent, srv);
+            self.apply(step, srv);
         }
         let flushed = self.flush();
         if self.closing.is_none() {
@@ -83,8 +81,8 @@ impl Conn {
 
     /// Performs a step's effect, queues its frame, and keeps its outcome for when the frame is
     /// sent.
-    fn apply(&mut self, step: Step, cfg: &ServerConfig) {
-        let step = self.perform(step, cfg);
+    fn apply(&mut self, step: Step, srv: &Server) {
+        let step = self.perform(step, srv);
         if let Some(frame) = &step.send {
             self.out.frame(frame);
         }
@@ -93,18 +91,19 @@ impl Conn {
         }
     }
 
-    fn perform(&mut self, step: Step, cfg: &ServerConfig) -> Step {
+    fn perform(&mut self, step: Step, srv: &Server) -> Step {
         let at = Where {
             peer: self.peer,
             socket: &self.stream,
-            cfg,
+            cfg: &srv.cfg,
+            srv,
             server_io: ServerIo::EventLoop,
         };
         perform(step, &mut self.conv, &mut self.rx, &mut self.tx, at)
     }
 
     /// Reads what the socket has for the conversation, phase after phase, until it waits.
-    fn converse(&mut self, lent: &mut Lent, cfg: &ServerConfig) -> Step {
+    fn converse(&mut self, lent: &mut Lent, srv: &Server) -> Step {
         loop {
             let step = match self.conv.phase() {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
@@ -122,14 +121,14 @@ impl Conn {
                     if self.wait_for_stdout() {
                         return Step::default();
                     }
-                    let step = self.read_data(&mut lent.block, lent.stopping);
+                    let step = self.read_data(&mut lent.block, srv.stopping());
                     if step.end.is_none() && self.conv.phase() == Phase::Data {
                         return step;
                     }
                     step
                 }
                 Phase::Send => {
-                    let step = self.send_data(lent);
+                    let step = self.send_data(lent, srv);
                     if step.end.is_none() && self.conv.phase() == Phase::Send {
                         return step;
                     }
@@ -138,7 +137,7 @@ impl Conn {
                 Phase::Latency => return self.serve_latency(),
                 Phase::Begin | Phase::Finish | Phase::Done => return Step::default(),
             };
-            let step = self.perform(step, cfg);
+            let step = self.perform(step, srv);
             if step.end.is_some() {
                 return step;
             }
@@ -196,7 +195,7 @@ impl Conn {
     /// A turn of a reverse stream's writes; once the data is done, its end (the Sent frame and
     /// the trailer) is queued and the conversation is over: the connection closes once that is
     /// written. A stream that cannot go on ends with its reason in the Sent frame's place.
-    fn send_data(&mut self, lent: &mut Lent) -> Step {
+    fn send_data(&mut self, lent: &mut Lent, srv: &Server) -> Step {
         // The sender was made when the stream began (drive::perform); without one there is
         // nothing this connection can send.
         let Some(tx) = self.tx.as_deref_mut() else {
@@ -250,7 +249,7 @@ impl Conn {
             {
                 Ok(closing) => {
                     self.out.bytes(&closing);
-                    crate::print_sent(self.peer, self.conv.hello(), &closing);
+                    crate::print_sent(srv.sessions(), self.peer, self.conv.hello(), &closing);
                     self.conv.sent_all()
                 }
                 Err(why) => self.fail_sending(&why, &mut lent.scratch),
@@ -300,12 +299,12 @@ impl Conn {
 
     /// Ends the connection now, telling the client why where the protocol allows, and removing
     /// any partly saved file.
-    pub(super) fn abort(&mut self, why: &str, cfg: &ServerConfig) -> Outcome {
+    pub(super) fn abort(&mut self, why: &str, srv: &Server) -> Outcome {
         if let Some(outcome) = self.closing.take() {
             return outcome;
         }
         let step = self.conv.abort(why);
-        self.apply(step, cfg);
+        self.apply(step, srv);
         let _ = self.flush();
         self.closing
             .take()
@@ -314,12 +313,12 @@ impl Conn {
 
     /// What a connection past its deadline ends as, having told its client why where the
     /// protocol allows.
-    pub(super) fn timed_out(&mut self, cfg: &ServerConfig) -> Outcome {
+    pub(super) fn timed_out(&mut self, srv: &Server) -> Outcome {
         if self.closing.is_some() {
             return Outcome::Incomplete("the client did not take its reply".into());
         }
         let step = self.conv.timed_out(self.log_wait, !self.out.is_empty());
-        self.apply(step, cfg);
+        self.apply(step, srv);
         let _ = self.flush();
         self.closing
             .take()

@@ -153,7 +153,6 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
             block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
             scratch: vec![0; crate::sender::SCRATCH],
             waker,
-            stopping: false,
         },
         cfg: &srv.cfg,
         srv,
@@ -306,8 +305,7 @@ impl Loop<'_> {
     /// Gives connection `key` one turn; closes it if that ended it. `Some(completed)` when it
     /// closed.
     fn turn(&mut self, key: usize) -> Option<bool> {
-        self.lent.stopping = self.srv.stopping();
-        let outcome = self.conns.get_mut(key)?.advance(&mut self.lent, self.cfg)?;
+        let outcome = self.conns.get_mut(key)?.advance(&mut self.lent, self.srv)?;
         Some(self.close(key, outcome))
     }
 
@@ -344,7 +342,7 @@ impl Loop<'_> {
                     continue;
                 }
             }
-            let outcome = self.conns[key].timed_out(self.cfg);
+            let outcome = self.conns[key].timed_out(self.srv);
             let done = self.close(key, outcome);
             if self.cfg.once {
                 return Some(done);

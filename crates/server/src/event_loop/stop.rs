@@ -70,7 +70,7 @@ impl Loop<'_> {
             .map(|(k, _)| k)
             .collect();
         for key in keys {
-            let outcome = self.conns[key].abort(SHUTTING_DOWN, self.cfg);
+            let outcome = self.conns[key].abort(SHUTTING_DOWN, self.srv);
             self.close(key, outcome);
         }
     }
