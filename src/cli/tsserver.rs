@@ -262,7 +262,10 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let log = check(&matches, &args);
     let (bind, port) = bind_and_port(&matches, &args);
-    tsperf_server::readlog::init(log, args.allow_client_log, &args.log_file)?;
+    let log_file = tsperf_server::readlog::needs_file(log, args.allow_client_log)
+        .then(|| tsperf_server::readlog::open_log_file(&args.log_file))
+        .transpose()?
+        .map(std::sync::Arc::new);
     cli::init_server_diagnostics()?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short. Caught from
@@ -309,6 +312,7 @@ fn run() -> anyhow::Result<ExitCode> {
             args.send_buffers
                 .unwrap_or_else(server::budget::SendBudget::default_limit),
         ),
+        log_file,
     };
     warnings.extend(server::fit_descriptors(&mut cfg)?);
     let listener = server::bind(&cfg)?;

@@ -156,6 +156,7 @@ fn two_servers_in_one_process_stop_apart() {
         },
         grace: Duration::from_secs(2),
         send_budget: SendBudget::new(64 << 20),
+        log_file: None,
     };
     let (a, b) = (
         tsperf_server::Server::new(cfg(false)),

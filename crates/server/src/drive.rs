@@ -126,6 +126,7 @@ fn begin(
     let cfg = &srv.cfg;
     let conn = srv.next_conn();
     let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
+    rx.set_log_file(cfg.log_file.clone());
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {

@@ -85,6 +85,9 @@ pub struct ServerConfig {
     pub grace: Duration,
     /// The kernel memory reverse streams' send buffers may pin together (`--send-buffers`).
     pub send_budget: Arc<budget::SendBudget>,
+    /// The per-read log's file (`--log-file`), opened at start when a transfer may log to it
+    /// ([`readlog::needs_file`], [`readlog::open_log_file`]).
+    pub log_file: Option<Arc<std::fs::File>>,
 }
 
 /// How several event loops take connections (`tsserver --accept`).

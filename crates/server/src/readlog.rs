@@ -43,7 +43,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
@@ -53,16 +53,10 @@ use tsperf_proto::{Hello, LogMode, StdoutKind};
 /// The bytes of lines a transfer logging to the file gathers before it appends them.
 pub const FILE_BUFFER: usize = 16 << 10;
 
-static LOG_FILE: OnceLock<File> = OnceLock::new();
-
-/// When a transfer may log to the file (`mode` is `file`, or `any` sink may be chosen), opens
-/// `path` for it, once, at start.
-pub fn init(mode: LogMode, any: bool, path: &Path) -> Result<()> {
-    if any || mode == LogMode::File {
-        let file = open_log_file(path)?;
-        let _ = LOG_FILE.set(file);
-    }
-    Ok(())
+/// Whether a server of `mode` (with `any`: clients may choose their sink) needs its log file
+/// opened at start ([`open_log_file`]): every file-sink transfer appends to that one file.
+pub fn needs_file(mode: LogMode, any: bool) -> bool {
+    any || mode == LogMode::File
 }
 
 /// Opens the log file for appending, creating it. Only a regular file or the null device is
@@ -117,6 +111,8 @@ pub fn open_log_file(path: &Path) -> Result<File> {
 pub struct TransferLog {
     mode: LogMode,
     conn: u64,
+    /// The server's log file (file sink); none: every line is lost, counted.
+    file: Option<Arc<File>>,
     /// File sink: whole lines not yet appended. Stdout sink: the line being formatted.
     buf: Vec<u8>,
     /// Lines in `buf` (file sink).
@@ -131,6 +127,7 @@ impl TransferLog {
         TransferLog {
             mode,
             conn,
+            file: None,
             buf: Vec::new(),
             pending: 0,
             written: 0,
@@ -146,6 +143,11 @@ impl TransferLog {
     /// Lines written, or handed to stdout's queue.
     pub fn written(&self) -> u32 {
         self.written
+    }
+
+    /// Appends the file sink's lines to `file` (the server's `--log-file`, opened at start).
+    pub fn set_file(&mut self, file: Option<Arc<File>>) {
+        self.file = file;
     }
 
     /// Lines that could not be written: the log file's write failed (a full disk), or stdout
@@ -212,7 +214,7 @@ impl TransferLog {
         if self.pending == 0 {
             return;
         }
-        let done = match LOG_FILE.get() {
+        let done = match self.file.as_deref() {
             Some(mut file) => append(&mut file, &self.buf),
             None => Err((0, io::ErrorKind::NotFound.into())),
         };
@@ -344,7 +346,7 @@ mod tests {
         for seq in 1..=3 {
             log.read(seq, 10, seq * 10);
         }
-        // LOG_FILE is not set in unit tests.
+        // No log file was given.
         log.flush();
         assert_eq!((log.written(), log.lost()), (0, 3));
         assert!(log.buf.is_empty() && log.pending == 0);

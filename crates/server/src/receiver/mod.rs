@@ -154,6 +154,11 @@ impl Receiver {
         self.log.mode()
     }
 
+    /// The file a file-sink log appends to (the server's `--log-file`).
+    pub fn set_log_file(&mut self, file: Option<std::sync::Arc<std::fs::File>>) {
+        self.log.set_file(file);
+    }
+
     /// With a log sink, a read waits for at least `log_min_read` bytes (or the read size, if
     /// smaller, or the rest of the transfer) before it is made, so a client that sends bytes one
     /// at a time does not get a log line per byte ([`Receiver::wake_at`]).
