@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::ServerConfig;
 use crate::console::{self, Stream};
+use crate::sender::pattern::Pattern;
 use crate::sessions::Sessions;
 
 /// A server: its settings and its state. Clones share the state (a connection's thread holds
@@ -38,6 +39,8 @@ struct State {
     sessions: Sessions,
     /// The number the next connection's log lines and events go by (from 1).
     next_conn: AtomicU64,
+    /// The generated text its reverse streams send, made once on the first's asking.
+    text: Arc<Pattern>,
 }
 
 impl Server {
@@ -148,6 +151,11 @@ impl Server {
     /// The `--parallel` sessions it follows.
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.state.sessions
+    }
+
+    /// The generated text its reverse streams send.
+    pub(crate) fn text(&self) -> &Arc<Pattern> {
+        &self.state.text
     }
 
     /// The number of a connection that begins a transfer: 1, 2, 3 ... for this server.

@@ -29,6 +29,8 @@ pub struct SaveDir {
     path: PathBuf,
     fd: OwnedFd,
     overwrite: bool,
+    /// The number the next temporary's name takes.
+    next: AtomicU64,
 }
 
 /// A file being received: a temporary in the save directory, removed unless committed.
@@ -102,6 +104,7 @@ impl SaveDir {
             path: path.to_owned(),
             fd,
             overwrite,
+            next: AtomicU64::new(0),
         })
     }
 
@@ -136,18 +139,27 @@ impl SaveDir {
 
     /// Creates the hidden temporary for `name` (already admitted).
     pub fn create(self: &Arc<Self>, name: &str) -> io::Result<Partial> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let tmp = format!(
-            "{TMP_PREFIX}{}-{}.part",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let tmp_c = cstr(&tmp)?;
         let flags =
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: openat(2) relative to our directory fd; the returned fd is owned by the File.
-        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), tmp_c.as_ptr(), flags, 0o644) };
-        check(fd)?;
+        // Numbered per directory: another server of this process saving into the same
+        // directory may hold a number, so a name taken is passed over (a bounded number of
+        // times: a directory full of our temporaries is an error, not a loop).
+        let (fd, tmp_c) = loop {
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let tmp = format!("{TMP_PREFIX}{}-{n}.part", std::process::id());
+            let tmp_c = cstr(&tmp)?;
+            // SAFETY: openat(2) relative to our directory fd, with a NUL-terminated name that
+            // outlives the call; the returned fd is owned by the File below.
+            let fd = unsafe { libc::openat(self.fd.as_raw_fd(), tmp_c.as_ptr(), flags, 0o644) };
+            if fd < 0
+                && io::Error::last_os_error().kind() == io::ErrorKind::AlreadyExists
+                && n % 1024 != 1023
+            {
+                continue;
+            }
+            check(fd)?;
+            break (fd, tmp_c);
+        };
         // SAFETY: fd was just returned by openat(2) and is not owned elsewhere.
         let file = unsafe { File::from_raw_fd(fd) };
         Ok(Partial {
@@ -229,6 +241,24 @@ mod tests {
         ] {
             assert_eq!(refuse_name(good), None, "{good:?}");
         }
+    }
+
+    /// Two servers of one process saving into one directory number their temporaries apart: a
+    /// name the other holds is passed over, and both files arrive whole.
+    #[test]
+    fn two_save_dirs_on_one_directory_do_not_collide() {
+        let d = tempfile::tempdir().unwrap();
+        let a = Arc::new(SaveDir::open(d.path(), false).unwrap());
+        let b = Arc::new(SaveDir::open(d.path(), false).unwrap());
+        let mut pa = a.create("a.txt").unwrap();
+        let mut pb = b.create("b.txt").unwrap();
+        assert_ne!(pa.tmp, pb.tmp);
+        pa.write(b"from a").unwrap();
+        pb.write(b"from b").unwrap();
+        pa.commit().unwrap();
+        pb.commit().unwrap();
+        assert_eq!(std::fs::read(d.path().join("a.txt")).unwrap(), b"from a");
+        assert_eq!(std::fs::read(d.path().join("b.txt")).unwrap(), b"from b");
     }
 
     /// A committed file has its bytes under its name and no temporary is left; an uncommitted one

@@ -145,7 +145,7 @@ impl Conn<'_> {
             return self.conv.send_failed("no reverse stream was begun");
         };
         if tx.needs_text() {
-            tx.give_text(crate::sender::pattern::wait());
+            tx.give_text(self.srv.text().wait());
         }
         let mut scratch = vec![0; crate::sender::SCRATCH];
         // Issue 32 (4): writes wait a slice of the idle timeout, and the client is idle for as

@@ -203,7 +203,7 @@ impl Conn {
         };
         if tx.needs_text() {
             let waker = lent.waker.clone();
-            match crate::sender::pattern::ready_or(move || {
+            match srv.text().ready_or(move || {
                 let _ = waker.wake();
             }) {
                 Some(text) => tx.give_text(text),
