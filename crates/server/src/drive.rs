@@ -40,13 +40,13 @@ pub(crate) fn perform(
                     } else {
                         0
                     },
-                    at.cfg.policy.max_bytes,
+                    at.srv.cfg.policy.max_bytes,
                 ) =>
             {
                 conv.begun(Err(why), Instant::now())
             }
             Effect::Begin { hello, .. } if hello.reverse => {
-                let begun = sender(&hello, at.cfg, at.socket).map(|s| {
+                let begun = sender(&hello, &at.srv.cfg, at.socket).map(|s| {
                     conv.set_pass_length(s.pass_length());
                     *tx = Some(Box::new(s));
                 });
@@ -97,12 +97,11 @@ pub(crate) fn perform(
     step
 }
 
-/// Where a connection is served: its peer, its socket, the server's settings and model.
+/// Where a connection is served: its peer, its socket, the server and its model.
 pub(crate) struct Where<'a, S: AsFd> {
     pub(crate) peer: SocketAddr,
     pub(crate) socket: &'a S,
-    pub(crate) cfg: &'a ServerConfig,
-    /// The server: its sessions and its connection numbers.
+    /// The server: its settings, its sessions and its connection numbers.
     pub(crate) srv: &'a Server,
     pub(crate) server_io: ServerIo,
 }

@@ -17,7 +17,7 @@ use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
 use crate::sender::{Heard, SendEnd, Sender};
-use crate::{Outcome, SHUTTING_DOWN, Server, ServerConfig, print_failed};
+use crate::{Outcome, SHUTTING_DOWN, Server, print_failed};
 
 /// Runs one connection to its end and prints its outcome.
 pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> Outcome {
@@ -34,7 +34,6 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> O
         tx: None,
         stream: &mut stream,
         peer,
-        cfg,
         srv,
     };
     let outcome = c.converse();
@@ -45,8 +44,7 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> O
 struct Conn<'a> {
     stream: &'a mut TcpStream,
     peer: SocketAddr,
-    cfg: &'a ServerConfig,
-    /// The server: its stop.
+    /// The server: its settings and its stop.
     srv: &'a Server,
     conv: Conversation,
     /// The transfer's accounting, once the conversation has begun one.
@@ -60,7 +58,6 @@ impl Conn<'_> {
         let at = Where {
             peer: self.peer,
             socket: &*self.stream,
-            cfg: self.cfg,
             srv: self.srv,
             server_io: ServerIo::Blocking,
         };
@@ -72,7 +69,7 @@ impl Conn<'_> {
         // timeout.
         let _ = self
             .stream
-            .set_write_timeout(Some(self.cfg.policy.idle_timeout));
+            .set_write_timeout(Some(self.srv.cfg.policy.idle_timeout));
         loop {
             let step = match self.conv.phase() {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => self.read_small(),
@@ -152,7 +149,7 @@ impl Conn<'_> {
         // long as its turns keep stalling (a write that waited its slice, or came back with
         // part of a chunk, and less than STALL_BYTES moved: the few bytes a client's kernel
         // squeezes in while its application reads nothing are not progress).
-        let idle = self.cfg.policy.idle_timeout;
+        let idle = self.srv.cfg.policy.idle_timeout;
         let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
         let mut stalled_since: Option<Instant> = None;
         loop {
@@ -236,7 +233,7 @@ impl Conn<'_> {
         if !self.until_deadline() {
             return self.conv.timed_out(false, false);
         }
-        let mut rcvtimeo = self.cfg.policy.idle_timeout;
+        let mut rcvtimeo = self.srv.cfg.policy.idle_timeout;
         loop {
             if let Some(timed_out) = self.wait_for_stdout() {
                 return timed_out;
@@ -264,7 +261,7 @@ impl Conn<'_> {
             if before == 0 && rx.bytes() > 0 {
                 let _ = self
                     .stream
-                    .set_read_timeout(Some(self.cfg.policy.idle_timeout));
+                    .set_read_timeout(Some(self.srv.cfg.policy.idle_timeout));
             }
             mark.follow(&*self.stream, rx.wake_at());
             let got = rx.bytes() - before;
@@ -307,7 +304,7 @@ impl Conn<'_> {
         rx.lap(TimePhase::Wait);
         let room = console::wait_room(
             crate::receiver::LOG_TURN_RESERVE,
-            Instant::now() + self.cfg.policy.idle_timeout,
+            Instant::now() + self.srv.cfg.policy.idle_timeout,
         );
         if !room {
             return Some(self.conv.timed_out(true, false));
@@ -338,7 +335,7 @@ impl Conn<'_> {
                     if std::mem::take(&mut first) {
                         let _ = self
                             .stream
-                            .set_read_timeout(Some(self.cfg.policy.idle_timeout));
+                            .set_read_timeout(Some(self.srv.cfg.policy.idle_timeout));
                     }
                     self.conv.request_at(Instant::now());
                     let Some(session) = self.conv.latency() else {

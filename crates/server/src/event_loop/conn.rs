@@ -95,7 +95,6 @@ impl Conn {
         let at = Where {
             peer: self.peer,
             socket: &self.stream,
-            cfg: &srv.cfg,
             srv,
             server_io: ServerIo::EventLoop,
         };

@@ -34,7 +34,7 @@ use tracing::{debug, warn};
 
 use super::fds::{self, Backoff, Spare};
 use super::outbox::Outbox;
-use super::{Outcome, Server, ServerConfig, print_failed};
+use super::{Outcome, Server, print_failed};
 use crate::console;
 use crate::receiver::{Block, HASH_BLOCK};
 use tsperf_proto::RefuseCode;
@@ -60,8 +60,7 @@ struct Loop<'a> {
     conns: Slab<Conn>,
     /// What the loop lends the connection it serves.
     lent: conn::Lent,
-    cfg: &'a ServerConfig,
-    /// The server it is a loop of: its stop and its count of open connections.
+    /// The server it is a loop of: its settings, its stop and its count of open connections.
     srv: &'a Server,
     /// Connections whose last turn ended with data maybe still waiting, served again after each
     /// poll (which then does not wait), so no connection keeps the loop to itself.
@@ -154,7 +153,6 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
             scratch: vec![0; crate::sender::SCRATCH],
             waker,
         },
-        cfg: &srv.cfg,
         srv,
         ready: Vec::new(),
         log_waiters: Vec::new(),
@@ -251,7 +249,7 @@ impl Loop<'_> {
             .map_or((false, false), |c| (c.more && !from_ready, c.log_wait));
         let closed = self.turn(key);
         if let Some(done) = closed
-            && self.cfg.once
+            && self.srv.cfg.once
         {
             return Some(done);
         }
@@ -344,7 +342,7 @@ impl Loop<'_> {
             }
             let outcome = self.conns[key].timed_out(self.srv);
             let done = self.close(key, outcome);
-            if self.cfg.once {
+            if self.srv.cfg.once {
                 return Some(done);
             }
         }
@@ -405,12 +403,12 @@ impl Loop<'_> {
                 .srv
                 .open()
                 .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
-                >= self.cfg.max_clients
+                >= self.srv.cfg.max_clients
             {
                 self.srv
                     .open()
                     .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-                refuse_now(&mut stream, peer, busy(self.cfg.max_clients));
+                refuse_now(&mut stream, peer, busy(self.srv.cfg.max_clients));
                 continue;
             }
             self.register(stream, peer);
@@ -436,8 +434,8 @@ impl Loop<'_> {
             peer,
             conv: Conversation::new(
                 ServerIo::EventLoop,
-                &self.cfg.policy,
-                crate::drive::challenge(self.cfg),
+                &self.srv.cfg.policy,
+                crate::drive::challenge(&self.srv.cfg),
                 Instant::now(),
             ),
             rx: None,

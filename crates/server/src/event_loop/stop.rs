@@ -40,7 +40,7 @@ impl Loop<'_> {
             if let Some(mut l) = self.listener.take() {
                 let _ = self.poll.registry().deregister(&mut l);
             }
-            stop.by = Some(now + self.cfg.grace);
+            stop.by = Some(now + self.srv.cfg.grace);
             self.abort_where(|c| c.conv.not_started());
         }
         if self.srv.stopping_now() || stop.by.is_some_and(|t| now >= t) {
