@@ -9,6 +9,23 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Runs `tsscale` once (`--reps 1`) on `file` into `out` with `extra`, which must succeed; the
+/// rows of its scale.json.
+fn tsscale(file: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "--file",
+        file.to_str().unwrap(),
+        "--reps",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(bin("tsscale"), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(out.join("scale.json")).unwrap()).unwrap()
+}
+
 /// Both server models at 1 and 8 clients: a row each, every byte of every client counted, the
 /// server's RSS and CPU read, the chart well-formed.
 #[test]
@@ -16,22 +33,7 @@ fn tsscale_writes_table_json_and_chart() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "s.txt", 300_000);
     let out_dir = dir.path().join("out");
-    let out = run(
-        bin("tsscale"),
-        &[
-            "--file",
-            file.to_str().unwrap(),
-            "--counts",
-            "1,8",
-            "--reps",
-            "1",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let rows: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("scale.json")).unwrap()).unwrap();
+    let rows = tsscale(&file, &out_dir, &["--counts", "1,8"]);
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 4, "{rows:?}");
     for r in rows {
@@ -142,26 +144,18 @@ fn the_event_driven_generator_verifies_every_transfer() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "s.txt", 100_000);
     let out_dir = dir.path().join("out");
-    let out = run(
-        bin("tsscale"),
+    let rows = tsscale(
+        &file,
+        &out_dir,
         &[
-            "--file",
-            file.to_str().unwrap(),
             "--counts",
             "300",
             "--models",
             "event-loop",
             "--generator-threads",
             "2",
-            "--reps",
-            "1",
-            "--out",
-            out_dir.to_str().unwrap(),
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let rows: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("scale.json")).unwrap()).unwrap();
     assert_eq!(rows[0]["clients"], 300, "{rows}");
     assert_eq!(rows[0]["bytes"], 300 * 100_000, "{rows}");
     let md = std::fs::read_to_string(out_dir.join("scale.md")).unwrap();
