@@ -1,23 +1,21 @@
 //! tsclient's front end: its flags, their checks, and the run that sends a file (or makes clock
 //! queries) and prints what both ends measured.
 
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tsperf_client::progress::Progress;
 use tsperf_client::{self as client, latency, output};
-use tsperf_proto::{DEFAULT_PORT, LogMode};
+use tsperf_proto::DEFAULT_PORT;
 use tsperf_results::strategy::Strategy;
 use tsperf_results::units;
 
 use crate::cli;
 use crate::cli::values::{CodecArg, FramingArg, LogArg, StrategyArg};
 
-mod directions;
+mod spec;
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
@@ -104,7 +102,8 @@ struct Args {
     /// One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous
     /// ranges, each sent on its own connection and verified by its own digest; the whole is
     /// verified when every stripe is. A line per stream and a SUM line. With --reverse, N
-    /// streams from the server; with --bidir, N each way.
+    /// streams from the server: each a share of --bytes, or a stripe of the served file NAME;
+    /// with --bidir, N each way.
     #[arg(short = 'P', long, value_parser = clap::value_parser!(u8).range(1..=128),
           conflicts_with = "latency", value_name = "N")]
     parallel: Option<u8>,
@@ -244,7 +243,7 @@ fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
             flag(id)
         ));
     }
-    directions::check(m, args);
+    spec::check(m, args);
     if args.time.is_some() && args.strategy == StrategyArg::Sendfile {
         cli::usage_error::<Args>(
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
@@ -293,24 +292,13 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
     let (host, port) = check(&matches, &args);
     cli::init_diagnostics();
-    let ran = if args.latency {
-        latency_run(&args, host, port)
-    } else {
-        stream_run(&args, host, port)
+    let ran = match spec::lower(&args, host, port) {
+        Ok(Plan::Streams(spec, _generated)) => stream_run(&args, &spec),
+        Ok(Plan::Latency(cfg)) => latency_run(&args, &cfg),
+        Err(e) => Err(e),
     };
     // A failure with nothing printed yet still prints its object.
     ran.inspect_err(cli::print_failure_json)
-}
-
-/// The key for --auth-key, if given (its warning printed).
-fn auth_key(args: &Args) -> anyhow::Result<Option<std::sync::Arc<tsperf_sys::auth::Key>>> {
-    let Some((key, warning)) = args.auth_key.as_deref().map(cli::load_key).transpose()? else {
-        return Ok(None);
-    };
-    if let Some(w) = warning {
-        eprintln!("tsclient: {w}");
-    }
-    Ok(Some(key))
 }
 
 /// On Ctrl-C or SIGTERM the run stops and prints what it measured ([`client::interrupt`]); if it
@@ -323,154 +311,41 @@ fn on_interrupt(progress: &Progress) -> anyhow::Result<()> {
     .context("cannot watch for Ctrl-C")
 }
 
-/// The name a forward run without FILE announces: the generated stream's, as a reverse run
-/// shows it.
-const GENERATED: &str = "generated";
-
-/// The generated stream's length: --bytes, by default the seed's.
-fn stream_len(args: &Args) -> u64 {
-    args.bytes.unwrap_or(tsperf_sys::testdata::SEED_FILE_LEN)
+/// A run, lowered once from the flags.
+enum Plan {
+    /// A stream run: any direction, any stream count; and the generated stream's in-memory
+    /// file, held open while it runs.
+    Streams(client::run::RunSpec, Option<std::fs::File>),
+    /// Clock queries.
+    Latency(latency::LatencyConfig),
 }
 
-/// What a stream run sends: FILE, or without one (forward) the generated stream of --bytes
-/// from an in-memory file, returned to be kept open as long as the run, and the path to open.
-fn source_file(args: &Args) -> anyhow::Result<(Option<std::fs::File>, PathBuf)> {
-    if args.file.is_some() || args.reverse {
-        return Ok((None, args.file.clone().unwrap_or_default()));
-    }
-    let f = tsperf_sys::testdata::stream_file(stream_len(args))?;
-    let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
-    Ok((Some(f), path))
-}
-
-fn stream_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> {
-    let auth = auth_key(args)?;
-    let (generated, file) = source_file(args)?;
-    let cfg = client::StreamConfig {
-        host,
-        port,
-        chunk: args.chunk,
-        file,
-        timeout: Duration::from_secs_f64(args.timeout),
-        nonblocking: args.nonblocking,
-        sndbuf: args.sndbuf,
-        auth,
-        strategy: args.strategy.into(),
-        batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
-        server_log: args.server_log.map(LogMode::from),
-        clock_queries: args.clock_queries,
-        interval: args.interval.map(Duration::from_secs_f64),
-        live: (!args.json).then(client::live::Live::default),
-        time: args.time.map(Duration::from_secs_f64),
-        omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
-        log: args.log.map_or(LogMode::None, LogMode::from),
-        log_file: args.log_file.clone(),
-        stripe: None,
-        name: generated.as_ref().map(|_| GENERATED.to_owned()),
-        generated: generated.as_ref().map(|_| stream_len(args)),
-        shared_file: None,
-    };
+fn stream_run(args: &Args, spec: &client::run::RunSpec) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
-    if args.reverse && args.parallel.is_some_and(|n| n > 1) {
-        return directions::parallel_reverse_run(args, &cfg);
-    }
-    if args.reverse {
-        return directions::reverse_run(args, &cfg, &mut progress);
-    }
-    if args.bidir {
-        return directions::bidir_run(args, &cfg);
-    }
-    if let Some(n) = args.parallel.filter(|&n| n > 1) {
-        return directions::parallel_run(args, &cfg, n);
-    }
-    let result = match client::run_stream(&cfg, &mut progress) {
-        Ok(r) => r,
-        Err(f) => {
-            if args.json {
-                cli::print_result(&(output::stream_failure_json(&f) + "\n"))?;
-            } else if f.interrupted {
-                cli::print_result(&output::stream_interrupted_human(&f, args.time.is_some()))?;
-            }
-            if !f.interrupted {
-                return Err(f.error);
-            }
-            let total = match (args.time, f.bytes) {
-                (Some(_), _) => " bytes of a timed run".to_owned(),
-                (None, Some(b)) => format!(" of {b} bytes"),
-                (None, None) => String::new(),
-            };
-            eprintln!("tsclient: interrupted after sending {}{total}", f.sent);
-            return Ok(ExitCode::from(cli::INTERRUPTED as u8));
-        }
-    };
+    let outcome = client::run::run(spec, &mut progress);
     let text = if args.json {
-        output::stream_json(&result) + "\n"
+        output::to_json(&output::json(&outcome)) + "\n"
     } else {
-        output::stream_human(&result)
+        output::human(&outcome)
     };
     cli::print_result(&text)?;
-    if !result.verified() {
-        anyhow::bail!(output::mismatch(&result));
+    match output::finish(&outcome) {
+        output::Exit::Success => Ok(ExitCode::SUCCESS),
+        output::Exit::Interrupted(notes) => {
+            for note in notes {
+                eprintln!("tsclient: {note}");
+            }
+            Ok(ExitCode::from(cli::INTERRUPTED as u8))
+        }
+        output::Exit::Failed(why) => Err(anyhow::anyhow!(why)),
     }
-    if result.timed.is_some_and(|t| t.interrupted) {
-        eprintln!(
-            "tsclient: interrupted after {} of the timed run, every byte verified",
-            tsperf_results::units::duration(result.elapsed)
-        );
-        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
-fn latency_run(args: &Args, host: String, port: u16) -> anyhow::Result<ExitCode> {
-    let auth = auth_key(args)?;
-    // The loading stream's file is checked before any query, as a stream's is.
-    if let Some(file) = &args.under_load {
-        tsperf_sys::source::Source::open(file, args.chunk, 1).context("--under-load")?;
-    }
-    let under_load = args.under_load.as_ref().map(|file| client::StreamConfig {
-        host: host.clone(),
-        port,
-        chunk: args.chunk,
-        file: file.clone(),
-        timeout: Duration::from_secs_f64(args.timeout),
-        nonblocking: args.nonblocking,
-        sndbuf: None,
-        auth: auth.clone(),
-        strategy: Strategy::Write,
-        batch: client::DEFAULT_BATCH,
-        server_log: args.server_log.map(LogMode::from),
-        clock_queries: 0,
-        interval: None,
-        live: None,
-        time: None,
-        omit: Duration::ZERO,
-        log: LogMode::None,
-        log_file: std::path::PathBuf::new(),
-        stripe: None,
-        name: None,
-        generated: None,
-        shared_file: None,
-    });
-    let cfg = latency::LatencyConfig {
-        host,
-        port,
-        count: args.count,
-        warmup: args.warmup,
-        codec: args.codec.into(),
-        framing: args.framing.into(),
-        nodelay: args.nodelay,
-        reconnect: args.reconnect,
-        busy_poll: args.busy_poll,
-        nonblocking: args.nonblocking,
-        timeout: Duration::from_secs_f64(args.timeout),
-        under_load,
-        auth,
-    };
+fn latency_run(args: &Args, cfg: &latency::LatencyConfig) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::queries(!args.no_progress);
     on_interrupt(&progress)?;
-    let mut result = latency::run_latency(&cfg, &mut progress);
+    let mut result = latency::run_latency(cfg, &mut progress);
     // A run that failed before its first answer has no statistics to show people: its error
     // says it all (the JSON object still comes, with `error`).
     let failed_at_once = matches!(result.stopped, Some(latency::Stopped::Failed(_)))

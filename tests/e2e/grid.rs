@@ -824,7 +824,9 @@ fn grid_with_streams_and_reverse() {
         let verified = match (&r.result, streams, reverse) {
             (ClientJson::Stream(s), 1, false) => s.verified,
             (ClientJson::Parallel(p), 2, false) => p.sum.verified && p.forward_streams().len() == 2,
-            (ClientJson::Reverse(v), 1, true) => v.verified && v.client["log"] == log.as_str(),
+            (ClientJson::Reverse(v), 1, true) => {
+                v.verified && v.client.log.to_string() == log.as_str()
+            }
             (ClientJson::ParallelReverse(p), 2, true) => {
                 let each = p.reverse_streams();
                 p.sum.verified && each.len() == 2 && each.iter().all(|v| v.verified)

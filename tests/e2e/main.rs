@@ -13,6 +13,7 @@ mod first_hour;
 mod grid;
 mod hardening;
 mod hardening3;
+mod json_modes;
 mod latency;
 mod layout;
 mod logs;

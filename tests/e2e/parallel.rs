@@ -214,6 +214,66 @@ fn reverse_parallel_four_verified() {
     }
 }
 
+/// Issue 34 (1): `-P 3 -R NAME` stripes the served file as `-P 3 FILE` stripes a local one:
+/// the server sends each stream its stripe (its Accept's length the stripe's), each stripe is
+/// verified by its own digest and the stripes cover the file; timed, each repeats its stripe;
+/// a file shorter than the session is refused, saying why; in both server models.
+#[test]
+fn reverse_parallel_stripes_a_served_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = dir.path().join("serve");
+    std::fs::create_dir(&serve).unwrap();
+    // Random bytes: a stripe sent from the wrong offset cannot match by chance.
+    let bytes: Vec<u8> = (0..1_000_003u64)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(serve.join("f.bin"), &bytes).unwrap();
+    std::fs::write(serve.join("two.bin"), b"ab").unwrap();
+    for model in MODELS {
+        let mut args = vec!["--serve", serve.to_str().unwrap()];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let (out, v) = client_json(server.port, &["-R", "-P", "3", "f.bin"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["mode"], "parallel-reverse");
+        assert_eq!(v["asked_bytes"].as_u64(), Some(1_000_003), "{v:#}");
+        assert_eq!(v["sum"]["bytes"].as_u64(), Some(1_000_003));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        let streams = v["streams"].as_array().unwrap();
+        let stripes = [
+            (0usize, 333_334usize),
+            (333_334, 333_334),
+            (666_668, 333_335),
+        ];
+        for (s, (from, len)) in streams.iter().zip(stripes) {
+            assert_eq!(s["source"], "f.bin");
+            assert_eq!(s["asked_bytes"].as_u64(), Some(len as u64), "{s:#}");
+            assert_eq!(s["verified"], true, "{s:#}");
+            let want = format!(
+                "{:016x}",
+                xxhash_rust::xxh3::xxh3_64(&bytes[from..from + len])
+            );
+            assert_eq!(s["digest"], want.as_str(), "stream at {from}");
+        }
+        let (out, v) = client_json(server.port, &["-R", "-P", "2", "-t", "0.5", "f.bin"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        let out = client(&[
+            "--port",
+            &server.port.to_string(),
+            "-R",
+            "-P",
+            "3",
+            "two.bin",
+        ]);
+        assert_fails(
+            &out,
+            1,
+            "cannot stripe \"two.bin\" over 3 streams: it has 2 bytes",
+        );
+    }
+}
+
 /// `-P 2 -t 1 -O 0.5`: the session's rate is of what came after each stream's omitted start
 /// (the bytes summed, from the earliest end of an omitted start to the last end), forward and
 /// reverse, as each stream's own rate is.

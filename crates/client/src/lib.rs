@@ -12,7 +12,6 @@
 //! chunks per call, or `sendfile` of one chunk per call straight from the page cache.
 
 mod alarm;
-pub mod bidir;
 pub mod blocking;
 pub mod interrupt;
 pub mod intervals;
@@ -24,6 +23,7 @@ pub mod parallel;
 pub mod progress;
 pub mod readlog;
 pub mod reverse;
+pub mod run;
 mod send;
 mod session;
 mod transfer;

@@ -60,6 +60,31 @@ impl Session {
             count,
         }
     }
+
+    /// This stream's stripe of `len` bytes, as its offset and length: of the `count` stripes
+    /// ([`stripes`]) the `index`th; all of it for a stream of its own. `None` if a stripe would
+    /// be empty or the place is past the count.
+    pub fn stripe(&self, len: u64) -> Option<(u64, u64)> {
+        if self.count <= 1 || self.id == [0; 16] {
+            return (len > 0).then_some((0, len));
+        }
+        stripes(len, self.count)?
+            .get(usize::from(self.index))
+            .copied()
+    }
+}
+
+/// The stripes of `len` bytes for `n` streams: contiguous, in order, covering them exactly,
+/// their lengths differing by at most one byte (stripe `i` runs from `len·i/n` to
+/// `len·(i+1)/n`). `None` if a stripe would be empty. A forward session's client stripes its
+/// file so; a served file's reverse session is striped so by the server.
+pub fn stripes(len: u64, n: u8) -> Option<Vec<(u64, u64)>> {
+    let n = u128::from(n.max(1));
+    if u128::from(len) < n {
+        return None;
+    }
+    let at = |i: u128| (u128::from(len) * i / n) as u64;
+    Some((0..n).map(|i| (at(i), at(i + 1) - at(i))).collect())
 }
 
 impl Hello {

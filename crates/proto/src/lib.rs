@@ -18,7 +18,7 @@ pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
 
 pub use frame::{decode_frame, encode_frame};
-pub use hello::{Hello, Session, decode_hello, encode_hello};
+pub use hello::{Hello, Session, decode_hello, encode_hello, stripes};
 
 use std::fmt;
 
@@ -32,7 +32,7 @@ pub const BULK_READ: u32 = 256 * 1024;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 7;
+pub const VERSION: u16 = 8;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.

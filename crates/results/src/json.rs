@@ -17,8 +17,10 @@ mod latency;
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 mod reverse;
 mod session;
-pub use reverse::{ReverseFailureJson, ReverseJson};
-pub use session::{SessionJson, SumJson};
+pub use reverse::{ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide};
+pub use session::{
+    BidirJson, Direction, Measured, SessionEntry, SessionJson, StreamEntry, SumJson,
+};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.
@@ -38,6 +40,8 @@ pub enum ClientJson {
     /// A session of parallel streams the server sent (`mode: "parallel-reverse"`).
     #[serde(rename = "parallel-reverse")]
     ParallelReverse(SessionJson),
+    /// Both directions at once (`mode: "bidir"`).
+    Bidir(BidirJson),
 }
 
 impl ClientJson {
@@ -65,6 +69,35 @@ impl ClientJson {
             ClientJson::Reverse(_) => "reverse",
             ClientJson::Parallel(_) => "parallel",
             ClientJson::ParallelReverse(_) => "parallel-reverse",
+            ClientJson::Bidir(_) => "bidir",
+        }
+    }
+}
+
+/// Whatever `tsclient --json` prints, one object per run: a result ([`ClientJson`]), or a
+/// failure object (a stream's, with what it had measured; or a run's that measured nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)]
+pub enum ClientOutput {
+    /// A run that measured something.
+    Result(ClientJson),
+    /// A lone stream that failed or was interrupted.
+    StreamFailed(StreamEntry),
+    /// A run that failed before it measured anything, a usage error's included.
+    Failed(FailureJson),
+}
+
+impl ClientOutput {
+    /// Parses one printed object. A result that does not parse is an error naming its field
+    /// (the result's own error, not the untagged enum's "did not match any variant").
+    pub fn parse(text: &str) -> serde_json::Result<ClientOutput> {
+        match serde_json::from_str::<ClientJson>(text) {
+            Ok(r) => Ok(ClientOutput::Result(r)),
+            Err(result_error) => match serde_json::from_str::<ClientOutput>(text) {
+                Ok(out @ (ClientOutput::StreamFailed(_) | ClientOutput::Failed(_))) => Ok(out),
+                _ => Err(result_error),
+            },
         }
     }
 }
@@ -373,6 +406,8 @@ pub struct OneWayJson {
 /// during the connect): `mode` and `error`; `usage` for a usage error (exit 2), `interrupted`
 /// for a signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Only these fields: a result whose own fields do not parse is never read as a failure.
+#[serde(deny_unknown_fields)]
 pub struct FailureJson {
     /// The version of the tsclient that wrote this.
     pub tsperf: String,

@@ -12,14 +12,13 @@ use serde::Serialize;
 
 use crate::{StreamFailure, StreamResult};
 use json::{
-    ClientJson, ClientSide, ClockJson, Cpu, FailureJson, OneWayJson, ServerSide, StreamFailureJson,
-    StreamJson, TcpJson, TimeSplitJson,
+    ClientSide, ClockJson, Cpu, FailureJson, OneWayJson, ServerSide, StreamFailureJson, StreamJson,
+    TcpJson, TimeSplitJson,
 };
 use tsperf_proto::clock::Offset;
 use tsperf_proto::{LogMode, Report};
 use tsperf_results::units;
 use tsperf_sys::text::{Peer, json_inert};
-use tsperf_sys::timing::Stamp;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -90,15 +89,7 @@ impl From<&StreamResult> for StreamJson {
             limited_by: Some(verdict.limited_by),
             limits: verdict.limits,
             intervals: r.intervals.clone(),
-            timed: r.timed.map(|t| json::TimedJson {
-                time_s: t.time.as_secs_f64(),
-                omit_s: t.omit.as_secs_f64(),
-                file_bytes: t.file_bytes,
-                passes: t.passes,
-                omitted_bytes: t.omitted.map_or(0, |(b, _)| b),
-                omitted_s: t.omitted.map_or(0.0, |(_, d)| d.as_secs_f64()),
-                interrupted: t.interrupted,
-            }),
+            timed: r.timed.map(sections::timed_json),
             error: (!r.verified()).then(|| mismatch(r)),
         }
     }
@@ -171,14 +162,8 @@ fn one_way_of(
     }
 }
 
-/// The one JSON object `tsclient --json` prints for a stream transfer (with `error` when the
-/// digests disagree).
-pub fn stream_json(r: &StreamResult) -> String {
-    to_json(&ClientJson::Stream(r.into()))
-}
-
 /// Serializes one output object, with active characters escaped.
-fn to_json(v: &impl Serialize) -> String {
+pub fn to_json(v: &impl Serialize) -> String {
     json_inert(serde_json::to_string_pretty(v).expect("plain data always serializes"))
 }
 
@@ -204,11 +189,11 @@ pub fn usage_json(mode: &str, msg: &str) -> String {
     })
 }
 
-/// The JSON object for a stream transfer that failed or was interrupted, with what it had
-/// measured ([`StreamFailureJson`]).
-pub fn stream_failure_json(f: &StreamFailure) -> String {
+/// The object for a stream the client sent that failed or was interrupted, with what it had
+/// measured.
+fn stream_failure_object(f: &StreamFailure) -> StreamFailureJson {
     let elapsed = f.elapsed.map(|d| d.as_secs_f64());
-    to_json(&StreamFailureJson {
+    StreamFailureJson {
         tsperf: VERSION.into(),
         mode: "stream".into(),
         file: f.name.clone(),
@@ -221,12 +206,12 @@ pub fn stream_failure_json(f: &StreamFailure) -> String {
         interrupted: f.interrupted,
         intervals: f.intervals.clone(),
         error: format!("{:#}", f.error),
-    })
+    }
 }
 
 /// What an interrupted stream had done, for people: how long, how much sent of the file, how
 /// much the server's TCP acknowledged, the rate so far.
-pub fn stream_interrupted_human(f: &StreamFailure, timed: bool) -> String {
+fn stream_interrupted_human(f: &StreamFailure, timed: bool) -> String {
     let total = match f.bytes {
         _ if timed => " of a timed run".to_owned(),
         Some(b) => format!(" of {}", units::size(b)),
@@ -266,54 +251,40 @@ fn file_wait(r: &StreamResult) -> String {
 }
 
 /// The human report: the seed's three lines, then what both ends saw.
-pub fn stream_human(r: &StreamResult) -> String {
+fn stream_human(r: &StreamResult) -> String {
     let s = &r.server;
-    let verdict = if r.verified() {
-        format!("verified (xxh3 {:016x})", r.digest)
-    } else {
-        "NOT VERIFIED".to_owned()
-    };
     let server_elapsed = Duration::from_nanos(s.elapsed_ns);
-    let (measured, measured_time) = r.measured();
-    format!(
-        "{}\nfile[{}] read over .\n{}\n\
-         sent {} in {}: {:.1} MiB/s ({:.2} Gbit/s), chunk {} B, io {} {}, {verdict}\n\
-         \x20 client: {} ({} short), cpu {} user + {} sys{}\n\
-         \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, log {}, \
-         stdout to {}\n",
-        Stamp {
-            label: "begin",
-            unix_us: r.begin_unix_us
-        },
-        r.name,
-        Stamp {
-            label: "end",
-            unix_us: r.end_unix_us
-        },
-        units::size(r.bytes),
-        units::duration(r.elapsed),
-        units::mib_per_s(measured, measured_time),
-        units::gbit_per_s(measured, measured_time),
-        r.chunk,
-        r.io,
-        match r.batch {
-            Some(k) => format!("writev of {k}"),
-            None => r.strategy.to_string(),
-        },
-        units::count(r.writes.writes, &format!("{} call", r.strategy)),
-        r.writes.partial_writes,
-        units::duration(r.cpu.user),
-        units::duration(r.cpu.sys),
-        file_wait(r),
-        units::count(s.reads, "read"),
-        r.read_size,
-        units::duration(server_elapsed),
-        units::duration(Duration::from_micros(s.cpu_user_us)),
-        units::duration(Duration::from_micros(s.cpu_sys_us)),
-        s.server_io.map_or("?".to_owned(), |v| v.to_string()),
-        s.log.map_or("?".to_owned(), |v| v.to_string()),
-        r.server_stdout.describe(),
-    ) + &timed_human(r)
+    sections::seed_lines(r.begin_unix_us, &r.name, r.end_unix_us)
+        + &format!(
+            "sent {} in {}: {}, chunk {} B, io {} {}, {}\n\
+             \x20 client: {} ({} short), cpu {} user + {} sys{}\n\
+             \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, \
+             log {}, stdout to {}\n",
+            units::size(r.bytes),
+            units::duration(r.elapsed),
+            sections::rate(r.measured()),
+            r.chunk,
+            r.io,
+            match r.batch {
+                Some(k) => format!("writev of {k}"),
+                None => r.strategy.to_string(),
+            },
+            sections::check(r.verified(), r.digest),
+            units::count(r.writes.writes, &format!("{} call", r.strategy)),
+            r.writes.partial_writes,
+            units::duration(r.cpu.user),
+            units::duration(r.cpu.sys),
+            file_wait(r),
+            units::count(s.reads, "read"),
+            r.read_size,
+            units::duration(server_elapsed),
+            units::duration(Duration::from_micros(s.cpu_user_us)),
+            units::duration(Duration::from_micros(s.cpu_sys_us)),
+            s.server_io.map_or("?".to_owned(), |v| v.to_string()),
+            s.log.map_or("?".to_owned(), |v| v.to_string()),
+            r.server_stdout.describe(),
+        )
+        + &sections::timed(r.timed)
         + &clock_human(r)
         + &why_human(r)
         + &if s.saved_to.is_empty() {
@@ -351,14 +322,7 @@ fn lost_log_lines(s: &Report) -> String {
 
 /// The verdict, its shares, and where the server's time went.
 fn why_human(r: &StreamResult) -> String {
-    let v = r.verdict();
-    let mut out = format!(
-        "  {}
-    ({})
-",
-        v.sentence(),
-        v.shares()
-    );
+    let mut out = sections::verdict(&r.verdict());
     let split = &r.server.split;
     if split.total_ns() > 0 {
         let total = split.total_ns() as f64;
@@ -416,7 +380,7 @@ fn clock_human(r: &StreamResult) -> String {
 }
 
 /// Why a finished transfer does not verify, for stderr.
-pub fn mismatch(r: &StreamResult) -> String {
+fn mismatch(r: &StreamResult) -> String {
     let why = if r.source_changed {
         "; the file was written to while it was sent, so the bytes read are a mix of its old \
          and new contents (send a file nothing is writing to)"
@@ -443,20 +407,15 @@ fn host_port(host: &str, port: u16) -> String {
 }
 
 mod latency;
-mod parallel;
+mod render;
 mod reverse;
-mod timed;
+mod sections;
+mod session;
 
-use timed::timed_human;
+use render::entry;
 
 pub use latency::{latency_human, latency_json};
-pub use parallel::{
-    bidir_parallel_human, bidir_parallel_json, parallel_human, parallel_json,
-    parallel_reverse_human, parallel_reverse_json,
-};
-pub use reverse::{
-    bidir_human, bidir_json, reverse_failure_json, reverse_human, reverse_json, reverse_mismatch,
-};
+pub use render::{Exit, finish, human, json};
 
 #[cfg(test)]
 mod tests {

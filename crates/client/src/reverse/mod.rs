@@ -117,6 +117,18 @@ impl ReverseResult {
         }
     }
 
+    /// A timed run's time, passes and omitted start.
+    pub fn timed(&self) -> Option<crate::Timed> {
+        self.time.map(|time| crate::Timed {
+            time,
+            omit: self.omit,
+            file_bytes: self.asked,
+            passes: self.bytes as f64 / self.asked.max(1) as f64,
+            omitted: self.omitted,
+            interrupted: self.interrupted,
+        })
+    }
+
     /// Both ends on one machine.
     pub fn same_host(&self) -> bool {
         tsperf_sys::host::same_host(self.peer.ip(), self.server.boot_id)

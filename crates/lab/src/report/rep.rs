@@ -37,17 +37,18 @@ impl Rep {
             ClientJson::Stream(s) => Some(forward(s)),
             ClientJson::Reverse(r) => Some(reverse(r)),
             ClientJson::Parallel(p) => {
-                let streams: Vec<Rep> = p.forward_streams().iter().map(forward).collect();
+                let streams: Vec<Rep> = p.forward_streams().into_iter().map(forward).collect();
                 Some(session(&p.sum, &streams))
             }
             ClientJson::ParallelReverse(p) => {
-                let streams: Vec<Rep> = p.reverse_streams().iter().map(reverse).collect();
+                let streams: Vec<Rep> = p.reverse_streams().into_iter().map(reverse).collect();
                 let mut rep = session(&p.sum, &streams);
                 // A reverse stream's CPU time is its receiving thread's: the session's is their sum.
                 rep.client_cpu_s = streams.iter().map(|r| r.client_cpu_s).sum();
                 Some(rep)
             }
-            ClientJson::Latency(_) => None,
+            // Neither is a cell of the grid.
+            ClientJson::Latency(_) | ClientJson::Bidir(_) => None,
         }
     }
 }
@@ -73,18 +74,17 @@ fn forward(s: &StreamJson) -> Rep {
 }
 
 fn reverse(r: &ReverseJson) -> Rep {
-    let int = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
     Rep {
         mib_per_s: r.mib_per_s,
         gbit_per_s: r.gbit_per_s,
         client_cpu_s: r.cpu.user_s + r.cpu.sys_s,
         verified: r.verified,
-        sndbuf: int(&r.server["sndbuf"]),
-        rcvbuf: int(&r.client["rcvbuf"]),
+        sndbuf: u64::from(r.server.sndbuf),
+        rcvbuf: u64::from(r.client.rcvbuf),
         limited_by: r.limited_by.map(|l| l.to_string()),
         largest: None,
         server_log: None,
-        client_log: r.client["log"].as_str().map(str::to_owned),
+        client_log: Some(r.client.log.to_string()),
     }
 }
 

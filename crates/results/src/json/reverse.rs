@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::{ClockJson, Cpu, TimedJson};
 use crate::strategy::ClientIo;
 use crate::verdict::{LimitedBy, Limits};
+use tsperf_proto::tcp::{Flight, ReceiverTcp, SenderTcp};
+use tsperf_proto::{LogMode, ServerIo};
 
 /// A reverse stream's result (`tsclient --reverse --json`, `mode: "reverse"`): the server sent,
 /// the client received and verified.
@@ -44,16 +46,12 @@ pub struct ReverseJson {
     pub interrupted: bool,
     /// The receiving thread's CPU time while it received (its own, not the process's).
     pub cpu: Cpu,
-    /// The client's side: `reads`, `read_size`, `rcvbuf`, the receiving thread's `on_cpu_s` and
-    /// `run_queue_s`.
-    pub client: serde_json::Value,
-    /// The server's Sent report: `bytes`, `digest` (its end trailer's), `writes`,
-    /// `partial_writes`, `would_block`, `sndbuf`, `io`, `cpu`, `on_cpu_s`, `run_queue_s`,
-    /// `elapsed_s` (first to last write), `first_write_unix_us`, `same_host`.
-    pub server: serde_json::Value,
-    /// The server's `TCP_INFO` (the sender's view, `server`), the client's (the receiver's,
-    /// `client`), the server's readings while it sent (`flight`).
-    pub tcp: serde_json::Value,
+    /// The client's side: the receiver's.
+    pub client: ReceiverSide,
+    /// The server's Sent report: the sender's side.
+    pub server: SenderSide,
+    /// Both ends' `TCP_INFO` and the server's readings while it sent.
+    pub tcp: ReverseTcpJson,
     /// The server's clock against the client's.
     #[serde(default)]
     pub clock: ClockJson,
@@ -96,4 +94,70 @@ pub struct ReverseFailureJson {
     pub interrupted: bool,
     /// What failed, with its causes.
     pub error: String,
+}
+
+/// What the receiving client counted (a reverse stream's `client`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverSide {
+    /// Reads that returned data.
+    pub reads: u64,
+    /// The most bytes one read asked for.
+    pub read_size: u64,
+    /// This end's per-read log sink (`--log`).
+    pub log: LogMode,
+    /// Its lines written.
+    pub log_lines: u64,
+    /// Its lines that could not be written.
+    pub log_lines_lost: u64,
+    /// Time spent writing them, in seconds.
+    pub log_s: f64,
+    /// The receive buffer the socket had at the end.
+    pub rcvbuf: u32,
+    /// The receiving thread's time on a CPU, in seconds (Linux).
+    pub on_cpu_s: Option<f64>,
+    /// Its time waiting for a CPU, in seconds (Linux).
+    pub run_queue_s: Option<f64>,
+}
+
+/// What the sending server measured (a reverse stream's `server`: its Sent frame).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SenderSide {
+    /// Data bytes it sent.
+    pub bytes: u64,
+    /// Its end trailer's xxh3-64, hex.
+    pub digest: String,
+    /// Write calls that moved bytes.
+    pub writes: u64,
+    /// Of those, calls that took fewer bytes than offered.
+    pub partial_writes: u64,
+    /// Writes that found the socket full.
+    pub would_block: u64,
+    /// The send buffer its socket had.
+    pub sndbuf: u32,
+    /// Its I/O model.
+    pub io: ServerIo,
+    /// The sending thread's CPU time.
+    pub cpu: Cpu,
+    /// Its time on a CPU, in seconds (Linux).
+    pub on_cpu_s: Option<f64>,
+    /// Its time waiting for a CPU, in seconds (Linux).
+    pub run_queue_s: Option<f64>,
+    /// From its first write to its last, in seconds.
+    pub elapsed_s: f64,
+    /// Its first write, its wall clock, µs since the epoch.
+    pub first_write_unix_us: u64,
+    /// Both ends on one machine.
+    pub same_host: bool,
+}
+
+/// A reverse stream's `TCP_INFO`: the sender's view (the server's), the receiver's (the
+/// client's), and the server's readings while it sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReverseTcpJson {
+    /// The server's socket: the sender's view.
+    pub server: SenderTcp,
+    /// The client's socket at the end: the receiver's view.
+    pub client: ReceiverTcp,
+    /// The server's readings while it sent.
+    pub flight: Flight,
 }

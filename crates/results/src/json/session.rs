@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ReverseJson, StreamJson};
+use super::{FailureJson, ReverseFailureJson, ReverseJson, StreamFailureJson, StreamJson};
 use crate::verdict::LimitedBy;
 
 /// A session of `--parallel` streams (`mode: "parallel"`, the client sent; or
@@ -19,7 +19,7 @@ pub struct SessionJson {
     pub asked_bytes: Option<u64>,
     /// Each stream's object, in stream order: the one `tsclient --json` prints for a stream
     /// (`mode: "stream"` forward, `"reverse"` reverse), or its failure object.
-    pub streams: Vec<serde_json::Value>,
+    pub streams: Vec<StreamEntry>,
     /// The whole session.
     pub sum: SumJson,
 }
@@ -46,25 +46,89 @@ pub struct SumJson {
 }
 
 impl SessionJson {
-    /// The forward streams that completed, typed (failures left out).
-    pub fn forward_streams(&self) -> Vec<StreamJson> {
-        self.typed()
-    }
-
-    /// The reverse streams that completed, typed (failures left out).
-    pub fn reverse_streams(&self) -> Vec<ReverseJson> {
-        self.typed()
-    }
-
-    fn typed<T: serde::de::DeserializeOwned>(&self) -> Vec<T> {
+    /// The forward streams that completed (failures left out).
+    pub fn forward_streams(&self) -> Vec<&StreamJson> {
         self.streams
             .iter()
-            .filter_map(|v| {
-                let mut v = v.clone();
-                // The stream's own tag: the typed object has none.
-                v.as_object_mut()?.remove("mode");
-                serde_json::from_value(v).ok()
+            .filter_map(|s| match s {
+                StreamEntry::Done(Measured::Stream(s)) => Some(s),
+                _ => None,
             })
             .collect()
     }
+
+    /// The reverse streams that completed (failures left out).
+    pub fn reverse_streams(&self) -> Vec<&ReverseJson> {
+        self.streams
+            .iter()
+            .filter_map(|s| match s {
+                StreamEntry::Done(Measured::Reverse(r)) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// One stream's result, told apart by its `mode`: the object `tsclient --json` prints for a
+/// lone stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+#[allow(clippy::large_enum_variant)]
+pub enum Measured {
+    /// The client sent (`mode: "stream"`).
+    Stream(StreamJson),
+    /// The server sent (`mode: "reverse"`).
+    Reverse(ReverseJson),
+}
+
+/// One stream of a session: its result, or the failure object it prints alone. A stream's
+/// result and a failure share their `mode`; a failure is told by its `error` with no result's
+/// fields (`sent` forward, `received_bytes` reverse).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+// One value per stream, never on a hot path: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum StreamEntry {
+    /// The stream ended with a result, verified or not.
+    Done(Measured),
+    /// A stream the client sent failed or was interrupted.
+    SendFailed(StreamFailureJson),
+    /// A stream the server sent failed or was interrupted.
+    ReceiveFailed(ReverseFailureJson),
+}
+
+/// A `--bidir` run (`mode: "bidir"`): each direction's object, the one it prints alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BidirJson {
+    /// The version of the tsclient that wrote this.
+    pub tsperf: String,
+    /// To the server: a stream, a session, or their failure.
+    pub forward: Box<Direction>,
+    /// From the server: a stream, a session, or their failure.
+    pub reverse: Box<Direction>,
+}
+
+/// One direction of a `--bidir` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)]
+pub enum Direction {
+    /// One stream, or its failure.
+    Stream(StreamEntry),
+    /// A session of `--parallel` streams (`mode: "parallel"` or `"parallel-reverse"`).
+    Session(SessionEntry),
+    /// A session that could not start (`error`, with its `mode`).
+    Failed(FailureJson),
+}
+
+/// A session, told apart by its `mode`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode")]
+pub enum SessionEntry {
+    /// The client sent (`mode: "parallel"`).
+    #[serde(rename = "parallel")]
+    Sent(SessionJson),
+    /// The server sent (`mode: "parallel-reverse"`).
+    #[serde(rename = "parallel-reverse")]
+    Received(SessionJson),
 }

@@ -175,7 +175,7 @@ impl Sender {
     /// A reverse stream of the file `name` a server started with `--serve` opened (a regular
     /// file): its size a pass. Refused if it is empty.
     pub fn served(hello: &Hello, file: std::fs::File, name: &str) -> Result<Sender, String> {
-        let served = served::Served::new(file, name)?;
+        let served = served::Served::new(file, name, hello.session)?;
         let length = served.len();
         Ok(Sender::with(Data::Served(Box::new(served)), length, hello))
     }

@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use twox_hash::XxHash3_64;
 
+use tsperf_proto::Session;
 use tsperf_sys::text::Peer;
 
 /// What one call of [`Served::send`] did.
@@ -31,11 +32,16 @@ pub(super) enum Write {
     Source(String),
 }
 
-/// A served file being sent, one pass its size.
+/// A served file being sent, one pass its size (or, a stream of a session, its stripe's).
 pub(super) struct Served {
     file: File,
     name: String,
+    /// Where this stream's stripe of the file begins (0: the whole file).
+    base: u64,
+    /// Bytes a pass: the stripe's length.
     len: u64,
+    /// The file's size when it was opened.
+    whole: u64,
     /// Every byte checksummed: the passes before, and this pass up to `ahead`.
     hasher: XxHash3_64,
     /// Where this pass's checksum has got to: at least as far as the bytes sent.
@@ -49,8 +55,10 @@ pub(super) struct Served {
 }
 
 impl Served {
-    /// The file `name` (already opened and checked to be a regular file), its size a pass.
-    pub(super) fn new(file: File, name: &str) -> Result<Served, String> {
+    /// The file `name` (already opened and checked to be a regular file), its size a pass; a
+    /// stream of a session (`place`) sends its stripe of it, as a forward session's stream
+    /// sends its stripe of the client's file.
+    pub(super) fn new(file: File, name: &str, place: Session) -> Result<Served, String> {
         let meta = file
             .metadata()
             .map_err(|e| format!("cannot serve \"{}\": {e}", Peer(name)))?;
@@ -60,10 +68,21 @@ impl Served {
                 Peer(name)
             ));
         }
+        let (base, len) = stripe(meta.len(), place).ok_or_else(|| {
+            format!(
+                "cannot stripe \"{}\" over {} streams: it has {} bytes (a stripe is at least 1 \
+                 byte)",
+                Peer(name),
+                place.count,
+                meta.len()
+            )
+        })?;
         Ok(Served {
             file,
             name: name.to_owned(),
-            len: meta.len(),
+            base,
+            len,
+            whole: meta.len(),
             hasher: XxHash3_64::new(),
             ahead: 0,
             from: 0,
@@ -94,9 +113,9 @@ impl Served {
         if let Err(why) = self.hash_ahead(at + want as u64, scratch) {
             return Write::Source(why);
         }
-        match tsperf_sys::net::sendfile(sock, &self.file, at, want) {
+        match tsperf_sys::net::sendfile(sock, &self.file, self.base + at, want) {
             // The file ends before the pass does: it shrank after the checksum read it.
-            Ok(0) if want > 0 => Write::Source(self.shrank(at)),
+            Ok(0) if want > 0 => Write::Source(self.shrank()),
             Ok(n) => Write::Sent(n),
             Err(e) => Write::Socket(e),
         }
@@ -111,11 +130,11 @@ impl Served {
         while self.ahead < to {
             let n = (self.len - self.ahead).min(scratch.len() as u64) as usize;
             let t = tsperf_sys::timing::OffCpu::start();
-            let got = read_at(&self.file, &mut scratch[..n], self.ahead);
+            let got = read_at(&self.file, &mut scratch[..n], self.base + self.ahead);
             self.waited += t.stop();
             match got {
                 Ok(got) if got == n => {}
-                Ok(got) => return Err(self.shrank(self.ahead + got as u64)),
+                Ok(_) => return Err(self.shrank()),
                 Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
             }
             self.hasher.write(&scratch[..n]);
@@ -141,9 +160,9 @@ impl Served {
         let mut pos = self.from;
         while pos < at {
             let n = (at - pos).min(scratch.len() as u64) as usize;
-            match read_at(&self.file, &mut scratch[..n], pos) {
+            match read_at(&self.file, &mut scratch[..n], self.base + pos) {
                 Ok(got) if got == n => h.write(&scratch[..n]),
-                Ok(got) => return Err(self.shrank(pos + got as u64)),
+                Ok(_) => return Err(self.shrank()),
                 Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
             }
             pos += n as u64;
@@ -164,16 +183,23 @@ impl Served {
         })
     }
 
-    /// Why the pass cannot go on past `at`: the file is shorter now than when it was opened.
-    fn shrank(&self, at: u64) -> String {
-        let now = self.file.metadata().map_or(at, |m| m.len());
+    /// Why the pass cannot go on: the file is shorter now than when it was opened.
+    fn shrank(&self) -> String {
+        let now = self.file.metadata().map_or(0, |m| m.len());
         format!(
             "\"{}\" shrank while it was sent: {now} bytes now, of the {} it had when the stream \
              began",
             Peer(&self.name),
-            self.len
+            self.whole
         )
     }
+}
+
+/// Stream `place.index`'s stripe of a file of `len` bytes, as its offset and length: the
+/// client's stripes ([`tsperf_proto::Session::stripe`]); the whole file for a stream of its
+/// own. `None` if a stripe would be empty.
+fn stripe(len: u64, place: Session) -> Option<(u64, u64)> {
+    place.stripe(len)
 }
 
 /// Reads until `buf` is full or the file ends at `offset`; the count read.
@@ -198,7 +224,7 @@ mod tests {
         use std::io::Write as _;
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(bytes).unwrap();
-        let s = Served::new(f.reopen().unwrap(), "f.bin").unwrap();
+        let s = Served::new(f.reopen().unwrap(), "f.bin", Session::ALONE).unwrap();
         (f, s)
     }
 
@@ -246,5 +272,33 @@ mod tests {
         let why = s.hash_ahead(3000, &mut scratch).unwrap_err();
         assert!(why.contains("shrank while it was sent"), "{why}");
         assert!(why.contains("100 bytes now, of the 5000"), "{why}");
+    }
+
+    /// A stream of a session is sent its stripe: the checksum is of the stripe's bytes, read
+    /// from its offset, and a pass is the stripe's length.
+    #[test]
+    fn a_sessions_stream_checksums_its_stripe() {
+        use std::io::Write as _;
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        let place = Session::of([1; 16], 1, 3);
+        let mut s = Served::new(f.reopen().unwrap(), "f.bin", place).unwrap();
+        assert_eq!((s.base, s.len()), (3333, 3333));
+        let mut scratch = vec![0u8; 1000];
+        s.hash_ahead(3333, &mut scratch).unwrap();
+        assert_eq!(
+            s.digest_sent(3333, &mut scratch).unwrap(),
+            xxh3(&data[3333..6666])
+        );
+        assert_eq!(
+            s.digest_sent(1500, &mut scratch).unwrap(),
+            xxh3(&data[3333..4833])
+        );
+        let short = Served::new(f.reopen().unwrap(), "f.bin", Session::of([1; 16], 0, 128));
+        assert!(short.is_ok(), "10,000 bytes stripe over 128 streams");
+        f.as_file().set_len(2).unwrap();
+        let why = Served::new(f.reopen().unwrap(), "f.bin", place).err().unwrap();
+        assert!(why.contains("over 3 streams: it has 2 bytes"), "{why}");
     }
 }

@@ -1,0 +1,248 @@
+//! One renderer for every stream run: any direction, any stream count. A lone stream prints
+//! its full report (the seed's lines, both ends' figures, the verdict); a session a line per
+//! stream and a SUM line; `--bidir` each direction under its heading. The JSON is one typed
+//! [`ClientOutput`], and [`finish`] judges every run the same way.
+
+use super::reverse::{reverse_failure_object, reverse_mismatch, reverse_object};
+use super::session::{session_human, session_json};
+use super::{VERSION, mismatch, stream_failure_object, stream_human, stream_interrupted_human};
+use crate::StreamFailure;
+use crate::run::{Outcome, Session, Side, Stream, Streams};
+use tsperf_results::json::{
+    BidirJson, ClientJson, ClientOutput, Direction, FailureJson, Measured, SessionEntry,
+    StreamEntry,
+};
+use tsperf_results::units;
+
+/// One stream's entry: its object, or its failure's, as it prints alone.
+pub(super) fn entry(side: Side, s: &Outcome) -> StreamEntry {
+    match (s, side) {
+        (Ok(Stream::Sent(r)), _) => StreamEntry::Done(Measured::Stream(r.into())),
+        (Ok(Stream::Received(r)), _) => StreamEntry::Done(Measured::Reverse(reverse_object(r))),
+        (Err(f), Side::Sent) => StreamEntry::SendFailed(stream_failure_object(f)),
+        (Err(f), Side::Received) => StreamEntry::ReceiveFailed(reverse_failure_object(f)),
+    }
+}
+
+/// One direction's object: a lone stream's, a session's, or why the session could not start.
+fn direction(d: &Result<Session, String>) -> Direction {
+    match d {
+        Ok(s) if !s.striped => Direction::Stream(entry(s.side, &s.streams[0])),
+        Ok(s) => Direction::Session(match s.side {
+            Side::Sent => SessionEntry::Sent(session_json(s)),
+            Side::Received => SessionEntry::Received(session_json(s)),
+        }),
+        Err(e) => Direction::Failed(FailureJson {
+            tsperf: VERSION.into(),
+            mode: "stream".into(),
+            error: e.clone(),
+            usage: false,
+            interrupted: crate::interrupt::requested(),
+        }),
+    }
+}
+
+/// The one object `tsclient --json` prints for a stream run.
+pub fn json(o: &Streams) -> ClientOutput {
+    let d = match (&o.forward, &o.reverse) {
+        (Some(f), Some(r)) => {
+            return ClientOutput::Result(ClientJson::Bidir(BidirJson {
+                tsperf: VERSION.into(),
+                forward: Box::new(direction(f)),
+                reverse: Box::new(direction(r)),
+            }));
+        }
+        (Some(d), None) | (None, Some(d)) => direction(d),
+        (None, None) => unreachable!("a stream run goes at least one way"),
+    };
+    match d {
+        Direction::Stream(StreamEntry::Done(Measured::Stream(s))) => {
+            ClientOutput::Result(ClientJson::Stream(s))
+        }
+        Direction::Stream(StreamEntry::Done(Measured::Reverse(r))) => {
+            ClientOutput::Result(ClientJson::Reverse(r))
+        }
+        Direction::Stream(failed) => ClientOutput::StreamFailed(failed),
+        Direction::Session(SessionEntry::Sent(p)) => ClientOutput::Result(ClientJson::Parallel(p)),
+        Direction::Session(SessionEntry::Received(p)) => {
+            ClientOutput::Result(ClientJson::ParallelReverse(p))
+        }
+        Direction::Failed(f) => ClientOutput::Failed(f),
+    }
+}
+
+/// The report for people. A run that failed outright prints nothing here: its error says it
+/// all (an interrupted stream says what it had done).
+pub fn human(o: &Streams) -> String {
+    match (&o.forward, &o.reverse) {
+        (Some(f), Some(r)) => format!(
+            "to the server:\n{}\nfrom the server:\n{}",
+            direction_human(f, true),
+            direction_human(r, true)
+        ),
+        (Some(d), None) | (None, Some(d)) => direction_human(d, false),
+        (None, None) => String::new(),
+    }
+}
+
+/// One direction for people; `headed`: under a `--bidir` heading, where a failure is a line.
+fn direction_human(d: &Result<Session, String>, headed: bool) -> String {
+    let s = match d {
+        Err(e) if headed => return format!("  failed: {e}\n"),
+        Err(_) => return String::new(),
+        Ok(s) if s.striped => return session_human(s),
+        Ok(s) => s,
+    };
+    match &s.streams[0] {
+        Ok(Stream::Sent(r)) => stream_human(r),
+        Ok(Stream::Received(r)) => super::reverse::reverse_human(r),
+        Err(f) if headed => format!("  failed: {:#}\n", f.error),
+        Err(f) if f.interrupted && s.side == Side::Sent => stream_interrupted_human(f, s.timed),
+        Err(_) => String::new(),
+    }
+}
+
+/// How a run ends.
+#[derive(Debug)]
+pub enum Exit {
+    /// Every stream verified.
+    Success,
+    /// Ctrl-C or SIGTERM stopped it (exit 130): what to say on stderr.
+    Interrupted(Vec<String>),
+    /// It failed (exit 1): why.
+    Failed(String),
+}
+
+/// How one direction stands.
+enum Standing {
+    Verified,
+    /// Stopped early: what to say, and the error of a stream the stop cut off.
+    Interrupted(String, Option<String>),
+    Failed(String),
+}
+
+/// Judges a run: a stream not verified, or failed, is a failure; an interrupted run whose
+/// streams verified up to the stop exits as interrupted.
+pub fn finish(o: &Streams) -> Exit {
+    let both = o.forward.is_some() && o.reverse.is_some();
+    let sides = [
+        ("to the server", &o.forward),
+        ("from the server", &o.reverse),
+    ];
+    let standings: Vec<_> = sides
+        .iter()
+        .filter_map(|(name, d)| d.as_ref().map(|d| (*name, standing(d))))
+        .collect();
+    let failures: Vec<String> = standings
+        .iter()
+        .filter_map(|(name, s)| match s {
+            Standing::Failed(why) if both => Some(format!("{name}: {why}")),
+            Standing::Failed(why) => Some(why.clone()),
+            _ => None,
+        })
+        .collect();
+    if !failures.is_empty() {
+        return Exit::Failed(failures.join("; "));
+    }
+    let stops: Vec<_> = standings
+        .iter()
+        .filter_map(|(name, s)| match s {
+            Standing::Interrupted(note, cut) => Some((name, note, cut)),
+            _ => None,
+        })
+        .collect();
+    match stops.as_slice() {
+        [] => Exit::Success,
+        [(_, note, _)] if !both => Exit::Interrupted(vec![(*note).clone()]),
+        stops if stops.iter().all(|(_, _, cut)| cut.is_none()) => Exit::Interrupted(vec![
+            "interrupted, both directions verified up to the stop".to_owned(),
+        ]),
+        stops => Exit::Interrupted(
+            stops
+                .iter()
+                .filter_map(|(name, _, cut)| {
+                    cut.as_ref().map(|e| format!("interrupted; {name}: {e}"))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// How one direction stands, with the words for it.
+fn standing(d: &Result<Session, String>) -> Standing {
+    let s = match d {
+        Err(e) => return Standing::Failed(e.clone()),
+        Ok(s) if s.striped => return session_standing(s),
+        Ok(s) => s,
+    };
+    match &s.streams[0] {
+        Ok(Stream::Sent(r)) if !r.verified() => Standing::Failed(mismatch(r)),
+        Ok(Stream::Received(r)) if !r.verified() => Standing::Failed(reverse_mismatch(r)),
+        Ok(Stream::Sent(r)) if r.timed.is_some_and(|t| t.interrupted) => Standing::Interrupted(
+            format!(
+                "interrupted after {} of the timed run, every byte verified",
+                units::duration(r.elapsed)
+            ),
+            None,
+        ),
+        Ok(Stream::Received(r)) if r.interrupted => Standing::Interrupted(
+            format!(
+                "interrupted after receiving {} bytes, every one verified",
+                r.bytes
+            ),
+            None,
+        ),
+        Ok(_) => Standing::Verified,
+        Err(f) if f.interrupted => {
+            Standing::Interrupted(cut_off(s, f), Some(format!("{:#}", f.error)))
+        }
+        Err(f) => Standing::Failed(format!("{:#}", f.error)),
+    }
+}
+
+/// What a lone stream cut off by a stop had done.
+fn cut_off(s: &Session, f: &StreamFailure) -> String {
+    match s.side {
+        Side::Received => format!("interrupted after receiving {} bytes", f.sent),
+        Side::Sent => {
+            let total = match (s.timed, f.bytes) {
+                (true, _) => " bytes of a timed run".to_owned(),
+                (false, Some(b)) => format!(" of {b} bytes"),
+                (false, None) => String::new(),
+            };
+            format!("interrupted after sending {}{total}", f.sent)
+        }
+    }
+}
+
+/// How a session stands: a failed stream fails it, a stop cuts it off.
+fn session_standing(s: &Session) -> Standing {
+    if let Some(f) = s.failure() {
+        let error = format!("{:#}", f.error);
+        return if f.interrupted {
+            Standing::Interrupted(format!("interrupted: {error}"), Some(error))
+        } else {
+            Standing::Failed(format!("a stream of the session failed: {error}"))
+        };
+    }
+    if !s.verified() {
+        return Standing::Failed(
+            match s.side {
+                Side::Sent => {
+                    "NOT VERIFIED: the session's stripes do not all agree with the server"
+                }
+                Side::Received => {
+                    "NOT VERIFIED: the session's streams do not all agree with the server"
+                }
+            }
+            .to_owned(),
+        );
+    }
+    if s.interrupted() {
+        return Standing::Interrupted(
+            "interrupted, every stream verified up to the stop".to_owned(),
+            None,
+        );
+    }
+    Standing::Verified
+}

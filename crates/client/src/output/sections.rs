@@ -1,0 +1,89 @@
+//! The report's sections for people, each written once and used by every mode that has it:
+//! the seed's begin and end lines, the rate, the check, the verdict and its shares, a timed
+//! run's passes (and the JSON's `timed`).
+
+use crate::Timed;
+use tsperf_results::json::TimedJson;
+use tsperf_results::units;
+use tsperf_results::verdict::Verdict;
+use tsperf_sys::text::Peer;
+use tsperf_sys::timing::Stamp;
+
+/// The seed's three lines: `begin sec[..], microsec[..]`, the file read over, `end ...`.
+pub(super) fn seed_lines(begin_unix_us: u64, name: &str, end_unix_us: u64) -> String {
+    format!(
+        "{}\nfile[{}] read over .\n{}\n",
+        Stamp {
+            label: "begin",
+            unix_us: begin_unix_us
+        },
+        Peer(name),
+        Stamp {
+            label: "end",
+            unix_us: end_unix_us
+        },
+    )
+}
+
+/// `RATE MiB/s (RATE Gbit/s)` of `bytes` in `time`.
+pub(super) fn rate((bytes, time): (u64, std::time::Duration)) -> String {
+    format!(
+        "{:.1} MiB/s ({:.2} Gbit/s)",
+        units::mib_per_s(bytes, time),
+        units::gbit_per_s(bytes, time)
+    )
+}
+
+/// `verified (xxh3 ..)`, or `NOT VERIFIED`.
+pub(super) fn check(verified: bool, digest: u64) -> String {
+    if verified {
+        format!("verified (xxh3 {digest:016x})")
+    } else {
+        "NOT VERIFIED".to_owned()
+    }
+}
+
+/// The verdict's sentence and, below it, the shares it was judged on.
+pub(super) fn verdict(v: &Verdict) -> String {
+    format!("  {}\n    ({})\n", v.sentence(), v.shares())
+}
+
+/// A timed run's line: its time, its passes, its omitted start, a stop.
+pub(super) fn timed(t: Option<Timed>) -> String {
+    let Some(t) = t else {
+        return String::new();
+    };
+    let omitted = match t.omitted {
+        Some((bytes, time)) => format!(
+            "; the first {} ({} in {}) left out of the rate (--omit)",
+            units::duration(t.omit),
+            units::size(bytes),
+            units::duration(time)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "  timed: {} asked for, {:.2} passes of {}{omitted}{}\n",
+        units::duration(t.time),
+        t.passes,
+        units::size(t.file_bytes),
+        if t.interrupted {
+            "; stopped early by an interrupt, every byte until then verified"
+        } else {
+            ""
+        }
+    )
+}
+
+/// A timed run's JSON `timed`.
+pub(super) fn timed_json(t: Timed) -> TimedJson {
+    TimedJson {
+        time_s: t.time.as_secs_f64(),
+        omit_s: t.omit.as_secs_f64(),
+        file_bytes: t.file_bytes,
+        passes: t.passes,
+        omitted_bytes: t.omitted.map_or(0, |(b, _)| b),
+        omitted_s: t.omitted.map_or(0.0, |(_, d)| d.as_secs_f64()),
+        interrupted: t.interrupted,
+    }
+}

@@ -1,0 +1,162 @@
+//! Issue 34 (2): every mode's `--json` is one typed object. Each run's stdout parses into
+//! [`ClientOutput`], as the kind of object its mode prints, and the typed value written back
+//! is the very object printed: no field the types do not know, none they drop.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tsperf_results::json::{
+    ClientJson, ClientOutput, Direction, Measured, SessionEntry, StreamEntry,
+};
+
+use crate::common::*;
+
+/// The kind of object a run printed, by its type.
+fn kind(o: &ClientOutput) -> String {
+    let direction = |d: &Direction| match d {
+        Direction::Stream(StreamEntry::Done(Measured::Stream(_))) => "stream",
+        Direction::Stream(StreamEntry::Done(Measured::Reverse(_))) => "reverse",
+        Direction::Stream(StreamEntry::SendFailed(_)) => "stream-failed",
+        Direction::Stream(StreamEntry::ReceiveFailed(_)) => "reverse-failed",
+        Direction::Session(SessionEntry::Sent(_)) => "parallel",
+        Direction::Session(SessionEntry::Received(_)) => "parallel-reverse",
+        Direction::Failed(_) => "failed",
+    };
+    match o {
+        ClientOutput::Result(ClientJson::Bidir(b)) => {
+            format!(
+                "bidir({}, {})",
+                direction(&b.forward),
+                direction(&b.reverse)
+            )
+        }
+        ClientOutput::Result(r) => r.mode().to_owned(),
+        ClientOutput::StreamFailed(StreamEntry::SendFailed(_)) => "stream-failed".to_owned(),
+        ClientOutput::StreamFailed(StreamEntry::ReceiveFailed(_)) => "reverse-failed".to_owned(),
+        ClientOutput::StreamFailed(StreamEntry::Done(_)) => "done-as-failure".to_owned(),
+        ClientOutput::Failed(f) if f.usage => "usage".to_owned(),
+        ClientOutput::Failed(_) => "failed".to_owned(),
+    }
+}
+
+/// Parses a run's stdout as one typed object, checks it is `expected`, and that writing the
+/// typed value back gives the object printed.
+fn parses_as(out: &std::process::Output, expected: &str, code: i32) -> ClientOutput {
+    let text = stdout(out);
+    assert_eq!(out.status.code(), Some(code), "{expected}: {}", stderr(out));
+    let typed = ClientOutput::parse(&text)
+        .unwrap_or_else(|e| panic!("{expected}: not a typed object ({e}): {text}"));
+    assert_eq!(kind(&typed), expected, "{text}");
+    let printed: Value = serde_json::from_str(&text).unwrap();
+    let written = serde_json::to_value(&typed).unwrap();
+    assert_eq!(
+        written, printed,
+        "{expected}: the typed value differs from what was printed"
+    );
+    typed
+}
+
+/// Starts tsclient with `args`, sends it SIGINT after `after`, returns its output.
+fn interrupted(args: &[&str], after: Duration) -> std::process::Output {
+    let child = std::process::Command::new(bin("tsclient"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    wait_child(child)
+}
+
+#[test]
+fn every_mode_prints_one_typed_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    test_file(&served, "s.bin", 100_001);
+    let file = test_file(dir.path(), "f.bin", 300_000);
+    let file = file.to_str().unwrap();
+    let server = Server::start(&["--serve", served.to_str().unwrap()]);
+    let port = server.port.to_string();
+    let json = |args: &[&str]| {
+        let mut all = vec!["--port", &port, "--json", "--no-progress"];
+        all.extend_from_slice(args);
+        client(&all)
+    };
+    let cases: [(&[&str], &str, i32); 13] = [
+        (&[file], "stream", 0),
+        (&["--bytes", "1MiB", "-t", "0.2", "-i", "0.1"], "stream", 0),
+        (&["-R", "--bytes", "1MiB"], "reverse", 0),
+        (&["-R", "s.bin"], "reverse", 0),
+        (&["--bidir", "--bytes", "1MiB"], "bidir(stream, reverse)", 0),
+        (&["-P", "2", file], "parallel", 0),
+        (&["-P", "2", "-R", "--bytes", "1MiB"], "parallel-reverse", 0),
+        (
+            &["-P", "2", "--bidir", "--bytes", "1MiB"],
+            "bidir(parallel, parallel-reverse)",
+            0,
+        ),
+        (&["--latency", "--count", "20"], "latency", 0),
+        // Refused by the server: no such file is served.
+        (&["-R", "nosuch.bin"], "reverse-failed", 1),
+        // A session that cannot start, and one direction of two that cannot.
+        (&["-P", "3", "--bytes", "2"], "failed", 1),
+        (
+            &["--bidir", "--bytes", "1MiB", "/nonexistent/f"],
+            "bidir(stream-failed, reverse)",
+            1,
+        ),
+        (&["-R", "--io", "writev"], "usage", 2),
+    ];
+    for (args, expected, code) in cases {
+        parses_as(&json(args), expected, code);
+    }
+    // No server there: the stream fails before its data.
+    let dead = dead_port().to_string();
+    let out = client(&["--port", &dead, "--json", "--bytes", "1MiB"]);
+    parses_as(&out, "stream-failed", 1);
+}
+
+/// Ctrl-C: a timed run stopped early is a result (every byte until then verified); a sized
+/// stream cut off is a failure object with what it had sent.
+#[test]
+fn ctrl_c_prints_one_typed_object() {
+    let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
+    let port = server.port.to_string();
+    let out = interrupted(
+        &["--port", &port, "--json", "--bytes", "64MiB", "-t", "30"],
+        Duration::from_millis(500),
+    );
+    match parses_as(&out, "stream", 130) {
+        ClientOutput::Result(ClientJson::Stream(s)) => {
+            assert!(
+                s.timed.as_ref().is_some_and(|t| t.interrupted) && s.verified,
+                "{s:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let out = interrupted(
+        &[
+            "--port", &port, "--json", "--sndbuf", "65536", "--bytes", "256MiB",
+        ],
+        Duration::from_millis(500),
+    );
+    parses_as(&out, "stream-failed", 130);
+    let out = interrupted(
+        &["--port", &port, "--json", "--bidir", "--bytes", "256MiB"],
+        Duration::from_millis(500),
+    );
+    let typed = parses_as(&out, &kind_of(&out), 130);
+    assert!(
+        matches!(typed, ClientOutput::Result(ClientJson::Bidir(_))),
+        "{typed:?}"
+    );
+}
+
+/// The kind a bidir run's object has (either direction may finish or be cut off by the stop).
+fn kind_of(out: &std::process::Output) -> String {
+    ClientOutput::parse(&stdout(out)).map_or_else(|e| e.to_string(), |o| kind(&o))
+}
