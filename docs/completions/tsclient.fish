@@ -18,7 +18,7 @@ complete -c tsclient -l log -d 'With --reverse, where this client\'s per-read li
 stdout\t''
 file\t''"
 complete -c tsclient -l log-file -d 'The file the file sink appends to' -r -F
-complete -c tsclient -s P -l parallel -d 'One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous ranges, each sent on its own connection and verified by its own digest; the whole is verified when every stripe is. A line per stream and a SUM line. With --reverse, N streams from the server; with --bidir, N each way' -r
+complete -c tsclient -s P -l parallel -d 'One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous ranges, each sent on its own connection and verified by its own digest; the whole is verified when every stripe is. A line per stream and a SUM line. With --reverse, N streams from the server: each a share of --bytes, or a stripe of the served file NAME; with --bidir, N each way' -r
 complete -c tsclient -l bytes -d 'The generated stream\'s size: what a run without FILE sends (the seed\'s text again and again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed\'s file' -r
 complete -c tsclient -l auth-key -d 'The key shared with a server started with --auth-key' -r -F
 complete -c tsclient -l count -d 'Latency: requests to measure' -r

@@ -182,22 +182,9 @@ fn proto_is_pure() {
 /// file's own `mod tests` at its end).
 #[test]
 fn proto_reads_no_clock() {
-    let mut files = Vec::new();
-    rust_files(&root().join("crates/proto/src"), &mut files);
-    let code: Vec<&PathBuf> = files
-        .iter()
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_str().unwrap();
-            name != "tests.rs"
-                && name != "pair.rs"
-                && !p.components().any(|c| c.as_os_str() == "tests")
-        })
-        .collect();
+    let code = code_of("crates/proto/src");
     assert!(code.len() > 10, "{code:?}");
-    for path in code {
-        let text = std::fs::read_to_string(path).unwrap();
-        // A file's own test module, at its end, is a test too.
-        let text = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap();
+    for (path, text) in code {
         for clock in ["Instant::now", "SystemTime::now", "UNIX_EPOCH", "elapsed()"] {
             assert!(
                 !text.contains(clock),
@@ -206,6 +193,52 @@ fn proto_reads_no_clock() {
             );
         }
     }
+}
+
+/// Issue 34 (2): the client's results and the JSON contract are typed end to end: no
+/// untyped `serde_json::Value` (or `json!`) where results are built or combined, so a renamed
+/// field is a compile error, never a silent `null`. Tests may read JSON untyped.
+#[test]
+fn client_and_results_have_no_untyped_json() {
+    for dir in ["crates/client/src", "crates/results/src"] {
+        let code = code_of(dir);
+        assert!(code.len() > 5, "{dir}: {code:?}");
+        for (path, text) in code {
+            for untyped in ["serde_json::Value", "json!(", "Value::Null"] {
+                assert!(
+                    !text.contains(untyped),
+                    "{} builds untyped JSON ({untyped}): use the types of tsperf_results::json",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// The code of every `.rs` file under `dir` (from the workspace's top), without its tests:
+/// test modules (`tests.rs`, `tests/`, `pair.rs`) are left out, and a file's own `mod tests`
+/// at its end is cut off.
+fn code_of(dir: &str) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join(dir), &mut files);
+    files
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name != "tests.rs"
+                && name != "pair.rs"
+                && !p.components().any(|c| c.as_os_str() == "tests")
+        })
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text
+                .split("\n#[cfg(test)]\nmod tests {")
+                .next()
+                .unwrap()
+                .to_owned();
+            (p, code)
+        })
+        .collect()
 }
 
 /// Every `.rs` file under `dir`, recursively.

@@ -345,14 +345,23 @@ fn the_specification_and_the_changelog_name_this_version() {
 /// a session gets its place's stripe, one of its own all of it, and no stripe is ever empty.
 #[test]
 fn stripes_cover_the_bytes_and_each_place_gets_its_own() {
-    for (len, n) in [(10u64, 3u8), (36 << 20, 4), (128, 128), (1_000_003, 7), (u64::MAX, 3)] {
+    for (len, n) in [
+        (10u64, 3u8),
+        (36 << 20, 4),
+        (128, 128),
+        (1_000_003, 7),
+        (u64::MAX, 3),
+    ] {
         let s = crate::stripes(len, n).unwrap();
         assert_eq!(s.len(), usize::from(n));
         assert_eq!(s[0].0, 0);
         for w in s.windows(2) {
             assert_eq!(w[0].0 + w[0].1, w[1].0);
         }
-        assert_eq!(s.iter().map(|x| u128::from(x.1)).sum::<u128>(), u128::from(len));
+        assert_eq!(
+            s.iter().map(|x| u128::from(x.1)).sum::<u128>(),
+            u128::from(len)
+        );
         let (min, max) = (s.iter().map(|x| x.1).min(), s.iter().map(|x| x.1).max());
         assert!(max.unwrap() - min.unwrap() <= 1);
         for (i, stripe) in s.iter().enumerate() {
@@ -361,7 +370,11 @@ fn stripes_cover_the_bytes_and_each_place_gets_its_own() {
     }
     assert!(crate::stripes(3, 4).is_none());
     assert_eq!(Session::of([7; 16], 3, 4).stripe(3), None);
-    assert_eq!(Session::of([7; 16], 4, 4).stripe(100), None, "a place past the count");
+    assert_eq!(
+        Session::of([7; 16], 4, 4).stripe(100),
+        None,
+        "a place past the count"
+    );
     assert_eq!(Session::ALONE.stripe(5), Some((0, 5)));
     assert_eq!(Session::ALONE.stripe(0), None);
 }

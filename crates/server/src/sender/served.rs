@@ -298,7 +298,9 @@ mod tests {
         let short = Served::new(f.reopen().unwrap(), "f.bin", Session::of([1; 16], 0, 128));
         assert!(short.is_ok(), "10,000 bytes stripe over 128 streams");
         f.as_file().set_len(2).unwrap();
-        let why = Served::new(f.reopen().unwrap(), "f.bin", place).err().unwrap();
+        let why = Served::new(f.reopen().unwrap(), "f.bin", place)
+            .err()
+            .unwrap();
         assert!(why.contains("over 3 streams: it has 2 bytes"), "{why}");
     }
 }
