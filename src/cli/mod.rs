@@ -41,13 +41,15 @@ pub fn init_diagnostics() {
 
 /// The server's diagnostics: the same, written through its console as messages that are
 /// dropped (and counted) rather than wait for a stderr nobody reads.
-pub fn init_server_diagnostics() -> anyhow::Result<()> {
+pub fn init_server_diagnostics(
+    console: &std::sync::Arc<tsperf_server::console::Console>,
+) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use tsperf_server::console::{Messages, Stream};
     tracing_subscriber::fmt()
         .with_env_filter(env_filter())
         .with_ansi(tsperf_sys::term::colour(libc::STDERR_FILENO))
-        .with_writer(Messages(Stream::Err))
+        .with_writer(Messages(console.clone(), Stream::Err))
         .try_init()
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("cannot install the diagnostics")

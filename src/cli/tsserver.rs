@@ -266,7 +266,8 @@ fn run() -> anyhow::Result<ExitCode> {
         .then(|| tsperf_server::readlog::open_log_file(&args.log_file))
         .transpose()?
         .map(std::sync::Arc::new);
-    cli::init_server_diagnostics()?;
+    let console = server::console::Console::start();
+    cli::init_server_diagnostics(&console)?;
     // On SIGINT or SIGTERM: stop accepting, give transfers in flight --grace to finish, then
     // serve() returns and the log is flushed. A second signal cuts the grace short. Caught from
     // here; acted on once the server is made.
@@ -320,12 +321,12 @@ fn run() -> anyhow::Result<ExitCode> {
     for w in &warnings {
         eprintln!("tsserver: {w}");
     }
-    let server = server::Server::new(cfg);
+    let server = server::Server::with_console(cfg, console);
     server.stop_on_signals(signals, grace)?;
     // Every transfer writes out its own log lines when it ends, cut off or not.
     let served = server.serve(listener);
     // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.
-    tsperf_server::console::finish();
+    server.console().finish();
     Ok(if served? {
         ExitCode::SUCCESS
     } else {

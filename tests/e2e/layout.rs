@@ -215,6 +215,28 @@ fn client_and_results_have_no_untyped_json() {
     }
 }
 
+/// Issue 34 (3): a server is a value. Nothing of it lives in a process-wide static (no
+/// `static` item, no `thread_local!`) in the server crate: its stop, console, sessions,
+/// counters and log file belong to a `Server`, so two servers in one process stay apart.
+#[test]
+fn the_server_keeps_no_state_in_statics() {
+    let code = code_of("crates/server/src");
+    assert!(code.len() > 10, "{code:?}");
+    for (path, text) in code {
+        for line in text.lines() {
+            let item = line
+                .trim_start()
+                .trim_start_matches("pub ")
+                .trim_start_matches("pub(crate) ");
+            assert!(
+                !item.starts_with("static ") && !item.starts_with("thread_local!"),
+                "{}: {line:?}: server state belongs to its Server value",
+                path.display()
+            );
+        }
+    }
+}
+
 /// The code of every `.rs` file under `dir` (from the workspace's top), without its tests:
 /// test modules (`tests.rs`, `tests/`, `pair.rs`) are left out, and a file's own `mod tests`
 /// at its end is cut off.

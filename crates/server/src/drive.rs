@@ -12,7 +12,7 @@ use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
 use tsperf_proto::{Hello, LogMode, RefuseCode, Report, ServerIo, TimePhase};
 use tsperf_sys::text::Peer;
 
-use crate::console::{self, Stream};
+use crate::console::Stream;
 use crate::receiver::Receiver;
 use crate::sender::Sender;
 use crate::{Outcome, Server, ServerConfig, print_complete, print_failed};
@@ -53,7 +53,7 @@ pub(crate) fn perform(
                 conv.begun(begun, Instant::now())
             }
             Effect::Begin { hello, admitted } => {
-                let begun = begin(&hello, admitted, at.peer, at.srv).map(|r| {
+                let begun = begin(&hello, admitted, &at).map(|r| {
                     *rx = Some(Box::new(r));
                 });
                 conv.begun(begun, Instant::now())
@@ -71,7 +71,7 @@ pub(crate) fn perform(
                         result.as_ref().ok().map(Into::into),
                     )
                 {
-                    console::message(Stream::Out, &line);
+                    at.srv.console().message(Stream::Out, &line);
                 }
                 conv.finished(result)
             }
@@ -79,7 +79,7 @@ pub(crate) fn perform(
                 if let Some(line) =
                     crate::sessions::ended(at.srv.sessions(), session, at.peer, None)
                 {
-                    console::message(Stream::Out, &line);
+                    at.srv.console().message(Stream::Out, &line);
                 }
                 if let Some(mut r) = rx.take() {
                     r.discard();
@@ -89,7 +89,7 @@ pub(crate) fn perform(
             }
             Effect::SessionEnded { summary } => {
                 let line = format!("tsserver: answered {summary} from {}\n", at.peer);
-                console::message(Stream::Out, &line);
+                at.srv.console().message(Stream::Out, &line);
                 step
             }
         };
@@ -119,13 +119,15 @@ pub(crate) fn challenge(cfg: &ServerConfig) -> Option<[u8; 32]> {
 fn begin(
     hello: &Hello,
     admitted: Admitted,
-    peer: SocketAddr,
-    srv: &Server,
+    at: &Where<'_, impl AsFd>,
 ) -> Result<Receiver, Refusal> {
+    let (srv, peer) = (at.srv, at.peer);
     let cfg = &srv.cfg;
     let conn = srv.next_conn();
     let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
     rx.set_log_file(cfg.log_file.clone());
+    // An event loop never waits for stdout: it leaves a logged transfer unread instead.
+    rx.set_console(srv.console().clone(), at.server_io == ServerIo::Blocking);
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
@@ -234,14 +236,24 @@ fn finish(
                 .map_or_else(Default::default, |i| i.receiver());
             let report = Report {
                 saved_to,
-                output_dropped: console::dropped(),
+                output_dropped: at.srv.console().dropped(),
                 ..rx.report_with(at.server_io, rcvbuf, tcp)
             };
-            print_complete(&hello.name, at.peer, rx.read_size() as u32, &report);
+            print_complete(
+                at.srv.console(),
+                &hello.name,
+                at.peer,
+                rx.read_size() as u32,
+                &report,
+            );
             Ok(report)
         }
         Err(reason) => {
-            print_failed(at.peer, &Outcome::Incomplete(reason.clone()));
+            print_failed(
+                at.srv.console(),
+                at.peer,
+                &Outcome::Incomplete(reason.clone()),
+            );
             Err(reason)
         }
     }

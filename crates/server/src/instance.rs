@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::ServerConfig;
-use crate::console::{self, Stream};
+use crate::console::{Console, Stream};
 use crate::sender::pattern::Pattern;
 use crate::sessions::Sessions;
 
@@ -24,8 +24,9 @@ pub struct Server {
 }
 
 /// What a server keeps while it runs.
-#[derive(Default)]
 struct State {
+    /// Its stdout and stderr.
+    console: Arc<Console>,
     /// Set once the server has been asked to stop (SIGINT or SIGTERM).
     stopping: AtomicBool,
     /// Set when asked to stop a second time: the grace period ends at once.
@@ -46,10 +47,29 @@ struct State {
 impl Server {
     /// A server of `cfg`, not yet serving.
     pub fn new(cfg: ServerConfig) -> Server {
+        Server::with_console(cfg, Console::start())
+    }
+
+    /// A server of `cfg` writing its output through `console` (one its diagnostics share).
+    pub fn with_console(cfg: ServerConfig, console: Arc<Console>) -> Server {
         Server {
             cfg,
-            state: Arc::default(),
+            state: Arc::new(State {
+                console,
+                stopping: AtomicBool::default(),
+                stop_now: AtomicBool::default(),
+                open: AtomicUsize::default(),
+                wakers: Mutex::default(),
+                sessions: Sessions::default(),
+                next_conn: AtomicU64::default(),
+                text: Arc::default(),
+            }),
         }
+    }
+
+    /// Its stdout and stderr.
+    pub fn console(&self) -> &Arc<Console> {
+        &self.state.console
     }
 
     /// Serves `listener` with the configured I/O model until stopped, or one connection with
@@ -109,7 +129,9 @@ impl Server {
             .name("signals".into())
             .spawn(move || {
                 for _ in signals.forever() {
-                    console::message(Stream::Err, &server.stop_notice(grace));
+                    server
+                        .console()
+                        .message(Stream::Err, &server.stop_notice(grace));
                     server.request_stop();
                 }
             })?;

@@ -37,7 +37,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use crate::console::Stream;
+use crate::console::{Console, Stream};
 use save::SaveDir;
 use std::sync::Arc;
 use tsperf_proto::Report;
@@ -234,7 +234,7 @@ pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, nodelay: bool) {
 
 /// Prints a completed transfer the way the seed's server did (begin, read over, end), then one
 /// summary line. One write, so lines of concurrent transfers never interleave.
-pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
+pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
     let (begin, end) = if r.bytes == 0 {
         let now = unix_us_now();
         (now, now)
@@ -266,14 +266,14 @@ pub fn print_complete(name: &str, peer: SocketAddr, read_size: u32, r: &Report) 
         r.digest,
     );
     // A stuck or closed stdout must not stop the server from serving.
-    console::message(Stream::Out, &text);
+    out.message(Stream::Out, &text);
 }
 
 /// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
 /// first and last write) and what it sent; and, for the last stream of a `-R -P` session (of
-/// `sessions`), the session's line.
+/// the server's sessions), the session's line.
 pub fn print_sent(
-    sessions: &sessions::Sessions,
+    srv: &Server,
     peer: SocketAddr,
     hello: Option<&tsperf_proto::Hello>,
     closing: &[u8],
@@ -281,6 +281,7 @@ pub fn print_sent(
     let Ok(Some((tsperf_proto::Frame::Sent(s), _))) = tsperf_proto::decode_frame(closing) else {
         return;
     };
+    let (out, sessions) = (srv.console(), srv.sessions());
     let name = hello.map_or("", |h| h.name.as_str());
     let elapsed = Duration::from_nanos(s.elapsed_ns);
     let end_us = s.first_write_unix_us + elapsed.as_micros() as u64;
@@ -311,7 +312,7 @@ pub fn print_sent(
         units::duration(Duration::from_micros(s.cpu_sys_us)),
         s.server_io,
     );
-    console::message(Stream::Out, &text);
+    out.message(Stream::Out, &text);
     let moved = sessions::Moved {
         bytes: s.bytes,
         first_us: s.first_write_unix_us,
@@ -319,19 +320,19 @@ pub fn print_sent(
     };
     if let Some(line) = hello.and_then(|h| sessions::ended(sessions, h.session, peer, Some(moved)))
     {
-        console::message(Stream::Out, &line);
+        out.message(Stream::Out, &line);
     }
 }
 
 /// Reports a connection that did not complete, on stderr.
-pub fn print_failed(peer: SocketAddr, outcome: &Outcome) {
+pub fn print_failed(out: &Console, peer: SocketAddr, outcome: &Outcome) {
     match outcome {
         Outcome::Complete => {}
-        Outcome::Refused(reason) => console::message(
+        Outcome::Refused(reason) => out.message(
             Stream::Err,
             &format!("tsserver: refused {peer}: {}\n", Peer(reason)),
         ),
-        Outcome::Incomplete(reason) => console::message(
+        Outcome::Incomplete(reason) => out.message(
             Stream::Err,
             &format!(
                 "tsserver: incomplete transfer from {peer}: {}\n",

@@ -50,6 +50,8 @@ use anyhow::{Context, Result, bail};
 
 use tsperf_proto::{Hello, LogMode, StdoutKind};
 
+use crate::console::Console;
+
 /// The bytes of lines a transfer logging to the file gathers before it appends them.
 pub const FILE_BUFFER: usize = 16 << 10;
 
@@ -113,6 +115,9 @@ pub struct TransferLog {
     conn: u64,
     /// The server's log file (file sink); none: every line is lost, counted.
     file: Option<Arc<File>>,
+    /// The server's console (stdout sink), and whether a line may wait for room on it (not
+    /// on an event loop's thread); none: every line is lost, counted.
+    stdout: Option<(Arc<Console>, bool)>,
     /// File sink: whole lines not yet appended. Stdout sink: the line being formatted.
     buf: Vec<u8>,
     /// Lines in `buf` (file sink).
@@ -128,6 +133,7 @@ impl TransferLog {
             mode,
             conn,
             file: None,
+            stdout: None,
             buf: Vec::new(),
             pending: 0,
             written: 0,
@@ -148,6 +154,11 @@ impl TransferLog {
     /// Appends the file sink's lines to `file` (the server's `--log-file`, opened at start).
     pub fn set_file(&mut self, file: Option<Arc<File>>) {
         self.file = file;
+    }
+
+    /// Writes the stdout sink's lines through `console`; `wait`: a line may wait for room.
+    pub fn set_stdout(&mut self, console: Arc<Console>, wait: bool) {
+        self.stdout = Some((console, wait));
     }
 
     /// Lines that could not be written: the log file's write failed (a full disk), or stdout
@@ -197,7 +208,14 @@ impl TransferLog {
             self.conn
         );
         match self.mode {
-            LogMode::Stdout if crate::console::line(&self.buf) => self.written += 1,
+            LogMode::Stdout
+                if self
+                    .stdout
+                    .as_ref()
+                    .is_some_and(|(c, wait)| c.line(&self.buf, *wait)) =>
+            {
+                self.written += 1
+            }
             LogMode::Stdout => self.lost += 1,
             _ => {
                 self.pending += 1;

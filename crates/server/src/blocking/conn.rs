@@ -12,7 +12,6 @@ use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase, encode_frame};
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::console;
 use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
@@ -37,7 +36,7 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> O
         srv,
     };
     let outcome = c.converse();
-    print_failed(peer, &outcome);
+    print_failed(srv.console(), peer, &outcome);
     outcome
 }
 
@@ -200,7 +199,7 @@ impl Conn<'_> {
                             .conv
                             .send_failed(&format!("cannot write to the client: {e}"));
                     }
-                    crate::print_sent(self.srv.sessions(), self.peer, self.conv.hello(), &closing);
+                    crate::print_sent(self.srv, self.peer, self.conv.hello(), &closing);
                     // Unread, what the client sent last would make the close a reset.
                     let _ = tx.listen(&*self.stream);
                     return self.conv.sent_all();
@@ -302,7 +301,7 @@ impl Conn<'_> {
             return None;
         }
         rx.lap(TimePhase::Wait);
-        let room = console::wait_room(
+        let room = self.srv.console().wait_room(
             crate::receiver::LOG_TURN_RESERVE,
             Instant::now() + self.srv.cfg.policy.idle_timeout,
         );

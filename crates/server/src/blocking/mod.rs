@@ -23,7 +23,6 @@ use tracing::warn;
 
 use super::fds::{self, Backoff, Spare};
 use super::{Outcome, SHUTTING_DOWN, Server, print_failed};
-use crate::console;
 use tsperf_proto::serve::{Refusal, busy};
 use tsperf_proto::{Frame, RefuseCode};
 
@@ -37,7 +36,7 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
     let cfg = &srv.cfg;
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
     wake_accept_on_stop(&listener, srv);
-    console::set_line_wait(cfg.policy.idle_timeout);
+    srv.console().set_line_wait(cfg.policy.idle_timeout);
     let mut next_id = 0u64;
     let (mut spare, mut backoff) = (Spare::new(), Backoff::default());
     loop {
@@ -50,7 +49,7 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
             Err(e) => {
                 // Out of descriptors: tell the waiting connection why with the spare one.
                 if fds::exhausted(&e)
-                    && spare.lend(|| refuse_next(&listener)) == Some(true)
+                    && spare.lend(|| refuse_next(&listener, srv.console())) == Some(true)
                     && !srv.stopping()
                 {
                     continue;
@@ -73,7 +72,7 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
         if srv.open().load(Ordering::Acquire) >= cfg.max_clients {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let outcome = refuse(&mut stream, busy(cfg.max_clients));
-            print_failed(peer, &outcome);
+            print_failed(srv.console(), peer, &outcome);
             continue;
         }
         next_id += 1;
@@ -148,7 +147,7 @@ fn drain(open: &Open, srv: &Server) {
     srv.cut_off();
     wait_until(Instant::now() + CUT_PATIENCE, false);
     // Threads waiting for room on a stuck stdout must get to their socket and clean up.
-    crate::console::release();
+    srv.console().release();
     for (_, mut stream) in open.lock().unwrap_or_else(PoisonError::into_inner).drain() {
         let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
         let _ = conn::send(&mut stream, &Frame::Abort(SHUTTING_DOWN.to_owned()));
@@ -161,7 +160,7 @@ fn drain(open: &Open, srv: &Server) {
 }
 
 /// Accepts one waiting connection and refuses it for want of descriptors. True if it did.
-fn refuse_next(listener: &TcpListener) -> bool {
+fn refuse_next(listener: &TcpListener, out: &crate::console::Console) -> bool {
     match listener.accept() {
         Ok((mut stream, peer)) => {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
@@ -169,7 +168,7 @@ fn refuse_next(listener: &TcpListener) -> bool {
                 &mut stream,
                 (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
             );
-            print_failed(super::canonical(peer), &outcome);
+            print_failed(out, super::canonical(peer), &outcome);
             true
         }
         Err(_) => false,

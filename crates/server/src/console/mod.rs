@@ -28,17 +28,21 @@
 //! for the queues to drain while the streams keep taking output, and gives up on a stream that
 //! takes nothing for a second.
 //!
+//! A [`Console`] belongs to a server ([`crate::Server::console`]) and is handed to what writes
+//! through it (the server's transfers, its `tracing` diagnostics: [`Messages`]); its two writer
+//! threads live as long as the process, as the streams they write do.
+//!
 //! Memory: at most [`MESSAGE_CAP`] bytes per stream, plus, for stdout, what the event loop's
 //! transfers add after it found room (a turn's lines, the reserve asked for) and one start and one
 //! end line per connection.
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 mod direct;
@@ -98,19 +102,18 @@ struct Channel {
     room: Condvar,
 }
 
-static CHANNELS: OnceLock<[Channel; 2]> = OnceLock::new();
-/// Called (from a writer thread) when room frees up after someone found none.
-static ON_ROOM: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
-/// Messages dropped since start, on both streams.
-static DROPPED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-/// Set when the server stops: waiting writers append at once instead of waiting.
-static RELEASED: AtomicBool = AtomicBool::new(false);
-/// The longest a blocking writer of a log line waits for room before it appends anyway.
-static LINE_WAIT: Mutex<Duration> = Mutex::new(Duration::from_secs(60));
-
-thread_local! {
-    /// True on the event loop's thread: it never waits for output.
-    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
+/// A server's stdout and stderr: their queues and writer threads, and what waits on them.
+pub struct Console {
+    /// stdout, then stderr.
+    channels: [Channel; 2],
+    /// Called (from a writer thread) when room frees up after someone found none.
+    on_room: Mutex<Vec<Box<dyn Fn() + Send>>>,
+    /// Messages dropped since start, on both streams.
+    dropped: AtomicU32,
+    /// Set when the server stops: waiting writers append at once instead of waiting.
+    released: AtomicBool,
+    /// The longest a blocking writer of a log line waits for room before it appends anyway.
+    line_wait: Mutex<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -158,8 +161,9 @@ fn kick(c: &Channel, q: &Queue) {
     }
 }
 
-fn channels() -> &'static [Channel; 2] {
-    CHANNELS.get_or_init(|| {
+impl Console {
+    /// The console of fds 1 and 2, its writer threads started.
+    pub fn start() -> Arc<Console> {
         let make = |fd, name| Channel {
             fd,
             name,
@@ -177,154 +181,159 @@ fn channels() -> &'static [Channel; 2] {
             work: Condvar::new(),
             room: Condvar::new(),
         };
-        let all = [make(1, "stdout"), make(2, "stderr")];
+        let console = Arc::new(Console {
+            channels: [make(1, "stdout"), make(2, "stderr")],
+            on_room: Mutex::new(Vec::new()),
+            dropped: AtomicU32::new(0),
+            released: AtomicBool::new(false),
+            line_wait: Mutex::new(Duration::from_secs(60)),
+        });
         for i in 0..2 {
+            let c = console.clone();
             let _ = std::thread::Builder::new()
                 .name(format!("console {i}"))
-                .spawn(move || writer(&channels()[i]));
+                .spawn(move || writer(&c, &c.channels[i]));
         }
-        all
-    })
-}
-
-fn channel(s: Stream) -> &'static Channel {
-    &channels()[match s {
-        Stream::Out => 0,
-        Stream::Err => 1,
-    }]
-}
-
-/// Marks the calling thread as one that must never wait for output (the event loop's).
-pub fn never_wait_here() {
-    NO_WAIT.with(|c| c.set(true));
-}
-
-/// Adds what to call when stdout has room again after [`room`] found none (each event loop
-/// adds its waker).
-pub fn on_room(wake: impl Fn() + Send + 'static) {
-    lock(&ON_ROOM).push(Box::new(wake));
-}
-
-/// Sets the longest a blocking writer of a log line waits for room (the idle timeout).
-pub fn set_line_wait(d: Duration) {
-    *lock(&LINE_WAIT) = d;
-}
-
-/// Stops all waiting for room: a server cutting off its transfers lets their threads append
-/// what they have to say and get on with closing.
-pub fn release() {
-    RELEASED.store(true, Ordering::Release);
-    for c in channels() {
-        let _g = lock(&c.q);
-        c.room.notify_all();
+        console
     }
-}
 
-/// True if stdout has room for `reserve` more log bytes. If not, the next time it does,
-/// [`on_room`]'s callback is called.
-pub fn room(reserve: usize) -> bool {
-    let c = channel(Stream::Out);
-    let mut q = lock(&c.q);
-    let fits = q.waiting() + reserve <= LINE_CAP;
-    if !fits {
-        q.wanted = Some(q.wanted.map_or(reserve, |r| r.max(reserve)));
+    fn channel(&self, s: Stream) -> &Channel {
+        &self.channels[match s {
+            Stream::Out => 0,
+            Stream::Err => 1,
+        }]
     }
-    fits
-}
 
-/// Waits until stdout has room for `reserve` more log bytes, or `until`; false if it had none.
-pub fn wait_room(reserve: usize, until: Instant) -> bool {
-    let c = channel(Stream::Out);
-    let mut q = lock(&c.q);
-    while q.waiting() + reserve > LINE_CAP && !RELEASED.load(Ordering::Acquire) {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
+    /// Adds what to call when stdout has room again after [`Console::room`] found none (each
+    /// event loop adds its waker).
+    pub fn on_room(&self, wake: impl Fn() + Send + 'static) {
+        lock(&self.on_room).push(Box::new(wake));
+    }
+
+    /// Sets the longest a blocking writer of a log line waits for room (the idle timeout).
+    pub fn set_line_wait(&self, d: Duration) {
+        *lock(&self.line_wait) = d;
+    }
+
+    /// Stops all waiting for room: a server cutting off its transfers lets their threads
+    /// append what they have to say and get on with closing.
+    pub fn release(&self) {
+        self.released.store(true, Ordering::Release);
+        for c in &self.channels {
+            let _g = lock(&c.q);
+            c.room.notify_all();
         }
-        q = wait_for_room(c, q, left);
     }
-    true
-}
 
-/// Queues a log line (or several) for stdout; never drops it. Waits while stdout is full,
-/// except on the event loop's thread, for at most the line wait. False if the line was
-/// discarded because stdout is gone (a closed pipe).
-pub fn line(bytes: &[u8]) -> bool {
-    let c = channel(Stream::Out);
-    let mut q = lock(&c.q);
-    if q.broken {
-        return false;
+    fn released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
     }
-    let bytes = write_now(c, &mut q, bytes);
-    if bytes.is_empty() {
-        return !q.broken;
+
+    /// True if stdout has room for `reserve` more log bytes. If not, the next time it does,
+    /// [`Console::on_room`]'s callbacks are called.
+    pub fn room(&self, reserve: usize) -> bool {
+        let c = self.channel(Stream::Out);
+        let mut q = lock(&c.q);
+        let fits = q.waiting() + reserve <= LINE_CAP;
+        if !fits {
+            q.wanted = Some(q.wanted.map_or(reserve, |r| r.max(reserve)));
+        }
+        fits
     }
-    if !NO_WAIT.with(Cell::get) && q.waiting() >= LINE_CAP {
-        let until = Instant::now() + *lock(&LINE_WAIT);
-        while q.waiting() >= LINE_CAP && !RELEASED.load(Ordering::Acquire) {
+
+    /// Waits until stdout has room for `reserve` more log bytes, or `until`; false if it had
+    /// none.
+    pub fn wait_room(&self, reserve: usize, until: Instant) -> bool {
+        let c = self.channel(Stream::Out);
+        let mut q = lock(&c.q);
+        while q.waiting() + reserve > LINE_CAP && !self.released() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                break;
+                return false;
             }
             q = wait_for_room(c, q, left);
         }
+        true
     }
-    q.buf.extend_from_slice(bytes);
-    kick(c, &q);
-    true
-}
 
-/// Queues `text` (whole lines) for `stream`, or drops and counts it if the stream is full.
-pub fn message(stream: Stream, text: &str) {
-    let c = channel(stream);
-    let mut q = lock(&c.q);
-    let rest = write_now(c, &mut q, text.as_bytes());
-    if rest.is_empty() {
-        return;
-    }
-    // The rest of a message the stream took part of is kept, so no line is torn.
-    if rest.len() < text.len() || q.waiting() + text.len() <= MESSAGE_CAP {
-        q.buf.extend_from_slice(rest);
-    } else {
-        q.dropped += 1;
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
-    kick(c, &q);
-}
-
-/// Messages not printed since start because their stream was not being read (both streams).
-pub fn dropped() -> u32 {
-    DROPPED.load(Ordering::Relaxed)
-}
-
-/// Waits for both streams to write what is queued, giving up on one that takes nothing for
-/// [`FINISH_PATIENCE`]. Returns the bytes left unwritten.
-pub fn finish() -> usize {
-    let Some(all) = CHANNELS.get() else {
-        return 0;
-    };
-    let mut left = 0;
-    for c in all {
+    /// Queues a log line (or several) for stdout; never drops it. With `wait` (never on an
+    /// event loop's thread), waits while stdout is full, for at most the line wait. False if
+    /// the line was discarded because stdout is gone (a closed pipe).
+    pub fn line(&self, bytes: &[u8], wait: bool) -> bool {
+        let c = self.channel(Stream::Out);
         let mut q = lock(&c.q);
-        let mut seen = q.written;
-        let mut since = Instant::now();
-        while q.waiting() > 0 || q.dropped > 0 {
-            if q.written != seen {
-                (seen, since) = (q.written, Instant::now());
-            }
-            let patience = FINISH_PATIENCE.saturating_sub(since.elapsed());
-            if patience.is_zero() {
-                break;
-            }
-            q = wait_for_room(c, q, patience.min(Duration::from_millis(20)));
+        if q.broken {
+            return false;
         }
-        left += q.waiting();
+        let bytes = write_now(c, &mut q, bytes);
+        if bytes.is_empty() {
+            return !q.broken;
+        }
+        if wait && q.waiting() >= LINE_CAP {
+            let until = Instant::now() + *lock(&self.line_wait);
+            while q.waiting() >= LINE_CAP && !self.released() {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                q = wait_for_room(c, q, left);
+            }
+        }
+        q.buf.extend_from_slice(bytes);
+        kick(c, &q);
+        true
     }
-    left
+
+    /// Queues `text` (whole lines) for `stream`, or drops and counts it if the stream is full.
+    pub fn message(&self, stream: Stream, text: &str) {
+        let c = self.channel(stream);
+        let mut q = lock(&c.q);
+        let rest = write_now(c, &mut q, text.as_bytes());
+        if rest.is_empty() {
+            return;
+        }
+        // The rest of a message the stream took part of is kept, so no line is torn.
+        if rest.len() < text.len() || q.waiting() + text.len() <= MESSAGE_CAP {
+            q.buf.extend_from_slice(rest);
+        } else {
+            q.dropped += 1;
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        kick(c, &q);
+    }
+
+    /// Messages not printed since start because their stream was not being read (both
+    /// streams).
+    pub fn dropped(&self) -> u32 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits for both streams to write what is queued, giving up on one that takes nothing for
+    /// [`FINISH_PATIENCE`]. Returns the bytes left unwritten.
+    pub fn finish(&self) -> usize {
+        let mut left = 0;
+        for c in &self.channels {
+            let mut q = lock(&c.q);
+            let mut seen = q.written;
+            let mut since = Instant::now();
+            while q.waiting() > 0 || q.dropped > 0 {
+                if q.written != seen {
+                    (seen, since) = (q.written, Instant::now());
+                }
+                let patience = FINISH_PATIENCE.saturating_sub(since.elapsed());
+                if patience.is_zero() {
+                    break;
+                }
+                q = wait_for_room(c, q, patience.min(Duration::from_millis(20)));
+            }
+            left += q.waiting();
+        }
+        left
+    }
 }
 
 /// The writer thread of one stream: takes what is queued and writes it a line per call.
-fn writer(c: &'static Channel) {
+fn writer(console: &Console, c: &Channel) {
     // The stream's descriptor, borrowed for the life of the process (never closed here).
     // SAFETY: fds 1 and 2 stay open for the process's life; ManuallyDrop never closes them.
     let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(c.fd) });
@@ -349,10 +358,10 @@ fn writer(c: &'static Channel) {
             broken = broken || write_fully(&mut out, piece).is_err();
             done += piece.len();
             if done >= GIVE_BACK {
-                taken(c, std::mem::take(&mut done));
+                taken(console, c, std::mem::take(&mut done));
             }
         }
-        taken(c, done);
+        taken(console, c, done);
         if dropped > 0 && !broken {
             let notice = format!(
                 "tsserver: {dropped} {} not printed: {} was not being read\n",
@@ -373,7 +382,7 @@ fn writer(c: &'static Channel) {
 }
 
 /// Accounts for `n` bytes written and wakes whoever waits for room.
-fn taken(c: &Channel, n: usize) {
+fn taken(console: &Console, c: &Channel, n: usize) {
     let wake = {
         let mut q = lock(&c.q);
         q.in_flight -= n;
@@ -388,7 +397,7 @@ fn taken(c: &Channel, n: usize) {
         wake
     };
     if wake {
-        for f in lock(&ON_ROOM).iter() {
+        for f in lock(&console.on_room).iter() {
             f();
         }
     }
@@ -406,13 +415,13 @@ fn write_fully(out: &mut File, mut piece: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// A `tracing` writer: each event it is given becomes one message on `stream`.
-#[derive(Clone, Copy)]
-pub struct Messages(pub Stream);
+/// A `tracing` writer: each event it is given becomes one message on a console's stream.
+#[derive(Clone)]
+pub struct Messages(pub Arc<Console>, pub Stream);
 
 impl Write for Messages {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        message(self.0, &String::from_utf8_lossy(buf));
+        self.0.message(self.1, &String::from_utf8_lossy(buf));
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -423,6 +432,6 @@ impl Write for Messages {
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Messages {
     type Writer = Messages;
     fn make_writer(&'a self) -> Messages {
-        *self
+        self.clone()
     }
 }

@@ -13,7 +13,6 @@ use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase};
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::console;
 use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
@@ -117,7 +116,7 @@ impl Conn {
                     }
                 }
                 Phase::Data => {
-                    if self.wait_for_stdout() {
+                    if self.wait_for_stdout(srv) {
                         return Step::default();
                     }
                     let step = self.read_data(&mut lent.block, srv.stopping());
@@ -157,10 +156,10 @@ impl Conn {
 
     /// A logged transfer is read only while stdout has room for a turn's lines: true while it
     /// waits (its time unread for that room is the log's, not a wait for data).
-    fn wait_for_stdout(&mut self) -> bool {
+    fn wait_for_stdout(&mut self, srv: &Server) -> bool {
         let was_waiting = self.log_wait;
         let logs_to_stdout = self.rx.as_ref().is_some_and(|r| r.log() == LogMode::Stdout);
-        self.log_wait = logs_to_stdout && !console::room(crate::receiver::LOG_TURN_RESERVE);
+        self.log_wait = logs_to_stdout && !srv.console().room(crate::receiver::LOG_TURN_RESERVE);
         if let Some(rx) = self.rx.as_deref_mut() {
             match (was_waiting, self.log_wait) {
                 (false, true) => rx.lap(TimePhase::Wait),
@@ -248,7 +247,7 @@ impl Conn {
             {
                 Ok(closing) => {
                     self.out.bytes(&closing);
-                    crate::print_sent(srv.sessions(), self.peer, self.conv.hello(), &closing);
+                    crate::print_sent(srv, self.peer, self.conv.hello(), &closing);
                     self.conv.sent_all()
                 }
                 Err(why) => self.fail_sending(&why, &mut lent.scratch),

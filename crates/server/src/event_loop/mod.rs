@@ -35,7 +35,6 @@ use tracing::{debug, warn};
 use super::fds::{self, Backoff, Spare};
 use super::outbox::Outbox;
 use super::{Outcome, Server, print_failed};
-use crate::console;
 use crate::receiver::{Block, HASH_BLOCK};
 use tsperf_proto::RefuseCode;
 use tsperf_proto::serve::{Conversation, Refusal, busy};
@@ -139,9 +138,8 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
     srv.on_stop(move || {
         let _ = stop_waker.wake();
     });
-    console::never_wait_here();
     let room_waker = waker.clone();
-    console::on_room(move || {
+    srv.console().on_room(move || {
         let _ = room_waker.wake();
     });
     let mut lp = Loop {
@@ -313,7 +311,7 @@ impl Loop<'_> {
         self.srv
             .open()
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-        let done = close(&self.poll, conn, outcome);
+        let done = close(&self.poll, conn, outcome, self.srv.console());
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
             self.accept_all();
@@ -380,6 +378,7 @@ impl Loop<'_> {
                                 &mut stream,
                                 super::canonical(peer),
                                 (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
+                                self.srv.console(),
                             );
                             true
                         }
@@ -408,7 +407,12 @@ impl Loop<'_> {
                 self.srv
                     .open()
                     .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-                refuse_now(&mut stream, peer, busy(self.srv.cfg.max_clients));
+                refuse_now(
+                    &mut stream,
+                    peer,
+                    busy(self.srv.cfg.max_clients),
+                    self.srv.console(),
+                );
                 continue;
             }
             self.register(stream, peer);
@@ -453,24 +457,29 @@ impl Loop<'_> {
 
 /// Refuses a connection the loop will not serve. Best effort: a small frame fits any fresh
 /// socket's buffer.
-fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, (code, reason): Refusal) {
+fn refuse_now(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    (code, reason): Refusal,
+    console: &crate::console::Console,
+) {
     let mut out = Outbox::default();
     out.frame(&Frame::Refuse {
         code,
         reason: reason.clone(),
     });
     let _ = out.flush(stream);
-    print_failed(peer, &Outcome::Refused(reason));
+    print_failed(console, peer, &Outcome::Refused(reason));
 }
 
 /// Deregisters and drops a finished connection, printing its outcome. True if it completed.
-fn close(poll: &Poll, mut conn: Conn, outcome: Outcome) -> bool {
+fn close(poll: &Poll, mut conn: Conn, outcome: Outcome, out: &crate::console::Console) -> bool {
     let _ = poll.registry().deregister(&mut conn.stream);
     // What a reverse stream's client sent last is taken: unread, it would make the close a
     // reset, and the client could lose the stream's end.
     if let Some(tx) = conn.tx.as_deref_mut() {
         let _ = tx.listen(&conn.stream);
     }
-    print_failed(conn.peer, &outcome);
+    print_failed(out, conn.peer, &outcome);
     matches!(outcome, Outcome::Complete)
 }

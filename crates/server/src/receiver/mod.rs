@@ -159,6 +159,11 @@ impl Receiver {
         self.log.set_file(file);
     }
 
+    /// The console a stdout-sink log writes through; `wait`: a line may wait for room.
+    pub fn set_console(&mut self, console: std::sync::Arc<crate::console::Console>, wait: bool) {
+        self.log.set_stdout(console, wait);
+    }
+
     /// With a log sink, a read waits for at least `log_min_read` bytes (or the read size, if
     /// smaller, or the rest of the transfer) before it is made, so a client that sends bytes one
     /// at a time does not get a log line per byte ([`Receiver::wake_at`]).
