@@ -25,6 +25,7 @@ pub fn commands() -> Vec<clap::Command> {
         cli::tsreport::command(),
         cli::tspeers::command(),
         cli::tsscale::command(),
+        cli::tsverdicts::command(),
         <Args as clap::CommandFactory>::command(),
     ]
 }
@@ -131,6 +132,13 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[(
             "scripts/scale.sh --counts 1,8,64",
             "1, 8 and 64 concurrent clients against both server models.",
+        )],
+    ),
+    (
+        "tsverdicts",
+        &[(
+            "scripts/verdicts.sh --quick",
+            "The fast subset of the verdict's table, into results/tmp/verdicts.",
         )],
     ),
     (

@@ -14,6 +14,7 @@ pub mod tspeers;
 pub mod tsreport;
 pub mod tsscale;
 pub mod tsserver;
+pub mod tsverdicts;
 pub(crate) mod values;
 
 use std::io::{self, Write};

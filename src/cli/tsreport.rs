@@ -53,22 +53,7 @@ pub fn main() -> ExitCode {
 
 /// `tsreport --verdicts DIR`.
 fn verdicts(args: &Args) -> anyhow::Result<ExitCode> {
-    use tsperf_lab::verdicts;
-    let runs = verdicts::read(&args.dir.join("verdicts.jsonl"))?;
-    let machine_path = args.dir.join("verdicts-machine.json");
-    let machine = match std::fs::read_to_string(&machine_path) {
-        Ok(text) => serde_json::from_str(&text)
-            .with_context(|| format!("'{}' is not a machine", machine_path.display()))?,
-        Err(_) => {
-            let m = tsperf_lab::machine::probe(&args.commit);
-            std::fs::write(&machine_path, serde_json::to_string_pretty(&m)? + "\n")
-                .with_context(|| format!("cannot write '{}'", machine_path.display()))?;
-            m
-        }
-    };
-    let md = verdicts::render(&runs, &machine);
-    let out = args.dir.join("verdicts.md");
-    std::fs::write(&out, &md).with_context(|| format!("cannot write '{}'", out.display()))?;
+    let (_, md) = tsperf_lab::verdicts::write_report(&args.dir, &args.commit)?;
     cli::print(&md)?;
     Ok(ExitCode::SUCCESS)
 }

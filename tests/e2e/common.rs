@@ -27,6 +27,7 @@ pub(crate) fn bin(name: &str) -> PathBuf {
         "tsgen" => PathBuf::from(env!("CARGO_BIN_EXE_tsgen")),
         "tsscale" => PathBuf::from(env!("CARGO_BIN_EXE_tsscale")),
         "tspeers" => PathBuf::from(env!("CARGO_BIN_EXE_tspeers")),
+        "tsverdicts" => PathBuf::from(env!("CARGO_BIN_EXE_tsverdicts")),
         other => panic!("unknown binary {other}"),
     }
 }

@@ -199,7 +199,7 @@ fn generated_docs_match_the_flags() {
     let made = run(tsdocs.clone(), &[dir.path().to_str().unwrap()]);
     assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
     assert!(
-        stdout(&made).contains("wrote 32 files"),
+        stdout(&made).contains("wrote 36 files"),
         "{}",
         stdout(&made)
     );

@@ -1,4 +1,5 @@
 //! Issue 25: the verdict checked against limits made on purpose. `scripts/verdicts.sh --quick`
+//! (tsverdicts, the typed case table of issue 34)
 //! makes each limit of the fast subset (a send buffer below one write, a slow log reader, and,
 //! as root, CPU quotas on either end, the sending server's in reverse, and a 100 Mbit link
 //! between two namespaces) and every run must be named rightly. Without root the script skips
@@ -58,8 +59,8 @@ fn made_limits_are_named_rightly() {
     for case in &want {
         let r: Vec<_> = runs.iter().filter(|r| r.case == *case).collect();
         assert_eq!(r.len(), 1, "{case}: one run with --quick\n{said}");
-        assert_eq!(r[0].result["verified"], true, "{case}");
-        let mut tries = vec![format!("{}: {}", r[0].verdict(), r[0].result["limits"])];
+        assert!(r[0].verified(), "{case}");
+        let mut tries = vec![format!("{}: {:?}", r[0].verdict(), r[0].limits())];
         let mut right = r[0].right();
         while !right && tries.len() < 4 {
             std::thread::sleep(std::time::Duration::from_secs(1));
@@ -67,7 +68,7 @@ fn made_limits_are_named_rightly() {
             make(&again, case);
             let r = tsperf_lab::verdicts::read(&again.join("verdicts.jsonl")).unwrap();
             right = r[0].right();
-            tries.push(format!("{}: {}", r[0].verdict(), r[0].result["limits"]));
+            tries.push(format!("{}: {:?}", r[0].verdict(), r[0].limits()));
         }
         eprintln!("{case}: {}", tries.join(" | "));
         assert!(
@@ -82,4 +83,15 @@ fn made_limits_are_named_rightly() {
     if !root {
         assert!(said.contains("skipped"), "{said}");
     }
+}
+
+/// Issue 34 (5): tsverdicts refuses a case it does not know, naming those it does.
+#[test]
+fn an_unknown_case_is_refused_with_the_known_ones() {
+    let o = run(bin("tsverdicts"), &["--only", "sndbuf-1,sideways"]);
+    assert_fails(
+        &o,
+        2,
+        "unknown case 'sideways': expected one of rev-loopback, loopback",
+    );
 }

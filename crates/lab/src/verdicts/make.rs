@@ -1,0 +1,487 @@
+//! Makes the verdict's cases ([`super::cases`]): each limit on purpose, a fresh tsserver for
+//! it, tsclient against it, one typed record a run in `verdicts.jsonl`. Only what needs root
+//! is set up outside: the two namespaces (`scripts/lan.sh`), control groups ([`Hierarchy`]),
+//! and the loop device of a slow disk (`losetup`, `mkfs.ext4`, `mount`). A case whose means are
+//! missing is recorded as skipped, saying why.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::Run;
+use super::cases::{CASES, Case, File, Limit, NOT_MADE, Place};
+use super::cgroup::{Group, Hierarchy};
+use tsperf_results::json::ClientOutput;
+
+/// What to make, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where `verdicts.jsonl` goes.
+    pub out: PathBuf,
+    /// Runs per case.
+    pub reps: u32,
+    /// Small files (the tests' fast subset).
+    pub quick: bool,
+    /// Only these cases (empty: all).
+    pub only: Vec<String>,
+    /// The directory holding tsserver and tsclient.
+    pub bin: PathBuf,
+    /// The repository's top, for `scripts/lan.sh`.
+    pub top: PathBuf,
+}
+
+/// Namespaces' names and the server's address in them.
+const SERVER_ADDR: &str = "198.18.0.1";
+/// CPU quota: 1 ms per 10 ms period.
+const QUOTA_US: u64 = 1000;
+const PERIOD_US: u64 = 10_000;
+/// A slow disk's rate.
+const DISK_BPS: u64 = 4 << 20;
+
+/// What this machine offers the cases.
+struct Means {
+    cgroups: Option<Hierarchy>,
+    tc: bool,
+    disk: bool,
+}
+
+impl Means {
+    fn probe(top: &Path) -> Means {
+        // SAFETY: geteuid(2) takes nothing and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let has = |tool: &str| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        Means {
+            cgroups: root.then(Hierarchy::detect).flatten(),
+            tc: root && has("ip") && has("tc") && top.join("scripts/lan.sh").is_file(),
+            disk: root && has("losetup") && has("mkfs.ext4"),
+        }
+    }
+
+    /// Why `case` cannot be made here, if it cannot.
+    fn lacks(&self, case: &Case) -> Option<&'static str> {
+        let cpu = self.cgroups.as_ref().is_some_and(Hierarchy::has_cpu);
+        let io = self.cgroups.as_ref().is_some_and(Hierarchy::has_io);
+        match case.limit {
+            Limit::ServerCpu | Limit::ClientCpu if !cpu => {
+                return Some("needs root and a cgroup cpu controller (v1 cpu or v2 cpu.max)");
+            }
+            Limit::SlowSource | Limit::SlowSave if !(io && self.disk) => {
+                return Some(
+                    "needs root, a cgroup io controller (v1 blkio or v2 io.max), losetup and \
+                     mkfs.ext4",
+                );
+            }
+            _ => {}
+        }
+        match case.place {
+            Place::Namespaces(_) if !self.tc => {
+                Some("needs root, iproute2 (ip, tc) and scripts/lan.sh (run from the repository)")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Runs the cases `opts` asks for and writes `verdicts.jsonl`; returns its runs. Once `stop`
+/// is set (Ctrl-C), no run begins and it fails, having taken down what it made.
+pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<Run>> {
+    let means = Means::probe(&opts.top);
+    let work = tempfile::Builder::new()
+        .prefix("tsperf-verdicts.")
+        .tempdir()?;
+    let files = Files::make(work.path(), opts.quick)?;
+    let tag = format!("tv{}", std::process::id() % 1_000_000);
+    let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
+    let mut runs = Vec::new();
+    let mut lan = Lan::new(&opts.top, &tag);
+    for case in CASES.iter().filter(|c| wanted(c.name)) {
+        if let Some(why) = means.lacks(case) {
+            eprintln!("tsverdicts: skipped {}: {why}", case.name);
+            runs.push(Run::skipped(case.name, why));
+            continue;
+        }
+        if let Place::Namespaces(rate) = case.place {
+            lan.up(rate)?;
+        }
+        let made = Made::new(case, &means, &files, work.path(), &tag)?;
+        for rep in 1..=opts.reps {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                bail!("interrupted: {} runs made, none written", runs.len());
+            }
+            // A slow source is read from the disk each time, not the page cache.
+            if case.limit == Limit::SlowSource {
+                drop_caches();
+            }
+            let result = made.run(case, opts)?;
+            let run = Run::made(case, rep, result);
+            eprintln!(
+                "tsverdicts: {} {rep}/{}: {}",
+                case.name,
+                opts.reps,
+                run.verdict()
+            );
+            runs.push(run);
+        }
+    }
+    lan.down();
+    for (name, why) in NOT_MADE.iter().filter(|(n, _)| wanted(n)) {
+        eprintln!("tsverdicts: skipped {name}: {why}");
+        runs.push(Run::skipped(name, why));
+    }
+    super::write(&opts.out.join("verdicts.jsonl"), &runs)?;
+    Ok(runs)
+}
+
+/// The files the cases send, made once.
+struct Files {
+    big: PathBuf,
+    mid: PathBuf,
+    small: PathBuf,
+    big_len: u64,
+}
+
+impl Files {
+    fn make(dir: &Path, quick: bool) -> Result<Files> {
+        let (big, mid, small) = if quick {
+            (8 << 20, 4 << 20, 256 << 10)
+        } else {
+            (36 << 20, 4 << 20, 1 << 20)
+        };
+        let make = |name: &str, len: u64| -> Result<PathBuf> {
+            let p = dir.join(name);
+            tsperf_sys::testdata::generate(&p, len)?;
+            Ok(p)
+        };
+        Ok(Files {
+            big: make("big.txt", big)?,
+            mid: make("mid.txt", mid)?,
+            small: make("small.txt", small)?,
+            big_len: big,
+        })
+    }
+}
+
+/// The two namespaces, brought up at the rate the case asks (by `scripts/lan.sh`).
+struct Lan {
+    script: PathBuf,
+    name: String,
+    rate: Option<Option<&'static str>>,
+}
+
+impl Lan {
+    fn new(top: &Path, name: &str) -> Lan {
+        Lan {
+            script: top.join("scripts/lan.sh"),
+            name: name.to_owned(),
+            rate: None,
+        }
+    }
+
+    fn up(&mut self, rate: Option<&'static str>) -> Result<()> {
+        if self.rate == Some(rate) {
+            return Ok(());
+        }
+        let out = Command::new(&self.script)
+            .args(["up", "--name", &self.name, "--rate", rate.unwrap_or("none")])
+            .output()
+            .with_context(|| format!("cannot run '{}'", self.script.display()))?;
+        if !out.status.success() {
+            bail!("lan.sh up failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        self.rate = Some(rate);
+        Ok(())
+    }
+
+    fn down(&mut self) {
+        if self.rate.take().is_some() {
+            let _ = Command::new(&self.script)
+                .args(["down", "--name", &self.name])
+                .output();
+        }
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// Drops the page cache, so a file is read from its disk.
+fn drop_caches() {
+    // SAFETY: sync(2) takes nothing and cannot fail.
+    unsafe { libc::sync() };
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
+}
+
+/// A case's limit made: its groups, its disk, the file it sends.
+struct Made {
+    server_group: Option<Group>,
+    client_group: Option<Group>,
+    disk: Option<Disk>,
+    file: Option<PathBuf>,
+    big_len: u64,
+    ns: Option<(String, String)>,
+}
+
+impl Made {
+    fn new(case: &Case, means: &Means, files: &Files, work: &Path, tag: &str) -> Result<Made> {
+        let cpu = |who: &str| -> Result<Group> {
+            let h = means.cgroups.as_ref().context("no cgroups")?;
+            h.cpu_quota(&format!("tsperf-{tag}-{who}"), QUOTA_US, PERIOD_US)
+        };
+        let mut made = Made {
+            server_group: None,
+            client_group: None,
+            disk: None,
+            file: match case.file {
+                File::Big => Some(files.big.clone()),
+                File::Mid => Some(files.mid.clone()),
+                File::Small => Some(files.small.clone()),
+                File::Reverse => None,
+            },
+            big_len: files.big_len,
+            ns: matches!(case.place, Place::Namespaces(_))
+                .then(|| (format!("{tag}-srv"), format!("{tag}-cli"))),
+        };
+        match case.limit {
+            Limit::ServerCpu => made.server_group = Some(cpu("srv")?),
+            Limit::ClientCpu => made.client_group = Some(cpu("cli")?),
+            Limit::SlowSource | Limit::SlowSave => {
+                let h = means.cgroups.as_ref().context("no cgroups")?;
+                let disk = Disk::make(work, &files.big)?;
+                let group = h.io_rate(&format!("tsperf-{tag}-io"), &disk.devno, DISK_BPS)?;
+                if case.limit == Limit::SlowSource {
+                    made.file = Some(disk.mnt.join("source.txt"));
+                    made.client_group = Some(group);
+                } else {
+                    made.server_group = Some(group);
+                }
+                made.disk = Some(disk);
+            }
+            Limit::None | Limit::SlowStdout => {}
+        }
+        Ok(made)
+    }
+
+    /// One run: a fresh server, the client against it; the client's typed object, or why
+    /// there is none.
+    fn run(&self, case: &Case, opts: &Options) -> Result<Result<ClientOutput, String>> {
+        let mut server_args = vec!["--port", "0", "--log", "none"];
+        if case.limit == Limit::SlowStdout {
+            server_args[3] = "stdout";
+        }
+        let save;
+        if let (Limit::SlowSave, Some(disk)) = (case.limit, &self.disk) {
+            save = disk.mnt.join("save").display().to_string();
+            server_args.extend(["--save", &save, "--overwrite"]);
+        }
+        let server = ServerProcess::start(
+            placed(
+                &opts.bin.join("tsserver"),
+                self.ns.as_ref().map(|n| n.0.as_str()),
+                self.server_group.as_ref(),
+            ),
+            &server_args,
+            case.limit == Limit::SlowStdout,
+        )?;
+        let host = if self.ns.is_some() {
+            SERVER_ADDR
+        } else {
+            "127.0.0.1"
+        };
+        let port = server.port.to_string();
+        let big = self.big_len.to_string();
+        let mut client = placed(
+            &opts.bin.join("tsclient"),
+            self.ns.as_ref().map(|n| n.1.as_str()),
+            self.client_group.as_ref(),
+        );
+        client.args(["--host", host, "--port", &port, "--json", "--no-progress"]);
+        client.args(case.client);
+        match &self.file {
+            Some(f) => client.arg(f),
+            None => client.args(["--bytes", &big]),
+        };
+        let out = client
+            .stderr(Stdio::null())
+            .output()
+            .context("cannot run tsclient")?;
+        drop(server);
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(match text.trim() {
+            "" => Err("tsclient printed nothing".to_owned()),
+            t => ClientOutput::parse(t).map_err(|e| format!("tsclient's object: {e}")),
+        })
+    }
+}
+
+/// `program` to run in network namespace `ns` (if any) and control group `group` (if any):
+/// the group is joined first, by a shell writing its own pid, since `ip netns exec` hides
+/// `/sys/fs/cgroup`.
+fn placed(program: &Path, ns: Option<&str>, group: Option<&Group>) -> Command {
+    let mut inner: Vec<String> = Vec::new();
+    if let Some(ns) = ns {
+        inner.extend(["ip".into(), "netns".into(), "exec".into(), ns.into()]);
+    }
+    inner.push(program.display().to_string());
+    match group {
+        None => {
+            let mut c = Command::new(&inner[0]);
+            c.args(&inner[1..]);
+            c
+        }
+        Some(g) => {
+            let mut c = Command::new("sh");
+            c.args(["-c", "echo $$ > \"$0\" && exec \"$@\""])
+                .arg(g.procs())
+                .args(&inner);
+            c
+        }
+    }
+}
+
+/// A tsserver of one run, killed when dropped.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerProcess {
+    /// Starts `cmd` with `args` and waits (10 s at most) for its listening line. With
+    /// `slow_stdout`, its stdout is a pipe read a line per 0.2 ms (a slow terminal); otherwise
+    /// discarded.
+    fn start(mut cmd: Command, args: &[&str], slow_stdout: bool) -> Result<ServerProcess> {
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .stdout(if slow_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = cmd.spawn().context("cannot start tsserver")?;
+        let reader = child.stdout.take().map(|out| {
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    if line.is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            })
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = child.stderr.take().context("no stderr")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        while let Ok(line) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if let Some(port) = line
+                .strip_prefix("tsserver: listening on ")
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| p.parse().ok())
+            {
+                return Ok(ServerProcess {
+                    child,
+                    port,
+                    reader,
+                });
+            }
+            seen.push(line);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("tsserver did not start within 10 s: {}", seen.join("; "))
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid; SIGTERM lets it finish its output.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// A slow disk's loop device, mounted, holding the big file as `source.txt` and a `save`
+/// directory; unmounted and detached when dropped.
+struct Disk {
+    image: PathBuf,
+    dev: String,
+    devno: String,
+    mnt: PathBuf,
+}
+
+impl Disk {
+    fn make(work: &Path, big: &Path) -> Result<Disk> {
+        let image = work.join("disk.img");
+        std::fs::File::create(&image)?.set_len(128 << 20)?;
+        let dev = command("losetup", &["-f", "--show", &image.display().to_string()])?;
+        let mut disk = Disk {
+            image,
+            dev: dev.trim().to_owned(),
+            devno: String::new(),
+            mnt: work.join("mnt"),
+        };
+        command("mkfs.ext4", &["-q", &disk.dev])?;
+        std::fs::create_dir_all(&disk.mnt)?;
+        command("mount", &[&disk.dev, &disk.mnt.display().to_string()])?;
+        std::fs::copy(big, disk.mnt.join("source.txt"))?;
+        std::fs::create_dir_all(disk.mnt.join("save"))?;
+        let name = disk.dev.trim_start_matches("/dev/");
+        disk.devno = std::fs::read_to_string(format!("/sys/block/{name}/dev"))?
+            .trim()
+            .to_owned();
+        Ok(disk)
+    }
+}
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        let _ = command("umount", &[&self.mnt.display().to_string()]);
+        let _ = command("losetup", &["-d", &self.dev]);
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// Runs `program args`, its stdout; an error with its stderr if it fails.
+fn command(program: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
+    if !out.status.success() {
+        bail!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
