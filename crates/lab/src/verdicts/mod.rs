@@ -271,7 +271,7 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
     let _ = writeln!(
         out,
         "# The verdict against limits made on purpose\n\n\
-         Written by `scripts/verdicts.sh` (rendered by `tsreport --verdicts`) on {machine}.\n\
+         Written by `scripts/verdicts.sh` (the typed cases of `tsverdicts`; rendered again by `tsreport --verdicts`) on {machine}.\n\
          Each case makes one limit and runs tsclient against it; a case is right when every \
          run's `limited_by` is one it expects. The rules are in docs/usage.md (\"Why it was \
          slow\").\n\n**{right} of {} cases named rightly in every run.**\n",
