@@ -147,15 +147,8 @@ impl Session {
     pub fn verified(&self) -> bool {
         let ok: Vec<&Stream> = self.streams.iter().flatten().collect();
         let n = u8::try_from(self.streams.len()).unwrap_or(u8::MAX);
-        let striped_so = || {
-            self.side == Side::Sent
-                || crate::parallel::stripes(self.whole, n).is_some_and(|stripes| {
-                    stripes
-                        .iter()
-                        .map(|s| s.1)
-                        .eq(self.passes().iter().copied())
-                })
-        };
+        let striped_so =
+            || self.side == Side::Sent || passes_are_stripes(self.whole, n, &self.passes());
         ok.len() == self.streams.len()
             && ok.iter().all(|s| s.verified())
             && (!self.striped
@@ -198,7 +191,7 @@ impl Session {
         elapsed(&self.streams)
     }
 
-    /// The bytes and time the session's rate is of: [`span`] of each stream's measured part.
+    /// The bytes and time the session's rate is of: `span` of each stream's measured part.
     pub fn measured(&self) -> (u64, Duration) {
         measured(&self.streams)
     }
@@ -323,6 +316,14 @@ fn receive(spec: &RunSpec, cfg: &StreamConfig, progress: &mut Progress) -> Resul
         Side::Received,
         |cfg, len| run_reverse(cfg, len, "", &mut Progress::new(false)).map(Stream::Received),
     ))
+}
+
+/// True when `passes` (each received stream's pass, as the server accepted it, in stream
+/// order) are the stripes of `whole` over `n` streams: the server sent each stream its own
+/// share, and together they cover the whole.
+pub(crate) fn passes_are_stripes(whole: u64, n: u8, passes: &[u64]) -> bool {
+    crate::parallel::stripes(whole, n)
+        .is_some_and(|stripes| stripes.iter().map(|s| s.1).eq(passes.iter().copied()))
 }
 
 /// Bytes every stream that completed moved.

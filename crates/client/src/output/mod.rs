@@ -209,33 +209,6 @@ fn stream_failure_object(f: &StreamFailure) -> StreamFailureJson {
     }
 }
 
-/// What an interrupted stream had done, for people: how long, how much sent of the file, how
-/// much the server's TCP acknowledged, the rate so far.
-fn stream_interrupted_human(f: &StreamFailure, timed: bool) -> String {
-    let total = match f.bytes {
-        _ if timed => " of a timed run".to_owned(),
-        Some(b) => format!(" of {}", units::size(b)),
-        None => String::new(),
-    };
-    let Some(elapsed) = f.elapsed else {
-        return format!("interrupted before the data: sent 0 bytes{total}\n");
-    };
-    let acked = f.acked.map_or(String::new(), |a| {
-        format!(
-            "; the server's TCP acknowledged {}: {:.1} MiB/s so far",
-            units::size(a),
-            units::mib_per_s(a, elapsed)
-        )
-    });
-    format!(
-        "interrupted after {}: sent {}{total} ({:.1} MiB/s so far){acked}; not verified (the \
-         transfer did not finish)\n",
-        units::duration(elapsed),
-        units::size(f.sent),
-        units::mib_per_s(f.sent, elapsed),
-    )
-}
-
 /// `, waited 8.91 s for its file (1.02 s before the first byte)` when the file kept the client
 /// waiting at least a millisecond; empty otherwise.
 fn file_wait(r: &StreamResult) -> String {
@@ -346,10 +319,8 @@ fn why_human(r: &StreamResult) -> String {
 /// The clock line of the human report: the offset, and the one-way times it allows.
 fn clock_human(r: &StreamResult) -> String {
     let Some(c) = r.clock else {
-        return "  clock: not compared (--clock-queries 0)\n".to_owned();
+        return sections::clock(None, "");
     };
-    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
-    let sign = if c.offset.offset_ns < 0 { "-" } else { "+" };
     let w = one_way(r);
     let err = w.err_us.unwrap_or(0.0);
     let us = |us: f64| units::duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
@@ -366,16 +337,15 @@ fn clock_human(r: &StreamResult) -> String {
                 .to_owned(),
         },
     };
-    format!(
-        "  clock: server minus client {sign}{} ± {} ({}, fastest round trip {}); one way from \
-         the first byte sent (± {}): to the server's first read {}, to its last {}\n",
-        d(c.offset.offset_ns.unsigned_abs()),
-        d(c.offset.err_ns),
-        units::count(u64::from(c.queries), "query"),
-        d(c.rtt_ns),
-        units::duration(Duration::from_secs_f64(err / 1e6)),
-        figure(w.first_byte_us, r.server.first_byte_unix_us),
-        figure(w.last_byte_us, r.server.last_byte_unix_us),
+    sections::clock(
+        r.clock,
+        &format!(
+            "; one way from the first byte sent (± {}): to the server's first read {}, to its \
+             last {}",
+            units::duration(Duration::from_secs_f64(err / 1e6)),
+            figure(w.first_byte_us, r.server.first_byte_unix_us),
+            figure(w.last_byte_us, r.server.last_byte_unix_us),
+        ),
     )
 }
 

@@ -5,7 +5,7 @@
 
 use super::reverse::{reverse_failure_object, reverse_mismatch, reverse_object};
 use super::session::{session_human, session_json};
-use super::{VERSION, mismatch, stream_failure_object, stream_human, stream_interrupted_human};
+use super::{VERSION, mismatch, sections, stream_failure_object, stream_human};
 use crate::StreamFailure;
 use crate::run::{Outcome, Session, Side, Stream, Streams};
 use tsperf_results::json::{
@@ -97,7 +97,7 @@ fn direction_human(d: &Result<Session, String>, headed: bool) -> String {
         Ok(Stream::Sent(r)) => stream_human(r),
         Ok(Stream::Received(r)) => super::reverse::reverse_human(r),
         Err(f) if headed => format!("  failed: {:#}\n", f.error),
-        Err(f) if f.interrupted && s.side == Side::Sent => stream_interrupted_human(f, s.timed),
+        Err(f) if f.interrupted => sections::interrupted(f, s.side, s.timed),
         Err(_) => String::new(),
     }
 }

@@ -156,5 +156,6 @@ pub(super) fn reverse_human(r: &ReverseResult) -> String {
             s.server_io,
         )
         + &sections::timed(r.timed())
+        + &sections::clock(r.clock, "")
         + &sections::verdict(&r.verdict())
 }

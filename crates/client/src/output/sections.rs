@@ -2,7 +2,10 @@
 //! the seed's begin and end lines, the rate, the check, the verdict and its shares, a timed
 //! run's passes (and the JSON's `timed`).
 
-use crate::Timed;
+use std::time::Duration;
+
+use crate::run::Side;
+use crate::{Clock, StreamFailure, Timed};
 use tsperf_results::json::TimedJson;
 use tsperf_results::units;
 use tsperf_results::verdict::Verdict;
@@ -86,4 +89,52 @@ pub(super) fn timed_json(t: Timed) -> TimedJson {
         omitted_s: t.omitted.map_or(0.0, |(_, d)| d.as_secs_f64()),
         interrupted: t.interrupted,
     }
+}
+
+/// The clock line: the server's clock against the client's, from the clock queries, and what
+/// the mode can say with it (`then`: a forward stream's one-way times).
+pub(super) fn clock(c: Option<Clock>, then: &str) -> String {
+    let Some(c) = c else {
+        return "  clock: not compared (--clock-queries 0)\n".to_owned();
+    };
+    let d = |ns: u64| units::duration(Duration::from_nanos(ns));
+    let sign = if c.offset.offset_ns < 0 { "-" } else { "+" };
+    format!(
+        "  clock: server minus client {sign}{} ± {} ({}, fastest round trip {}){then}\n",
+        d(c.offset.offset_ns.unsigned_abs()),
+        d(c.offset.err_ns),
+        units::count(u64::from(c.queries), "query"),
+        d(c.rtt_ns),
+    )
+}
+
+/// What an interrupted stream had done, for people: how long, how much it moved of how much,
+/// what the server's TCP acknowledged (sending), the rate so far.
+pub(super) fn interrupted(f: &StreamFailure, side: Side, timed: bool) -> String {
+    let total = match f.bytes {
+        _ if timed => " of a timed run".to_owned(),
+        Some(b) if b > 0 => format!(" of {}", units::size(b)),
+        _ => String::new(),
+    };
+    let verb = match side {
+        Side::Sent => "sent",
+        Side::Received => "received",
+    };
+    let Some(elapsed) = f.elapsed else {
+        return format!("interrupted before the data: {verb} 0 bytes{total}\n");
+    };
+    let acked = f.acked.map_or(String::new(), |a| {
+        format!(
+            "; the server's TCP acknowledged {}: {:.1} MiB/s so far",
+            units::size(a),
+            units::mib_per_s(a, elapsed)
+        )
+    });
+    format!(
+        "interrupted after {}: {verb} {}{total} ({:.1} MiB/s so far){acked}; not verified (the \
+         transfer did not finish)\n",
+        units::duration(elapsed),
+        units::size(f.sent),
+        units::mib_per_s(f.sent, elapsed),
+    )
 }

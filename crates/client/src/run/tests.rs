@@ -103,3 +103,24 @@ fn the_verdict_most_streams_got_wins_and_a_tie_goes_to_the_first() {
     assert_eq!(most_streams([Network, Receiver].into_iter()), Some(Network));
     assert_eq!(most_streams(std::iter::empty()), None);
 }
+
+/// A received session verifies only when the server's passes are the stripes of the whole,
+/// in order: a pass that is not its place's share (a whole file where a third was asked,
+/// stripes out of order, a stream short) is caught even when each stream agrees with its own
+/// trailer.
+#[test]
+fn a_received_sessions_passes_must_be_the_stripes_of_the_whole() {
+    assert!(passes_are_stripes(10, 3, &[3, 3, 4]));
+    assert!(passes_are_stripes(
+        1_000_003,
+        3,
+        &[333_334, 333_334, 333_335]
+    ));
+    assert!(!passes_are_stripes(10, 3, &[10, 10, 10]), "the whole each");
+    assert!(!passes_are_stripes(10, 3, &[4, 3, 3]), "out of order");
+    assert!(!passes_are_stripes(10, 3, &[3, 3]), "a stream short");
+    assert!(
+        !passes_are_stripes(2, 3, &[1, 1, 0]),
+        "fewer bytes than streams"
+    );
+}

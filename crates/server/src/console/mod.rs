@@ -16,15 +16,15 @@
 //!   back-pressure: a slow terminal slows the transfer it logs, as in the seed's experiment.
 //!   While [`LINE_CAP`] bytes are waiting, a thread that writes a line waits for room (the
 //!   blocking server's connection threads), except the event loop's thread, which never waits:
-//!   it asks for [`room`] before it reads a logged transfer and leaves that transfer unread
-//!   until the writer has made room (and wakes it, see [`on_room`]). Everything else it serves
+//!   it asks for [`Console::room`] before it reads a logged transfer and leaves that transfer unread
+//!   until the writer has made room (and wakes it, see [`Console::on_room`]). Everything else it serves
 //!   goes on meanwhile.
 //! - **Messages** (per-transfer summaries, failures, diagnostics) never wait: while
 //!   [`MESSAGE_CAP`] bytes are waiting, a message is dropped and counted, and the count is
 //!   printed (`tsserver: N lines not printed: stdout was not being read`) as soon as the stream
 //!   takes output again.
 //!
-//! The writer threads also write one line per `write()` call. At exit, [`finish`] waits
+//! The writer threads also write one line per `write()` call. At exit, [`Console::finish`] waits
 //! for the queues to drain while the streams keep taking output, and gives up on a stream that
 //! takes nothing for a second.
 //!
@@ -55,7 +55,7 @@ pub const LINE_CAP: usize = 16 << 10;
 pub const MESSAGE_CAP: usize = 128 << 10;
 /// Bytes the writer writes before it gives their room back.
 const GIVE_BACK: usize = 8 << 10;
-/// How long [`finish`] waits on a stream that takes no output.
+/// How long [`Console::finish`] waits on a stream that takes no output.
 pub const FINISH_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Which of the two streams.
@@ -74,7 +74,7 @@ struct Queue {
     in_flight: usize,
     /// Messages dropped since the last notice.
     dropped: u64,
-    /// Someone found no room for this many bytes and wants [`on_room`]'s wake-up when there is.
+    /// Someone found no room for this many bytes and wants [`Console::on_room`]'s wake-up when there is.
     wanted: Option<usize>,
     /// Bytes written since start (to tell progress at exit).
     written: u64,

@@ -19,7 +19,7 @@
 //! the server's accept, and then each wait for data from the last byte.
 //!
 //! With `--log stdout`, a transfer is read only while stdout has room for a turn's log lines
-//! ([`console::room`]); otherwise it waits, unread, until the console's writer wakes the loop.
+//! ([`Console::room`](crate::console::Console::room)); otherwise it waits, unread, until the console's writer wakes the loop.
 //! Nothing else waits for stdout.
 
 use std::io;

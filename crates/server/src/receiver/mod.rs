@@ -33,7 +33,7 @@ pub const HASH_BLOCK: usize = tsperf_proto::BULK_READ as usize;
 /// bytes have arrived. A client that always has data waiting then cannot keep an event loop from
 /// its other connections, its deadlines or a shutdown.
 pub const TURN_READS: u64 = 64;
-/// Room on stdout a logged transfer asks for before one read turn ([`crate::console::room`]):
+/// Room on stdout a logged transfer asks for before one read turn ([`crate::console::Console::room`]):
 /// a line per read of the turn, plus its end line.
 pub const LOG_TURN_RESERVE: usize = TURN_READS as usize * 128 + 2048;
 /// One turn of [`Block::read_turn`] reads no more once this many bytes arrived.
