@@ -12,6 +12,8 @@ caller_paths() { caller=$PWD; }
 binaries() {
   local dir=$1; shift
   if [[ -z $dir ]]; then
+    # Quiet, but not silent: on a fresh clone this takes a minute or two.
+    echo "$prog: building the release binaries (cargo build --release; a minute or two on a fresh clone)..." >&2
     cargo build --release --quiet --bins >&2
     dir=target/release
   fi

@@ -1,6 +1,6 @@
-complete -c tsclient -l host -d 'Server host name or address (IPv6 with or without brackets), optionally with :PORT' -r
-complete -c tsclient -l port -d 'Server port' -r
-complete -c tsclient -l chunk -d 'Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024)' -r
+complete -c tsclient -s c -l host -d 'Server host name or address (IPv6 with or without brackets), optionally with :PORT (iperf3\'s `-c HOST`)' -r
+complete -c tsclient -s p -l port -d 'Server port' -r
+complete -c tsclient -s l -l chunk -d 'Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024), as iperf3\'s `-l 128K`' -r
 complete -c tsclient -l timeout -d 'Seconds for each phase, as a deadline: connecting, the server\'s answer to the hello, and its report after the last byte (in latency mode: each answer). Also the longest the server may take no data before the transfer fails' -r
 complete -c tsclient -l io -d 'How chunks reach the kernel: one write per chunk (the field report\'s way), --batch chunks per writev, or sendfile of one chunk per call from the page cache (zero-copy)' -r -f -a "write\t'One write() per chunk, as the field report\'s client did'
 writev\t'--batch chunks per writev(), each chunk its own buffer of --chunk bytes'
@@ -29,7 +29,7 @@ complete -c tsclient -l framing -d 'Latency: one write per message, or the lengt
 split\t'Length prefix in one write, body in another, on both ends: what a fresh `ObjectOutputStream` per message does; meets Nagle\'s algorithm both ways'
 split-request\t'The request in two writes, the response in one: Nagle\'s algorithm meets one delayed ACK a round trip (about 40 ms)'"
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
-complete -c tsclient -l json -d 'Print one JSON object on stdout instead of the human report'
+complete -c tsclient -s J -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
 complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
 complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or, given a NAME for FILE, that file from a server started with --serve DIR; for --time again and again; in writes of --chunk bytes. Verified by the server\'s end trailer'

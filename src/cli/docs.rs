@@ -28,6 +28,11 @@ pub fn commands() -> Vec<clap::Command> {
         cli::tsverdicts::command(),
         <Args as clap::CommandFactory>::command(),
     ]
+    .into_iter()
+    // The pages name the release, not the commit: they change when the flags do, not with
+    // every commit.
+    .map(|c| c.version(env!("CARGO_PKG_VERSION")))
+    .collect()
 }
 
 /// Every generated file: its path under the docs directory (`man/NAME.1`,
@@ -229,7 +234,7 @@ pub fn stale(dir: &Path) -> Result<Vec<PathBuf>> {
 /// tsperf program, made from their flag definitions; with --check, write nothing and fail if
 /// the files in DIR differ from what the flags make now.
 #[derive(Parser)]
-#[command(name = "tsdocs", version)]
+#[command(name = "tsdocs", version = crate::cli::VERSION)]
 struct Args {
     /// Only compare: exit 1 naming every missing or stale file.
     #[arg(long)]

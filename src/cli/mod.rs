@@ -126,8 +126,17 @@ pub fn json_asked() -> bool {
     std::env::args_os()
         .skip(1)
         .take_while(|a| a != "--")
-        .any(|a| a == "--json")
+        .any(|a| a == "--json" || a == "-J")
 }
+
+/// What `--version` prints after the program's name: the release and the commit it was built
+/// from (`unknown` outside a repository).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TSPERF_COMMIT"),
+    ")"
+);
 
 /// Prints the run's result on stdout, unless one was printed already (the run and the signal
 /// thread's last resort may both try: exactly one object comes out).

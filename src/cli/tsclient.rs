@@ -21,19 +21,20 @@ mod spec;
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
 /// the round trips.
 #[derive(Parser)]
-#[command(name = "tsclient", version)]
+#[command(name = "tsclient", version = crate::cli::VERSION)]
 struct Args {
-    /// Server host name or address (IPv6 with or without brackets), optionally with :PORT.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Server host name or address (IPv6 with or without brackets), optionally with :PORT
+    /// (iperf3's `-c HOST`).
+    #[arg(short = 'c', long, default_value = "127.0.0.1")]
     host: String,
     /// Server port.
-    #[arg(long, default_value_t = DEFAULT_PORT)]
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
-    /// Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024).
-    #[arg(long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
+    /// Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024), as iperf3's `-l 128K`.
+    #[arg(short = 'l', long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
     chunk: u32,
     /// Print one JSON object on stdout instead of the human report.
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
     /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).
     #[arg(long)]

@@ -10,7 +10,7 @@ use tsperf_sys::testdata;
 
 /// Write SIZE bytes of deterministic text to PATH: the same size always gives the same bytes.
 #[derive(Parser)]
-#[command(name = "tsgen", version)]
+#[command(name = "tsgen", version = crate::cli::VERSION)]
 struct Args {
     /// Bytes to write; suffixes k/KiB/m/MiB/g/GiB (k = 1024).
     #[arg(long, default_value = "36MiB", value_parser = parse_len, value_name = "SIZE")]

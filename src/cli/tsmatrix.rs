@@ -11,7 +11,7 @@ use tsperf_results::units;
 
 /// Run the stream and latency grid and write tables, charts and raw JSON to --out.
 #[derive(Parser)]
-#[command(name = "tsmatrix", version)]
+#[command(name = "tsmatrix", version = crate::cli::VERSION)]
 struct Args {
     /// Where results go.
     #[arg(long, default_value = "results")]

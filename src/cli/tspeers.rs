@@ -16,7 +16,7 @@ use tsperf_results::units;
 /// iperf3 server must already listen on --iperf3-port; tspeers starts its own tsserver unless
 /// --tsperf-port names one.
 #[derive(Parser)]
-#[command(name = "tspeers", version)]
+#[command(name = "tspeers", version = crate::cli::VERSION)]
 struct Args {
     /// The file both tools send.
     #[arg(long, default_value = "testdata/tsl.txt")]

@@ -13,7 +13,7 @@ use tsperf_lab::report::{self, Setup};
 /// into DIR again; print the tables. With --verdicts, read DIR/verdicts.jsonl (from
 /// scripts/verdicts.sh) and write DIR/verdicts.md.
 #[derive(Parser)]
-#[command(name = "tsreport", version)]
+#[command(name = "tsreport", version = crate::cli::VERSION)]
 struct Args {
     /// A results directory written by scripts/matrix.sh (or scripts/verdicts.sh).
     dir: PathBuf,

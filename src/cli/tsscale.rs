@@ -14,7 +14,7 @@ use tsperf_results::units;
 /// Start a fresh tsserver per measurement, send FILE over N connections at once from an event-driven load generator (N from
 /// --counts), and write scale.md, scale.json and scale.svg into --out.
 #[derive(Parser)]
-#[command(name = "tsscale", version)]
+#[command(name = "tsscale", version = crate::cli::VERSION)]
 struct Args {
     /// The file every client sends.
     #[arg(long, default_value = "testdata/tsl-quick.txt")]

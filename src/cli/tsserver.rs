@@ -14,7 +14,7 @@ use crate::cli::values::LogArg;
 
 /// Receive files from tsclient, count and checksum every byte, and send back a report.
 #[derive(Parser)]
-#[command(name = "tsserver", version)]
+#[command(name = "tsserver", version = crate::cli::VERSION)]
 struct Args {
     /// Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without
     /// brackets ([::1]:7433 with a port). By default
@@ -22,7 +22,7 @@ struct Args {
     #[arg(long, value_parser = tsperf_sys::net::parse_bind, value_name = "ADDR")]
     bind: Option<tsperf_sys::net::Bind>,
     /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
-    #[arg(long, default_value_t = DEFAULT_PORT)]
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
     /// Exit after one transfer: 0 if it completed, 1 if not.
     #[arg(long)]

@@ -14,7 +14,7 @@ use crate::cli;
 /// what tsperf said limited each run beside what was made. Cases that need root (control
 /// groups v1 or v2, namespaces, a loop device) are skipped without it, saying why.
 #[derive(Parser)]
-#[command(name = "tsverdicts", version)]
+#[command(name = "tsverdicts", version = crate::cli::VERSION)]
 struct Args {
     /// Where verdicts.jsonl and verdicts.md go (default results/; with --quick,
     /// results/tmp/verdicts).

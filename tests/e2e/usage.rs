@@ -220,3 +220,48 @@ fn generated_docs_match_the_flags() {
     let out = run(std::path::PathBuf::from("bash"), &["-c", &script]);
     assert_eq!(stdout(&out).trim(), "--nonblocking", "{}", stderr(&out));
 }
+
+/// Issue 35 (5): iperf3's short flags work as iperf3 users type them (`-c HOST`, `-p PORT`,
+/// `-l 128K`, `-J`), on both ends where they apply, and `--version` names the commit.
+#[test]
+fn iperf3_short_flags_and_a_version_naming_the_commit() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let out = client(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-l",
+        "128K",
+        "-J",
+        "--bytes",
+        "1MiB",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["chunk"], 131072, "{v:#}");
+    assert_eq!(v["verified"], true);
+    // -J is --json even for a usage error: one object on stdout.
+    let out = client(&["-J", "-l", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["usage"], true, "{v:#}");
+    // tsserver takes -p too: a second server on the first's port is refused, naming it.
+    let taken = run(bin("tsserver"), &["-p", &port, "--once"]);
+    assert_eq!(taken.status.code(), Some(1), "{}", stderr(&taken));
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=9", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    for prog in ["tsclient", "tsserver"] {
+        let out = run(bin(prog), &["--version"]);
+        let text = stdout(&out);
+        assert!(text.starts_with(&format!("{prog} 0.")), "{text}");
+        let want = head.clone().unwrap_or_else(|| "unknown".to_owned());
+        assert!(text.contains(&format!("(commit {want})")), "{text}");
+    }
+}
