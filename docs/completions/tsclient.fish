@@ -30,6 +30,7 @@ split\t'Length prefix in one write, body in another, on both ends: what a fresh 
 split-request\t'The request in two writes, the response in one: Nagle\'s algorithm meets one delayed ACK a round trip (about 40 ms)'"
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
 complete -c tsclient -s J -l json -d 'Print one JSON object on stdout instead of the human report'
+complete -c tsclient -l json-stream -d 'Print JSON lines on stdout as things happen, as iperf3 --json-stream does: a `start` event, each --interval sample (`interval`, and a session\'s `sum`), and last, always, the `end` event holding the object --json prints (on a failure and Ctrl-C too)'
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
 complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
 complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or, given a NAME for FILE, that file from a server started with --serve DIR; for --time again and again; in writes of --chunk bytes. Verified by the server\'s end trailer'

@@ -106,6 +106,9 @@ pub const INTERRUPTED: i32 = tsperf_client::interrupt::EXIT_CODE;
 
 /// Set when the run prints one JSON object (`--json`): the mode it names.
 static JSON_MODE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+/// Set when the run prints JSON lines as things happen (`--json-stream`): its result is the
+/// last line, an `end` event.
+static JSON_STREAM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The run's result has been printed (at most once, whoever gets there first).
 static PRINTED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
 
@@ -113,6 +116,34 @@ static PRINTED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
 /// errors and failures print theirs ([`usage_error`], [`print_result`]).
 pub fn set_json_mode(mode: &'static str) {
     let _ = JSON_MODE.set(mode);
+}
+
+/// This run writes JSON lines (`--json-stream`): its one object comes as the last line.
+pub fn set_json_stream() {
+    JSON_STREAM.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True in a `--json-stream` run.
+pub fn json_stream() -> bool {
+    JSON_STREAM.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The text of a run's one object: pretty (`--json`), or the `end` line (`--json-stream`).
+pub fn json_text(o: &tsperf_results::json::ClientOutput) -> String {
+    use tsperf_client::output;
+    if json_stream() {
+        output::json_line(&tsperf_results::json::Event::End(o.clone())) + "\n"
+    } else {
+        output::to_json(o) + "\n"
+    }
+}
+
+/// True if `flag` is among the program's arguments (before a `--`).
+pub fn flag_given(flag: &str) -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == flag)
 }
 
 /// The mode of a `--json` run, if this is one.
@@ -126,7 +157,7 @@ pub fn json_asked() -> bool {
     std::env::args_os()
         .skip(1)
         .take_while(|a| a != "--")
-        .any(|a| a == "--json" || a == "-J")
+        .any(|a| a == "--json" || a == "-J" || a == "--json-stream")
 }
 
 /// What `--version` prints after the program's name: the release and the commit it was built
@@ -154,7 +185,7 @@ pub fn print_result(text: &str) -> io::Result<()> {
 /// With `--json`, prints the failure's object (unless a result was printed already).
 pub fn print_failure_json(err: &anyhow::Error) {
     if let Some(mode) = json_mode() {
-        let _ = print_result(&(tsperf_client::output::failure_json(mode, err) + "\n"));
+        let _ = print_result(&json_text(&tsperf_client::output::failure_json(mode, err)));
     }
 }
 
@@ -183,7 +214,7 @@ pub fn clap_exit(e: clap::Error) -> ! {
         let text = e.render().to_string();
         let first = text.lines().next().unwrap_or_default();
         let msg = first.strip_prefix("error: ").unwrap_or(first);
-        let _ = print_result(&(tsperf_client::output::usage_json(mode, msg) + "\n"));
+        let _ = print_result(&json_text(&tsperf_client::output::usage_json(mode, msg)));
     }
     e.exit()
 }

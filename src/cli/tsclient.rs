@@ -36,6 +36,11 @@ struct Args {
     /// Print one JSON object on stdout instead of the human report.
     #[arg(short = 'J', long)]
     json: bool,
+    /// Print JSON lines on stdout as things happen, as iperf3 --json-stream does: a `start`
+    /// event, each --interval sample (`interval`, and a session's `sum`), and last, always,
+    /// the `end` event holding the object --json prints (on a failure and Ctrl-C too).
+    #[arg(long)]
+    json_stream: bool,
     /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).
     #[arg(long)]
     no_progress: bool,
@@ -287,6 +292,9 @@ fn run() -> anyhow::Result<ExitCode> {
         let latency = std::env::args_os().any(|a| a == "--latency");
         cli::set_json_mode(if latency { "latency" } else { "stream" });
     }
+    if cli::flag_given("--json-stream") {
+        cli::set_json_stream();
+    }
     let matches = Args::command()
         .try_get_matches()
         .unwrap_or_else(|e| cli::clap_exit(e));
@@ -312,6 +320,41 @@ fn on_interrupt(progress: &Progress) -> anyhow::Result<()> {
     .context("cannot watch for Ctrl-C")
 }
 
+impl Args {
+    /// The run's result is JSON (`--json` or `--json-stream`).
+    fn json(&self) -> bool {
+        self.json || self.json_stream
+    }
+}
+
+/// The `start` line of `--json-stream`: what the run is.
+fn start_line(args: &Args, chunk: u32, spec: Option<&client::run::RunSpec>) -> String {
+    use client::run::Direction;
+    use tsperf_results::json::{Event, StartJson};
+    let (host, port) = spec.map_or((args.host.clone(), args.port), |s| {
+        (s.stream.host.clone(), s.stream.port)
+    });
+    let start = StartJson {
+        tsperf: env!("CARGO_PKG_VERSION").into(),
+        mode: if spec.is_some() { "stream" } else { "latency" }.into(),
+        host,
+        port,
+        direction: spec.map(|s| {
+            match s.direction {
+                Direction::Send => "send",
+                Direction::Receive => "receive",
+                Direction::Both => "both",
+            }
+            .into()
+        }),
+        streams: spec.map(|s| s.streams.get()),
+        chunk: spec.map(|_| chunk),
+        time_s: args.time,
+        interval_s: args.interval,
+    };
+    output::json_line(&Event::Start(start)) + "\n"
+}
+
 /// A run, lowered once from the flags.
 enum Plan {
     /// A stream run: any direction, any stream count; and the generated stream's in-memory
@@ -324,9 +367,12 @@ enum Plan {
 fn stream_run(args: &Args, spec: &client::run::RunSpec) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::new(!args.no_progress);
     on_interrupt(&progress)?;
+    if args.json_stream {
+        cli::print(&start_line(args, spec.stream.chunk, Some(spec)))?;
+    }
     let outcome = client::run::run(spec, &mut progress);
-    let text = if args.json {
-        output::to_json(&output::json(&outcome)) + "\n"
+    let text = if args.json() {
+        cli::json_text(&output::json(&outcome))
     } else {
         output::human(&outcome)
     };
@@ -346,14 +392,17 @@ fn stream_run(args: &Args, spec: &client::run::RunSpec) -> anyhow::Result<ExitCo
 fn latency_run(args: &Args, cfg: &latency::LatencyConfig) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::queries(!args.no_progress);
     on_interrupt(&progress)?;
+    if args.json_stream {
+        cli::print(&start_line(args, args.chunk, None))?;
+    }
     let mut result = latency::run_latency(cfg, &mut progress);
     // A run that failed before its first answer has no statistics to show people: its error
     // says it all (the JSON object still comes, with `error`).
     let failed_at_once = matches!(result.stopped, Some(latency::Stopped::Failed(_)))
         && result.rtt.is_empty()
         && result.loaded.is_none();
-    if args.json {
-        cli::print_result(&(output::latency_json(&result) + "\n"))?;
+    if args.json() {
+        cli::print_result(&cli::json_text(&output::latency_json(&result)))?;
     } else if !failed_at_once {
         cli::print_result(&output::latency_human(&result))?;
     }

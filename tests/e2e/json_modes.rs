@@ -160,3 +160,99 @@ fn ctrl_c_prints_one_typed_object() {
 fn kind_of(out: &std::process::Output) -> String {
     ClientOutput::parse(&stdout(out)).map_or_else(|e| e.to_string(), |o| kind(&o))
 }
+
+/// Issue 35 (3): `--json-stream` lines parse one by one into a typed [`Event`]: a `start`
+/// first, samples as they come (a session's `sum` after its streams'), and last, exactly once,
+/// the `end` holding the object `--json` prints; for a success, a failure, Ctrl-C and a usage
+/// error alike.
+#[test]
+fn json_stream_lines_parse_one_by_one() {
+    use tsperf_results::json::Event;
+    let events = |out: &std::process::Output| -> Vec<Event> {
+        stdout(out)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Event>(l)
+                    .unwrap_or_else(|e| panic!("not an event ({e}): {l}\n{}", stderr(out)))
+            })
+            .collect()
+    };
+    let ends = |ev: &[Event]| ev.iter().filter(|e| matches!(e, Event::End(_))).count();
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let out = client(&[
+        "-p",
+        &port,
+        "--json-stream",
+        "-t",
+        "0.5",
+        "-i",
+        "0.1",
+        "-P",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ev = events(&out);
+    assert!(
+        matches!(&ev[0], Event::Start(s) if s.streams == Some(2)),
+        "{ev:?}"
+    );
+    let samples = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Interval(_)))
+        .count();
+    let sums = ev.iter().filter(|e| matches!(e, Event::Sum(_))).count();
+    assert!(samples >= 6 && sums >= 3, "{samples} samples, {sums} sums");
+    assert!(
+        matches!(ev.last(), Some(Event::End(ClientOutput::Result(ClientJson::Parallel(p)))) if p.sum.verified),
+        "{:?}",
+        ev.last()
+    );
+    assert_eq!(ends(&ev), 1);
+    // A failure: the end holds the stream's failure object.
+    let dead = dead_port().to_string();
+    let out = client(&["-p", &dead, "--json-stream", "--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(1));
+    let ev = events(&out);
+    assert!(matches!(&ev[0], Event::Start(_)));
+    assert!(
+        matches!(ev.last(), Some(Event::End(ClientOutput::StreamFailed(_)))),
+        "{ev:?}"
+    );
+    assert_eq!(ends(&ev), 1);
+    // A usage error: the end alone.
+    let out = client(&["--json-stream", "-l", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let ev = events(&out);
+    assert!(
+        matches!(ev.as_slice(), [Event::End(ClientOutput::Failed(f))] if f.usage),
+        "{ev:?}"
+    );
+    // Ctrl-C in a timed run: samples, then the end with every byte until then verified.
+    let slow = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
+    let slow_port = slow.port.to_string();
+    let out = interrupted(
+        &[
+            "-p",
+            &slow_port,
+            "--json-stream",
+            "-t",
+            "30",
+            "-i",
+            "0.1",
+            "--bytes",
+            "64MiB",
+        ],
+        Duration::from_millis(700),
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let ev = events(&out);
+    assert!(ev.iter().any(|e| matches!(e, Event::Interval(_))), "{ev:?}");
+    match ev.last() {
+        Some(Event::End(ClientOutput::Result(ClientJson::Stream(s)))) => {
+            assert!(s.verified && s.timed.as_ref().is_some_and(|t| t.interrupted));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ends(&ev), 1);
+}

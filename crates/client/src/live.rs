@@ -1,5 +1,5 @@
-//! `--interval` samples printed as they are taken, in a human run: each line labelled with its
-//! stream (`[  2]` in a `-P` session, `[TX]` and `[RX]` for the two directions of `--bidir`),
+//! `--interval` samples printed as they are taken, in a human run (or, with `--json-stream`,
+//! as one JSON line each, [`tsperf_results::json::Event`]): each line labelled with its stream (`[  2]` in a `-P` session, `[TX]` and `[RX]` for the two directions of `--bidir`),
 //! and a session's `[SUM]` line for each interval once every stream has reported it, as iperf3
 //! prints them.
 //!
@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::intervals::{Interval, line, received_line};
 use crate::progress::Progress;
+use tsperf_results::json::{Event, IntervalEvent, SumEvent};
 use tsperf_results::units;
 
 /// How a stream's samples are printed as they are taken.
@@ -22,6 +23,8 @@ pub struct Live {
     pub label: String,
     /// The session's SUM lines, and this stream's place in it.
     pub sum: Option<(Arc<Sums>, usize)>,
+    /// One JSON line per sample (`--json-stream`) instead of a line for people.
+    pub json: bool,
 }
 
 impl Live {
@@ -31,6 +34,7 @@ impl Live {
         Live {
             label: format!("{}{}", self.label, if sending { "[TX]" } else { "[RX]" }),
             sum: None,
+            json: self.json,
         }
     }
 
@@ -39,6 +43,7 @@ impl Live {
         Live {
             label: format!("[{index:>3}]{}", self.label),
             sum: Some((sums.clone(), index)),
+            json: self.json,
         }
     }
 
@@ -48,6 +53,7 @@ impl Live {
             label: format!("[SUM]{}", self.label),
             streams,
             rows: Mutex::new(Vec::new()),
+            json: self.json,
         })
     }
 
@@ -58,8 +64,16 @@ impl Live {
         let (live, bar) = (self.clone(), bar.clone());
         let taken = AtomicUsize::new(0);
         move |i: &Interval| {
-            let text = if receiving { received_line(i) } else { line(i) };
-            bar.println(&format!("{}{text}", live.label));
+            if live.json {
+                bar.println(&crate::output::json_line(&Event::Interval(IntervalEvent {
+                    stream: live.label.clone(),
+                    received: receiving,
+                    interval: i.clone(),
+                })));
+            } else {
+                let text = if receiving { received_line(i) } else { line(i) };
+                bar.println(&format!("{}{text}", live.label));
+            }
             if let Some((sums, _)) = &live.sum {
                 sums.add(taken.fetch_add(1, Ordering::Relaxed), i);
             }
@@ -88,6 +102,7 @@ pub struct Sums {
     label: String,
     streams: usize,
     rows: Mutex<Vec<Row>>,
+    json: bool,
 }
 
 impl Sums {
@@ -129,6 +144,15 @@ impl Sums {
     }
 
     fn line(&self, row: &Row, note: &str) -> String {
+        if self.json {
+            return crate::output::json_line(&Event::Sum(SumEvent {
+                stream: self.label.clone(),
+                start_s: row.start_s,
+                end_s: row.end_s,
+                bytes: row.bytes,
+                streams: row.reported,
+            }));
+        }
         let secs = (row.end_s - row.start_s).max(1e-9);
         format!(
             "{}  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s{note}",

@@ -12,9 +12,11 @@ use crate::verdict::{LimitedBy, Limits};
 use tsperf_proto::tcp::{ReceiverTcp, SenderTcp};
 use tsperf_proto::{LogMode, ServerIo, StdoutKind};
 
+mod events;
 mod latency;
 mod output;
 
+pub use events::{Event, IntervalEvent, StartJson, SumEvent};
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 pub use output::ClientOutput;
 mod reverse;

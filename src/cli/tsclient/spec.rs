@@ -49,7 +49,7 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
                 .to_owned(),
         );
     }
-    if args.json && matches!(args.log, Some(LogArg::Stdout)) {
+    if args.json() && matches!(args.log, Some(LogArg::Stdout)) {
         cli::usage_error::<Args>(
             "--log stdout and --json both write to stdout: use --log file, or leave out --json"
                 .to_owned(),
@@ -159,7 +159,12 @@ fn stream_config(
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
         interval: args.interval.map(Duration::from_secs_f64),
-        live: (!args.json).then(client::live::Live::default),
+        // Samples as they are taken: lines for people, JSON lines with --json-stream, none with
+        // --json (they are in its one object).
+        live: (!args.json || args.json_stream).then(|| client::live::Live {
+            json: args.json_stream,
+            ..client::live::Live::default()
+        }),
         time: args.time.map(Duration::from_secs_f64),
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),

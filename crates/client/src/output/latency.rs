@@ -7,7 +7,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::json::{LatencyJson, Rtt, UnderLoadJson};
-use super::{VERSION, host_port, to_json};
+use super::{VERSION, host_port};
 use crate::latency::{LatencyResult, Loaded, Stopped};
 use tsperf_results::{json::ClientJson, units};
 
@@ -67,8 +67,8 @@ impl From<&LatencyResult> for LatencyJson {
 }
 
 /// The one JSON object `tsclient --latency --json` prints.
-pub fn latency_json(r: &LatencyResult) -> String {
-    to_json(&ClientJson::Latency(r.into()))
+pub fn latency_json(r: &LatencyResult) -> tsperf_results::json::ClientOutput {
+    tsperf_results::json::ClientOutput::Result(ClientJson::Latency(r.into()))
 }
 
 /// The human report: the statistics, a percentile ladder, the clock offset, and any hint.

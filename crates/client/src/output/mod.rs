@@ -162,14 +162,19 @@ fn one_way_of(
     }
 }
 
+/// One line of `--json-stream`: the event on one line, with active characters escaped.
+pub fn json_line(e: &json::Event) -> String {
+    json_inert(serde_json::to_string(e).expect("plain data always serializes"))
+}
+
 /// Serializes one output object, with active characters escaped.
 pub fn to_json(v: &impl Serialize) -> String {
     json_inert(serde_json::to_string_pretty(v).expect("plain data always serializes"))
 }
 
 /// The JSON object for a run that failed before it measured anything (a bad key file, say).
-pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
-    to_json(&FailureJson {
+pub fn failure_json(mode: &str, e: &anyhow::Error) -> json::ClientOutput {
+    json::ClientOutput::Failed(FailureJson {
         tsperf: VERSION.into(),
         mode: mode.into(),
         error: format!("{e:#}"),
@@ -179,8 +184,8 @@ pub fn failure_json(mode: &str, e: &anyhow::Error) -> String {
 }
 
 /// The JSON object for a usage error (exit 2).
-pub fn usage_json(mode: &str, msg: &str) -> String {
-    to_json(&FailureJson {
+pub fn usage_json(mode: &str, msg: &str) -> json::ClientOutput {
+    json::ClientOutput::Failed(FailureJson {
         tsperf: VERSION.into(),
         mode: mode.into(),
         error: msg.into(),
