@@ -23,12 +23,20 @@ _tsreport() {
 
     case "${cmd}" in
         tsreport)
-            opts="-h -V --verdicts --commit --help --version"
+            opts="-h -V --compare --out --verdicts --commit --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --compare)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --commit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

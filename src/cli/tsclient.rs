@@ -36,9 +36,9 @@ struct Args {
     /// Print one JSON object on stdout instead of the human report.
     #[arg(short = 'J', long)]
     json: bool,
-    /// Print JSON lines on stdout as things happen, as iperf3 --json-stream does: a `start`
-    /// event, each --interval sample (`interval`, and a session's `sum`), and last, always,
-    /// the `end` event holding the object --json prints (on a failure and Ctrl-C too).
+    /// Print JSON lines on stdout as things happen, as iperf3 does with this flag: a `start`
+    /// event, each interval's sample (`interval`, and a session's `sum`), and last, always,
+    /// the `end` event holding the one object of a JSON run, on a failure and Ctrl-C too.
     #[arg(long)]
     json_stream: bool,
     /// Do not show the progress bar (it is shown on stderr only when stderr is a terminal).

@@ -11,12 +11,23 @@ use tsperf_lab::report::{self, Setup};
 
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
 /// into DIR again; print the tables. With --verdicts, read DIR/verdicts.jsonl (from
-/// scripts/verdicts.sh) and write DIR/verdicts.md.
+/// scripts/verdicts.sh) and write DIR/verdicts.md. With --compare OLD NEW, put two grid runs
+/// side by side cell by cell and write compare.md and compare.svg into NEW (or --out).
 #[derive(Parser)]
 #[command(name = "tsreport", version = crate::cli::VERSION)]
 struct Args {
     /// A results directory written by scripts/matrix.sh (or scripts/verdicts.sh).
-    dir: PathBuf,
+    #[arg(required_unless_present = "compare")]
+    dir: Option<PathBuf>,
+    /// Compare two grid runs (results directories of scripts/matrix.sh): each cell's ratio of
+    /// medians (new / old), the spread of each, and whether the difference is beyond the runs'
+    /// own noise (an exact Mann-Whitney U test over the repetitions, p < 0.05). Runs of another
+    /// file, chunk set or host pair are refused.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with_all = ["dir", "verdicts"])]
+    compare: Option<Vec<PathBuf>>,
+    /// With --compare: where compare.md and compare.svg go (default: NEW).
+    #[arg(long, requires = "compare", value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Render the verdict's truth table (verdicts.jsonl to verdicts.md) instead of the grid.
     /// The machine is read from DIR/verdicts-machine.json, written when missing.
     #[arg(long)]
@@ -35,25 +46,54 @@ pub fn command() -> clap::Command {
 pub fn main() -> ExitCode {
     cli::main("tsreport", || {
         let args = Args::parse();
-        if args.verdicts {
-            return verdicts(&args);
+        if let Some(dirs) = &args.compare {
+            return compare(&dirs[0], &dirs[1], args.out.as_deref());
         }
-        let runs = report::read_runs(&args.dir.join("runs.jsonl"))?;
-        let setup_path = args.dir.join("setup.json");
+        // Without --compare, clap has required DIR.
+        let dir = args.dir.clone().unwrap_or_default();
+        if args.verdicts {
+            return verdicts(&dir, &args.commit);
+        }
+        let runs = report::read_runs(&dir.join("runs.jsonl"))?;
+        let setup_path = dir.join("setup.json");
         let text = std::fs::read_to_string(&setup_path)
             .with_context(|| format!("cannot read '{}'", setup_path.display()))?;
         let setup: Setup = serde_json::from_str(&text)
             .with_context(|| format!("'{}' is not a grid setup", setup_path.display()))?;
         let m = report::aggregate(setup, &runs);
-        report::export_all(&m, &args.dir)?;
+        report::export_all(&m, &dir)?;
         cli::print(&markdown::render(&m))?;
         Ok(ExitCode::SUCCESS)
     })
 }
 
+/// `tsreport --compare OLD NEW`.
+fn compare(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    use tsperf_lab::compare;
+    let c = compare::compare(old, new)?;
+    let name = |p: &std::path::Path| p.display().to_string();
+    let md = compare::markdown(&c, &name(old), &name(new));
+    let out = out.unwrap_or(new);
+    std::fs::create_dir_all(out).with_context(|| format!("cannot make '{}'", out.display()))?;
+    for (file, bytes) in [
+        ("compare.md", md.clone().into_bytes()),
+        ("compare.svg", compare::chart(&c, &name(old), &name(new))?),
+    ] {
+        let path = out.join(file);
+        std::fs::write(&path, bytes)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    cli::print(&md)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `tsreport --verdicts DIR`.
-fn verdicts(args: &Args) -> anyhow::Result<ExitCode> {
-    let (_, md) = tsperf_lab::verdicts::write_report(&args.dir, &args.commit)?;
+fn verdicts(dir: &std::path::Path, commit: &str) -> anyhow::Result<ExitCode> {
+    let (_, md) = tsperf_lab::verdicts::write_report(dir, commit)?;
     cli::print(&md)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -236,6 +236,43 @@ fn tsreport_rerenders() {
     assert_fails(&missing, 1, "cannot read");
 }
 
+/// Issue 35 (2): `tsreport --compare OLD NEW` puts two runs side by side (the committed grid
+/// against itself: every ratio 1, none beyond noise) and writes compare.md and compare.svg
+/// (its legend and a bar per cell); runs of another host pair are refused with the reason, and
+/// a missing run names what it could not read.
+#[test]
+fn tsreport_compares_two_runs() {
+    let tsreport = bin("tsserver").with_file_name("tsreport");
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let dir = tempfile::tempdir().unwrap();
+    let r = results.to_str().unwrap();
+    let out = run(
+        tsreport.clone(),
+        &["--compare", r, r, "--out", dir.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = std::fs::read_to_string(dir.path().join("compare.md")).unwrap();
+    assert_eq!(stdout(&out), md);
+    assert!(
+        md.contains("cells differ beyond noise** (0 better, 0 worse)"),
+        "{md}"
+    );
+    assert!(md.contains("| 1.000x |"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("compare.svg")).unwrap();
+    assert!(
+        svg.contains(&format!("{r} / {r}")),
+        "the legend names the ratio"
+    );
+    let lan = results.join("lan");
+    let refused = run(tsreport.clone(), &["--compare", r, lan.to_str().unwrap()]);
+    assert_fails(&refused, 1, "the runs were between different hosts");
+    let nope = dir.path().join("nope");
+    let missing = run(tsreport.clone(), &["--compare", r, nope.to_str().unwrap()]);
+    assert_fails(&missing, 1, "cannot read");
+    let usage = run(tsreport, &["--compare", r]);
+    assert_eq!(usage.status.code(), Some(2), "{}", stderr(&usage));
+}
+
 /// Issue 6: bad options are usage errors that name the option.
 #[test]
 fn matrix_usage_errors() {
