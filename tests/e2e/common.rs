@@ -498,3 +498,17 @@ pub(crate) fn stand_in_iperf3(dir: &Path, json: &str) -> (String, PathBuf) {
     let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
     (path, log)
 }
+
+/// Starts tsclient with `args`, waits `after`, sends it SIGINT, and returns its output.
+pub(crate) fn interrupt_client(args: &[&str], after: std::time::Duration) -> std::process::Output {
+    let child = std::process::Command::new(bin("tsclient"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    wait_child(child)
+}

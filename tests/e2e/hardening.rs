@@ -477,20 +477,6 @@ fn small_ones_read_right() {
     assert!(!err.contains("invalid host"), "{err}");
 }
 
-/// Starts tsclient with `args`, waits `after`, sends it SIGINT, and returns its output.
-fn interrupt_client(args: &[&str], after: Duration) -> std::process::Output {
-    let child = std::process::Command::new(bin("tsclient"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(after);
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    wait_child(child)
-}
-
 /// A server that reads 16 bytes at a time through a small window: a transfer that is still
 /// running when a test interrupts it.
 fn slow_server() -> Server {

@@ -56,20 +56,6 @@ fn parses_as(out: &std::process::Output, expected: &str, code: i32) -> ClientOut
     typed
 }
 
-/// Starts tsclient with `args`, sends it SIGINT after `after`, returns its output.
-fn interrupted(args: &[&str], after: Duration) -> std::process::Output {
-    let child = std::process::Command::new(bin("tsclient"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(after);
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    wait_child(child)
-}
-
 #[test]
 fn every_mode_prints_one_typed_object() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,7 +111,7 @@ fn every_mode_prints_one_typed_object() {
 fn ctrl_c_prints_one_typed_object() {
     let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
     let port = server.port.to_string();
-    let out = interrupted(
+    let out = interrupt_client(
         &["--port", &port, "--json", "--bytes", "64MiB", "-t", "30"],
         Duration::from_millis(500),
     );
@@ -138,14 +124,14 @@ fn ctrl_c_prints_one_typed_object() {
         }
         other => panic!("{other:?}"),
     }
-    let out = interrupted(
+    let out = interrupt_client(
         &[
             "--port", &port, "--json", "--sndbuf", "65536", "--bytes", "256MiB",
         ],
         Duration::from_millis(500),
     );
     parses_as(&out, "stream-failed", 130);
-    let out = interrupted(
+    let out = interrupt_client(
         &["--port", &port, "--json", "--bidir", "--bytes", "256MiB"],
         Duration::from_millis(500),
     );
@@ -231,7 +217,7 @@ fn json_stream_lines_parse_one_by_one() {
     // Ctrl-C in a timed run: samples, then the end with every byte until then verified.
     let slow = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
     let slow_port = slow.port.to_string();
-    let out = interrupted(
+    let out = interrupt_client(
         &[
             "-p",
             &slow_port,
