@@ -53,7 +53,8 @@ pub fn json(o: &Streams) -> ClientOutput {
             }));
         }
         (Some(d), None) | (None, Some(d)) => direction(d),
-        (None, None) => unreachable!("a stream run goes at least one way"),
+        // Every direction runs at least one way; a run that went none says so, not a panic.
+        (None, None) => direction(&Err("the run went neither way".to_owned())),
     };
     match d {
         Direction::Stream(StreamEntry::Done(Measured::Stream(s))) => {
