@@ -115,7 +115,14 @@ pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<
         let made = Made::new(case, &means, &files, work.path(), &tag)?;
         for rep in 1..=opts.reps {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                bail!("interrupted: {} runs made, none written", runs.len());
+                // What was measured is kept, beside (never over) a whole table.
+                let kept = opts.out.join("verdicts.interrupted.jsonl");
+                super::write(&kept, &runs)?;
+                bail!(
+                    "interrupted: the {} runs made are in '{}'",
+                    runs.len(),
+                    kept.display()
+                );
             }
             // A slow source is read from the disk each time, not the page cache.
             if case.limit == Limit::SlowSource {
