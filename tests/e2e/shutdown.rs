@@ -136,31 +136,9 @@ fn second_signal_ends_the_grace_at_once() {
 /// serving verified transfers, until it is asked too.
 #[test]
 fn two_servers_in_one_process_stop_apart() {
-    use tsperf_proto::{LogMode, StdoutKind};
-    use tsperf_server::{Accept, Policy, ServerConfig, budget::SendBudget};
-    let cfg = |blocking: bool| ServerConfig {
-        bind: Some(std::net::Ipv4Addr::LOCALHOST.into()),
-        port: 0,
-        once: false,
-        rcvbuf: None,
-        blocking,
-        max_clients: 16,
-        save: None,
-        threads: 1,
-        accept: Accept::Shared,
-        serve: None,
-        policy: Policy {
-            log: LogMode::None,
-            stdout: StdoutKind::Null,
-            ..Policy::default()
-        },
-        grace: Duration::from_secs(2),
-        send_budget: SendBudget::new(64 << 20),
-        log_file: None,
-    };
     let (a, b) = (
-        tsperf_server::Server::new(cfg(false)),
-        tsperf_server::Server::new(cfg(true)),
+        tsperf_server::Server::new(in_process(false)),
+        tsperf_server::Server::new(in_process(true)),
     );
     let (la, lb) = (
         tsperf_server::bind(&a.cfg).unwrap(),
@@ -196,4 +174,53 @@ fn two_servers_in_one_process_stop_apart() {
         assert!(ends_within(&hb), "the second server did not stop");
         assert!(ha.join().unwrap().unwrap() && hb.join().unwrap().unwrap());
     });
+}
+
+/// A quiet server's settings for one run in this process, on a port of its own.
+fn in_process(blocking: bool) -> tsperf_server::ServerConfig {
+    use tsperf_proto::{LogMode, StdoutKind};
+    use tsperf_server::{Accept, Policy, ServerConfig, budget::SendBudget};
+    ServerConfig {
+        bind: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        port: 0,
+        once: false,
+        rcvbuf: None,
+        blocking,
+        max_clients: 16,
+        save: None,
+        threads: 1,
+        accept: Accept::Shared,
+        serve: None,
+        policy: Policy {
+            log: LogMode::None,
+            stdout: StdoutKind::Null,
+            ..Policy::default()
+        },
+        grace: Duration::from_secs(2),
+        send_budget: SendBudget::new(64 << 20),
+        log_file: None,
+    }
+}
+
+/// A stop asked for before the server's loop has begun (a SIGTERM just after the listening
+/// line) still stops it, in both models: the loop that starts after the request sees it and
+/// does not wait in accept or poll for ever.
+#[test]
+fn a_stop_asked_before_serving_begins_still_stops() {
+    for blocking in [false, true] {
+        let srv = tsperf_server::Server::new(in_process(blocking));
+        let listener = tsperf_server::bind(&srv.cfg).unwrap();
+        srv.request_stop();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let serving = srv.clone();
+        // Not scoped: a loop that never ends must fail the test, not hang it.
+        std::thread::spawn(move || {
+            let _ = tx.send(serving.serve(listener).map_err(|e| e.to_string()));
+        });
+        let ended = rx.recv_timeout(DEADLINE);
+        assert!(
+            matches!(ended, Ok(Ok(_))),
+            "blocking {blocking}: a stop asked before serving began did not stop it: {ended:?}"
+        );
+    }
 }

@@ -156,13 +156,19 @@ impl Server {
         }
     }
 
-    /// Registers how to wake one of the server's loops when a stop is requested.
+    /// Registers how to wake one of the server's loops when a stop is requested. A stop asked
+    /// before (a signal just after the listening line) wakes it at once: under the lock, either
+    /// [`Server::request_stop`] sees this waker or this sees its flag.
     pub(crate) fn on_stop(&self, wake: impl Fn() + Send + 'static) {
-        self.state
+        let mut wakers = self
+            .state
             .wakers
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Box::new(wake));
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.stopping() {
+            wake();
+        }
+        wakers.push(Box::new(wake));
     }
 
     /// The count of open connections.
