@@ -1,0 +1,254 @@
+//! The far host's install (issue 35 (1), issue 16 (5)): the Debian package `cargo deb` builds
+//! from packaging/debian/ and Cargo.toml's `[package.metadata.deb]`, and its systemd unit.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::common::*;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The binaries the package carries: every one but tsdocs, which writes this tree's docs/.
+const PACKAGED: [&str; 8] = [
+    "tsserver",
+    "tsclient",
+    "tsgen",
+    "tsmatrix",
+    "tsreport",
+    "tspeers",
+    "tsscale",
+    "tsverdicts",
+];
+
+/// The flags tsserver.service starts tsserver with: `TSSERVER_OPTS` of the default file
+/// (packaging/debian/tsserver.default, installed as /etc/default/tsserver).
+fn service_flags(default_file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(default_file).unwrap();
+    let value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("TSSERVER_OPTS="))
+        .unwrap_or_else(|| panic!("no TSSERVER_OPTS= line in {}", default_file.display()));
+    value
+        .trim_matches('"')
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `systemd-analyze verify` finds nothing to say about packaging/debian/tsserver.service (with
+/// its ExecStart pointed at the built binary), and the default file's flags start a tsserver.
+/// Skipped, with a message, where systemd-analyze is not installed.
+#[test]
+fn systemd_unit_verifies() {
+    let unit =
+        std::fs::read_to_string(format!("{ROOT}/packaging/debian/tsserver.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    assert_eq!(exec, "/usr/bin/tsserver $TSSERVER_OPTS");
+    for line in [
+        "User=tsserver",
+        "EnvironmentFile=-/etc/default/tsserver",
+        "NoNewPrivileges=yes",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "no {line}: {unit}");
+    }
+    let flags = service_flags(Path::new(&format!(
+        "{ROOT}/packaging/debian/tsserver.default"
+    )));
+    assert!(flags.iter().any(|f| f == "--log"), "{flags:?}");
+    let mut cmd = Command::new(bin("tsserver"));
+    cmd.args(&flags)
+        .args(["--bind", "127.0.0.1", "--port", "0"]);
+    let server = Server::spawn(cmd);
+    assert!(server.port > 0);
+
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: systemd-analyze is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tsserver.service");
+    let here = bin("tsserver").display().to_string();
+    std::fs::write(&path, unit.replace("/usr/bin/tsserver", &here)).unwrap();
+    // --man=no: the Documentation= man page is the package's, not installed here.
+    let out = run(
+        "systemd-analyze".into(),
+        &["verify", "--man=no", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim(),
+        "",
+        "systemd-analyze has something to say"
+    );
+}
+
+/// Runs `program args` (bounded at three minutes: `cargo deb` compresses 15 MB) and returns
+/// its output, or None when the program is not there.
+fn tool(program: &str, args: &[&str], dir: &Path) -> Option<Output> {
+    let mut cmd = assert_cmd::Command::new(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .timeout(Duration::from_secs(180));
+    let out = cmd.output().ok()?;
+    assert!(
+        out.status.code().is_some(),
+        "{program} {args:?} was killed (timeout or signal): {}",
+        stderr(&out)
+    );
+    Some(out)
+}
+
+/// Runs `program args` that must succeed, and returns its stdout.
+fn ok(program: &str, args: &[&str]) -> String {
+    let out = tool(program, args, Path::new(ROOT)).unwrap_or_else(|| panic!("no {program}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{program} {args:?}: {}",
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+/// Builds the package with `cargo deb --no-build` from this build's release binaries into
+/// `out`, or says why it cannot (and the test skips).
+fn build_package(out: &Path) -> Result<PathBuf, String> {
+    if bin("tsserver").parent().and_then(Path::file_name) != Some("release".as_ref()) {
+        return Err("the package is made of release binaries: run cargo test --release".into());
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = Path::new(ROOT);
+    match tool(&cargo, &["deb", "--version"], root) {
+        Some(o) if o.status.success() => {}
+        _ => return Err("cargo-deb is not installed (cargo install --locked cargo-deb)".into()),
+    }
+    if tool("dpkg-deb", &["--version"], root).is_none() {
+        return Err("dpkg-deb is not installed".into());
+    }
+    let built = tool(
+        &cargo,
+        &[
+            "deb",
+            "--no-build",
+            "--fast",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        root,
+    )
+    .unwrap();
+    assert_eq!(
+        built.status.code(),
+        Some(0),
+        "cargo deb: {}",
+        stderr(&built)
+    );
+    let arch = ok("dpkg", &["--print-architecture"]);
+    let name = format!("tsperf_{}-1_{}.deb", env!("CARGO_PKG_VERSION"), arch.trim());
+    let deb = out.join(&name);
+    assert!(deb.is_file(), "no {name}: {}", stdout(&built));
+    Ok(deb)
+}
+
+/// Issue 35 (1): `cargo deb` builds tsperf_VERSION-1_ARCH.deb; `dpkg-deb -c` lists every
+/// binary but tsdocs (executable), each one's man page and bash, fish and zsh completions, the
+/// systemd unit and /etc/default/tsserver (a conffile); its postinst makes the tsserver user
+/// and neither enables nor starts the unit; unpacked in a scratch root, its tsserver names the
+/// same commit as this build and, started with the default file's flags, serves a verified
+/// transfer from its tsclient. Skipped, with a message, where cargo-deb or dpkg-deb is missing.
+#[test]
+fn the_debian_package_installs_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let deb = match build_package(dir.path()) {
+        Ok(deb) => deb,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let deb_arg = deb.to_str().unwrap();
+    let listing = ok("dpkg-deb", &["-c", deb_arg]);
+    let entries: Vec<(&str, &str)> = listing
+        .lines()
+        .filter_map(|l| Some((l.split_whitespace().next()?, l.split_whitespace().last()?)))
+        .collect();
+    let has = |path: &str| entries.iter().find(|(_, p)| *p == path).map(|(m, _)| *m);
+    for name in PACKAGED {
+        assert_eq!(
+            has(&format!("./usr/bin/{name}")),
+            Some("-rwxr-xr-x"),
+            "{listing}"
+        );
+        for file in [
+            format!("./usr/share/man/man1/{name}.1.gz"),
+            format!("./usr/share/bash-completion/completions/{name}.bash"),
+            format!("./usr/share/fish/vendor_completions.d/{name}.fish"),
+            format!("./usr/share/zsh/vendor-completions/_{name}"),
+        ] {
+            assert!(has(&file).is_some(), "no {file}: {listing}");
+        }
+    }
+    for file in [
+        "./usr/lib/systemd/system/tsserver.service",
+        "./etc/default/tsserver",
+    ] {
+        assert!(has(file).is_some(), "no {file}: {listing}");
+    }
+    assert!(!listing.contains("tsdocs"), "{listing}");
+
+    let info = |part: &str| ok("dpkg-deb", &["-I", deb_arg, part]);
+    assert_eq!(info("conffiles").trim(), "/etc/default/tsserver");
+    assert!(ok("dpkg-deb", &["-f", deb_arg, "Depends"]).contains("adduser"));
+    let postinst = info("postinst");
+    assert!(postinst.contains("adduser --system --group"), "{postinst}");
+    // Installed disabled and stopped: enabled again only if it was, restarted only on upgrade.
+    assert!(!postinst.contains("invoke start"), "{postinst}");
+    assert!(!postinst.contains("_dh_action=start"), "{postinst}");
+    let enable = postinst.find("deb-systemd-helper enable").unwrap_or(0);
+    assert!(
+        postinst.find("was-enabled").is_some_and(|w| w < enable) || enable == 0,
+        "{postinst}"
+    );
+    for script in ["postinst", "prerm", "postrm"] {
+        let path = dir.path().join(script);
+        std::fs::write(&path, info(script)).unwrap();
+        ok("sh", &["-n", path.to_str().unwrap()]);
+    }
+
+    // The scratch root: the package's tree unpacked.
+    let root = dir.path().join("root");
+    ok("dpkg-deb", &["-x", deb_arg, root.to_str().unwrap()]);
+    let installed = |name: &str| root.join("usr/bin").join(name);
+    let version = ok(installed("tsserver").to_str().unwrap(), &["--version"]);
+    assert!(version.contains("(commit "), "{version}");
+    assert_eq!(
+        version,
+        ok(bin("tsserver").to_str().unwrap(), &["--version"]),
+        "the package's tsserver is not this build's"
+    );
+    let mut cmd = Command::new(installed("tsserver"));
+    cmd.args(service_flags(&root.join("etc/default/tsserver")))
+        .args(["--bind", "127.0.0.1", "--port", "0"]);
+    let server = Server::spawn(cmd);
+    let out = run(
+        installed("tsclient"),
+        &[
+            "--port",
+            &server.port.to_string(),
+            "--bytes",
+            "1MiB",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["verified"], true, "{result}");
+}
