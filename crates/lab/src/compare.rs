@@ -351,10 +351,10 @@ pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
 /// The chart of ratios: a bar per cell, new over old, on a log axis.
 pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
     let groups: Vec<String> = c.rows.iter().map(|r| r.cell.clone()).collect();
-    let series = [crate::report::svg::Series {
-        label: format!("{new} / {old}"),
-        values: c.rows.iter().map(|r| Some(r.ratio)).collect(),
-    }];
+    let series = [crate::report::svg::Series::new(
+        format!("{new} / {old}"),
+        c.rows.iter().map(|r| Some(r.ratio)).collect(),
+    )];
     crate::report::svg::grouped_bars(
         &format!("{new} against {old}: median ratio per cell"),
         "new / old",

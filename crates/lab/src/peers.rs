@@ -278,9 +278,8 @@ pub fn exporters() -> Vec<Box<dyn Exporter<PeersReport>>> {
 /// receiver-side MiB/s per chunk size.
 fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
     use crate::report::svg::{Series, grouped_bars};
-    let series = |label: &str, f: fn(&PeerRow) -> f64| Series {
-        label: label.to_owned(),
-        values: rows.iter().map(|r| Some(f(r))).collect(),
+    let series = |label: &str, f: fn(&PeerRow) -> f64| {
+        Series::new(label, rows.iter().map(|r| Some(f(r))).collect())
     };
     let groups: Vec<String> = rows
         .iter()

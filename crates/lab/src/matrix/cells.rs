@@ -40,8 +40,19 @@ pub struct Target {
 /// reads, so `stdout` is left out (run `tsclient -R --log stdout` by hand for it).
 pub(super) const REVERSE_SINKS: [LogMode; 2] = [LogMode::None, LogMode::File];
 
-/// The timeline's sampling interval, for the smallest and largest chunk's cells.
-pub(super) const TIMELINE_INTERVAL_MS: u32 = 5;
+/// About this many samples make a timeline line: enough for a 40 ms transfer to show its
+/// shape, few enough to read.
+const TIMELINE_SAMPLES: f64 = 64.0;
+
+/// The timeline's sampling interval for one of the smallest or largest chunk's cells, chosen
+/// from how long the transfer is expected to take (`expected_s`, its previous repetition):
+/// about [`TIMELINE_SAMPLES`] samples, never under tsclient's 1 ms. With nothing to expect (the
+/// first repetition) it samples every 1 ms, and [`TIMELINE_MAX_SAMPLES`] bounds what is kept.
+pub(super) fn timeline_interval_ms(expected_s: Option<f64>) -> u32 {
+    expected_s.map_or(1, |s| {
+        (s * 1000.0 / TIMELINE_SAMPLES).round().clamp(1.0, 1000.0) as u32
+    })
+}
 /// At most this many samples of a run are kept in `runs.jsonl` (neighbours merged in pairs,
 /// the interval doubled, until they fit), so the committed results stay small.
 pub const TIMELINE_MAX_SAMPLES: usize = 128;
@@ -240,6 +251,17 @@ pub fn latency_cells() -> Vec<LatencyCell> {
 mod tests {
     use super::*;
 
+    /// The timeline samples about 64 times a transfer whose length it expects, never under
+    /// 1 ms, and at 1 ms when it expects nothing: a 40 ms transfer gets 40 samples, not 8.
+    #[test]
+    fn timeline_interval_follows_the_expected_duration() {
+        assert_eq!(timeline_interval_ms(None), 1);
+        assert_eq!(timeline_interval_ms(Some(0.04)), 1);
+        assert_eq!(timeline_interval_ms(Some(0.37)), 6);
+        assert_eq!(timeline_interval_ms(Some(2.3)), 36);
+        assert_eq!(timeline_interval_ms(Some(3600.0)), 1000);
+    }
+
     /// Stream cells give the arguments and labels the grid has always used.
     #[test]
     fn stream_cell_arguments_and_labels() {
@@ -281,7 +303,7 @@ mod tests {
         let plain = StreamCell {
             log: LogMode::File,
             strategy: Strategy::Write,
-            interval_ms: Some(TIMELINE_INTERVAL_MS),
+            interval_ms: Some(timeline_interval_ms(Some(0.32))),
             ..c
         };
         assert_eq!(plain.label(), "nonblocking");

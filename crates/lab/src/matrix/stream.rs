@@ -9,6 +9,7 @@ use super::cells::{self, REVERSE_SINKS, StreamCell, Target};
 use super::{GridConfig, Recorder, SINKS};
 use crate::report::{Run, logged_to};
 use tsperf_proto::LogMode;
+use tsperf_results::json::ClientJson;
 use tsperf_results::strategy::{ClientIo, Strategy};
 
 /// The directions and stream counts the grid runs, in order: forward for every count, then
@@ -83,7 +84,7 @@ pub(super) fn grid(
                         io,
                         strategy,
                         log,
-                        interval_ms: timeline.then_some(cells::TIMELINE_INTERVAL_MS),
+                        interval_ms: timeline.then(|| cells::timeline_interval_ms(None)),
                         streams,
                         reverse,
                     })
@@ -112,8 +113,16 @@ fn column(
         (true, 1) => " reverse".to_owned(),
         (true, n) => format!(" reverse -P {n}"),
     };
+    // Each cell's last duration: a sampled cell's next timeline interval follows it.
+    let mut expected: Vec<Option<f64>> = vec![None; cells.len()];
     for rep in 1..=cfg.reps {
-        for cell in cells {
+        for (cell, expected) in cells.iter().zip(&mut expected) {
+            let cell = &StreamCell {
+                interval_ms: cell
+                    .interval_ms
+                    .map(|_| cells::timeline_interval_ms(*expected)),
+                ..*cell
+            };
             bar.set_message(format!(
                 "stream{dims} chunk {} {label} log {} rep {rep}/{}",
                 cell.chunk, cell.log, cfg.reps
@@ -123,6 +132,9 @@ fn column(
                 args.extend(["--time".to_owned(), t.to_string()]);
             }
             let result = rec.measure(port, &args)?;
+            if let ClientJson::Stream(s) = &result {
+                *expected = Some(s.elapsed_s);
+            }
             let reported = logged_to(&result, cell.reverse);
             anyhow::ensure!(
                 reported == Some(cell.log.to_string()),

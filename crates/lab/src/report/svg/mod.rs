@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Exporter, Matrix};
+use super::{Exporter, Matrix, StreamRow};
 
 /// The stream cells' rates as bars: `throughput.svg`.
 pub struct ThroughputSvg;
@@ -97,7 +97,79 @@ pub struct Series {
     pub label: String,
     /// One value per group.
     pub values: Vec<Option<f64>>,
+    /// Per group, the lowest and highest value measured, drawn as a whisker over the bar
+    /// (empty: no whiskers).
+    pub spread: Vec<Option<(f64, f64)>>,
+    /// Its colour (`None`: the next of a stock palette).
+    pub color: Option<RGBAColor>,
 }
+
+impl Series {
+    /// A series of `values` in the palette's next colour, without whiskers.
+    pub fn new(label: impl Into<String>, values: Vec<Option<f64>>) -> Series {
+        Series {
+            label: label.into(),
+            values,
+            spread: Vec::new(),
+            color: None,
+        }
+    }
+}
+
+/// The colours of a matrix's charts: a hue per server log sink (none green, file blue, stdout
+/// red-orange: the slow one stands out) and a shade of it per client io, the same in every
+/// chart, so a sink's cost reads without the legend.
+pub struct Colors {
+    /// The client ios, in the order they get their shades.
+    ios: Vec<String>,
+}
+
+impl Colors {
+    /// The colours for `m`: its client ios in the order the stream table, then the timeline,
+    /// first names them.
+    pub fn of(m: &Matrix) -> Colors {
+        let mut ios: Vec<String> = Vec::new();
+        for io in m
+            .stream
+            .iter()
+            .map(|r| &r.io)
+            .chain(m.timeline.iter().map(|t| &t.io))
+        {
+            if !ios.contains(io) {
+                ios.push(io.clone());
+            }
+        }
+        Colors { ios }
+    }
+
+    /// The colour of client `io` with server log `log`: the sink's hue, in the io's shade (the
+    /// first io as is, the next lighter, then darker, ...).
+    pub fn get(&self, io: &str, log: &str) -> RGBAColor {
+        let (r, g, b) = match log {
+            "none" => (0x2e, 0x7d, 0x32),
+            "file" => (0x15, 0x65, 0xc0),
+            "stdout" => (0xd8, 0x43, 0x15),
+            _ => (0x61, 0x61, 0x61),
+        };
+        // Toward white (positive) or black (negative) by this fraction, io by io.
+        const SHADES: [f64; 6] = [0.0, 0.5, -0.4, 0.75, -0.65, 0.25];
+        let rank = self.ios.iter().position(|x| x == io).unwrap_or(0);
+        let t = SHADES[rank % SHADES.len()];
+        let mix = |c: u8| {
+            let c = f64::from(c);
+            (if t >= 0.0 {
+                c + (255.0 - c) * t
+            } else {
+                c * (1.0 + t)
+            })
+            .round() as u8
+        };
+        RGBColor(mix(r), mix(g), mix(b)).to_rgba()
+    }
+}
+
+/// The whiskers' colour: near black, over any bar.
+const WHISKER: RGBColor = RGBColor(0x21, 0x21, 0x21);
 
 /// A bar chart on a log axis: one group of bars per `groups` label, one bar per series in each
 /// group, side by side in series order; the legend in a column on the right.
@@ -107,11 +179,10 @@ pub fn grouped_bars(
     groups: &[String],
     series: &[Series],
 ) -> Result<Vec<u8>> {
-    let (lo, hi) = bounds(
-        series
-            .iter()
-            .flat_map(|s| s.values.iter().flatten().copied()),
-    );
+    let (lo, hi) = bounds(series.iter().flat_map(|s| {
+        let spread = s.spread.iter().flatten().flat_map(|&(a, b)| [a, b]);
+        s.values.iter().flatten().copied().chain(spread)
+    }));
     let side = legend_width(series.iter().map(|s| s.label.chars().count()));
     let mut svg = String::new();
     {
@@ -148,15 +219,30 @@ pub fn grouped_bars(
         let width = 0.8 / series.len().max(1) as f64;
         let mut entries = Vec::new();
         for (si, s) in series.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
+            let color = s.color.unwrap_or_else(|| Palette99::pick(si).to_rgba());
+            let x0 = |g: usize| g as f64 + 0.1 + si as f64 * width;
             let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
-                let x0 = g as f64 + 0.1 + si as f64 * width;
                 Some(Rectangle::new(
-                    [(x0, lo), (x0 + width * 0.9, v.as_ref()?.max(lo))],
+                    [(x0(g), lo), (x0(g) + width * 0.9, v.as_ref()?.max(lo))],
                     color.filled(),
                 ))
             });
             chart.draw_series(bars).map_err(plot_err)?;
+            // A whisker from the lowest to the highest value, capped at both ends.
+            let whiskers = s.spread.iter().enumerate().flat_map(|(g, w)| {
+                let (mid, cap) = (x0(g) + width * 0.45, width * 0.2);
+                w.iter().flat_map(move |&(a, b)| {
+                    let (a, b) = (a.max(lo), b.max(lo));
+                    [
+                        vec![(mid, a), (mid, b)],
+                        vec![(mid - cap, a), (mid + cap, a)],
+                        vec![(mid - cap, b), (mid + cap, b)],
+                    ]
+                })
+            });
+            chart
+                .draw_series(whiskers.map(|p| PathElement::new(p, WHISKER.stroke_width(2))))
+                .map_err(plot_err)?;
             entries.push((s.label.clone(), color));
         }
         legend(&key, &entries)?;
@@ -181,25 +267,34 @@ impl Exporter for ThroughputSvg {
                 keys.push((&r.io, &r.log));
             }
         }
+        let colors = Colors::of(m);
         let series: Vec<Series> = keys
             .iter()
-            .map(|(io, log)| Series {
-                label: format!("{io}, log {log}"),
-                values: chunks
+            .map(|&(io, log)| {
+                let rows: Vec<Option<&StreamRow>> = chunks
                     .iter()
                     .map(|c| {
                         m.stream
                             .iter()
-                            .find(|r| r.chunk == *c && r.io == *io && r.log == *log)
-                            .map(|r| r.median_mib_s)
+                            .find(|r| r.chunk == *c && r.io == io && r.log == log)
                     })
-                    .collect(),
+                    .collect();
+                Series {
+                    label: format!("{io}, log {log}"),
+                    values: rows.iter().map(|r| r.map(|r| r.median_mib_s)).collect(),
+                    spread: rows
+                        .iter()
+                        .map(|r| r.map(|r| (r.min_mib_s, r.max_mib_s)))
+                        .collect(),
+                    color: Some(colors.get(io, log)),
+                }
             })
             .collect();
         let groups: Vec<String> = chunks.iter().map(|c| format!("chunk {c} B")).collect();
         grouped_bars(
             &format!(
-                "Stream throughput, median MiB/s (log scale), {}",
+                "Stream throughput, median MiB/s, whiskers slowest to fastest repetition \
+                 (log scale), {}",
                 m.setup.network
             ),
             "MiB/s",
@@ -304,6 +399,7 @@ pub fn texts(bytes: &[u8]) -> Vec<String> {
 }
 
 mod timeline;
+pub use timeline::{Scale, scales};
 
 #[cfg(test)]
 mod tests;

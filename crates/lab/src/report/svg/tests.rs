@@ -1,6 +1,7 @@
 //! The charts: well-formed, labelled, legible.
 
 use super::*;
+use std::collections::BTreeSet;
 
 fn well_formed(bytes: &[u8]) -> roxmltree::Document<'_> {
     roxmltree::Document::parse(std::str::from_utf8(bytes).unwrap()).expect("well-formed SVG")
@@ -163,7 +164,7 @@ fn empty_matrix_draws() {
     well_formed(&TimelineSvg.serialize(&m).unwrap());
 }
 
-/// The timeline has a panel per log sink and chunk, and a legend entry per client io.
+/// The timeline has a panel per log sink and chunk, and a legend entry per client io and sink.
 #[test]
 fn timeline_panels_and_legend() {
     let svg = TimelineSvg
@@ -173,10 +174,168 @@ fn timeline_panels_and_legend() {
     for want in [
         "server log none, chunk 102 B",
         "server log stdout, chunk 10240 B",
-        "blocking",
-        "nonblocking",
+        "blocking, log none",
+        "nonblocking, log stdout",
         "seconds since the first byte",
     ] {
         assert!(t.iter().any(|x| x == want), "{want} not in {t:?}");
     }
+}
+
+/// `#RRGGBB` as plotters' SVG writes a colour.
+fn hex(c: RGBAColor) -> String {
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
+
+/// The fill of each legend swatch (a 12 px square) and the label beside it, in order.
+fn legend_entries(bytes: &[u8]) -> Vec<(String, String)> {
+    let doc = well_formed(bytes);
+    let swatches: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("12"))
+        .collect();
+    let labels: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("x") == Some(&*swatch_label_x(&swatches)))
+        .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+        .collect();
+    swatches
+        .iter()
+        .map(|n| n.attribute("fill").unwrap_or("").to_owned())
+        .zip(labels)
+        .map(|(fill, label)| (label, fill))
+        .collect()
+}
+
+/// The x of the legend's labels: 18 px right of its swatches'.
+fn swatch_label_x(swatches: &[roxmltree::Node]) -> String {
+    let x: f64 = swatches
+        .first()
+        .and_then(|n| n.attribute("x")?.parse().ok())
+        .unwrap_or(0.0);
+    format!("{}", x + 18.0)
+}
+
+/// Issue 35 (4): the throughput chart's bars have min-max whiskers, one per cell, spanning
+/// exactly the slowest to the fastest repetition; its legend names every io and sink, in a
+/// colour per sink (a shade per io) that the timeline's legend gives the same pair.
+#[test]
+fn throughput_whiskers_and_one_colour_per_sink() {
+    let m = super::super::fixture::matrix();
+    let bytes = ThroughputSvg.serialize(&m).unwrap();
+    let doc = well_formed(&bytes);
+    let point = |p: &str| -> (f64, f64) {
+        let (x, y) = p.split_once(',').unwrap();
+        (x.parse().unwrap(), y.parse().unwrap())
+    };
+    // A whisker's stem: a vertical line of two points in the whisker colour.
+    let stems: Vec<(f64, f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some("#212121"))
+        .filter_map(|n| {
+            let pts: Vec<(f64, f64)> = n
+                .attribute("points")?
+                .split_whitespace()
+                .map(point)
+                .collect();
+            match pts[..] {
+                [(x0, y0), (x1, y1)] if x0 == x1 => Some((x0, y0.min(y1), y0.max(y1))),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        stems.len(),
+        m.stream.len(),
+        "one whisker per cell: {stems:?}"
+    );
+    let spread: Vec<&StreamRow> = m
+        .stream
+        .iter()
+        .filter(|r| r.max_mib_s > r.min_mib_s * 1.05)
+        .collect();
+    assert!(!spread.is_empty(), "the fixture has cells with a spread");
+    assert!(
+        stems
+            .iter()
+            .filter(|(_, top, bottom)| bottom - top >= 1.0)
+            .count()
+            >= spread.len(),
+        "whiskers of cells with a spread have a length: {stems:?}"
+    );
+    // Each whisker stands on a bar: its x within a bar of the cell's colour.
+    let colors = Colors::of(&m);
+    let bars: Vec<(f64, f64, String)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("width") != Some("12"))
+        .filter_map(|n| {
+            let x: f64 = n.attribute("x")?.parse().ok()?;
+            let w: f64 = n.attribute("width")?.parse().ok()?;
+            Some((x, x + w, n.attribute("fill")?.to_owned()))
+        })
+        .collect();
+    for (x, _, _) in &stems {
+        assert!(
+            bars.iter().any(|(a, b, _)| a < x && x < b),
+            "a whisker at {x} on no bar"
+        );
+    }
+
+    let legend = legend_entries(&bytes);
+    let timeline = legend_entries(&TimelineSvg.serialize(&m).unwrap());
+    for r in &m.stream {
+        let label = format!("{}, log {}", r.io, r.log);
+        let fill = hex(colors.get(&r.io, &r.log));
+        assert!(
+            legend.contains(&(label.clone(), fill.clone())),
+            "{label} {fill}: {legend:?}"
+        );
+        assert!(
+            bars.iter().any(|(_, _, f)| *f == fill),
+            "no bar of {label} in {fill}"
+        );
+        if let Some(t) = timeline.iter().find(|(l, _)| *l == label) {
+            assert_eq!(t.1, fill, "{label}: another colour in the timeline");
+        }
+    }
+    assert!(!timeline.is_empty(), "the timeline has a legend");
+    // A hue per sink: the sinks' colours differ for one io, and one sink's shades differ by io.
+    let sinks: BTreeSet<String> = ["none", "file", "stdout"]
+        .map(|l| hex(colors.get("blocking", l)))
+        .into();
+    assert_eq!(sinks.len(), 3);
+    assert_ne!(
+        hex(colors.get("blocking", "none")),
+        hex(colors.get("nonblocking", "none"))
+    );
+}
+
+/// Issue 35 (4): the panels of one chunk size share their scales: the time axis runs to the
+/// longest transfer of any sink, the rate axis to the fastest sample of any sink.
+#[test]
+fn timeline_panels_of_a_chunk_share_a_scale() {
+    let mut m = super::super::fixture::matrix();
+    let line = |log: &str, chunk: u32, end: f64, rate: f64| super::super::Timeline {
+        log: log.into(),
+        chunk,
+        io: "blocking".into(),
+        points: vec![(0.0, end / 2.0, rate), (end / 2.0, end, rate / 2.0)],
+    };
+    m.timeline = vec![
+        line("none", 102, 0.4, 100.0),
+        line("stdout", 102, 2.4, 15.0),
+        line("none", 10240, 0.02, 2000.0),
+        line("stdout", 10240, 0.04, 900.0),
+    ];
+    let s = scales(&m);
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!((s[0].chunk, s[0].seconds), (102, 2.4));
+    assert!((s[0].mib_s - 110.0).abs() < 1e-9, "{s:?}");
+    assert_eq!((s[1].chunk, s[1].seconds), (10240, 0.04));
+    assert!((s[1].mib_s - 2200.0).abs() < 1e-9, "{s:?}");
+    // Drawn: the stdout panel of 10240 B (900 MiB/s at most) has the none panel's 2000 tick,
+    // as often as both have the 500 one.
+    let t = texts(&TimelineSvg.serialize(&m).unwrap());
+    let count = |tick: &str| t.iter().filter(|x| *x == tick).count();
+    assert!(count("2000") > 0 && count("2000") == count("500"), "{t:?}");
 }

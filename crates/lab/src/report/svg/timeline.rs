@@ -1,11 +1,10 @@
-//! `timeline.svg`: throughput in time, a panel per log sink and chunk.
+//! `timeline.svg`: throughput in time, a panel per log sink and chunk, one scale per chunk.
 
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::PaletteColor;
 
-use super::{SIZE, TimelineSvg, legend, legend_width, plot_err};
+use super::{Colors, SIZE, TimelineSvg, legend, legend_width, plot_err};
 use crate::report::{Exporter, Matrix};
 
 impl Exporter for TimelineSvg {
@@ -13,29 +12,31 @@ impl Exporter for TimelineSvg {
         "timeline.svg"
     }
 
-    /// A panel per log sink (rows) and chunk (columns), a line per client io: MiB/s in each
-    /// interval, drawn as steps, on a linear axis from 0 so a stall shows as a drop to the
-    /// floor. Each panel has its own scales (a logged transfer can take a hundred times longer).
+    /// A panel per log sink (rows) and chunk (columns), a line per client io in the sink's
+    /// colour and the io's shade ([`Colors`]): MiB/s in each interval, drawn as steps, on a
+    /// linear axis from 0 so a stall shows as a drop to the floor. The panels of one chunk
+    /// share their scales ([`scales`]), so a slow sink's line sits as low, and runs as long,
+    /// as it is against the others.
     fn serialize(&self, m: &Matrix) -> Result<Vec<u8>> {
         let mut logs: Vec<&str> = Vec::new();
-        let mut chunks: Vec<u32> = Vec::new();
-        let mut ios: Vec<&str> = Vec::new();
+        let mut keys: Vec<(&str, &str)> = Vec::new();
         for t in &m.timeline {
             if !logs.contains(&t.log.as_str()) {
                 logs.push(&t.log);
             }
-            if !chunks.contains(&t.chunk) {
-                chunks.push(t.chunk);
-            }
-            if !ios.contains(&t.io.as_str()) {
-                ios.push(&t.io);
+            if !keys.contains(&(t.io.as_str(), t.log.as_str())) {
+                keys.push((&t.io, &t.log));
             }
         }
-        chunks.sort_unstable();
-        let side = legend_width(ios.iter().map(|k| k.chars().count()));
+        let scales = scales(m);
+        let colors = Colors::of(m);
+        let entries: Vec<(String, RGBAColor)> = keys
+            .iter()
+            .map(|&(io, log)| (format!("{io}, log {log}"), colors.get(io, log)))
+            .collect();
+        let side = legend_width(entries.iter().map(|(l, _)| l.chars().count()));
         let panel_h = 260u32;
         let height = 40 + panel_h * logs.len().max(1) as u32;
-        let color = |io: &str| Palette99::pick(ios.iter().position(|x| *x == io).unwrap_or(0));
         let mut svg = String::new();
         {
             let root =
@@ -45,7 +46,8 @@ impl Exporter for TimelineSvg {
             title
                 .draw(&Text::new(
                     format!(
-                        "Throughput over time (acknowledged MiB/s per interval), {}",
+                        "Throughput over time (acknowledged MiB/s per interval), {}; \
+                         one scale per chunk size",
                         m.setup.network
                     ),
                     (14, 24),
@@ -53,20 +55,14 @@ impl Exporter for TimelineSvg {
                 ))
                 .map_err(plot_err)?;
             let (plots, key) = body.split_horizontally(SIZE.0);
-            let panels = plots.split_evenly((logs.len().max(1), chunks.len().max(1)));
+            let cols = scales.len().max(1);
+            let panels = plots.split_evenly((logs.len().max(1), cols));
             for (i, panel) in panels.iter().enumerate() {
-                let (Some(log), Some(chunk)) = (
-                    logs.get(i / chunks.len().max(1)),
-                    chunks.get(i % chunks.len().max(1)),
-                ) else {
+                let (Some(log), Some(scale)) = (logs.get(i / cols), scales.get(i % cols)) else {
                     continue;
                 };
-                draw_panel(panel, m, log, *chunk, &color)?;
+                draw_panel(panel, m, log, scale, &colors)?;
             }
-            let entries: Vec<(String, RGBAColor)> = ios
-                .iter()
-                .map(|io| (io.to_string(), color(io).to_rgba()))
-                .collect();
             legend(&key, &entries)?;
             root.present().map_err(plot_err)?;
         }
@@ -74,56 +70,88 @@ impl Exporter for TimelineSvg {
     }
 }
 
-/// One panel: the transfers of sink `log` and `chunk`, a step line per client io.
+/// The scale of one chunk size's panels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// The chunk size.
+    pub chunk: u32,
+    /// The time axis' end: the longest sampled transfer of the chunk, any sink, seconds.
+    pub seconds: f64,
+    /// The rate axis' end: a tenth above the highest sample of the chunk, any sink, MiB/s.
+    pub mib_s: f64,
+}
+
+/// One [`Scale`] per chunk size of the timeline, smallest first: every sink's panel of a chunk
+/// is drawn on it.
+pub fn scales(m: &Matrix) -> Vec<Scale> {
+    let mut chunks: Vec<u32> = m.timeline.iter().map(|t| t.chunk).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    chunks
+        .into_iter()
+        .map(|chunk| {
+            let lines = m.timeline.iter().filter(|t| t.chunk == chunk);
+            let seconds = lines
+                .clone()
+                .filter_map(|t| t.points.last().map(|p| p.1))
+                .fold(0f64, f64::max)
+                .max(1e-3);
+            let mib_s = lines
+                .flat_map(|t| t.points.iter().map(|p| p.2))
+                .fold(0f64, f64::max)
+                .max(1e-3)
+                * 1.1;
+            Scale {
+                chunk,
+                seconds,
+                mib_s,
+            }
+        })
+        .collect()
+}
+
+/// One panel: the transfers of sink `log` and the scale's chunk, a step line per client io.
 fn draw_panel<DB: DrawingBackend>(
     panel: &DrawingArea<DB, Shift>,
     m: &Matrix,
     log: &str,
-    chunk: u32,
-    color: &dyn Fn(&str) -> PaletteColor<Palette99>,
+    scale: &Scale,
+    colors: &Colors,
 ) -> Result<()> {
-    let lines: Vec<&crate::report::Timeline> = m
-        .timeline
-        .iter()
-        .filter(|t| t.log == log && t.chunk == chunk)
-        .collect();
-    let x_hi = lines
-        .iter()
-        .filter_map(|t| t.points.last().map(|p| p.1))
-        .fold(0f64, f64::max)
-        .max(1e-3);
-    let y_hi = lines
-        .iter()
-        .flat_map(|t| t.points.iter().map(|p| p.2))
-        .fold(0f64, f64::max)
-        .max(1e-3)
-        * 1.1;
     let mut chart = ChartBuilder::on(panel)
         .caption(
-            format!("server log {log}, chunk {chunk} B"),
+            format!("server log {log}, chunk {} B", scale.chunk),
             ("sans-serif", 15),
         )
         .margin(8)
         .x_label_area_size(34)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
+        .build_cartesian_2d(0f64..scale.seconds, 0f64..scale.mib_s)
         .map_err(plot_err)?;
     chart
         .configure_mesh()
         .x_labels(6)
         .y_labels(5)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_desc("seconds since the first byte")
         .y_desc("MiB/s")
         .draw()
         .map_err(plot_err)?;
-    for t in lines {
+    for t in m
+        .timeline
+        .iter()
+        .filter(|t| t.log == log && t.chunk == scale.chunk)
+    {
         let steps = t
             .points
             .iter()
             .flat_map(|&(a, b, v)| [(a, v), (b, v)])
             .collect::<Vec<_>>();
         chart
-            .draw_series(LineSeries::new(steps, color(&t.io).stroke_width(2)))
+            .draw_series(LineSeries::new(
+                steps,
+                colors.get(&t.io, log).stroke_width(2),
+            ))
             .map_err(plot_err)?;
     }
     Ok(())
