@@ -156,7 +156,18 @@ fn column(
             bar.inc(1);
         }
     }
-    let m = rec.export()?;
+    print_rows(&rec.export()?, &first, &label, &dims, bar);
+    Ok(())
+}
+
+/// The rows of a column just measured, printed above the progress bar.
+fn print_rows(
+    m: &crate::report::Matrix,
+    first: &StreamCell,
+    label: &str,
+    dims: &str,
+    bar: &ProgressBar,
+) {
     let rows = m.stream.iter().filter(|_| dims.is_empty()).chain(
         m.sessions
             .iter()
@@ -177,5 +188,4 @@ fn column(
             )
         });
     }
-    Ok(())
 }

@@ -216,21 +216,14 @@ fn swatch_label_x(swatches: &[roxmltree::Node]) -> String {
     format!("{}", x + 18.0)
 }
 
-/// Issue 35 (4): the throughput chart's bars have min-max whiskers, one per cell, spanning
-/// exactly the slowest to the fastest repetition; its legend names every io and sink, in a
-/// colour per sink (a shade per io) that the timeline's legend gives the same pair.
-#[test]
-fn throughput_whiskers_and_one_colour_per_sink() {
-    let m = super::super::fixture::matrix();
-    let bytes = ThroughputSvg.serialize(&m).unwrap();
-    let doc = well_formed(&bytes);
+/// Each whisker's stem: a vertical line of two points in the whisker colour, as `(x, top,
+/// bottom)`.
+fn whisker_stems(doc: &roxmltree::Document) -> Vec<(f64, f64, f64)> {
     let point = |p: &str| -> (f64, f64) {
         let (x, y) = p.split_once(',').unwrap();
         (x.parse().unwrap(), y.parse().unwrap())
     };
-    // A whisker's stem: a vertical line of two points in the whisker colour.
-    let stems: Vec<(f64, f64, f64)> = doc
-        .descendants()
+    doc.descendants()
         .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some("#212121"))
         .filter_map(|n| {
             let pts: Vec<(f64, f64)> = n
@@ -243,7 +236,30 @@ fn throughput_whiskers_and_one_colour_per_sink() {
                 _ => None,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Each bar (any rect but a legend swatch) as `(left, right, fill)`.
+fn bar_fills(doc: &roxmltree::Document) -> Vec<(f64, f64, String)> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("width") != Some("12"))
+        .filter_map(|n| {
+            let x: f64 = n.attribute("x")?.parse().ok()?;
+            let w: f64 = n.attribute("width")?.parse().ok()?;
+            Some((x, x + w, n.attribute("fill")?.to_owned()))
+        })
+        .collect()
+}
+
+/// Issue 35 (4): the throughput chart's bars have min-max whiskers, one per cell, spanning
+/// exactly the slowest to the fastest repetition; its legend names every io and sink, in a
+/// colour per sink (a shade per io) that the timeline's legend gives the same pair.
+#[test]
+fn throughput_whiskers_and_one_colour_per_sink() {
+    let m = super::super::fixture::matrix();
+    let bytes = ThroughputSvg.serialize(&m).unwrap();
+    let doc = well_formed(&bytes);
+    let stems = whisker_stems(&doc);
     assert_eq!(
         stems.len(),
         m.stream.len(),
@@ -265,15 +281,7 @@ fn throughput_whiskers_and_one_colour_per_sink() {
     );
     // Each whisker stands on a bar: its x within a bar of the cell's colour.
     let colors = Colors::of(&m);
-    let bars: Vec<(f64, f64, String)> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("rect") && n.attribute("width") != Some("12"))
-        .filter_map(|n| {
-            let x: f64 = n.attribute("x")?.parse().ok()?;
-            let w: f64 = n.attribute("width")?.parse().ok()?;
-            Some((x, x + w, n.attribute("fill")?.to_owned()))
-        })
-        .collect();
+    let bars = bar_fills(&doc);
     for (x, _, _) in &stems {
         assert!(
             bars.iter().any(|(a, b, _)| a < x && x < b),
