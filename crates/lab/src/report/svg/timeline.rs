@@ -77,7 +77,9 @@ pub struct Scale {
     pub chunk: u32,
     /// The time axis' end: the longest sampled transfer of the chunk, any sink, seconds.
     pub seconds: f64,
-    /// The rate axis' end: a tenth above the highest sample of the chunk, any sink, MiB/s.
+    /// The rate axis' end, MiB/s: a quarter above the 95th percentile of the chunk's samples,
+    /// any sink, so that a lone burst (a millisecond in which a backlog of ACKs came in) does
+    /// not flatten every line; a sample above it is drawn at the top.
     pub mib_s: f64,
 }
 
@@ -96,11 +98,13 @@ pub fn scales(m: &Matrix) -> Vec<Scale> {
                 .filter_map(|t| t.points.last().map(|p| p.1))
                 .fold(0f64, f64::max)
                 .max(1e-3);
-            let mib_s = lines
-                .flat_map(|t| t.points.iter().map(|p| p.2))
-                .fold(0f64, f64::max)
-                .max(1e-3)
-                * 1.1;
+            let mut rates: Vec<f64> = lines.flat_map(|t| t.points.iter().map(|p| p.2)).collect();
+            rates.sort_by(f64::total_cmp);
+            let p95 = rates
+                .get((rates.len() * 95).div_ceil(100).saturating_sub(1))
+                .copied()
+                .unwrap_or(0.0);
+            let mib_s = p95.max(1e-3) * 1.25;
             Scale {
                 chunk,
                 seconds,
@@ -145,7 +149,7 @@ fn draw_panel<DB: DrawingBackend>(
         let steps = t
             .points
             .iter()
-            .flat_map(|&(a, b, v)| [(a, v), (b, v)])
+            .flat_map(|&(a, b, v)| [(a, v.min(scale.mib_s)), (b, v.min(scale.mib_s))])
             .collect::<Vec<_>>();
         chart
             .draw_series(LineSeries::new(
