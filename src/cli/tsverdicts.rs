@@ -78,7 +78,14 @@ pub fn main() -> ExitCode {
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, stop.clone())?;
         }
-        make::make(&opts, &stop)?;
+        match make::make(&opts, &stop) {
+            Ok(_) => {}
+            Err(e) if e.is::<make::Interrupted>() => {
+                eprintln!("tsverdicts: {e}");
+                return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+            }
+            Err(e) => return Err(e),
+        }
         // The machine these runs were made on, probed now.
         let _ = std::fs::remove_file(out.join("verdicts-machine.json"));
         let (md_path, _) = verdicts::write_report(&out, &commit())?;

@@ -95,3 +95,74 @@ fn an_unknown_case_is_refused_with_the_known_ones() {
         "unknown case 'sideways': expected one of rev-loopback, loopback",
     );
 }
+
+/// Ctrl-C during tsverdicts (SIGINT to its process group, as a terminal sends it, so the
+/// client and server of the run in flight get it too) keeps the runs made, in
+/// verdicts.interrupted.jsonl beside the table (never over it), says where, and exits 130.
+/// The two cases that need no root.
+#[test]
+fn ctrl_c_keeps_the_runs_made_and_exits_130() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v");
+    let bins = bin("tsserver").parent().unwrap().display().to_string();
+    let mut child = std::process::Command::new(bin("tsverdicts"))
+        .args([
+            "--quick",
+            "--bin-dir",
+            &bins,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--only", "sndbuf-1,log-stdout"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in err.lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let first = std::time::Instant::now() + DEADLINE;
+    while let Ok(line) = rx.recv_timeout(first.saturating_duration_since(std::time::Instant::now()))
+    {
+        if line.starts_with("tsverdicts: sndbuf-1 1/1") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's process group (it leads it: process_group(0)).
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+    let status = wait_child_status(&mut child);
+    let said = reader.join().unwrap();
+    assert_eq!(status, Some(130), "{said}");
+    assert!(said.contains("tsverdicts: interrupted: "), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    let kept = tsperf_lab::verdicts::read(&out.join("verdicts.interrupted.jsonl")).unwrap();
+    assert!(kept.iter().any(|r| r.case == "sndbuf-1"), "{said}");
+    assert!(
+        !out.join("verdicts.jsonl").exists(),
+        "a partial table over the whole one"
+    );
+}
+
+/// Waits (bounded) for `child` to exit; its exit code.
+fn wait_child_status(child: &mut std::process::Child) -> Option<i32> {
+    let end = std::time::Instant::now() + DEADLINE;
+    while std::time::Instant::now() < end {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
+}

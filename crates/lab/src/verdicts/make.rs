@@ -91,9 +91,43 @@ impl Means {
     }
 }
 
+/// tsverdicts was stopped (Ctrl-C or SIGTERM): the runs made so far are kept in `kept`.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: the {} made {} in '{}'", tsperf_results::units::count(*.runs as u64, "run"), if *.runs == 1 { "is" } else { "are" }, .kept.display())]
+pub struct Interrupted {
+    /// How many runs were made (skipped cases included).
+    pub runs: usize,
+    /// Where they are: `verdicts.interrupted.jsonl` beside (never over) the whole table.
+    pub kept: PathBuf,
+}
+
 /// Runs the cases `opts` asks for and writes `verdicts.jsonl`; returns its runs. Once `stop`
-/// is set (Ctrl-C), no run begins and it fails, having taken down what it made.
+/// is set (Ctrl-C), no run begins, and whatever the signal made fail (the run in flight, whose
+/// client and server got it too) is the signal's: it fails with [`Interrupted`], the runs made
+/// kept, having taken down what it made.
 pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let made = make_runs(opts, stop, &mut runs);
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let kept = opts.out.join("verdicts.interrupted.jsonl");
+        super::write(&kept, &runs)?;
+        return Err(Interrupted {
+            runs: runs.len(),
+            kept,
+        }
+        .into());
+    }
+    made?;
+    super::write(&opts.out.join("verdicts.jsonl"), &runs)?;
+    Ok(runs)
+}
+
+/// The cases' runs, into `runs`, until done or `stop` is set.
+fn make_runs(
+    opts: &Options,
+    stop: &std::sync::atomic::AtomicBool,
+    runs: &mut Vec<Run>,
+) -> Result<()> {
     let means = Means::probe(&opts.top);
     let work = tempfile::Builder::new()
         .prefix("tsperf-verdicts.")
@@ -101,8 +135,8 @@ pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<
     let files = Files::make(work.path(), opts.quick)?;
     let tag = format!("tv{}", std::process::id() % 1_000_000);
     let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
-    let mut runs = Vec::new();
     let mut lan = Lan::new(&opts.top, &tag);
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
     for case in CASES.iter().filter(|c| wanted(c.name)) {
         if let Some(why) = means.lacks(case) {
             eprintln!("tsverdicts: skipped {}: {why}", case.name);
@@ -114,15 +148,8 @@ pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<
         }
         let made = Made::new(case, &means, &files, work.path(), &tag)?;
         for rep in 1..=opts.reps {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // What was measured is kept, beside (never over) a whole table.
-                let kept = opts.out.join("verdicts.interrupted.jsonl");
-                super::write(&kept, &runs)?;
-                bail!(
-                    "interrupted: the {} runs made are in '{}'",
-                    runs.len(),
-                    kept.display()
-                );
+            if stopped() {
+                return Ok(());
             }
             // A slow source is read from the disk each time, not the page cache.
             if case.limit == Limit::SlowSource {
@@ -144,8 +171,7 @@ pub fn make(opts: &Options, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<
         eprintln!("tsverdicts: skipped {name}: {why}");
         runs.push(Run::skipped(name, why));
     }
-    super::write(&opts.out.join("verdicts.jsonl"), &runs)?;
-    Ok(runs)
+    Ok(())
 }
 
 /// The files the cases send, made once.
