@@ -17,6 +17,7 @@ use tsperf_results::verdict::{LimitedBy, Limits};
 pub mod cases;
 pub mod cgroup;
 pub mod make;
+mod root;
 
 /// One run of one case, as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
