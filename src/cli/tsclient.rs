@@ -118,6 +118,12 @@ struct Args {
     /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
     #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
+    /// Send one --chunk of the generated stream again and again (its bytes stay in the CPU's
+    /// cache), as iperf3's memory mode sends one -l buffer, instead of 36 MiB of text that
+    /// does not repeat: the network without the sender's memory traffic. Every byte is still
+    /// checksummed on both ends. Forward runs without FILE only.
+    #[arg(long, conflicts_with_all = ["reverse", "latency", "file"])]
+    one_buffer: bool,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,

@@ -27,7 +27,8 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = std::fs::read_to_string(out_dir.join("steady.md")).unwrap();
     let rows: Vec<&str> = md.lines().filter(|l| l.ends_with(" | all |")).collect();
-    assert_eq!(rows.len(), 14, "{md}");
+    assert_eq!(rows.len(), 16, "{md}");
+    assert!(md.contains("| memory, one buffer | 128 KiB |"), "{md}");
     assert!(md.contains("## The machine's limit"), "{md}");
     let args = std::fs::read_to_string(log).unwrap();
     for want in [
@@ -42,7 +43,7 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("steady.json")).unwrap()).unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 14);
+    assert_eq!(cells.len(), 16);
     let mut client_cpu = 0.0;
     for c in cells {
         let ts = &c["tsperf"][0];
@@ -130,4 +131,51 @@ fn the_generated_stream_takes_one_period_of_memory() {
     // Past what memory could hold before (4 GiB, refused then): accepted.
     let out = client(&["--port", &port, "--bytes", "5GiB", "-t", "0.2"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `--one-buffer` sends one `--chunk` of the generated stream again and again (iperf3's
+/// memory mode): the server's digest is that of the seed text's first chunk repeated to
+/// `--bytes`, verified on both ends, in every I/O model; with FILE or `--reverse` it is refused.
+#[test]
+fn one_buffer_sends_one_chunk_again_and_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = test_file(dir.path(), "first.txt", 10240);
+    let block = std::fs::read(&seed).unwrap();
+    let len = (1 << 20) + 777;
+    let want: Vec<u8> = block.iter().copied().cycle().take(len).collect();
+    let want = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&want));
+    let server = Server::start(&[]);
+    let bytes = len.to_string();
+    for extra in [
+        &[][..],
+        &["--nonblocking"],
+        &["--io", "writev"],
+        &["-P", "2"],
+    ] {
+        let mut args = vec!["--one-buffer", "--chunk", "10240", "--bytes", &bytes];
+        args.extend_from_slice(extra);
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", stderr(&out));
+        if extra == ["-P", "2"] {
+            assert_eq!(v["sum"]["verified"], true, "{v}");
+            continue;
+        }
+        assert_eq!(v["verified"], true, "{extra:?}: {v}");
+        assert_eq!(v["digest"], want.as_str(), "{extra:?}: {v}");
+        assert_eq!(v["file"], "generated-one-buffer", "{v}");
+    }
+    let port = server.port.to_string();
+    let file = seed.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["--port", &port, "--one-buffer", file],
+            "'--one-buffer' cannot be used with",
+        ),
+        (
+            vec!["--port", &port, "--one-buffer", "-R"],
+            "'--one-buffer' cannot be used with '--reverse'",
+        ),
+    ] {
+        assert_fails(&client(&args), 2, needle);
+    }
 }

@@ -147,6 +147,14 @@ const PADDED_WORDS: [[u8; PADDED]; WORDS.len()] = {
 /// process; a source sends it again and again to `len`
 /// ([`crate::source::Source::cycled`]).
 pub fn stream_file(len: u64) -> Result<std::fs::File> {
+    stream_file_of(len, SEED_FILE_LEN)
+}
+
+/// The generated stream of `len` bytes whose period is `period` bytes of the seed's text (at
+/// most [`SEED_FILE_LEN`]): the same text's first `period` bytes again and again. With a
+/// period of one write (`tsclient --one-buffer`) the client sends one buffer that stays in the
+/// CPU's cache, as iperf3's memory mode does.
+pub fn stream_file_of(len: u64, period: u64) -> Result<std::fs::File> {
     use std::os::fd::FromRawFd;
     anyhow::ensure!(
         len > 0,
@@ -160,7 +168,7 @@ pub fn stream_file(len: u64) -> Result<std::fs::File> {
     }
     // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
-    let period = len.min(SEED_FILE_LEN);
+    let period = len.min(period.clamp(1, SEED_FILE_LEN));
     file.set_len(period)
         .context("cannot size the in-memory file for the generated stream")?;
     // The text is made in place, in the file's own pages: no second copy in the heap to fault

@@ -139,7 +139,15 @@ fn stream_config(
     auth: Option<Arc<tsperf_sys::auth::Key>>,
 ) -> anyhow::Result<(client::StreamConfig, Option<std::fs::File>)> {
     let generated = (args.file.is_none() && !args.reverse)
-        .then(|| tsperf_sys::testdata::stream_file(stream_len(args)))
+        .then(|| {
+            // --one-buffer: a period of one write, which stays in the CPU's cache.
+            let period = if args.one_buffer {
+                u64::from(args.chunk)
+            } else {
+                tsperf_sys::testdata::SEED_FILE_LEN
+            };
+            tsperf_sys::testdata::stream_file_of(stream_len(args), period)
+        })
         .transpose()?;
     let file = match &generated {
         Some(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
@@ -170,7 +178,13 @@ fn stream_config(
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         stripe: None,
-        name: generated.as_ref().map(|_| GENERATED.to_owned()),
+        name: generated.as_ref().map(|_| {
+            if args.one_buffer {
+                format!("{GENERATED}-one-buffer")
+            } else {
+                GENERATED.to_owned()
+            }
+        }),
         generated: generated.as_ref().map(|_| stream_len(args)),
         shared_file: None,
     };

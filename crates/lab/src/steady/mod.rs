@@ -30,6 +30,9 @@ use crate::harness::cpu::{process_cpu_s, run_measured};
 pub enum Kind {
     /// Memory to memory, client to server.
     Memory,
+    /// Memory to memory, tsclient sending one buffer again and again (`--one-buffer`), as
+    /// iperf3 does: the same work on both sides.
+    OneBuffer,
     /// Memory to memory, server to client (`-R`).
     Reverse,
     /// Memory to memory, two streams (`-P 2`).
@@ -45,6 +48,7 @@ impl Kind {
     pub fn label(self) -> &'static str {
         match self {
             Kind::Memory => "memory",
+            Kind::OneBuffer => "memory, one buffer",
             Kind::Reverse => "memory -R",
             Kind::Parallel => "memory -P 2",
             Kind::Sendfile => "sendfile / -Z",
@@ -62,8 +66,8 @@ pub struct Cell {
     pub chunk: u32,
 }
 
-/// The cells: memory forward and reverse at 1024, 10240, 64 KiB and 128 KiB; two
-/// streams, sendfile and the file at 10240 and 128 KiB.
+/// The cells: memory forward and reverse at 1024, 10240, 64 KiB and 128 KiB; one
+/// buffer, two streams, sendfile and the file at 10240 and 128 KiB.
 pub fn default_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for kind in [Kind::Memory, Kind::Reverse] {
@@ -71,7 +75,7 @@ pub fn default_cells() -> Vec<Cell> {
             cells.push(Cell { kind, chunk });
         }
     }
-    for kind in [Kind::Parallel, Kind::Sendfile, Kind::File] {
+    for kind in [Kind::OneBuffer, Kind::Parallel, Kind::Sendfile, Kind::File] {
         for chunk in [10240, 128 << 10] {
             cells.push(Cell { kind, chunk });
         }
@@ -153,6 +157,10 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
     let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     match cell.kind {
         Kind::Memory => (s(&["--chunk", &c, "--bytes", &n]), s(&["-l", &c, "-n", &n])),
+        Kind::OneBuffer => (
+            s(&["--one-buffer", "--chunk", &c, "--bytes", &n]),
+            s(&["-l", &c, "-n", &n]),
+        ),
         Kind::Reverse => (
             s(&["-R", "--chunk", &c, "--bytes", &n]),
             s(&["-R", "-l", &c, "-n", &n]),
@@ -363,6 +371,15 @@ mod tests {
             let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
             assert!(sized, "{ip:?}");
         }
-        assert_eq!(default_cells().len(), 14);
+        assert_eq!(default_cells().len(), 16);
+        let (ts, _) = commands(
+            Cell {
+                kind: Kind::OneBuffer,
+                chunk: 131072,
+            },
+            Path::new("/f"),
+            1 << 30,
+        );
+        assert_eq!(ts[0], "--one-buffer", "{ts:?}");
     }
 }
