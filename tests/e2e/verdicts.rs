@@ -141,7 +141,7 @@ fn ctrl_c_keeps_the_runs_made_and_exits_130() {
     }
     // SAFETY: kill(2) on our own child's process group (it leads it: process_group(0)).
     assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
-    let status = wait_child_status(&mut child);
+    let status = wait_child(child).status.code();
     let said = reader.join().unwrap();
     assert_eq!(status, Some(130), "{said}");
     assert!(said.contains("tsverdicts: interrupted: "), "{said}");
@@ -152,17 +152,4 @@ fn ctrl_c_keeps_the_runs_made_and_exits_130() {
         !out.join("verdicts.jsonl").exists(),
         "a partial table over the whole one"
     );
-}
-
-/// Waits (bounded) for `child` to exit; its exit code.
-fn wait_child_status(child: &mut std::process::Child) -> Option<i32> {
-    let end = std::time::Instant::now() + DEADLINE;
-    while std::time::Instant::now() < end {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s.code();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    None
 }
