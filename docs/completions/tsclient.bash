@@ -23,7 +23,7 @@ _tsclient() {
 
     case "${cmd}" in
         tsclient)
-            opts="-c -p -l -J -i -t -O -R -P -h -V --host --port --chunk --json --json-stream --no-progress --timeout --nonblocking --io --batch --sndbuf --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --one-buffer --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
+            opts="-c -p -l -J -C -i -t -O -R -P -h -V --host --port --chunk --json --json-stream --no-progress --timeout --nonblocking --io --batch --sndbuf --congestion --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --one-buffer --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -66,6 +66,14 @@ _tsclient() {
                     return 0
                     ;;
                 --sndbuf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --congestion)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

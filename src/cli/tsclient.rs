@@ -62,6 +62,12 @@ struct Args {
     /// Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel's own.
     #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     sndbuf: Option<u32>,
+    /// TCP congestion control to send with (TCP_CONGESTION), as iperf3 -C: cubic, reno, bbr or
+    /// any other this kernel has (/proc/sys/net/ipv4/tcp_available_congestion_control); by
+    /// default the kernel's. The report names the one used. With --bidir, for the stream this
+    /// client sends; not with --reverse (the server sends).
+    #[arg(short = 'C', long, value_parser = tsperf_sys::congestion::parse_name, value_name = "ALGO")]
+    congestion: Option<String>,
     /// The server log sink for this transfer: none, stdout or file (the server's --log-file).
     /// Served by a server started with --allow-client-log (others refuse a sink other than
     /// their own); by default the server's own --log.
@@ -205,7 +211,7 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 13] = [
+const STREAM_ONLY: [&str; 14] = [
     "parallel",
     "bidir",
     "reverse",
@@ -214,6 +220,7 @@ const STREAM_ONLY: [&str; 13] = [
     "omit",
     "chunk",
     "sndbuf",
+    "congestion",
     "strategy",
     "batch",
     "server_log",

@@ -27,8 +27,13 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = std::fs::read_to_string(out_dir.join("steady.md")).unwrap();
     let rows: Vec<&str> = md.lines().filter(|l| l.ends_with(" | all |")).collect();
-    assert_eq!(rows.len(), 16, "{md}");
+    assert_eq!(rows.len(), 18, "{md}");
     assert!(md.contains("| memory, one buffer | 128 KiB |"), "{md}");
+    assert!(
+        md.contains("| memory, one buffer, -C cubic | 128 KiB |"),
+        "{md}"
+    );
+    assert!(md.contains("## Pacing timers"), "{md}");
     assert!(md.contains("## The machine's limit"), "{md}");
     let args = std::fs::read_to_string(log).unwrap();
     for want in [
@@ -37,13 +42,14 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
         "-P 2 -l 10240 -n 1048576",
         "-Z -l 131072 -n 1048576",
         "-l 10240 -F ",
+        "-C cubic -l 131072 -n 1048576",
     ] {
         assert!(args.contains(want), "{want} not in {args}");
     }
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("steady.json")).unwrap()).unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 16);
+    assert_eq!(cells.len(), 18);
     let mut client_cpu = 0.0;
     for c in cells {
         let ts = &c["tsperf"][0];
@@ -177,5 +183,72 @@ fn one_buffer_sends_one_chunk_again_and_again() {
         ),
     ] {
         assert_fails(&client(&args), 2, needle);
+    }
+}
+
+/// `--congestion` (iperf3's `-C`) sends with the algorithm asked for, in every way of sending,
+/// and the report names the one used (the kernel's default without the flag); a name the
+/// kernel has not, a malformed name and a reverse run are refused, each saying why.
+#[cfg(target_os = "linux")]
+#[test]
+fn congestion_control_is_chosen_and_named() {
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    let server = Server::start(&[]);
+    let (out, v) = client_json(server.port, &["--bytes", "1M"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["client"]["congestion"], default.trim(), "{v}");
+    // reno is built into every Linux kernel; whatever the default, it is asked for here.
+    for extra in [
+        &[][..],
+        &["--nonblocking"],
+        &["--io", "sendfile"],
+        &["--one-buffer", "--chunk", "131072"],
+        &["-P", "2"],
+    ] {
+        let mut args = vec!["--bytes", "3M", "--congestion", "reno"];
+        args.extend_from_slice(extra);
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", stderr(&out));
+        let streams = match v["streams"].as_array() {
+            Some(s) => s.clone(),
+            None => vec![v.clone()],
+        };
+        assert_eq!(streams.len(), if extra == ["-P", "2"] { 2 } else { 1 });
+        for s in &streams {
+            assert_eq!(s["verified"], true, "{extra:?}: {s}");
+            assert_eq!(s["client"]["congestion"], "reno", "{extra:?}: {s}");
+        }
+    }
+    let port = server.port.to_string();
+    let human = client(&["--port", &port, "--bytes", "1M", "-C", "reno"]);
+    assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+    assert!(
+        stdout(&human).contains(", TCP reno, cpu "),
+        "{}",
+        stdout(&human)
+    );
+    for (args, code, needle) in [
+        (
+            vec!["--port", &port, "--bytes", "1M", "-C", "no_such_algo"],
+            1,
+            "no TCP congestion control 'no_such_algo' (available: ",
+        ),
+        (
+            vec!["--port", &port, "-C", "cu bic"],
+            2,
+            "'cu bic' is not a congestion control name",
+        ),
+        (
+            vec!["--port", &port, "-C", "reno", "-R"],
+            2,
+            "--congestion does not apply to --reverse",
+        ),
+        (
+            vec!["--port", &port, "-C", "reno", "--latency"],
+            2,
+            "--congestion applies to stream transfers only",
+        ),
+    ] {
+        assert_fails(&client(&args), code, needle);
     }
 }

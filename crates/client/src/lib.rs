@@ -80,6 +80,9 @@ pub struct StreamConfig {
     pub nonblocking: bool,
     /// Ask the kernel for this send buffer size (SO_SNDBUF).
     pub sndbuf: Option<u32>,
+    /// Send with this TCP congestion control (`TCP_CONGESTION`, iperf3's `-C`); by default the
+    /// kernel's.
+    pub congestion: Option<String>,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<Key>>,
     /// How chunks reach the kernel.
@@ -174,6 +177,8 @@ pub struct StreamResult {
     pub cpu: CpuTime,
     /// The send buffer the socket got.
     pub sndbuf: u32,
+    /// The TCP congestion control the connection sent with, where the kernel says.
+    pub congestion: Option<String>,
     /// The most bytes one server read asked for.
     pub read_size: u32,
     /// What the server's stdout is, as it said in its Accept.

@@ -296,6 +296,7 @@ fn result<T: Transport>(
         writes: sent.writes,
         cpu: CpuTime::process().since(start.cpu),
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
+        congestion: tsperf_sys::congestion::of(&*conn.socket()),
         read_size: prepared.accepted.read_size,
         server_stdout: prepared.accepted.stdout,
         clock: prepared.clock,
@@ -327,6 +328,9 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
         conn.socket()
             .set_send_buffer_size(n as usize)
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
+    }
+    if let Some(name) = &cfg.congestion {
+        tsperf_sys::congestion::set(&*conn.socket(), name)?;
     }
     let duration_ms = cfg.time.map_or(0, |t| {
         u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)

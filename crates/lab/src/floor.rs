@@ -23,22 +23,35 @@ pub struct Floor {
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
 pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, None)
+    run_with(total, chunk, read_size, None, None)
 }
 
 /// [`run`] with tsperf's checksum on both ends (issue 33): the writer hashes each block of at
 /// least 128 KiB (whole chunks) before it writes its chunks, the reader every read: the limit a
 /// verified stream meets on this machine, the kernel's copies and the hashes and nothing else.
 pub fn run_hashed(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
+    run_as(total, chunk, read_size, true, None)
+}
+
+/// [`run`] (`hashed`: [`run_hashed`]) with the writer sending with the TCP congestion control
+/// `congestion` (`TCP_CONGESTION`) instead of the kernel's default.
+pub fn run_as(
+    total: u64,
+    chunk: usize,
+    read_size: usize,
+    hashed: bool,
+    congestion: Option<&str>,
+) -> io::Result<Floor> {
     let block = (128usize << 10).div_ceil(chunk.max(1)) * chunk.max(1);
-    run_with(total, chunk, read_size, Some(&vec![b'x'; block]))
+    let source = hashed.then(|| vec![b'x'; block]);
+    run_with(total, chunk, read_size, source.as_deref(), congestion)
 }
 
 /// [`run_hashed`] writing from `source` in turn, cycled, instead of one cache-resident block:
 /// with tsperf's generated stream (36 MiB of text) as the source, the limit of a verified
 /// stream whose bytes do not repeat within the caches, as tsperf's do not.
 pub fn run_from(total: u64, chunk: usize, read_size: usize, source: &[u8]) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, Some(source))
+    run_with(total, chunk, read_size, Some(source), None)
 }
 
 /// The loop: with `source`, the writer hashes each whole-chunk block of at least 128 KiB of it
@@ -48,6 +61,7 @@ fn run_with(
     chunk: usize,
     read_size: usize,
     source: Option<&[u8]>,
+    congestion: Option<&str>,
 ) -> io::Result<Floor> {
     let hash = source.is_some();
     let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -82,6 +96,9 @@ fn run_with(
     let data = source.unwrap_or(&bare);
     let block = if hash { block.min(data.len()) } else { chunk };
     let mut s = TcpStream::connect(addr)?;
+    if let Some(name) = congestion {
+        tsperf_sys::congestion::set(&s, name).map_err(io::Error::other)?;
+    }
     let start = Instant::now();
     let (mut sent, mut at) = (0u64, 0usize);
     let mut hasher = twox_hash::XxHash3_64::new();
@@ -128,7 +145,11 @@ mod tests {
             assert!(f.wall >= f.receiver);
             let f = super::run_hashed(1_000_003, chunk, read).unwrap();
             assert_eq!(f.bytes, 1_000_003);
+            let f = super::run_as(1_000_003, chunk, read, false, Some("reno")).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
             let f = super::run_from(1_000_003, chunk, read, &[b'y'; 300_000]).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
+            let f = super::run_as(1_000_003, chunk, read, true, Some("reno")).unwrap();
             assert_eq!(f.bytes, 1_000_003);
         }
     }

@@ -118,6 +118,10 @@ pub struct ClientSide {
     pub polls: u64,
     /// The send buffer the client's socket got (`SO_SNDBUF`), in bytes.
     pub sndbuf: u32,
+    /// The TCP congestion control the client sent with (`TCP_CONGESTION`: its `--congestion`,
+    /// else the kernel's default), where the kernel says.
+    #[serde(default)]
+    pub congestion: Option<String>,
     /// The sending thread on a CPU during the transfer, s (schedstat; version 6 on, as below).
     #[serde(default)]
     pub on_cpu_s: Option<f64>,

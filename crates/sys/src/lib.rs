@@ -1,10 +1,12 @@
 //! tsperf's contact with the operating system, one concern a module: sockets and the names
-//! and addresses of hosts ([`net`]), the kernel's view of a TCP connection ([`tcpinfo`]),
+//! and addresses of hosts ([`net`]), the kernel's view of a TCP connection ([`tcpinfo`]) and its congestion control
+//! ([`congestion`]),
 //! clocks and CPU time ([`timing`]), the file a client sends ([`source`]) and the one `tsgen`
 //! writes ([`testdata`]), the pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]), and
 //! peer text made safe for a terminal ([`text`]).
 
 pub mod auth;
+pub mod congestion;
 pub mod host;
 pub mod net;
 pub mod source;

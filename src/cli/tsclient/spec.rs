@@ -61,6 +61,7 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
             (cli::given(m, "strategy"), "--io"),
             (args.batch.is_some(), "--batch"),
             (args.sndbuf.is_some(), "--sndbuf"),
+            (args.congestion.is_some(), "--congestion"),
             (args.server_log.is_some(), "--server-log"),
         ] {
             if given {
@@ -161,6 +162,7 @@ fn stream_config(
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
+        congestion: args.congestion.clone(),
         auth,
         strategy: args.strategy.into(),
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
@@ -210,6 +212,7 @@ fn latency_config(
         timeout: Duration::from_secs_f64(args.timeout),
         nonblocking: args.nonblocking,
         sndbuf: None,
+        congestion: None,
         auth: auth.clone(),
         strategy: Strategy::Write,
         batch: client::DEFAULT_BATCH,

@@ -103,6 +103,7 @@ fn client_side(r: &StreamResult) -> ClientSide {
         would_block: r.writes.would_block,
         polls: r.writes.polls,
         sndbuf: r.sndbuf,
+        congestion: r.congestion.clone(),
         on_cpu_s: r.sched.map(|s| s.on_cpu.as_secs_f64()),
         run_queue_s: r.sched.map(|s| s.run_queue.as_secs_f64()),
         source_read_s: r.source_read.as_secs_f64(),
@@ -235,7 +236,7 @@ fn stream_human(r: &StreamResult) -> String {
     sections::seed_lines(r.begin_unix_us, &r.name, r.end_unix_us)
         + &format!(
             "sent {} in {}: {}, chunk {} B, io {} {}, {}\n\
-             \x20 client: {} ({} short), cpu {} user + {} sys{}\n\
+             \x20 client: {} ({} short){}, cpu {} user + {} sys{}\n\
              \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, \
              log {}, stdout to {}\n",
             units::size(r.bytes),
@@ -250,6 +251,9 @@ fn stream_human(r: &StreamResult) -> String {
             sections::check(r.verified(), r.digest),
             units::count(r.writes.writes, &format!("{} call", r.strategy)),
             r.writes.partial_writes,
+            r.congestion
+                .as_ref()
+                .map_or(String::new(), |c| format!(", TCP {}", Peer(c))),
             units::duration(r.cpu.user),
             units::duration(r.cpu.sys),
             file_wait(r),

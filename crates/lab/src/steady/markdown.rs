@@ -20,10 +20,16 @@ pub fn markdown(r: &SteadyReport) -> String {
          generated stream (36 MiB of the seed's text, cycled: bytes that leave the CPU's cache) \
          against iperf3's one `-l` buffer sent again and again; *memory, one buffer*: \
          `tsclient --one-buffer`, one `--chunk` sent again and again, the same work as \
-         iperf3's.\n",
+         iperf3's; *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
+         `iperf3 -C cubic`), the others with the kernel's default ({}).\n",
         r.machine,
         tsperf_results::units::size(r.len),
-        r.reps
+        r.reps,
+        if r.machine.congestion_control.is_empty() {
+            "not known"
+        } else {
+            &r.machine.congestion_control
+        },
     );
     let _ = writeln!(
         o,
@@ -54,7 +60,33 @@ pub fn markdown(r: &SteadyReport) -> String {
     }
     bars_section(r, &mut o);
     floors_section(r, &mut o);
+    timers_section(r, &mut o);
     o
+}
+
+/// The pacing timers each tool's runs set off, per GiB: where bbr paces, the sender waits for
+/// a timer before each segment it may not send yet, and each expiry costs CPU.
+fn timers_section(r: &SteadyReport, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "\n## Pacing timers\n\n\
+         Soft hrtimer expiries per GiB, the whole machine's, during each run (the `HRTIMER` row \
+         of `/proc/softirqs`; on an idle loopback these are TCP's pacing timers, one each time a \
+         sender paced by bbr had to wait to send its next segment; cubic does not pace). \
+         Medians.\n\n\
+         | cell | write | tsperf | iperf3 |\n|---|---:|---:|---:|"
+    );
+    let per_gib = |v: &[Sample]| median(v, |s| s.per_gib(s.timers as f64));
+    for c in &r.cells {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {:.0} | {:.0} |",
+            c.cell.kind.label(),
+            tsperf_results::units::size(u64::from(c.cell.chunk)),
+            per_gib(&c.tsperf),
+            per_gib(&c.iperf3)
+        );
+    }
 }
 
 /// The issue's bars, each met or not: rates against iperf3 where it sets one, and CPU per GiB
@@ -69,7 +101,8 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
     for c in &r.cells {
         let rate_bar = match (c.cell.kind, c.cell.chunk) {
-            (Kind::Memory | Kind::OneBuffer, 10240 | 131072) | (Kind::Sendfile, 131072) => {
+            (Kind::Memory | Kind::OneBuffer | Kind::OneBufferCubic, 10240 | 131072)
+            | (Kind::Sendfile, 131072) => {
                 format!(
                     "rate {:.2}x (bar 1.00x) {}; ",
                     c.ratio(),
@@ -103,20 +136,24 @@ fn floors_section(r: &SteadyReport, o: &mut String) {
          ends (xxh3 over each block written and each read): what any tool that verifies its \
          bytes can reach here; and that loop written from tsperf's generated stream (36 MiB of \
          text, cycled, as `tsclient --bytes` sends) instead of one cache-resident block, the \
-         cost of bytes that do not repeat. Medians of {} runs of {}, the three alternating.\n\n\
-         | write | bare loop MiB/s | with checksums | checksums cost | with checksums, from the generated stream |\n|---:|---:|---:|---:|---:|",
+         cost of bytes that do not repeat; and the first two with the writer sending with TCP \
+         cubic. Medians of {} runs of {}, the five alternating.\n\n\
+         | write | bare loop MiB/s | with checksums | checksums cost | with checksums, from the generated stream | bare, cubic | with checksums, cubic | checksums cost, cubic |\n|---:|---:|---:|---:|---:|---:|---:|---:|",
         r.reps,
         tsperf_results::units::size(r.len)
     );
     for f in &r.floors {
         let _ = writeln!(
             o,
-            "| {} | {:.0} | {:.0} | {:.0}% | {:.0} |",
+            "| {} | {:.0} | {:.0} | {:.0}% | {:.0} | {:.0} | {:.0} | {:.0}% |",
             tsperf_results::units::size(u64::from(f.chunk)),
             f.bare_mib_s,
             f.hashed_mib_s,
             (1.0 - f.hashed_mib_s / f.bare_mib_s.max(1e-9)) * 100.0,
-            f.stream_mib_s
+            f.stream_mib_s,
+            f.bare_cubic_mib_s,
+            f.hashed_cubic_mib_s,
+            (1.0 - f.hashed_cubic_mib_s / f.bare_cubic_mib_s.max(1e-9)) * 100.0,
         );
     }
 }
@@ -144,6 +181,7 @@ mod tests {
             client_cpu_s: cpu,
             server_cpu_s: cpu / 2.0,
             verified: true,
+            timers: 2048,
         }
     }
 
@@ -165,6 +203,8 @@ mod tests {
                 bare_mib_s: 1000.0,
                 hashed_mib_s: 900.0,
                 stream_mib_s: 850.0,
+                bare_cubic_mib_s: 2000.0,
+                hashed_cubic_mib_s: 1500.0,
             }],
             hash_s_per_gib: 0.1,
             len: 1 << 30,
@@ -176,7 +216,11 @@ mod tests {
             md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
             "{md}"
         );
-        assert!(md.contains("| 10 KiB | 1000 | 900 | 10% | 850 |"), "{md}");
+        assert!(
+            md.contains("| 10 KiB | 1000 | 900 | 10% | 850 | 2000 | 1500 | 25% |"),
+            "{md}"
+        );
+        assert!(md.contains("| memory | 10 KiB | 2048 | 2048 |"), "{md}");
         assert!(
             md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met."),
             "{md}"

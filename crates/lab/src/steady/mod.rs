@@ -22,7 +22,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::harness::cpu::{process_cpu_s, run_measured};
+use crate::harness::cpu::{hrtimer_softirqs, process_cpu_s, run_measured};
 
 /// How a cell moves its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -33,6 +33,10 @@ pub enum Kind {
     /// Memory to memory, tsclient sending one buffer again and again (`--one-buffer`), as
     /// iperf3 does: the same work on both sides.
     OneBuffer,
+    /// [`Kind::OneBuffer`] with both tools sending with TCP cubic (`--congestion cubic`, iperf3
+    /// `-C cubic`) whatever the kernel's default: a window-driven sender, without the pacing
+    /// timers of bbr (see [`Sample::timers`]).
+    OneBufferCubic,
     /// Memory to memory, server to client (`-R`).
     Reverse,
     /// Memory to memory, two streams (`-P 2`).
@@ -49,6 +53,7 @@ impl Kind {
         match self {
             Kind::Memory => "memory",
             Kind::OneBuffer => "memory, one buffer",
+            Kind::OneBufferCubic => "memory, one buffer, -C cubic",
             Kind::Reverse => "memory -R",
             Kind::Parallel => "memory -P 2",
             Kind::Sendfile => "sendfile / -Z",
@@ -67,7 +72,8 @@ pub struct Cell {
 }
 
 /// The cells: memory forward and reverse at 1024, 10240, 64 KiB and 128 KiB; one
-/// buffer, two streams, sendfile and the file at 10240 and 128 KiB.
+/// buffer (with the kernel's congestion control and with cubic), two streams, sendfile and the
+/// file at 10240 and 128 KiB.
 pub fn default_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for kind in [Kind::Memory, Kind::Reverse] {
@@ -75,7 +81,13 @@ pub fn default_cells() -> Vec<Cell> {
             cells.push(Cell { kind, chunk });
         }
     }
-    for kind in [Kind::OneBuffer, Kind::Parallel, Kind::Sendfile, Kind::File] {
+    for kind in [
+        Kind::OneBuffer,
+        Kind::OneBufferCubic,
+        Kind::Parallel,
+        Kind::Sendfile,
+        Kind::File,
+    ] {
         for chunk in [10240, 128 << 10] {
             cells.push(Cell { kind, chunk });
         }
@@ -112,6 +124,11 @@ pub struct Sample {
     pub server_cpu_s: f64,
     /// tsperf: every byte verified (iperf3: true).
     pub verified: bool,
+    /// The whole machine's soft hrtimer expiries during the run (the `HRTIMER` row of
+    /// `/proc/softirqs`): on an otherwise idle loopback, TCP's pacing timers, one each time a
+    /// paced sender (bbr) had to wait before its next segment.
+    #[serde(default)]
+    pub timers: u64,
 }
 
 impl Sample {
@@ -161,6 +178,18 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
             s(&["--one-buffer", "--chunk", &c, "--bytes", &n]),
             s(&["-l", &c, "-n", &n]),
         ),
+        Kind::OneBufferCubic => (
+            s(&[
+                "--one-buffer",
+                "--congestion",
+                "cubic",
+                "--chunk",
+                &c,
+                "--bytes",
+                &n,
+            ]),
+            s(&["-C", "cubic", "-l", &c, "-n", &n]),
+        ),
         Kind::Reverse => (
             s(&["-R", "--chunk", &c, "--bytes", &n]),
             s(&["-R", "-l", &c, "-n", &n]),
@@ -177,13 +206,24 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
     }
 }
 
-/// Runs `args` with the server at `pid` watched: the client's measured run and the server's
-/// CPU around it.
-fn measured(cmd: &mut Command, pid: u32) -> Result<(crate::harness::cpu::Measured, f64)> {
-    let before = process_cpu_s(pid)?;
+/// What [`measured`] saw around a run beside the client's own figures.
+struct Around {
+    /// The server's CPU, seconds.
+    server_cpu_s: f64,
+    /// The machine's soft hrtimer expiries ([`Sample::timers`]).
+    timers: u64,
+}
+
+/// Runs `args` with the server at `pid` watched: the client's measured run, and the server's
+/// CPU and the machine's soft timers around it.
+fn measured(cmd: &mut Command, pid: u32) -> Result<(crate::harness::cpu::Measured, Around)> {
+    let (cpu, timers) = (process_cpu_s(pid)?, hrtimer_softirqs());
     let m = run_measured(cmd)?;
-    let after = process_cpu_s(pid)?;
-    Ok((m, (after - before).max(0.0)))
+    let around = Around {
+        server_cpu_s: (process_cpu_s(pid)? - cpu).max(0.0),
+        timers: hrtimer_softirqs().saturating_sub(timers),
+    };
+    Ok((m, around))
 }
 
 fn tsperf_run(cfg: &SteadyConfig, args: &[String]) -> Result<Sample> {
@@ -208,8 +248,9 @@ fn tsperf_run(cfg: &SteadyConfig, args: &[String]) -> Result<Sample> {
         mib_s: top["mib_per_s"].as_f64().unwrap_or(0.0),
         bytes: top["bytes"].as_u64().unwrap_or(0),
         client_cpu_s: m.cpu_s,
-        server_cpu_s: server,
+        server_cpu_s: server.server_cpu_s,
         verified: top["verified"].as_bool() == Some(true),
+        timers: server.timers,
     })
 }
 
@@ -228,8 +269,9 @@ fn iperf3_run(cfg: &SteadyConfig, iperf3: &Path, args: &[String]) -> Result<Samp
         mib_s: r["bits_per_second"].as_f64().unwrap_or(0.0) / 8.0 / f64::from(1u32 << 20),
         bytes: r["bytes"].as_u64().unwrap_or(0),
         client_cpu_s: m.cpu_s,
-        server_cpu_s: server,
+        server_cpu_s: server.server_cpu_s,
         verified: true,
+        timers: server.timers,
     })
 }
 
@@ -280,9 +322,15 @@ pub struct Floor {
     /// cycled) instead of one cache-resident block.
     #[serde(default)]
     pub stream_mib_s: f64,
+    /// The bare loop, the writer sending with TCP cubic.
+    #[serde(default)]
+    pub bare_cubic_mib_s: f64,
+    /// The loop with checksums, the writer sending with TCP cubic.
+    #[serde(default)]
+    pub hashed_cubic_mib_s: f64,
 }
 
-/// Measures [`Floor`] at each of `chunks`.
+/// Measures [`Floor`] at each of `chunks`, the five loops alternating.
 pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
     let mib =
         |f: crate::floor::Floor| f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
@@ -292,22 +340,36 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
     let mut out = Vec::new();
     for &chunk in chunks {
         let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
-        let (mut bare, mut hashed, mut stream) = (Vec::new(), Vec::new(), Vec::new());
+        let mut runs: [Vec<f64>; 5] = Default::default();
+        let c = chunk as usize;
         for _ in 0..reps {
-            bare.push(mib(crate::floor::run(len, chunk as usize, read)?));
-            hashed.push(mib(crate::floor::run_hashed(len, chunk as usize, read)?));
-            stream.push(mib(crate::floor::run_from(
+            runs[0].push(mib(crate::floor::run(len, c, read)?));
+            runs[1].push(mib(crate::floor::run_hashed(len, c, read)?));
+            runs[2].push(mib(crate::floor::run_from(len, c, read, &text)?));
+            runs[3].push(mib(crate::floor::run_as(
                 len,
-                chunk as usize,
+                c,
                 read,
-                &text,
+                false,
+                Some("cubic"),
+            )?));
+            runs[4].push(mib(crate::floor::run_as(
+                len,
+                c,
+                read,
+                true,
+                Some("cubic"),
             )?));
         }
+        let [bare, hashed, stream, bare_cubic, hashed_cubic] =
+            runs.map(|mut v| tsperf_results::stats::median(&mut v));
         out.push(Floor {
             chunk,
-            bare_mib_s: tsperf_results::stats::median(&mut bare),
-            hashed_mib_s: tsperf_results::stats::median(&mut hashed),
-            stream_mib_s: tsperf_results::stats::median(&mut stream),
+            bare_mib_s: bare,
+            hashed_mib_s: hashed,
+            stream_mib_s: stream,
+            bare_cubic_mib_s: bare_cubic,
+            hashed_cubic_mib_s: hashed_cubic,
         });
     }
     Ok(out)
@@ -371,7 +433,7 @@ mod tests {
             let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
             assert!(sized, "{ip:?}");
         }
-        assert_eq!(default_cells().len(), 16);
+        assert_eq!(default_cells().len(), 18);
         let (ts, _) = commands(
             Cell {
                 kind: Kind::OneBuffer,
@@ -381,5 +443,18 @@ mod tests {
             1 << 30,
         );
         assert_eq!(ts[0], "--one-buffer", "{ts:?}");
+        let (ts, ip) = commands(
+            Cell {
+                kind: Kind::OneBufferCubic,
+                chunk: 131072,
+            },
+            Path::new("/f"),
+            1 << 30,
+        );
+        assert!(
+            ts.windows(2).any(|w| w == ["--congestion", "cubic"]),
+            "{ts:?}"
+        );
+        assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
     }
 }
