@@ -67,6 +67,13 @@ fn a_timed_reverse_stream_is_verified() {
         let elapsed = v["elapsed_s"].as_f64().unwrap();
         assert!((0.9..10.0).contains(&elapsed), "a 1 s run took {elapsed} s");
         assert_eq!(v["timed"]["file_bytes"].as_u64(), Some(1 << 20));
+        // The server's first to last write spans the run's time too (its clock is read once a
+        // turn of writes, so the last turn's stamp is the last write's).
+        let sent = v["server"]["elapsed_s"].as_f64().unwrap();
+        assert!(
+            (0.9..10.0).contains(&sent),
+            "{model:?}: wrote for {sent} s of {elapsed}"
+        );
     }
 }
 

@@ -305,6 +305,23 @@ impl Sender {
         if self.done(now) {
             return SendEnd::Done;
         }
+        let start = self.sent;
+        let end = self.writes_of_turn(w, scratch);
+        // One clock reading a turn, not one a write: the stream's last write is the last of
+        // its turn, so this is its time, give or take the checks after it (and, for a turn
+        // that ends on a full socket, the write that found it full: a later turn restamps).
+        if self.sent > start {
+            self.last = Some(Instant::now());
+        }
+        end
+    }
+
+    /// The writes of one [`Sender::send_turn`].
+    fn writes_of_turn<W: Write + std::os::fd::AsFd>(
+        &mut self,
+        w: &mut W,
+        scratch: &mut [u8],
+    ) -> SendEnd {
         let (mut writes, start) = (0u64, self.sent);
         loop {
             if self.time.is_some() && self.at == self.length {
@@ -375,7 +392,6 @@ impl Sender {
         }
         self.at += n as u64;
         self.sent += n as u64;
-        self.last = Some(Instant::now());
         Ok(())
     }
 
