@@ -127,8 +127,9 @@ struct Args {
     /// Send one --chunk of the generated stream again and again (its bytes stay in the CPU's
     /// cache), as iperf3's memory mode sends one -l buffer, instead of 36 MiB of text that
     /// does not repeat: the network without the sender's memory traffic. Every byte is still
-    /// checksummed on both ends. Forward runs without FILE only.
-    #[arg(long, conflicts_with_all = ["reverse", "latency", "file"])]
+    /// checksummed on both ends. With --reverse (or --bidir) the server sends it so (protocol
+    /// 9). Not with FILE or a served NAME.
+    #[arg(long, conflicts_with_all = ["latency", "file"])]
     one_buffer: bool,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]

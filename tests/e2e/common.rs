@@ -408,6 +408,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         clock_queries: 0,
         duration_ms: 0,
         reverse: false,
+        one_buffer: false,
         session: Session::ALONE,
     };
     encode_hello(&hello, &mut b);

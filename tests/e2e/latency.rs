@@ -276,6 +276,7 @@ fn bad_request_does_not_stop_the_server() {
                 clock_queries: 0,
                 duration_ms: 0,
                 reverse: false,
+                one_buffer: false,
                 session: tsperf_proto::Session::ALONE,
             },
             &mut hello,

@@ -27,7 +27,8 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = std::fs::read_to_string(out_dir.join("steady.md")).unwrap();
     let rows: Vec<&str> = md.lines().filter(|l| l.ends_with(" | all |")).collect();
-    assert_eq!(rows.len(), 18, "{md}");
+    assert_eq!(rows.len(), 22, "{md}");
+    assert!(md.contains("| memory -R, one buffer | 1 KiB |"), "{md}");
     assert!(md.contains("| memory, one buffer | 128 KiB |"), "{md}");
     assert!(
         md.contains("| memory, one buffer, -C cubic | 128 KiB |"),
@@ -49,7 +50,7 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("steady.json")).unwrap()).unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 18);
+    assert_eq!(cells.len(), 22);
     let mut client_cpu = 0.0;
     for c in cells {
         let ts = &c["tsperf"][0];
@@ -141,7 +142,8 @@ fn the_generated_stream_takes_one_period_of_memory() {
 
 /// `--one-buffer` sends one `--chunk` of the generated stream again and again (iperf3's
 /// memory mode): the server's digest is that of the seed text's first chunk repeated to
-/// `--bytes`, verified on both ends, in every I/O model; with FILE or `--reverse` it is refused.
+/// `--bytes`, verified on both ends, in every I/O model, and sent so by the server with
+/// `--reverse`; with FILE or a served NAME it is refused.
 #[test]
 fn one_buffer_sends_one_chunk_again_and_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -170,6 +172,21 @@ fn one_buffer_sends_one_chunk_again_and_again() {
         assert_eq!(v["digest"], want.as_str(), "{extra:?}: {v}");
         assert_eq!(v["file"], "generated-one-buffer", "{v}");
     }
+    // In reverse the server sends it so (protocol 9), in both of its models.
+    for model in [&[][..], &["--blocking"]] {
+        let server = Server::start(model);
+        let mut args = vec!["-R", "--one-buffer", "--chunk", "10240", "--bytes", &bytes];
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true, "{model:?}: {v}");
+        assert_eq!(v["digest"], want.as_str(), "{model:?}: {v}");
+        assert_eq!(v["server"]["digest"], want.as_str(), "{model:?}: {v}");
+        assert_eq!(v["source"], "generated-one-buffer", "{v}");
+        args.extend_from_slice(&["-P", "2"]);
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{model:?}: {v}");
+    }
     let port = server.port.to_string();
     let file = seed.to_str().unwrap();
     for (args, needle) in [
@@ -178,8 +195,8 @@ fn one_buffer_sends_one_chunk_again_and_again() {
             "'--one-buffer' cannot be used with",
         ),
         (
-            vec!["--port", &port, "--one-buffer", "-R"],
-            "'--one-buffer' cannot be used with '--reverse'",
+            vec!["--port", &port, "--one-buffer", "-R", "served.txt"],
+            "'--one-buffer' cannot be used with '[FILE]'",
         ),
     ] {
         assert_fails(&client(&args), 2, needle);

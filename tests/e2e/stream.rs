@@ -275,6 +275,7 @@ fn refusals_and_server_survives_garbage() {
             clock_queries: 0,
             duration_ms: 0,
             reverse: false,
+            one_buffer: false,
             session: Session::ALONE,
         },
         &mut hello,

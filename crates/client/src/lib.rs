@@ -83,6 +83,9 @@ pub struct StreamConfig {
     /// Send with this TCP congestion control (`TCP_CONGESTION`, iperf3's `-C`); by default the
     /// kernel's.
     pub congestion: Option<String>,
+    /// The generated stream is one `chunk` sent again and again (`--one-buffer`): forward, the
+    /// `file` this client made is one chunk long; in reverse, the hello asks it of the server.
+    pub one_buffer: bool,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<Key>>,
     /// How chunks reach the kernel.

@@ -29,6 +29,10 @@ pub struct Hello {
     pub duration_ms: u32,
     /// Stream mode: the server sends and the client receives (`--reverse`).
     pub reverse: bool,
+    /// A reverse stream of the generated text (an empty name): its period is one `chunk`, the
+    /// text's first `chunk` bytes sent again and again (`--one-buffer`), as iperf3 sends one
+    /// buffer; else the seed's 36 MiB. Version 9.
+    pub one_buffer: bool,
     /// The session the connection belongs to, and its place in it (`--parallel`).
     pub session: Session,
 }
@@ -103,6 +107,7 @@ impl Hello {
             clock_queries: 0,
             duration_ms: 0,
             reverse: false,
+            one_buffer: false,
             session: Session::ALONE,
         }
     }
@@ -133,6 +138,7 @@ impl Hello {
             clock_queries: 0,
             duration_ms: 0,
             reverse: false,
+            one_buffer: false,
             session: Session::ALONE,
         }
     }
@@ -147,7 +153,12 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
         Mode::Stream => 1,
         Mode::Latency => 2,
     });
-    out.push(if h.nodelay { FLAG_NODELAY } else { 0 } | if h.reverse { FLAG_REVERSE } else { 0 });
+    let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+    out.push(
+        flag(h.nodelay, FLAG_NODELAY)
+            | flag(h.reverse, FLAG_REVERSE)
+            | flag(h.one_buffer, FLAG_ONE_BUFFER),
+    );
     out.push(h.codec);
     out.push(h.framing);
     out.push(hello_log_code(h.log));
@@ -210,24 +221,12 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     if mode == Mode::Latency && duration_ms != 0 {
         return Err(ProtocolError::LatencyDuration(duration_ms));
     }
-    let session = Session {
-        id: buf[30..46].try_into().expect("16 bytes"),
-        index: buf[46],
-        count: buf[47],
-    };
-    if session.count == 0 || session.count > MAX_STREAMS || session.index >= session.count {
-        return Err(ProtocolError::BadStreams {
-            index: session.index,
-            count: session.count,
-        });
-    }
+    let session = session_of(buf)?;
     let Some(name_bytes) = buf.get(HELLO_FIXED..HELLO_FIXED + name_len) else {
         return Ok(None);
     };
-    let name = std::str::from_utf8(name_bytes).map_err(|_| ProtocolError::NameNotUtf8)?;
-    if name.chars().any(|c| c == '/' || c.is_control()) {
-        return Err(ProtocolError::BadName(name.to_owned()));
-    }
+    let name = name_of(name_bytes, flags)?;
+    let one_buffer = flags & FLAG_ONE_BUFFER != 0;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -240,9 +239,39 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         clock_queries,
         duration_ms,
         reverse: flags & FLAG_REVERSE != 0,
+        one_buffer,
         session,
     };
     Ok(Some((hello, HELLO_FIXED + name_len)))
+}
+
+/// The session bytes of a whole fixed part, checked.
+fn session_of(buf: &[u8]) -> Result<Session, ProtocolError> {
+    let session = Session {
+        id: buf[30..46].try_into().expect("16 bytes"),
+        index: buf[46],
+        count: buf[47],
+    };
+    if session.count == 0 || session.count > MAX_STREAMS || session.index >= session.count {
+        return Err(ProtocolError::BadStreams {
+            index: session.index,
+            count: session.count,
+        });
+    }
+    Ok(session)
+}
+
+/// The name, checked: a UTF-8 basename, and empty where `flags` ask for one buffer (the
+/// generated text's, and only a reverse stream's: the server sends it).
+fn name_of(bytes: &[u8], flags: u8) -> Result<&str, ProtocolError> {
+    let name = std::str::from_utf8(bytes).map_err(|_| ProtocolError::NameNotUtf8)?;
+    if name.chars().any(|c| c == '/' || c.is_control()) {
+        return Err(ProtocolError::BadName(name.to_owned()));
+    }
+    if flags & FLAG_ONE_BUFFER != 0 && (flags & FLAG_REVERSE == 0 || !name.is_empty()) {
+        return Err(ProtocolError::BadFlags(flags));
+    }
+    Ok(name)
 }
 
 /// The fields of the fixed part that say what the connection is for.
@@ -265,7 +294,7 @@ fn header(buf: &[u8]) -> Result<Header, ProtocolError> {
     };
     let flags = buf[7];
     let defined = match mode {
-        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE,
+        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE | FLAG_ONE_BUFFER,
         Mode::Latency => FLAG_NODELAY,
     };
     if flags & !defined != 0 {

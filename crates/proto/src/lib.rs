@@ -32,7 +32,7 @@ pub const BULK_READ: u32 = 256 * 1024;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 8;
+pub const VERSION: u16 = 9;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -64,6 +64,7 @@ const ACCEPT_BODY: usize = 15;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
 const FLAG_REVERSE: u8 = 2;
+const FLAG_ONE_BUFFER: u8 = 4;
 
 const TAG_ACCEPT: u8 = 1;
 const TAG_REFUSE: u8 = 2;

@@ -17,11 +17,7 @@ pub(super) fn reverse_object(r: &ReverseResult) -> ReverseJson {
     let secs = |ns: Option<u64>| ns.map(|ns| ns as f64 / 1e9);
     ReverseJson {
         tsperf: VERSION.into(),
-        source: if r.name.is_empty() {
-            "generated".into()
-        } else {
-            r.name.clone()
-        },
+        source: r.source().to_owned(),
         bytes: r.bytes,
         asked_bytes: r.asked,
         chunk: r.chunk,
@@ -120,12 +116,7 @@ pub(super) fn reverse_mismatch(r: &ReverseResult) -> String {
 /// The report for people.
 pub(super) fn reverse_human(r: &ReverseResult) -> String {
     let s = &r.server;
-    let name = if r.name.is_empty() {
-        "generated"
-    } else {
-        &r.name
-    };
-    sections::seed_lines(r.begin_unix_us, name, r.end_unix_us)
+    sections::seed_lines(r.begin_unix_us, r.source(), r.end_unix_us)
         + &format!(
             "received {} in {}: {}, server writes of {} B, io {}, {}\n\
              \x20 client: {} of up to {} B, cpu {} user + {} sys, log {}\n\

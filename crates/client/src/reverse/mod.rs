@@ -43,6 +43,8 @@ pub struct ReverseResult {
     pub asked: u64,
     /// The served file's name; empty for the generated stream.
     pub name: String,
+    /// The generated stream was one buffer, the text's first chunk again and again.
+    pub one_buffer: bool,
     /// The server's write size.
     pub chunk: u32,
     /// The client's I/O model.
@@ -165,6 +167,15 @@ impl ReverseResult {
         }
     }
 
+    /// What the report calls the source: the served file's name, or the generated stream's.
+    pub fn source(&self) -> &str {
+        match (self.name.is_empty(), self.one_buffer) {
+            (false, _) => &self.name,
+            (true, false) => "generated",
+            (true, true) => "generated-one-buffer",
+        }
+    }
+
     /// What limited the stream, the roles turned round.
     pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
         tsperf_results::verdict::judge(&self.evidence())
@@ -249,6 +260,7 @@ fn receive<T: Transport>(
         bytes: got.hashed,
         asked: accepted.length,
         name: name.to_owned(),
+        one_buffer: cfg.one_buffer && name.is_empty(),
         chunk: cfg.chunk,
         io: T::IO,
         peer,
@@ -314,6 +326,7 @@ fn open<T: Transport>(
     });
     let hello = Hello {
         reverse: true,
+        one_buffer: cfg.one_buffer && name.is_empty(),
         clock_queries: cfg.clock_queries,
         duration_ms,
         session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),

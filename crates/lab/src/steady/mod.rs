@@ -39,6 +39,9 @@ pub enum Kind {
     OneBufferCubic,
     /// Memory to memory, server to client (`-R`).
     Reverse,
+    /// [`Kind::Reverse`] with the server sending one buffer again and again (`-R
+    /// --one-buffer`), as iperf3 -R does.
+    ReverseOneBuffer,
     /// Memory to memory, two streams (`-P 2`).
     Parallel,
     /// The file with `sendfile` (`--io sendfile`, iperf3 `-Z`).
@@ -55,6 +58,7 @@ impl Kind {
             Kind::OneBuffer => "memory, one buffer",
             Kind::OneBufferCubic => "memory, one buffer, -C cubic",
             Kind::Reverse => "memory -R",
+            Kind::ReverseOneBuffer => "memory -R, one buffer",
             Kind::Parallel => "memory -P 2",
             Kind::Sendfile => "sendfile / -Z",
             Kind::File => "file / -F",
@@ -71,12 +75,13 @@ pub struct Cell {
     pub chunk: u32,
 }
 
-/// The cells: memory forward and reverse at 1024, 10240, 64 KiB and 128 KiB; one
+/// The cells: memory forward, reverse and reverse from one buffer at 1024, 10240, 64
+/// KiB and 128 KiB; one
 /// buffer (with the kernel's congestion control and with cubic), two streams, sendfile and the
 /// file at 10240 and 128 KiB.
 pub fn default_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
-    for kind in [Kind::Memory, Kind::Reverse] {
+    for kind in [Kind::Memory, Kind::Reverse, Kind::ReverseOneBuffer] {
         for chunk in [1024, 10240, 64 << 10, 128 << 10] {
             cells.push(Cell { kind, chunk });
         }
@@ -192,6 +197,10 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
         ),
         Kind::Reverse => (
             s(&["-R", "--chunk", &c, "--bytes", &n]),
+            s(&["-R", "-l", &c, "-n", &n]),
+        ),
+        Kind::ReverseOneBuffer => (
+            s(&["-R", "--one-buffer", "--chunk", &c, "--bytes", &n]),
             s(&["-R", "-l", &c, "-n", &n]),
         ),
         Kind::Parallel => (
@@ -433,7 +442,7 @@ mod tests {
             let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
             assert!(sized, "{ip:?}");
         }
-        assert_eq!(default_cells().len(), 18);
+        assert_eq!(default_cells().len(), 22);
         let (ts, _) = commands(
             Cell {
                 kind: Kind::OneBuffer,

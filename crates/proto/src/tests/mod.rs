@@ -17,6 +17,7 @@ pub(super) fn hello() -> Hello {
         clock_queries: 8,
         duration_ms: 2500,
         reverse: true,
+        one_buffer: false,
         session: Session {
             id: [7; 16],
             index: 3,
@@ -161,7 +162,30 @@ fn hello_refusals() {
 /// and count that do not fit.
 #[test]
 fn hello_refusals_of_flags_and_streams() {
+    assert_eq!(refused(|b| b[7] = 8), ProtocolError::BadFlags(8));
+    // One buffer (bit 2, version 9) is a reverse stream's of the generated text only: not
+    // without reverse, not with a name.
     assert_eq!(refused(|b| b[7] = 4), ProtocolError::BadFlags(4));
+    assert_eq!(refused(|b| b[7] = 6), ProtocolError::BadFlags(6));
+    let generated = Hello {
+        reverse: true,
+        one_buffer: true,
+        ..Hello::stream(1 << 30, 131072, "")
+    };
+    let bytes = encoded(&generated);
+    assert_eq!(bytes[7], 6);
+    assert_eq!(
+        decode_hello(&bytes),
+        Ok(Some((generated.clone(), bytes.len())))
+    );
+    let mut latency = encoded(&Hello::latency(
+        5,
+        clock::Codec::Binary,
+        clock::Framing::Single,
+        false,
+    ));
+    latency[7] = 4;
+    assert_eq!(decode_hello(&latency), Err(ProtocolError::BadFlags(4)));
     // Reverse (bit 1) is a stream's flag only.
     assert_eq!(
         refused(|b| {

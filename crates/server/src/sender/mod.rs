@@ -7,7 +7,8 @@
 //! the hello's `length` bytes of it (the text repeated past 36 MiB); a sized stream is one pass,
 //! so `--bytes 36MiB` is the seed's `tsl.txt` byte for byte; a timed one repeats passes until
 //! its time is up. Each write is `chunk` bytes, the last of a pass less, as the client's are (a
-//! write across the end of the text is one `writev` of two pieces).
+//! write across the end of the text is one `writev` of two pieces). With the hello's one
+//! buffer the period is the text's first `chunk` bytes, as iperf3 -R sends one buffer.
 //!
 //! When the data is done, [`Sender::closing`] gives the bytes that end the stream: the Sent
 //! frame (these figures) and the end trailer (length and digest). The driver writes them and
@@ -19,7 +20,7 @@ pub mod pattern;
 mod served;
 
 use std::hash::Hasher as _;
-use std::io::{self, IoSlice, Write};
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,32 +30,6 @@ use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::Flight;
 use tsperf_proto::{Frame, Hello, ServerIo, encode_frame};
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
-
-/// One write of `want` bytes of the generated text from `at` (a write across the end of the
-/// text is one `writev` of two pieces); what it took is checksummed. Returns the bytes taken.
-#[inline]
-fn write_text<W: Write>(
-    w: &mut W,
-    text: &[u8],
-    hasher: &mut XxHash3_64,
-    at: u64,
-    want: usize,
-) -> io::Result<usize> {
-    let from = (at % text.len() as u64) as usize;
-    let first = &text[from..text.len().min(from + want)];
-    let n = if first.len() == want {
-        w.write(first)?
-    } else {
-        let rest = &text[..want - first.len()];
-        w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])?
-    };
-    let took = n.min(first.len());
-    hasher.write(&first[..took]);
-    if n > took {
-        hasher.write(&text[..n - took]);
-    }
-    Ok(n)
-}
 
 /// One turn of [`Sender::send_turn`]: at most this many writes, and no more once this many
 /// bytes went, so one connection cannot keep an event loop from the others.
@@ -94,6 +69,8 @@ enum Data {
     Generated {
         text: Option<Arc<[u8]>>,
         hasher: XxHash3_64,
+        /// The hello's one buffer: the text's first `chunk` bytes are the period.
+        one_chunk: bool,
     },
     /// A served file (`--serve`): sent by `sendfile`, checksummed as it reads ahead.
     Served(Box<served::Served>),
@@ -166,6 +143,7 @@ impl Sender {
             Data::Generated {
                 text: None,
                 hasher: XxHash3_64::new(),
+                one_chunk: hello.one_buffer,
             },
             hello.length.max(1),
             hello,
@@ -373,7 +351,17 @@ impl Sender {
             Data::Generated {
                 text: Some(text),
                 hasher,
-            } => write_text(w, text, hasher, self.at, want)?,
+                one_chunk,
+            } => {
+                // One buffer: the text's first chunk is the whole period, so every write starts
+                // at its start (but after a short write) and the bytes stay in the CPU's cache.
+                let period = if *one_chunk {
+                    (self.chunk as usize).min(text.len())
+                } else {
+                    text.len()
+                };
+                pattern::write_text(w, &text[..period], hasher, self.at, want)?
+            }
             Data::Generated { text: None, .. } => {
                 return Err(Failure::Source("the generated text is not there".into()));
             }

@@ -3,9 +3,13 @@
 //! takes about 140 ms of a CPU: it is made on a thread of its own the first time a stream asks,
 //! never on an event loop, which serves its other connections meanwhile and gives the streams
 //! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the generated
-//! stream never makes it.
+//! stream never makes it. [`write_text`] hands a write's worth of it to the socket.
 
+use std::hash::Hasher as _;
+use std::io::{self, IoSlice, Write};
 use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
+
+use twox_hash::XxHash3_64;
 
 /// One server's generated text: made at most once, on the first stream's asking.
 pub struct Pattern {
@@ -72,4 +76,30 @@ impl Pattern {
     pub fn wait(&self) -> Arc<[u8]> {
         self.text.get_or_init(make).clone()
     }
+}
+
+/// One write of `want` bytes of the generated text from `at` (a write across the end of the
+/// text is one `writev` of two pieces); what it took is checksummed. Returns the bytes taken.
+#[inline]
+pub(super) fn write_text<W: Write>(
+    w: &mut W,
+    text: &[u8],
+    hasher: &mut XxHash3_64,
+    at: u64,
+    want: usize,
+) -> io::Result<usize> {
+    let from = (at % text.len() as u64) as usize;
+    let first = &text[from..text.len().min(from + want)];
+    let n = if first.len() == want {
+        w.write(first)?
+    } else {
+        let rest = &text[..want - first.len()];
+        w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])?
+    };
+    let took = n.min(first.len());
+    hasher.write(&first[..took]);
+    if n > took {
+        hasher.write(&text[..n - took]);
+    }
+    Ok(n)
 }
