@@ -3,7 +3,7 @@
 //! takes about 140 ms of a CPU: it is made on a thread of its own the first time a stream asks,
 //! never on an event loop, which serves its other connections meanwhile and gives the streams
 //! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the generated
-//! stream never makes it. [`write_text`] hands a write's worth of it to the socket.
+//! stream never makes it. `write_text` hands a write's worth of it to the socket.
 
 use std::hash::Hasher as _;
 use std::io::{self, IoSlice, Write};
