@@ -71,9 +71,9 @@ fn timers_section(r: &SteadyReport, o: &mut String) {
         o,
         "\n## Pacing timers\n\n\
          Soft hrtimer expiries per GiB, the whole machine's, during each run (the `HRTIMER` row \
-         of `/proc/softirqs`; on an idle loopback these are TCP's pacing timers, one each time a \
-         sender paced by bbr had to wait to send its next segment; cubic does not pace). \
-         Medians.\n\n\
+         of `/proc/softirqs`; on an idle loopback mostly TCP's pacing timers, one each time a \
+         sender paced by bbr had to wait to send its next segment; cubic does not pace, and \
+         what is left with it is the tools' own timers). Medians.\n\n\
          | cell | write | tsperf | iperf3 |\n|---|---:|---:|---:|"
     );
     let per_gib = |v: &[Sample]| median(v, |s| s.per_gib(s.timers as f64));
