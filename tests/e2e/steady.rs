@@ -186,6 +186,22 @@ fn one_buffer_sends_one_chunk_again_and_again() {
         let (out, v) = client_json(server.port, &args);
         assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
         assert_eq!(v["sum"]["verified"], true, "{model:?}: {v}");
+        // --bidir: one buffer both ways, the same bytes.
+        let args = [
+            "--bidir",
+            "--one-buffer",
+            "--chunk",
+            "10240",
+            "--bytes",
+            &bytes,
+        ];
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        for (side, name) in [("forward", "file"), ("reverse", "source")] {
+            assert_eq!(v[side]["verified"], true, "{side}: {v}");
+            assert_eq!(v[side]["digest"], want.as_str(), "{side}: {v}");
+            assert_eq!(v[side][name], "generated-one-buffer", "{side}: {v}");
+        }
     }
     let port = server.port.to_string();
     let file = seed.to_str().unwrap();
