@@ -330,7 +330,8 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
     }
     if let Some(name) = &cfg.congestion {
-        tsperf_sys::congestion::set(&*conn.socket(), name)?;
+        tsperf_sys::congestion::set(&*conn.socket(), name)
+            .with_context(|| format!("--congestion {name}"))?;
     }
     let duration_ms = cfg.time.map_or(0, |t| {
         u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)

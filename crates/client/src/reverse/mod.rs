@@ -182,6 +182,12 @@ impl ReverseResult {
     }
 }
 
+/// True when the stream asks the server for one buffer (`--one-buffer`): the generated
+/// stream's only, a served file (`name`) is sent as it is.
+fn asks_one_buffer(cfg: &StreamConfig, name: &str) -> bool {
+    cfg.one_buffer && name.is_empty()
+}
+
 /// Runs one reverse stream of `bytes` bytes a pass (`cfg.time`: timed) over the transport the
 /// configuration asks for.
 pub fn run_reverse(
@@ -260,7 +266,7 @@ fn receive<T: Transport>(
         bytes: got.hashed,
         asked: accepted.length,
         name: name.to_owned(),
-        one_buffer: cfg.one_buffer && name.is_empty(),
+        one_buffer: asks_one_buffer(cfg, name),
         chunk: cfg.chunk,
         io: T::IO,
         peer,
@@ -326,7 +332,7 @@ fn open<T: Transport>(
     });
     let hello = Hello {
         reverse: true,
-        one_buffer: cfg.one_buffer && name.is_empty(),
+        one_buffer: asks_one_buffer(cfg, name),
         clock_queries: cfg.clock_queries,
         duration_ms,
         session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),

@@ -70,7 +70,7 @@ enum Data {
         text: Option<Arc<[u8]>>,
         hasher: XxHash3_64,
         /// The hello's one buffer: the text's first `chunk` bytes are the period.
-        one_chunk: bool,
+        one_buffer: bool,
     },
     /// A served file (`--serve`): sent by `sendfile`, checksummed as it reads ahead.
     Served(Box<served::Served>),
@@ -143,7 +143,7 @@ impl Sender {
             Data::Generated {
                 text: None,
                 hasher: XxHash3_64::new(),
-                one_chunk: hello.one_buffer,
+                one_buffer: hello.one_buffer,
             },
             hello.length.max(1),
             hello,
@@ -351,11 +351,11 @@ impl Sender {
             Data::Generated {
                 text: Some(text),
                 hasher,
-                one_chunk,
+                one_buffer,
             } => {
                 // One buffer: the text's first chunk is the whole period, so every write starts
                 // at its start (but after a short write) and the bytes stay in the CPU's cache.
-                let period = if *one_chunk {
+                let period = if *one_buffer {
                     (self.chunk as usize).min(text.len())
                 } else {
                     text.len()
