@@ -167,6 +167,11 @@ fn hello_refusals_of_flags_and_streams() {
     // without reverse, not with a name.
     assert_eq!(refused(|b| b[7] = 4), ProtocolError::BadFlags(4));
     assert_eq!(refused(|b| b[7] = 6), ProtocolError::BadFlags(6));
+    // The refusal names every flag this version defines, the one-buffer flag's rule included.
+    let why = ProtocolError::BadFlags(4).to_string();
+    for flag in ["bit 0 (nodelay)", "bit 1 (reverse)", "bit 2 (one buffer"] {
+        assert!(why.contains(flag), "{why}");
+    }
     let generated = Hello {
         reverse: true,
         one_buffer: true,
