@@ -7,7 +7,7 @@ writev\t'--batch chunks per writev(), each chunk its own buffer of --chunk bytes
 sendfile\t'sendfile() of --chunk bytes per call, from the page cache to the socket (zero-copy); the checksum is computed on a thread of its own'"
 complete -c tsclient -l batch -d 'Chunks per writev call with --io writev (1 to 1024)' -r
 complete -c tsclient -l sndbuf -d 'Send buffer (SO_SNDBUF) to ask the kernel for; by default the kernel\'s own' -r
-complete -c tsclient -s C -l congestion -d 'TCP congestion control to send with (TCP_CONGESTION), as iperf3 -C: cubic, reno, bbr or any other this kernel has (/proc/sys/net/ipv4/tcp_available_congestion_control); by default the kernel\'s. The report names the one used. With --bidir, for the stream this client sends; not with --reverse (the server sends)' -r
+complete -c tsclient -s C -l congestion -d 'TCP congestion control to send with (TCP_CONGESTION), as iperf3 -C: cubic, reno, bbr or any other the sender\'s kernel has (/proc/sys/net/ipv4/tcp_available_congestion_control); by default the kernel\'s. With --reverse the server sends with it, with --bidir both ends do. The report names the one each sender used' -r
 complete -c tsclient -l server-log -d 'The server log sink for this transfer: none, stdout or file (the server\'s --log-file). Served by a server started with --allow-client-log (others refuse a sink other than their own); by default the server\'s own --log' -r -f -a "none\t''
 stdout\t''
 file\t''"

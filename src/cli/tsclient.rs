@@ -63,9 +63,9 @@ struct Args {
     #[arg(long, value_parser = units::parse_buffer, value_name = "BYTES")]
     sndbuf: Option<u32>,
     /// TCP congestion control to send with (TCP_CONGESTION), as iperf3 -C: cubic, reno, bbr or
-    /// any other this kernel has (/proc/sys/net/ipv4/tcp_available_congestion_control); by
-    /// default the kernel's. The report names the one used. With --bidir, for the stream this
-    /// client sends; not with --reverse (the server sends).
+    /// any other the sender's kernel has (/proc/sys/net/ipv4/tcp_available_congestion_control);
+    /// by default the kernel's. With --reverse the server sends with it, with --bidir both
+    /// ends do. The report names the one each sender used.
     #[arg(short = 'C', long, value_parser = tsperf_sys::congestion::parse_name, value_name = "ALGO")]
     congestion: Option<String>,
     /// The server log sink for this transfer: none, stdout or file (the server's --log-file).

@@ -410,6 +410,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         reverse: false,
         one_buffer: false,
         session: Session::ALONE,
+        congestion: None,
     };
     encode_hello(&hello, &mut b);
     b

@@ -593,6 +593,7 @@ fn an_absurd_sent_report_is_refused() {
         boot_id: None,
         tcp: Default::default(),
         flight: Default::default(),
+        congestion: None,
     };
     let port = reverse_server_reporting(honest, None);
     let (out, v) = client_json(port, &["-R", "--bytes", "1MiB"]);
@@ -662,6 +663,7 @@ fn an_empty_pass_for_a_named_file_is_refused() {
         boot_id: None,
         tcp: Default::default(),
         flight: Default::default(),
+        congestion: None,
     };
     let port = reverse_server_reporting(empty, Some(0));
     let (out, v) = client_json(port, &["-R", "some.bin"]);

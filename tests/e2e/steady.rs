@@ -272,16 +272,70 @@ fn congestion_control_is_chosen_and_named() {
             "'cu bic' is not a congestion control name",
         ),
         (
-            vec!["--port", &port, "-C", "reno", "-R"],
-            2,
-            "--congestion does not apply to --reverse",
-        ),
-        (
             vec!["--port", &port, "-C", "reno", "--latency"],
             2,
             "--congestion applies to stream transfers only",
         ),
     ] {
         assert_fails(&client(&args), code, needle);
+    }
+}
+
+/// `-R -C ALGO` (protocol 10): the server sends with the congestion control asked for, as
+/// iperf3 -R -C does, in both server models, each stream of a session and both ways of
+/// `--bidir`; every reverse report names the algorithm the server sent with (by default its
+/// kernel's); one the server's kernel has not is refused, naming it and what it offers.
+#[test]
+fn the_server_sends_with_the_congestion_control_asked_for() {
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    for model in [&[][..], &["--blocking"]] {
+        let server = Server::start(model);
+        let (out, v) = client_json(server.port, &["-R", "--bytes", "1M"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["server"]["congestion"], default.trim(), "{v}");
+        for extra in [
+            &[][..],
+            &["-P", "2"],
+            &["--one-buffer", "--chunk", "131072"],
+        ] {
+            let mut args = vec!["-R", "--bytes", "3M", "-C", "reno"];
+            args.extend_from_slice(extra);
+            let (out, v) = client_json(server.port, &args);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{model:?} {extra:?}: {}",
+                stderr(&out)
+            );
+            let streams = match v["streams"].as_array() {
+                Some(s) => s.clone(),
+                None => vec![v.clone()],
+            };
+            assert_eq!(streams.len(), if extra == ["-P", "2"] { 2 } else { 1 });
+            for s in &streams {
+                assert_eq!(s["verified"], true, "{model:?} {extra:?}: {s}");
+                assert_eq!(
+                    s["server"]["congestion"], "reno",
+                    "{model:?} {extra:?}: {s}"
+                );
+            }
+        }
+        let (out, v) = client_json(server.port, &["--bidir", "--bytes", "2M", "-C", "reno"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["forward"]["client"]["congestion"], "reno", "{v}");
+        assert_eq!(v["reverse"]["server"]["congestion"], "reno", "{v}");
+        let port = server.port.to_string();
+        let human = client(&["--port", &port, "-R", "--bytes", "1M", "-C", "reno"]);
+        assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+        assert!(
+            stdout(&human).contains(" short), TCP reno, first to last write "),
+            "{}",
+            stdout(&human)
+        );
+        assert_fails(
+            &client(&["--port", &port, "-R", "--bytes", "1M", "-C", "no_such_algo"]),
+            1,
+            "no TCP congestion control 'no_such_algo' (available: ",
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Everything a decoder can refuse, each naming the field and the value it saw.
 
 use crate::{
-    MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, MAX_STREAMS, VERSION, clock,
+    MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, MAX_STREAMS, VERSION,
+    clock, tcp::MAX_CONGESTION,
 };
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
@@ -40,6 +41,16 @@ pub enum ProtocolError {
     /// The file name is longer than [`MAX_NAME`].
     #[error("file name of {0} bytes is too long: at most {MAX_NAME}")]
     NameTooLong(usize),
+    /// The congestion control's name is longer than the kernel's names
+    /// ([`crate::tcp::MAX_CONGESTION`]).
+    #[error("congestion control name of {0} bytes is too long: at most {MAX_CONGESTION}")]
+    CongestionTooLong(usize),
+    /// The congestion control's name is not one, or the hello does not ask the server to send.
+    #[error(
+        "bad congestion control {0:?}: expected ASCII letters, digits, '_' or '-', in the hello \
+         of a stream the server sends (reverse) only"
+    )]
+    BadCongestion(String),
     /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,

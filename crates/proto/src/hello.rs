@@ -35,6 +35,9 @@ pub struct Hello {
     pub one_buffer: bool,
     /// The session the connection belongs to, and its place in it (`--parallel`).
     pub session: Session,
+    /// A stream the server sends (reverse): the TCP congestion control it sends with
+    /// (`tsclient -R -C ALGO`); `None`: its kernel's default. Version 10.
+    pub congestion: Option<crate::tcp::Congestion>,
 }
 
 /// The session a stream belongs to: the streams of one `--parallel` run share its id.
@@ -109,6 +112,7 @@ impl Hello {
             reverse: false,
             one_buffer: false,
             session: Session::ALONE,
+            congestion: None,
         }
     }
 
@@ -140,6 +144,7 @@ impl Hello {
             reverse: false,
             one_buffer: false,
             session: Session::ALONE,
+            congestion: None,
         }
     }
 }
@@ -170,7 +175,10 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.extend_from_slice(&h.session.id);
     out.push(h.session.index);
     out.push(h.session.count);
+    let congestion = h.congestion.as_ref().map_or("", |c| c.as_str());
+    out.push(congestion.len() as u8);
     out.extend_from_slice(h.name.as_bytes());
+    out.extend_from_slice(congestion.as_bytes());
 }
 
 /// Decodes a hello from the front of `buf`. `Ok(None)`: not enough bytes yet. `Ok(Some((hello,
@@ -222,10 +230,19 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         return Err(ProtocolError::LatencyDuration(duration_ms));
     }
     let session = session_of(buf)?;
+    let congestion_len = usize::from(buf[48]);
+    if congestion_len > crate::tcp::MAX_CONGESTION {
+        return Err(ProtocolError::CongestionTooLong(congestion_len));
+    }
     let Some(name_bytes) = buf.get(HELLO_FIXED..HELLO_FIXED + name_len) else {
         return Ok(None);
     };
     let name = name_of(name_bytes, flags)?;
+    let at = HELLO_FIXED + name_len;
+    let Some(congestion_bytes) = buf.get(at..at + congestion_len) else {
+        return Ok(None);
+    };
+    let congestion = congestion_of(congestion_bytes, mode, flags)?;
     let one_buffer = flags & FLAG_ONE_BUFFER != 0;
     let hello = Hello {
         mode,
@@ -241,8 +258,28 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         reverse: flags & FLAG_REVERSE != 0,
         one_buffer,
         session,
+        congestion,
     };
-    Ok(Some((hello, HELLO_FIXED + name_len)))
+    Ok(Some((hello, at + congestion_len)))
+}
+
+/// The congestion control's name, checked: none, or one in the hello of a stream the server
+/// sends.
+fn congestion_of(
+    bytes: &[u8],
+    mode: Mode,
+    flags: u8,
+) -> Result<Option<crate::tcp::Congestion>, ProtocolError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let bad = || ProtocolError::BadCongestion(String::from_utf8_lossy(bytes).into_owned());
+    if mode != Mode::Stream || flags & FLAG_REVERSE == 0 {
+        return Err(bad());
+    }
+    crate::tcp::Congestion::from_bytes(bytes)
+        .map(Some)
+        .ok_or_else(bad)
 }
 
 /// The session bytes of a whole fixed part, checked.

@@ -32,7 +32,7 @@ pub const BULK_READ: u32 = 256 * 1024;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 9;
+pub const VERSION: u16 = 10;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -42,7 +42,7 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 48;
+pub const HELLO_FIXED: usize = 49;
 /// Most streams in one session (`--parallel`).
 pub const MAX_STREAMS: u8 = 128;
 /// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the
@@ -57,7 +57,7 @@ pub const FRAME_HEADER: usize = 3;
 /// The client's digest trailer after the data: xxh3-64, big-endian.
 pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
-pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME;
+pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME + tcp::MAX_CONGESTION;
 
 const REPORT_FIXED: usize = 242;
 const ACCEPT_BODY: usize = 15;

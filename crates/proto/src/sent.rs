@@ -3,12 +3,17 @@
 //! receiver can hold the end of a reverse stream back whole ([`REVERSE_TAIL`]).
 
 use crate::frame::{be32, be64};
-use crate::tcp::{Flight, SenderTcp};
+use crate::tcp::{Congestion, Flight, SenderTcp};
 use crate::{END_TRAILER, FRAME_HEADER, ProtocolError, ServerIo};
 
 /// The Sent frame's body: 12 `u64`s, the send buffer (`u32`), the server's I/O model (`u8`), its
-/// boot id (16 bytes), its `TCP_INFO` (16 `u64`s) and its in-flight readings (7 `u64`s).
-pub const SENT_BODY: usize = 12 * 8 + 4 + 1 + 16 + SENDER_FIELDS * 8 + FLIGHT_FIELDS * 8;
+/// boot id (16 bytes), its `TCP_INFO` (16 `u64`s), its in-flight readings (7 `u64`s) and its
+/// congestion control's name (16 bytes, NUL-padded; version 10).
+pub const SENT_BODY: usize =
+    12 * 8 + 4 + 1 + 16 + SENDER_FIELDS * 8 + FLIGHT_FIELDS * 8 + CONGESTION_FIELD;
+/// The congestion control's place in the Sent frame: the name, then NULs to 16 bytes (the
+/// kernel's `TCP_CA_NAME_MAX`); all NUL: not known.
+pub const CONGESTION_FIELD: usize = 16;
 /// What a reverse stream's receiver holds back until the stream ends: the Sent frame and the end
 /// trailer.
 pub const REVERSE_TAIL: usize = FRAME_HEADER + SENT_BODY + END_TRAILER;
@@ -53,6 +58,8 @@ pub struct Sent {
     pub tcp: SenderTcp,
     /// Its readings about every MiB while it sent.
     pub flight: Flight,
+    /// The TCP congestion control it sent with; `None`: not known.
+    pub congestion: Option<Congestion>,
 }
 
 fn opt(v: Option<u64>) -> u64 {
@@ -147,6 +154,11 @@ impl Sent {
         ] {
             out.extend_from_slice(&v.to_be_bytes());
         }
+        let mut name = [0u8; CONGESTION_FIELD];
+        if let Some(c) = &self.congestion {
+            name[..c.as_str().len()].copy_from_slice(c.as_str().as_bytes());
+        }
+        out.extend_from_slice(&name);
     }
 
     /// Decodes a body of [`SENT_BODY`] bytes (the caller checked its size).
@@ -193,6 +205,7 @@ impl Sent {
                 rtt_us_sum: f(5),
                 sndbuf_sum: f(6),
             },
+            congestion: congestion_of(&b[SENT_BODY - CONGESTION_FIELD..SENT_BODY])?,
         };
         if sent.writes > sent.bytes || sent.partial_writes > sent.writes {
             return Err(ProtocolError::BadReport {
@@ -204,6 +217,24 @@ impl Sent {
             });
         }
         Ok(sent)
+    }
+}
+
+/// The congestion control field: a name and NULs after it, or all NUL (not known).
+fn congestion_of(field: &[u8]) -> Result<Option<Congestion>, ProtocolError> {
+    let len = field.iter().position(|b| *b == 0).unwrap_or(field.len());
+    if len == 0 && field.iter().all(|b| *b == 0) {
+        return Ok(None);
+    }
+    match Congestion::from_bytes(&field[..len]) {
+        Some(c) if field[len..].iter().all(|b| *b == 0) => Ok(Some(c)),
+        _ => Err(ProtocolError::BadReport {
+            field: "congestion",
+            why: format!(
+                "{:?} is not a congestion control's name and NULs",
+                String::from_utf8_lossy(field)
+            ),
+        }),
     }
 }
 
@@ -296,11 +327,8 @@ mod tests {
         assert!(decode_closing(&junk).is_err());
     }
 
-    /// A Sent frame decodes to itself, is exactly its fixed size, and a sender's numbers that
-    /// cannot be are refused.
-    #[test]
-    fn round_trip_and_checks() {
-        let sent = Sent {
+    fn sent() -> Sent {
+        Sent {
             bytes: 1 << 30,
             writes: 1000,
             partial_writes: 3,
@@ -327,7 +355,15 @@ mod tests {
                 cwnd_full: 1,
                 ..Flight::default()
             },
-        };
+            congestion: crate::tcp::Congestion::new("cubic"),
+        }
+    }
+
+    /// A Sent frame decodes to itself, is exactly its fixed size, and a sender's numbers that
+    /// cannot be are refused.
+    #[test]
+    fn round_trip_and_checks() {
+        let sent = sent();
         let mut out = Vec::new();
         encode_frame(&Frame::Sent(sent), &mut out);
         assert_eq!(out.len(), FRAME_HEADER + SENT_BODY);
@@ -346,5 +382,46 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// The sender's congestion control (version 10): its name, NUL-padded, or all NUL (not
+    /// known); anything else is refused, naming the field.
+    #[test]
+    fn the_congestion_control_is_a_name_and_nuls() {
+        let sent = sent();
+        let mut out = Vec::new();
+        encode_frame(&Frame::Sent(sent), &mut out);
+        assert_eq!(
+            &out[out.len() - CONGESTION_FIELD..],
+            b"cubic\0\0\0\0\0\0\0\0\0\0\0"
+        );
+        let unknown = Sent {
+            congestion: None,
+            ..sent
+        };
+        let mut out = Vec::new();
+        encode_frame(&Frame::Sent(unknown), &mut out);
+        assert_eq!(out.len(), FRAME_HEADER + SENT_BODY);
+        assert_eq!(
+            decode_frame(&out),
+            Ok(Some((Frame::Sent(unknown), out.len())))
+        );
+        for junk in [
+            &b"cu bic\0\0\0\0\0\0\0\0\0\0"[..],
+            b"cubic\0x\0\0\0\0\0\0\0\0\0",
+        ] {
+            let n = out.len();
+            out[n - CONGESTION_FIELD..].copy_from_slice(junk);
+            assert!(
+                matches!(
+                    decode_frame(&out),
+                    Err(ProtocolError::BadReport {
+                        field: "congestion",
+                        ..
+                    })
+                ),
+                "{junk:?}"
+            );
+        }
     }
 }

@@ -200,6 +200,57 @@ impl ReceiverTcp {
 /// Fields of [`ReceiverTcp`] on the wire.
 pub const RECEIVER_FIELDS: usize = 10;
 
+/// The longest TCP congestion control name (the kernel's `TCP_CA_NAME_MAX`, 16, less its NUL).
+pub const MAX_CONGESTION: usize = 15;
+
+/// A TCP congestion control's name as the wire carries it (the hello's, the Sent frame's): 1 to
+/// [`MAX_CONGESTION`] ASCII letters, digits, `_` or `-`, as the kernel names its algorithms
+/// (`cubic`, `bbr`). Held inline, so the reports that carry it stay `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Congestion {
+    len: u8,
+    bytes: [u8; MAX_CONGESTION],
+}
+
+impl Congestion {
+    /// `name`, if it is one.
+    pub fn new(name: &str) -> Option<Congestion> {
+        Congestion::from_bytes(name.as_bytes())
+    }
+
+    /// `bytes` as a name, if they are one.
+    pub(crate) fn from_bytes(b: &[u8]) -> Option<Congestion> {
+        let fits = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-';
+        if b.is_empty() || b.len() > MAX_CONGESTION || !b.iter().all(fits) {
+            return None;
+        }
+        let mut bytes = [0; MAX_CONGESTION];
+        bytes[..b.len()].copy_from_slice(b);
+        Some(Congestion {
+            len: b.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII goes in.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Display for Congestion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Congestion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Congestion({:?})", self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,7 +61,6 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
             (cli::given(m, "strategy"), "--io"),
             (args.batch.is_some(), "--batch"),
             (args.sndbuf.is_some(), "--sndbuf"),
-            (args.congestion.is_some(), "--congestion"),
             (args.server_log.is_some(), "--server-log"),
         ] {
             if given {

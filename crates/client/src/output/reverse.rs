@@ -50,6 +50,7 @@ pub(super) fn reverse_object(r: &ReverseResult) -> ReverseJson {
             partial_writes: s.partial_writes,
             would_block: s.would_block,
             sndbuf: s.sndbuf,
+            congestion: s.congestion.map(|c| c.to_string()),
             io: s.server_io,
             cpu: Cpu::of(
                 Duration::from_micros(s.cpu_user_us),
@@ -120,7 +121,7 @@ pub(super) fn reverse_human(r: &ReverseResult) -> String {
         + &format!(
             "received {} in {}: {}, server writes of {} B, io {}, {}\n\
              \x20 client: {} of up to {} B, cpu {} user + {} sys, log {}\n\
-             \x20 server: {} ({} short), first to last write {}, cpu {} user + {} sys, io {}\n",
+             \x20 server: {} ({} short){}, first to last write {}, cpu {} user + {} sys, io {}\n",
             units::size(r.bytes),
             units::duration(r.elapsed),
             sections::rate(r.measured()),
@@ -141,6 +142,7 @@ pub(super) fn reverse_human(r: &ReverseResult) -> String {
             },
             units::count(s.writes, "write"),
             s.partial_writes,
+            s.congestion.map_or(String::new(), |c| format!(", TCP {c}")),
             units::duration(Duration::from_nanos(s.elapsed_ns)),
             units::duration(Duration::from_micros(s.cpu_user_us)),
             units::duration(Duration::from_micros(s.cpu_sys_us)),

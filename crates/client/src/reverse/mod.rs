@@ -336,6 +336,11 @@ fn open<T: Transport>(
         clock_queries: cfg.clock_queries,
         duration_ms,
         session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),
+        // The server sends: the congestion control asked for is its socket's.
+        congestion: cfg
+            .congestion
+            .as_deref()
+            .and_then(tsperf_proto::tcp::Congestion::new),
         ..Hello::stream(bytes, cfg.chunk, name)
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);

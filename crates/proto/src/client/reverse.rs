@@ -133,6 +133,7 @@ mod tests {
             boot_id: None,
             tcp: crate::tcp::SenderTcp::default(),
             flight: crate::tcp::Flight::default(),
+            congestion: None,
         }
     }
 

@@ -134,6 +134,10 @@ pub struct SenderSide {
     pub would_block: u64,
     /// The send buffer its socket had.
     pub sndbuf: u32,
+    /// The TCP congestion control it sent with (the client's `--congestion`, else its
+    /// kernel's default), where it said (protocol 10).
+    #[serde(default)]
+    pub congestion: Option<String>,
     /// Its I/O model.
     pub io: ServerIo,
     /// The sending thread's CPU time.

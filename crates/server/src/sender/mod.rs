@@ -461,6 +461,8 @@ impl Sender {
             tcp: tsperf_sys::tcpinfo::TcpInfo::of(sock)
                 .map_or_else(Default::default, |i| i.sender()),
             flight: self.flight,
+            congestion: tsperf_sys::congestion::of(sock)
+                .and_then(|name| tsperf_proto::tcp::Congestion::new(&name)),
         };
         let mut out = Vec::with_capacity(tsperf_proto::sent::REVERSE_TAIL);
         encode_frame(&Frame::Sent(sent), &mut out);
