@@ -21,7 +21,7 @@ pub fn markdown(r: &SteadyReport) -> String {
          against iperf3's one `-l` buffer sent again and again; *memory, one buffer*: \
          `tsclient --one-buffer`, one `--chunk` sent again and again, the same work as \
          iperf3's (*-R, one buffer*: the server sends so, `tsclient -R --one-buffer`); *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
-         `iperf3 -C cubic`), the others with the kernel's default ({}).\n",
+         `iperf3 -C cubic`; with -R each asks its server to), the others with the kernel's default ({}).\n",
         r.machine,
         tsperf_results::units::size(r.len),
         r.reps,

@@ -42,6 +42,9 @@ pub enum Kind {
     /// [`Kind::Reverse`] with the server sending one buffer again and again (`-R
     /// --one-buffer`), as iperf3 -R does.
     ReverseOneBuffer,
+    /// [`Kind::ReverseOneBuffer`] with both servers sending with TCP cubic (`tsclient -R -C
+    /// cubic`, `iperf3 -R -C cubic`: each asks its server).
+    ReverseOneBufferCubic,
     /// Memory to memory, two streams (`-P 2`).
     Parallel,
     /// The file with `sendfile` (`--io sendfile`, iperf3 `-Z`).
@@ -59,6 +62,7 @@ impl Kind {
             Kind::OneBufferCubic => "memory, one buffer, -C cubic",
             Kind::Reverse => "memory -R",
             Kind::ReverseOneBuffer => "memory -R, one buffer",
+            Kind::ReverseOneBufferCubic => "memory -R, one buffer, -C cubic",
             Kind::Parallel => "memory -P 2",
             Kind::Sendfile => "sendfile / -Z",
             Kind::File => "file / -F",
@@ -76,9 +80,8 @@ pub struct Cell {
 }
 
 /// The cells: memory forward, reverse and reverse from one buffer at 1024, 10240, 64
-/// KiB and 128 KiB; one
-/// buffer (with the kernel's congestion control and with cubic), two streams, sendfile and the
-/// file at 10240 and 128 KiB.
+/// KiB and 128 KiB; one buffer (with the kernel's congestion control and with cubic, forward and
+/// reverse), two streams, sendfile and the file at 10240 and 128 KiB.
 pub fn default_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for kind in [Kind::Memory, Kind::Reverse, Kind::ReverseOneBuffer] {
@@ -89,6 +92,7 @@ pub fn default_cells() -> Vec<Cell> {
     for kind in [
         Kind::OneBuffer,
         Kind::OneBufferCubic,
+        Kind::ReverseOneBufferCubic,
         Kind::Parallel,
         Kind::Sendfile,
         Kind::File,
@@ -202,6 +206,19 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
         Kind::ReverseOneBuffer => (
             s(&["-R", "--one-buffer", "--chunk", &c, "--bytes", &n]),
             s(&["-R", "-l", &c, "-n", &n]),
+        ),
+        Kind::ReverseOneBufferCubic => (
+            s(&[
+                "-R",
+                "--one-buffer",
+                "--congestion",
+                "cubic",
+                "--chunk",
+                &c,
+                "--bytes",
+                &n,
+            ]),
+            s(&["-R", "-C", "cubic", "-l", &c, "-n", &n]),
         ),
         Kind::Parallel => (
             s(&["-P", "2", "--chunk", &c, "--bytes", &n]),
@@ -442,7 +459,7 @@ mod tests {
             let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
             assert!(sized, "{ip:?}");
         }
-        assert_eq!(default_cells().len(), 22);
+        assert_eq!(default_cells().len(), 24);
         let (ts, _) = commands(
             Cell {
                 kind: Kind::OneBuffer,
@@ -462,6 +479,23 @@ mod tests {
         );
         assert!(
             ts.windows(2).any(|w| w == ["--congestion", "cubic"]),
+            "{ts:?}"
+        );
+        assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
+        let (ts, ip) = commands(
+            Cell {
+                kind: Kind::ReverseOneBufferCubic,
+                chunk: 131072,
+            },
+            Path::new("/f"),
+            1 << 30,
+        );
+        for args in [&ts, &ip] {
+            assert_eq!(args[0], "-R", "{args:?}");
+        }
+        assert!(
+            ts.windows(2).any(|w| w == ["--congestion", "cubic"])
+                && ts.contains(&"--one-buffer".into()),
             "{ts:?}"
         );
         assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
