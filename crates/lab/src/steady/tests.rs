@@ -1,0 +1,59 @@
+//! The cells and the commands each tool runs for them.
+
+use super::*;
+
+/// The commands name the same write size and length for both tools.
+#[test]
+fn both_tools_get_the_same_write_and_length() {
+    for cell in default_cells() {
+        let (ts, ip) = commands(cell, Path::new("/f"), 1 << 30);
+        let c = cell.chunk.to_string();
+        assert!(
+            ts.windows(2).any(|w| w == ["--chunk", c.as_str()]),
+            "{ts:?}"
+        );
+        assert!(ip.windows(2).any(|w| w == ["-l", c.as_str()]), "{ip:?}");
+        let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
+        assert!(sized, "{ip:?}");
+    }
+    assert_eq!(default_cells().len(), 24);
+    let (ts, _) = commands(
+        Cell {
+            kind: Kind::OneBuffer,
+            chunk: 131072,
+        },
+        Path::new("/f"),
+        1 << 30,
+    );
+    assert_eq!(ts[0], "--one-buffer", "{ts:?}");
+    let (ts, ip) = commands(
+        Cell {
+            kind: Kind::OneBufferCubic,
+            chunk: 131072,
+        },
+        Path::new("/f"),
+        1 << 30,
+    );
+    assert!(
+        ts.windows(2).any(|w| w == ["--congestion", "cubic"]),
+        "{ts:?}"
+    );
+    assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
+    let (ts, ip) = commands(
+        Cell {
+            kind: Kind::ReverseOneBufferCubic,
+            chunk: 131072,
+        },
+        Path::new("/f"),
+        1 << 30,
+    );
+    for args in [&ts, &ip] {
+        assert_eq!(args[0], "-R", "{args:?}");
+    }
+    assert!(
+        ts.windows(2).any(|w| w == ["--congestion", "cubic"])
+            && ts.contains(&"--one-buffer".into()),
+        "{ts:?}"
+    );
+    assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
+}
