@@ -199,27 +199,17 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
             ]),
             s(&["-C", "cubic", "-l", &c, "-n", &n]),
         ),
-        Kind::Reverse => (
-            s(&["-R", "--chunk", &c, "--bytes", &n]),
-            s(&["-R", "-l", &c, "-n", &n]),
-        ),
-        Kind::ReverseOneBuffer => (
-            s(&["-R", "--one-buffer", "--chunk", &c, "--bytes", &n]),
-            s(&["-R", "-l", &c, "-n", &n]),
-        ),
-        Kind::ReverseOneBufferCubic => (
-            s(&[
-                "-R",
-                "--one-buffer",
-                "--congestion",
-                "cubic",
-                "--chunk",
-                &c,
-                "--bytes",
-                &n,
-            ]),
-            s(&["-R", "-C", "cubic", "-l", &c, "-n", &n]),
-        ),
+        // Each reverse cell is its forward cell with -R: the same flags, the server sending.
+        Kind::Reverse | Kind::ReverseOneBuffer | Kind::ReverseOneBufferCubic => {
+            let kind = match cell.kind {
+                Kind::Reverse => Kind::Memory,
+                Kind::ReverseOneBuffer => Kind::OneBuffer,
+                _ => Kind::OneBufferCubic,
+            };
+            let (ts, ip) = commands(Cell { kind, ..cell }, file, len);
+            let r = |v: Vec<String>| [vec!["-R".to_owned()], v].concat();
+            (r(ts), r(ip))
+        }
         Kind::Parallel => (
             s(&["-P", "2", "--chunk", &c, "--bytes", &n]),
             s(&["-P", "2", "-l", &c, "-n", &n]),
