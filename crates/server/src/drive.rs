@@ -146,11 +146,12 @@ fn begin(
 /// directory (refused: no such file, not a plain name, a symlink, not a regular file, more than
 /// `--max-bytes`). Its send buffer comes out of the server's budget (`--send-buffers`),
 /// reserved on `sock`; `sock` sends with the congestion control the hello names (refused: one
-/// the kernel has not, or will not let this server choose).
+/// the kernel has not loaded, or will not let this server choose; a peer's name never loads a
+/// module).
 fn sender(hello: &Hello, cfg: &ServerConfig, sock: &impl AsFd) -> Result<Sender, Refusal> {
     let mut sender = data_of(hello, cfg)?;
     if let Some(name) = &hello.congestion {
-        tsperf_sys::congestion::set(sock, name.as_str())
+        tsperf_sys::congestion::set_loaded(sock, name.as_str())
             .map_err(|e| (RefuseCode::Unoffered, format!("on the server, {e:#}")))?;
     }
     let held = cfg

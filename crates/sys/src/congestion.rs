@@ -67,6 +67,23 @@ pub fn set<S: AsFd>(sock: &S, name: &str) -> Result<()> {
     })
 }
 
+/// The algorithms this kernel has loaded.
+const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// [`set`] for a name a peer sent (a reverse stream's hello): only an algorithm the kernel has
+/// loaded (`tcp_available_congestion_control`). For a privileged process the kernel would
+/// otherwise load the module `tcp_NAME` first, whatever it is, on the peer's word.
+pub fn set_loaded<S: AsFd>(sock: &S, name: &str) -> Result<()> {
+    let loaded = std::fs::read_to_string(AVAILABLE).unwrap_or_default();
+    if !loaded.split_whitespace().any(|n| n == name) {
+        return Err(anyhow!(
+            "this kernel has no TCP congestion control '{name}' ({})",
+            offered_here()
+        ));
+    }
+    set(sock, name)
+}
+
 /// What this kernel offers (`tcp_available_congestion_control`) and allows a process without
 /// privileges (`tcp_allowed_congestion_control`), and its default, for an error message.
 pub fn offered_here() -> String {
@@ -105,6 +122,30 @@ mod tests {
             let e = parse_name(bad).unwrap_err();
             assert!(e.contains("not a congestion control name"), "{bad:?}: {e}");
         }
+    }
+
+    /// A name from a peer is taken only if the kernel has it loaded: asking the kernel for one
+    /// it has not would, for a privileged server, load the module `tcp_NAME` (any such module,
+    /// congestion control or not) on a remote client's word.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_peers_name_must_be_loaded_already() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let loaded = std::fs::read_to_string(AVAILABLE).unwrap();
+        assert!(loaded.split_whitespace().any(|n| n == "reno"), "{loaded}");
+        set_loaded(&s, "reno").unwrap();
+        assert_eq!(of(&s).as_deref(), Some("reno"));
+        for name in ["diag", "no_such_algo"] {
+            let e = set_loaded(&s, name).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("no TCP congestion control '{name}'")),
+                "{e}"
+            );
+            assert!(e.contains("available: "), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(AVAILABLE).unwrap(), loaded);
+        assert_eq!(of(&s).as_deref(), Some("reno"));
     }
 
     /// A socket reports its algorithm, takes one the kernel has, and refuses a name it has
