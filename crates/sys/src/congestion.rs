@@ -10,14 +10,14 @@ use std::os::fd::AsFd;
 
 use anyhow::{Result, anyhow};
 
-/// The longest name the kernel takes (`TCP_CA_NAME_MAX`, 16, less its NUL).
-pub const MAX_NAME: usize = 15;
+/// The longest name the kernel takes (`TCP_CA_NAME_MAX`, 16, less its NUL): the wire's limit.
+pub const MAX_NAME: usize = tsperf_proto::tcp::MAX_CONGESTION;
 
 /// Checks a name given on the command line: 1 to [`MAX_NAME`] ASCII letters, digits, `_` or
-/// `-`, as the kernel's algorithms are named.
+/// `-`, as the kernel's algorithms are named (the rule the wire holds a peer's name to,
+/// [`tsperf_proto::tcp::Congestion`]).
 pub fn parse_name(text: &str) -> std::result::Result<String, String> {
-    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    if text.is_empty() || text.len() > MAX_NAME || !text.chars().all(fits) {
+    if tsperf_proto::tcp::Congestion::new(text).is_none() {
         return Err(format!(
             "'{}' is not a congestion control name: expected 1 to {MAX_NAME} letters, digits, \
              '_' or '-', as 'cubic' or 'bbr' ({})",
