@@ -19,6 +19,11 @@ pub struct Floor {
     pub receiver: Duration,
     /// The writer's first write to the reader's last byte.
     pub wall: Duration,
+    /// The writer thread's CPU time over its loop (`CLOCK_THREAD_CPUTIME_ID`; on loopback this
+    /// includes the receive path the kernel runs in the writer's context).
+    pub writer_cpu: Duration,
+    /// The reader thread's CPU time from its accept to EOF (`CLOCK_THREAD_CPUTIME_ID`).
+    pub reader_cpu: Duration,
 }
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
@@ -66,30 +71,7 @@ fn run_with(
     let hash = source.is_some();
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
-    let reader = std::thread::spawn(move || -> io::Result<(u64, Instant, Instant)> {
-        let (mut s, _) = listener.accept()?;
-        let mut buf = vec![0u8; read_size.max(1)];
-        let mut got = 0u64;
-        let mut first = None;
-        let mut hasher = twox_hash::XxHash3_64::new();
-        loop {
-            match s.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    first.get_or_insert_with(Instant::now);
-                    got += n as u64;
-                    if hash {
-                        hasher.write(&buf[..n]);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let last = Instant::now();
-        std::hint::black_box(hasher.finish());
-        Ok((got, first.unwrap_or(last), last))
-    });
+    let reader = std::thread::spawn(move || read_all(&listener, read_size, hash));
     let chunk = chunk.max(1);
     let block = (128usize << 10).div_ceil(chunk) * chunk;
     let bare = vec![b'x'; chunk];
@@ -99,7 +81,7 @@ fn run_with(
     if let Some(name) = congestion {
         tsperf_sys::congestion::set(&s, name).map_err(io::Error::other)?;
     }
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), tsperf_sys::timing::thread_cpu_clock());
     let (mut sent, mut at) = (0u64, 0usize);
     let mut hasher = twox_hash::XxHash3_64::new();
     while sent < total {
@@ -119,7 +101,8 @@ fn run_with(
     }
     std::hint::black_box(hasher.finish());
     s.shutdown(Shutdown::Write)?;
-    let (got, first, last) = reader
+    let writer_cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
+    let (got, first, last, reader_cpu) = reader
         .join()
         .map_err(|_| io::Error::other("the floor's reader panicked"))??;
     if got != total {
@@ -131,7 +114,43 @@ fn run_with(
         bytes: got,
         receiver: last.duration_since(first),
         wall: last.duration_since(start),
+        writer_cpu,
+        reader_cpu,
     })
+}
+
+/// The reader's side of the loop: accepts one connection and reads it to EOF into a buffer
+/// of `read_size` bytes, hashing each read if `hash`. Returns the bytes, the first and last
+/// byte's times, and the thread's CPU from the accept on.
+fn read_all(
+    listener: &TcpListener,
+    read_size: usize,
+    hash: bool,
+) -> io::Result<(u64, Instant, Instant, Duration)> {
+    let (mut s, _) = listener.accept()?;
+    let cpu = tsperf_sys::timing::thread_cpu_clock();
+    let mut buf = vec![0u8; read_size.max(1)];
+    let mut got = 0u64;
+    let mut first = None;
+    let mut hasher = twox_hash::XxHash3_64::new();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                first.get_or_insert_with(Instant::now);
+                got += n as u64;
+                if hash {
+                    hasher.write(&buf[..n]);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let last = Instant::now();
+    std::hint::black_box(hasher.finish());
+    let cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
+    Ok((got, first.unwrap_or(last), last, cpu))
 }
 
 #[cfg(test)]
@@ -143,6 +162,9 @@ mod tests {
             let f = super::run(1_000_003, chunk, read).unwrap();
             assert_eq!(f.bytes, 1_000_003);
             assert!(f.wall >= f.receiver);
+            // Both threads ran, and their CPU is counted.
+            assert!(f.writer_cpu > std::time::Duration::ZERO, "{f:?}");
+            assert!(f.reader_cpu > std::time::Duration::ZERO, "{f:?}");
             let f = super::run_hashed(1_000_003, chunk, read).unwrap();
             assert_eq!(f.bytes, 1_000_003);
             let f = super::run_as(1_000_003, chunk, read, false, Some("reno")).unwrap();

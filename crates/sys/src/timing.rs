@@ -131,6 +131,24 @@ impl CpuTime {
     }
 }
 
+/// The calling thread's CPU time so far, to the nanosecond (`CLOCK_THREAD_CPUTIME_ID`: the
+/// kernel brings a running thread's count up to date when asked, where `getrusage` and
+/// schedstat lag by up to a tick); zero if the clock cannot be read.
+pub fn thread_cpu_clock() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
 /// Where the calling thread's time went as the scheduler counts it (Linux's
 /// `/proc/thread-self/schedstat`): on a CPU, and runnable but waiting for one. The rest of a
 /// span is time it slept (in a blocking call, in poll). A CPU quota (cgroup `cpu.cfs_quota_us`)
@@ -188,6 +206,17 @@ fn rusage(who: libc::c_int) -> CpuTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The thread's CPU clock counts a busy loop shorter than a tick (which rusage reads as 0).
+    #[test]
+    fn the_thread_cpu_clock_counts_a_short_spin() {
+        let before = thread_cpu_clock();
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_micros(500) {
+            std::hint::spin_loop();
+        }
+        assert!(thread_cpu_clock() > before);
+    }
 
     /// Linux keeps the run-queue wait of every thread, and this reads it.
     #[test]

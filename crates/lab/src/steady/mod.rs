@@ -325,7 +325,8 @@ pub fn run(
 }
 
 /// The machine's own limit at one write size: the bare loop and the same with the checksum,
-/// medians of `reps` alternating runs of `len` bytes, MiB/s.
+/// medians of `reps` alternating runs of `len` bytes, MiB/s, and what each loop's two threads
+/// spent (CPU seconds per GiB, medians).
 #[derive(Debug, Clone, Serialize)]
 pub struct Floor {
     /// Bytes per write.
@@ -344,41 +345,93 @@ pub struct Floor {
     /// The loop with checksums, the writer sending with TCP cubic.
     #[serde(default)]
     pub hashed_cubic_mib_s: f64,
+    /// Each loop's CPU per GiB at each end, in the order bare, hashed, stream, bare cubic,
+    /// hashed cubic ([`Floor::cpu`]).
+    pub cpu: [LoopCpu; 5],
+}
+
+/// What one floor loop's threads spent, CPU seconds per GiB (each thread's
+/// `CLOCK_THREAD_CPUTIME_ID`; on loopback the writer's includes the receive path
+/// the kernel runs on its way out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LoopCpu {
+    /// The writing thread's.
+    pub writer: f64,
+    /// The reading thread's.
+    pub reader: f64,
+}
+
+/// Which of the floor's loops a figure is from ([`Floor::cpu`], [`Floor::rate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loop {
+    /// No checksum.
+    Bare,
+    /// xxh3 on both ends, one cache-resident block.
+    Hashed,
+    /// xxh3 on both ends, written from the generated stream.
+    Stream,
+    /// No checksum, the writer on cubic.
+    BareCubic,
+    /// xxh3 on both ends, the writer on cubic.
+    HashedCubic,
+}
+
+impl Floor {
+    /// The loop `l`'s CPU per GiB.
+    pub fn cpu(&self, l: Loop) -> LoopCpu {
+        self.cpu[l as usize]
+    }
+
+    /// The loop `l`'s rate, MiB/s.
+    pub fn rate(&self, l: Loop) -> f64 {
+        match l {
+            Loop::Bare => self.bare_mib_s,
+            Loop::Hashed => self.hashed_mib_s,
+            Loop::Stream => self.stream_mib_s,
+            Loop::BareCubic => self.bare_cubic_mib_s,
+            Loop::HashedCubic => self.hashed_cubic_mib_s,
+        }
+    }
+}
+
+/// One floor run's rate (MiB/s) and CPU per GiB at each end.
+fn floor_figures(f: crate::floor::Floor) -> (f64, LoopCpu) {
+    let gib = f.bytes.max(1) as f64 / f64::from(1u32 << 30);
+    let mib_s = f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
+    let cpu = LoopCpu {
+        writer: f.writer_cpu.as_secs_f64() / gib,
+        reader: f.reader_cpu.as_secs_f64() / gib,
+    };
+    (mib_s, cpu)
 }
 
 /// Measures [`Floor`] at each of `chunks`, the five loops alternating.
 pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
-    let mib =
-        |f: crate::floor::Floor| f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
     let period = tsperf_sys::testdata::SEED_FILE_LEN as usize;
     let mut text = tsperf_sys::testdata::text(period);
     text.truncate(period);
     let mut out = Vec::new();
     for &chunk in chunks {
         let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
-        let mut runs: [Vec<f64>; 5] = Default::default();
+        let mut runs: [Vec<(f64, LoopCpu)>; 5] = Default::default();
         let c = chunk as usize;
         for _ in 0..reps {
-            runs[0].push(mib(crate::floor::run(len, c, read)?));
-            runs[1].push(mib(crate::floor::run_hashed(len, c, read)?));
-            runs[2].push(mib(crate::floor::run_from(len, c, read, &text)?));
-            runs[3].push(mib(crate::floor::run_as(
-                len,
-                c,
-                read,
-                false,
-                Some("cubic"),
-            )?));
-            runs[4].push(mib(crate::floor::run_as(
-                len,
-                c,
-                read,
-                true,
-                Some("cubic"),
-            )?));
+            use crate::floor::{run, run_as, run_from, run_hashed};
+            runs[0].push(floor_figures(run(len, c, read)?));
+            runs[1].push(floor_figures(run_hashed(len, c, read)?));
+            runs[2].push(floor_figures(run_from(len, c, read, &text)?));
+            runs[3].push(floor_figures(run_as(len, c, read, false, Some("cubic"))?));
+            runs[4].push(floor_figures(run_as(len, c, read, true, Some("cubic"))?));
         }
-        let [bare, hashed, stream, bare_cubic, hashed_cubic] =
-            runs.map(|mut v| tsperf_results::stats::median(&mut v));
+        let med = |v: &[(f64, LoopCpu)], f: fn(&(f64, LoopCpu)) -> f64| {
+            tsperf_results::stats::median(&mut v.iter().map(f).collect::<Vec<_>>())
+        };
+        let rates = runs.each_ref().map(|v| med(v, |r| r.0));
+        let cpu = runs.each_ref().map(|v| LoopCpu {
+            writer: med(v, |r| r.1.writer),
+            reader: med(v, |r| r.1.reader),
+        });
+        let [bare, hashed, stream, bare_cubic, hashed_cubic] = rates;
         out.push(Floor {
             chunk,
             bare_mib_s: bare,
@@ -386,6 +439,7 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
             stream_mib_s: stream,
             bare_cubic_mib_s: bare_cubic,
             hashed_cubic_mib_s: hashed_cubic,
+            cpu,
         });
     }
     Ok(out)
