@@ -124,7 +124,10 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
          tsperf's CPU on each end is held to iperf3's plus that. A bar marked *beyond this \
          machine's limit* is missed by the checksummed loop below too (the one doing the cell's \
          work: from one buffer or the generated stream, on the cell's congestion control; \
-         sendfile has none): no tool that verifies its bytes meets it here.\n",
+         sendfile has none): no tool that verifies its bytes meets it here. *Both ends*, not a \
+         bar: the two ends' CPU together against iperf3's plus two checksums; on loopback the \
+         kernel does a segment's receive work (and an ACK's sending) on whichever end's thread \
+         is running, so work moves between the ends from run to run.\n",
         r.hash_s_per_gib
     );
     for c in &r.cells {
@@ -163,13 +166,16 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
         };
         let _ = writeln!(
             o,
-            "- {} {}: {rate_bar}client CPU {tc:.3} against {:.3} {}; server CPU {ts:.3} against {:.3} {}.",
+            "- {} {}: {rate_bar}client CPU {tc:.3} against {:.3} {}; server CPU {ts:.3} against {:.3} {}; \
+             both ends {:.3} against {:.3}.",
             c.cell.kind.label(),
             tsperf_results::units::size(u64::from(c.cell.chunk)),
             ic + h,
             verdict(tc <= ic + h, beyond(true, ic + h)),
             is + h,
             verdict(ts <= is + h, beyond(false, is + h)),
+            both_per_gib(&c.tsperf),
+            both_per_gib(&c.iperf3) + 2.0 * h,
         );
     }
 }
@@ -229,6 +235,11 @@ fn floor_cpu_section(r: &SteadyReport, o: &mut String) {
             cell(Loop::HashedCubic),
         );
     }
+}
+
+/// The median over `v`'s runs of the CPU seconds per GiB at both ends together.
+fn both_per_gib(v: &[Sample]) -> f64 {
+    median(v, |s| s.per_gib(s.client_cpu_s + s.server_cpu_s))
 }
 
 /// The median CPU seconds per GiB of `v`'s runs, at the client's end or the server's.
@@ -299,7 +310,7 @@ mod tests {
         );
         assert!(md.contains("| memory | 10 KiB | 2048 | 2048 |"), "{md}");
         assert!(
-            md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met."),
+            md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met; both ends 0.600 against 0.500."),
             "{md}"
         );
         assert!(
@@ -352,14 +363,16 @@ mod tests {
             md.contains(&format!(
                 "- memory 10 KiB: rate 0.10x (bar 1.00x) {beyond} (the checksummed loop moves \
                  0.90x iperf3's rate); client CPU 0.500 against 0.300 {beyond} (the checksummed \
-                 loop's writer spends 0.400); server CPU 0.250 against 0.200 NOT met."
+                 loop's writer spends 0.400); server CPU 0.250 against 0.200 NOT met; both ends \
+                 0.750 against 0.500."
             )),
             "{md}"
         );
         assert!(
             md.contains(
                 "- memory, one buffer 10 KiB: rate 0.10x (bar 1.00x) NOT met; client CPU 0.500 \
-                 against 0.300 NOT met; server CPU 0.250 against 0.200 NOT met."
+                 against 0.300 NOT met; server CPU 0.250 against 0.200 NOT met; both ends 0.750 \
+                 against 0.500."
             ),
             "{md}"
         );
@@ -367,7 +380,8 @@ mod tests {
         assert!(
             md.contains(&format!(
                 "- memory -R 10 KiB: client CPU 0.500 against 0.300 NOT met; server CPU 0.250 \
-                 against 0.200 {beyond} (the checksummed loop's writer spends 0.400)."
+                 against 0.200 {beyond} (the checksummed loop's writer spends 0.400); both ends \
+                 0.750 against 0.500."
             )),
             "{md}"
         );
