@@ -332,6 +332,24 @@ fn the_server_sends_with_the_congestion_control_asked_for() {
             "{}",
             stdout(&human)
         );
+        // A parallel session's SUM line names the algorithm its streams were sent with,
+        // either way.
+        for reverse in [&["-R"][..], &[]] {
+            let mut args = vec!["--port", &port, "-P", "2", "--bytes", "2M", "-C", "reno"];
+            args.extend_from_slice(reverse);
+            let human = client(&args);
+            assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+            let sum = stdout(&human)
+                .lines()
+                .find(|l| l.starts_with("[SUM]"))
+                .map(str::to_owned);
+            assert!(
+                sum.as_deref()
+                    .is_some_and(|l| l.contains(", sent with TCP reno")),
+                "{reverse:?}: {}",
+                stdout(&human)
+            );
+        }
         assert_fails(
             &client(&["--port", &port, "-R", "--bytes", "1M", "-C", "no_such_algo"]),
             1,

@@ -5,6 +5,7 @@ use super::{VERSION, entry, sections};
 use crate::run::{Session, Side, Stream};
 use tsperf_results::json::{SessionJson, SumJson};
 use tsperf_results::units;
+use tsperf_sys::text::Peer;
 
 /// A session's object: each stream's own and their sum.
 pub(super) fn session_json(p: &Session) -> SessionJson {
@@ -65,7 +66,33 @@ pub(super) fn session_human(p: &Session) -> String {
         Side::Received => String::new(),
     };
     out + &rate_line(&format!("[SUM]{received}"), p.measured())
-        + &format!(", {} streams, {whole}{verdict}\n", p.streams.len())
+        + &format!(
+            ", {} streams, {whole}{}{verdict}\n",
+            p.streams.len(),
+            sent_with(p)
+        )
+}
+
+/// `, sent with TCP NAME` for the congestion control the session's streams were sent with
+/// (the client's for streams it sent, the server's for those it received; names joined by `/`
+/// should they differ), or nothing where no end said.
+fn sent_with(p: &Session) -> String {
+    let mut names: Vec<String> = p
+        .streams
+        .iter()
+        .flatten()
+        .filter_map(|s| match s {
+            Stream::Sent(r) => r.congestion.as_ref().map(|c| Peer(c).to_string()),
+            Stream::Received(r) => r.server.congestion.map(|c| c.to_string()),
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(", sent with TCP {}", names.join("/"))
+    }
 }
 
 /// The seed's begin and end lines, from the first stream's first byte to the last one's end.
