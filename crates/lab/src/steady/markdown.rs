@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Floor, Kind, Loop, Sample, SteadyReport, median};
+use super::{CellResult, Kind, Loop, LoopSample, Sample, SteadyReport, limit_of, median};
 
 /// `steady.md`.
 pub fn markdown(r: &SteadyReport) -> String {
@@ -21,7 +21,11 @@ pub fn markdown(r: &SteadyReport) -> String {
          against iperf3's one `-l` buffer sent again and again; *memory, one buffer*: \
          `tsclient --one-buffer`, one `--chunk` sent again and again, the same work as \
          iperf3's (*-R, one buffer*: the server sends so, `tsclient -R --one-buffer`); *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
-         `iperf3 -C cubic`; with -R each asks its server to), the others with the kernel's default ({}).\n",
+         `iperf3 -C cubic`; with -R each asks its server to), the others with the kernel's default ({}). \
+         *Its checksummed loop*: after each pair, the floor loop below that does the cell's work \
+         with nothing else (xxh3 on both ends; from one buffer, or from the generated stream \
+         for the text, -P 2 and file cells; on the cell's congestion control), median: the \
+         cell's limit in the same sitting.\n",
         r.machine,
         tsperf_results::units::size(r.len),
         r.reps,
@@ -33,8 +37,8 @@ pub fn markdown(r: &SteadyReport) -> String {
     );
     let _ = writeln!(
         o,
-        "| cell | write | tsperf MiB/s | iperf3 MiB/s | ratio | client CPU s/GiB tsperf | iperf3 | server CPU s/GiB tsperf | iperf3 | verified |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| cell | write | tsperf MiB/s | iperf3 MiB/s | ratio | its checksummed loop MiB/s | client CPU s/GiB tsperf | iperf3 | server CPU s/GiB tsperf | iperf3 | verified |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for c in &r.cells {
         let spread = |v: &[Sample]| {
@@ -45,12 +49,13 @@ pub fn markdown(r: &SteadyReport) -> String {
         };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {:.2}x | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+            "| {} | {} | {} | {} | {:.2}x | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
             c.cell.kind.label(),
             tsperf_results::units::size(u64::from(c.cell.chunk)),
             spread(&c.tsperf),
             spread(&c.iperf3),
             c.ratio(),
+            own_loop(c).map_or("-".to_owned(), |(l, _)| format!("{:.0}", l.mib_s)),
             cpu_per_gib(&c.tsperf, true),
             cpu_per_gib(&c.iperf3, true),
             cpu_per_gib(&c.tsperf, false),
@@ -90,18 +95,11 @@ fn timers_section(r: &SteadyReport, o: &mut String) {
     }
 }
 
-/// The floor loop that does a cell's work with nothing else (a cell's limit on this machine),
-/// and whether the client is its writer; None for sendfile, which no loop copies like.
-fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
-    Some(match kind {
-        Kind::Memory | Kind::Parallel | Kind::File => (Loop::Stream, true),
-        Kind::OneBuffer => (Loop::Hashed, true),
-        Kind::OneBufferCubic => (Loop::HashedCubic, true),
-        Kind::Reverse => (Loop::Stream, false),
-        Kind::ReverseOneBuffer => (Loop::Hashed, false),
-        Kind::ReverseOneBufferCubic => (Loop::HashedCubic, false),
-        Kind::Sendfile => return None,
-    })
+/// The medians of the cell's own checksummed loop, run beside it, and whether the client is
+/// its writer; None for a cell without one (sendfile) or whose loop did not run.
+fn own_loop(c: &CellResult) -> Option<(LoopSample, bool)> {
+    let (_, client_writes) = limit_of(c.cell.kind)?;
+    (!c.limit.is_empty()).then(|| (super::limits::medians(&c.limit), client_writes))
 }
 
 /// "met", or "NOT met" naming the limit where the cell's floor loop misses the bar too
@@ -122,25 +120,23 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
         o,
         "\n## Bars\n\nxxh3 costs one core {:.3} s per GiB here (64 MiB buffer, fastest of 3): \
          tsperf's CPU on each end is held to iperf3's plus that. A bar marked *beyond this \
-         machine's limit* is missed by the checksummed loop below too (the one doing the cell's \
-         work: from one buffer or the generated stream, on the cell's congestion control; \
-         sendfile has none): no tool that verifies its bytes meets it here. *Both ends*, not a \
+         machine's limit* is missed by the cell's checksummed loop too (the loop below doing \
+         the cell's work, from one buffer or the generated stream, on the cell's congestion \
+         control, run after each pair of the cell, medians; sendfile has none): no tool that \
+         verifies its bytes meets it here. *Both ends*, not a \
          bar: the two ends' CPU together against iperf3's plus two checksums; on loopback the \
          kernel does a segment's receive work (and an ACK's sending) on whichever end's thread \
          is running, so work moves between the ends from run to run.\n",
         r.hash_s_per_gib
     );
     for c in &r.cells {
-        let floor: Option<(&Floor, Loop, bool)> = limit_of(c.cell.kind).and_then(|(l, w)| {
-            let f = r.floors.iter().find(|f| f.chunk == c.cell.chunk)?;
-            Some((f, l, w))
-        });
+        let floor = own_loop(c);
         let rate_bar = match (c.cell.kind, c.cell.chunk) {
             (Kind::Memory | Kind::OneBuffer | Kind::OneBufferCubic, 10240 | 131072)
             | (Kind::Sendfile, 131072) => {
                 let iperf3 = median(&c.iperf3, |s| s.mib_s);
                 let beyond = floor
-                    .map(|(f, l, _)| f.rate(l) / iperf3.max(1e-9))
+                    .map(|(f, _)| f.mib_s / iperf3.max(1e-9))
                     .filter(|&v| v < 1.0)
                     .map(|v| format!("the checksummed loop moves {v:.2}x iperf3's rate"));
                 format!(
@@ -156,11 +152,11 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
         let h = r.hash_s_per_gib;
         // The loop's own CPU at this end, named, if it is over `bar`.
         let beyond = |client: bool, bar: f64| {
-            let (f, l, client_writes) = floor?;
+            let (f, client_writes) = floor?;
             let (v, who) = if client == client_writes {
-                (f.cpu(l).writer, "writer")
+                (f.cpu.writer, "writer")
             } else {
-                (f.cpu(l).reader, "reader")
+                (f.cpu.reader, "reader")
             };
             (v > bar).then(|| format!("the checksummed loop's {who} spends {v:.3}"))
         };
@@ -256,6 +252,13 @@ fn cpu_per_gib(v: &[Sample], client: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::super::{Cell, CellResult, Floor, LoopCpu};
+
+    fn looped(mib_s: f64, writer: f64, reader: f64) -> LoopSample {
+        LoopSample {
+            mib_s,
+            cpu: LoopCpu { writer, reader },
+        }
+    }
     use super::*;
 
     fn sample(mib_s: f64, cpu: f64) -> Sample {
@@ -279,6 +282,11 @@ mod tests {
             },
             tsperf: vec![sample(100.0, 0.5), sample(300.0, 0.4), sample(200.0, 0.3)],
             iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(400.0, 0.2)],
+            limit: vec![
+                looped(800.0, 0.25, 0.01),
+                looped(900.0, 0.2, 0.03),
+                looped(700.0, 0.1, 0.02),
+            ],
         };
         let mut r = SteadyReport {
             cells: vec![cell.clone()],
@@ -301,7 +309,7 @@ mod tests {
         };
         let md = markdown(&r);
         assert!(
-            md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
+            md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 800 | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
             "{md}"
         );
         assert!(
@@ -322,14 +330,21 @@ mod tests {
         assert!(markdown(&r).contains("NOT ALL"));
     }
 
-    /// A bar the cell's own floor loop misses too says so, with the loop's figure; one the loop
-    /// meets is plainly not met.
+    /// A bar the cell's own checksummed loop (run beside it) misses too says so, with the loop's
+    /// figure; one the loop meets is plainly not met.
     #[test]
-    fn a_bar_the_floor_misses_too_names_the_limit() {
+    fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
+        // Each cell's own loop: the stream loop's writer over the client's bar (0.2 + 0.1),
+        // its reader under the server's (0.1 + 0.1); the one-buffer loop under both.
         let cell = |kind, t: f64, i: f64| CellResult {
             cell: Cell { kind, chunk: 10240 },
             tsperf: vec![sample(t, 0.5)],
             iperf3: vec![sample(i, 0.2)],
+            limit: match kind {
+                Kind::Memory | Kind::Reverse => vec![looped(900.0, 0.4, 0.04)],
+                Kind::OneBuffer => vec![looped(1500.0, 0.2, 0.02)],
+                _ => vec![],
+            },
         };
         let r = SteadyReport {
             cells: vec![
@@ -345,9 +360,8 @@ mod tests {
                 stream_mib_s: 900.0,
                 bare_cubic_mib_s: 2000.0,
                 hashed_cubic_mib_s: 1500.0,
-                // the stream loop's writer over the client's bar (0.2 + 0.1), its reader under
-                // the server's (0.1 + 0.1); the hashed loop under both.
-                cpu: [0.1, 0.2, 0.4, 0.1, 0.1].map(|w| LoopCpu {
+                // the whole-sitting loops, which the bars do not use: over every bar.
+                cpu: [0.9; 5].map(|w| LoopCpu {
                     writer: w,
                     reader: w / 10.0,
                 }),
@@ -387,6 +401,12 @@ mod tests {
         );
         assert!(
             md.contains("- sendfile / -Z 10 KiB: client CPU 0.500 against 0.300 NOT met;"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| sendfile / -Z | 10 KiB | 100 [100-100] | 1000 [1000-1000] | 0.10x | - |"
+            ),
             "{md}"
         );
     }

@@ -15,7 +15,6 @@
 //! Beside them, the limit of this machine: the bare write/read loop ([`crate::floor`]) from one
 //! buffer, and the same loop with tsperf's checksum on both ends.
 
-use std::hash::Hasher as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -155,6 +154,10 @@ pub struct CellResult {
     pub tsperf: Vec<Sample>,
     /// iperf3's runs.
     pub iperf3: Vec<Sample>,
+    /// The cell's own limit in the same repetitions: the checksummed floor loop doing its work
+    /// ([`limit_of`]), run after each pair; empty for sendfile.
+    #[serde(default)]
+    pub limit: Vec<LoopSample>,
 }
 
 /// The median of `f` over `samples`.
@@ -291,8 +294,8 @@ fn iperf3_run(cfg: &SteadyConfig, iperf3: &Path, args: &[String]) -> Result<Samp
     })
 }
 
-/// Runs every cell, `reps` alternating pairs each (odd repetitions start with iperf3), calling
-/// `progress` after each cell.
+/// Runs every cell, `reps` alternating pairs each (odd repetitions start with iperf3) and the
+/// cell's own floor loop after each pair, calling `progress` after each cell.
 pub fn run(
     cfg: &SteadyConfig,
     iperf3: &Path,
@@ -301,6 +304,7 @@ pub fn run(
     let len = std::fs::metadata(&cfg.file)
         .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?
         .len();
+    let text = limits::stream_text();
     let mut out = Vec::new();
     for &cell in &cfg.cells {
         let (ts, ip) = commands(cell, &cfg.file, len);
@@ -308,6 +312,7 @@ pub fn run(
             cell,
             tsperf: Vec::new(),
             iperf3: Vec::new(),
+            limit: Vec::new(),
         };
         for rep in 0..cfg.reps {
             for turn in 0..2 {
@@ -317,151 +322,14 @@ pub fn run(
                     r.iperf3.push(iperf3_run(cfg, iperf3, &ip)?);
                 }
             }
+            if let Some((l, _)) = limit_of(cell.kind) {
+                r.limit.push(limits::loop_run(l, len, cell.chunk, &text)?);
+            }
         }
         progress(&r);
         out.push(r);
     }
     Ok(out)
-}
-
-/// The machine's own limit at one write size: the bare loop and the same with the checksum,
-/// medians of `reps` alternating runs of `len` bytes, MiB/s, and what each loop's two threads
-/// spent (CPU seconds per GiB, medians).
-#[derive(Debug, Clone, Serialize)]
-pub struct Floor {
-    /// Bytes per write.
-    pub chunk: u32,
-    /// The bare write/read loop.
-    pub bare_mib_s: f64,
-    /// The same with xxh3 on both ends.
-    pub hashed_mib_s: f64,
-    /// The same with xxh3 on both ends, written from tsperf's generated stream (36 MiB of text,
-    /// cycled) instead of one cache-resident block.
-    #[serde(default)]
-    pub stream_mib_s: f64,
-    /// The bare loop, the writer sending with TCP cubic.
-    #[serde(default)]
-    pub bare_cubic_mib_s: f64,
-    /// The loop with checksums, the writer sending with TCP cubic.
-    #[serde(default)]
-    pub hashed_cubic_mib_s: f64,
-    /// Each loop's CPU per GiB at each end, in the order bare, hashed, stream, bare cubic,
-    /// hashed cubic ([`Floor::cpu`]).
-    pub cpu: [LoopCpu; 5],
-}
-
-/// What one floor loop's threads spent, CPU seconds per GiB (each thread's
-/// `CLOCK_THREAD_CPUTIME_ID`; on loopback the writer's includes the receive path
-/// the kernel runs on its way out).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct LoopCpu {
-    /// The writing thread's.
-    pub writer: f64,
-    /// The reading thread's.
-    pub reader: f64,
-}
-
-/// Which of the floor's loops a figure is from ([`Floor::cpu`], [`Floor::rate`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Loop {
-    /// No checksum.
-    Bare,
-    /// xxh3 on both ends, one cache-resident block.
-    Hashed,
-    /// xxh3 on both ends, written from the generated stream.
-    Stream,
-    /// No checksum, the writer on cubic.
-    BareCubic,
-    /// xxh3 on both ends, the writer on cubic.
-    HashedCubic,
-}
-
-impl Floor {
-    /// The loop `l`'s CPU per GiB.
-    pub fn cpu(&self, l: Loop) -> LoopCpu {
-        self.cpu[l as usize]
-    }
-
-    /// The loop `l`'s rate, MiB/s.
-    pub fn rate(&self, l: Loop) -> f64 {
-        match l {
-            Loop::Bare => self.bare_mib_s,
-            Loop::Hashed => self.hashed_mib_s,
-            Loop::Stream => self.stream_mib_s,
-            Loop::BareCubic => self.bare_cubic_mib_s,
-            Loop::HashedCubic => self.hashed_cubic_mib_s,
-        }
-    }
-}
-
-/// One floor run's rate (MiB/s) and CPU per GiB at each end.
-fn floor_figures(f: crate::floor::Floor) -> (f64, LoopCpu) {
-    let gib = f.bytes.max(1) as f64 / f64::from(1u32 << 30);
-    let mib_s = f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64();
-    let cpu = LoopCpu {
-        writer: f.writer_cpu.as_secs_f64() / gib,
-        reader: f.reader_cpu.as_secs_f64() / gib,
-    };
-    (mib_s, cpu)
-}
-
-/// Measures [`Floor`] at each of `chunks`, the five loops alternating.
-pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
-    let period = tsperf_sys::testdata::SEED_FILE_LEN as usize;
-    let mut text = tsperf_sys::testdata::text(period);
-    text.truncate(period);
-    let mut out = Vec::new();
-    for &chunk in chunks {
-        let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
-        let mut runs: [Vec<(f64, LoopCpu)>; 5] = Default::default();
-        let c = chunk as usize;
-        for _ in 0..reps {
-            use crate::floor::{run, run_as, run_from, run_hashed};
-            runs[0].push(floor_figures(run(len, c, read)?));
-            runs[1].push(floor_figures(run_hashed(len, c, read)?));
-            runs[2].push(floor_figures(run_from(len, c, read, &text)?));
-            runs[3].push(floor_figures(run_as(len, c, read, false, Some("cubic"))?));
-            runs[4].push(floor_figures(run_as(len, c, read, true, Some("cubic"))?));
-        }
-        let med = |v: &[(f64, LoopCpu)], f: fn(&(f64, LoopCpu)) -> f64| {
-            tsperf_results::stats::median(&mut v.iter().map(f).collect::<Vec<_>>())
-        };
-        let rates = runs.each_ref().map(|v| med(v, |r| r.0));
-        let cpu = runs.each_ref().map(|v| LoopCpu {
-            writer: med(v, |r| r.1.writer),
-            reader: med(v, |r| r.1.reader),
-        });
-        let [bare, hashed, stream, bare_cubic, hashed_cubic] = rates;
-        out.push(Floor {
-            chunk,
-            bare_mib_s: bare,
-            hashed_mib_s: hashed,
-            stream_mib_s: stream,
-            bare_cubic_mib_s: bare_cubic,
-            hashed_cubic_mib_s: hashed_cubic,
-            cpu,
-        });
-    }
-    Ok(out)
-}
-
-/// The CPU seconds xxh3 takes per GiB on one core: 16 passes over a 64 MiB buffer (larger than
-/// the caches, as a stream's bytes are), the fastest of three tries.
-pub fn hash_cost() -> f64 {
-    let buf: Vec<u8> = (0..64u32 << 20)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    let mut best = f64::INFINITY;
-    for _ in 0..3 {
-        let t = std::time::Instant::now();
-        let mut h = twox_hash::XxHash3_64::new();
-        for _ in 0..16 {
-            h.write(&buf);
-        }
-        std::hint::black_box(h.finish());
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    best
 }
 
 /// Everything steady.md and steady.json hold.
@@ -482,7 +350,9 @@ pub struct SteadyReport {
     pub machine: tsperf_results::machine::Machine,
 }
 
+mod limits;
 mod markdown;
+pub use limits::{Floor, Loop, LoopCpu, LoopSample, floors, hash_cost, limit_of};
 pub use markdown::markdown;
 
 #[cfg(test)]

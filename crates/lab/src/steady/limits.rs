@@ -1,0 +1,200 @@
+//! The machine's own limits beside the cells: the floor loops ([`crate::floor`]), bare and
+//! checksummed, from one buffer or the generated stream, on the kernel's congestion control or
+//! cubic; the loop that does a cell's work with nothing else ([`limit_of`]); and what xxh3
+//! costs one core.
+
+use std::hash::Hasher as _;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Kind;
+
+/// The machine's own limit at one write size: the bare loop and the same with the checksum,
+/// medians of `reps` alternating runs of `len` bytes, MiB/s, and what each loop's two threads
+/// spent (CPU seconds per GiB, medians).
+#[derive(Debug, Clone, Serialize)]
+pub struct Floor {
+    /// Bytes per write.
+    pub chunk: u32,
+    /// The bare write/read loop.
+    pub bare_mib_s: f64,
+    /// The same with xxh3 on both ends.
+    pub hashed_mib_s: f64,
+    /// The same with xxh3 on both ends, written from tsperf's generated stream (36 MiB of text,
+    /// cycled) instead of one cache-resident block.
+    #[serde(default)]
+    pub stream_mib_s: f64,
+    /// The bare loop, the writer sending with TCP cubic.
+    #[serde(default)]
+    pub bare_cubic_mib_s: f64,
+    /// The loop with checksums, the writer sending with TCP cubic.
+    #[serde(default)]
+    pub hashed_cubic_mib_s: f64,
+    /// Each loop's CPU per GiB at each end, in the order bare, hashed, stream, bare cubic,
+    /// hashed cubic ([`Floor::cpu`]).
+    pub cpu: [LoopCpu; 5],
+}
+
+/// What one floor loop's threads spent, CPU seconds per GiB (each thread's
+/// `CLOCK_THREAD_CPUTIME_ID`; on loopback the writer's includes the receive path
+/// the kernel runs on its way out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LoopCpu {
+    /// The writing thread's.
+    pub writer: f64,
+    /// The reading thread's.
+    pub reader: f64,
+}
+
+/// Which of the floor's loops a figure is from ([`Floor::cpu`], [`Floor::rate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loop {
+    /// No checksum.
+    Bare,
+    /// xxh3 on both ends, one cache-resident block.
+    Hashed,
+    /// xxh3 on both ends, written from the generated stream.
+    Stream,
+    /// No checksum, the writer on cubic.
+    BareCubic,
+    /// xxh3 on both ends, the writer on cubic.
+    HashedCubic,
+}
+
+impl Floor {
+    /// The loop `l`'s CPU per GiB.
+    pub fn cpu(&self, l: Loop) -> LoopCpu {
+        self.cpu[l as usize]
+    }
+
+    /// The loop `l`'s rate, MiB/s.
+    pub fn rate(&self, l: Loop) -> f64 {
+        match l {
+            Loop::Bare => self.bare_mib_s,
+            Loop::Hashed => self.hashed_mib_s,
+            Loop::Stream => self.stream_mib_s,
+            Loop::BareCubic => self.bare_cubic_mib_s,
+            Loop::HashedCubic => self.hashed_cubic_mib_s,
+        }
+    }
+}
+
+/// One run of a floor loop: its rate and CPU per GiB at each end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LoopSample {
+    /// MiB/s, the writer's first write to the reader's last byte.
+    pub mib_s: f64,
+    /// CPU seconds per GiB at each end.
+    pub cpu: LoopCpu,
+}
+
+/// tsperf's generated stream's period (36 MiB of the seed's text), the stream loop's source.
+pub(super) fn stream_text() -> Vec<u8> {
+    let period = tsperf_sys::testdata::SEED_FILE_LEN as usize;
+    let mut text = tsperf_sys::testdata::text(period);
+    text.truncate(period);
+    text
+}
+
+/// One run of the loop `l` moving `len` bytes in `chunk`-byte writes, read as tsserver reads
+/// (256 KiB, or a chunk if larger); `text`: the stream loop's source ([`stream_text`]).
+pub(super) fn loop_run(l: Loop, len: u64, chunk: u32, text: &[u8]) -> Result<LoopSample> {
+    use crate::floor::{run, run_as, run_from, run_hashed};
+    let c = chunk as usize;
+    let read = (tsperf_proto::BULK_READ as usize).max(c);
+    let f = match l {
+        Loop::Bare => run(len, c, read),
+        Loop::Hashed => run_hashed(len, c, read),
+        Loop::Stream => run_from(len, c, read, text),
+        Loop::BareCubic => run_as(len, c, read, false, Some("cubic")),
+        Loop::HashedCubic => run_as(len, c, read, true, Some("cubic")),
+    }?;
+    let gib = f.bytes.max(1) as f64 / f64::from(1u32 << 30);
+    Ok(LoopSample {
+        mib_s: f.bytes as f64 / f64::from(1u32 << 20) / f.wall.as_secs_f64(),
+        cpu: LoopCpu {
+            writer: f.writer_cpu.as_secs_f64() / gib,
+            reader: f.reader_cpu.as_secs_f64() / gib,
+        },
+    })
+}
+
+/// The median rate and CPU at each end of `v`.
+pub(super) fn medians(v: &[LoopSample]) -> LoopSample {
+    let med = |f: fn(&LoopSample) -> f64| {
+        tsperf_results::stats::median(&mut v.iter().map(f).collect::<Vec<_>>())
+    };
+    LoopSample {
+        mib_s: med(|s| s.mib_s),
+        cpu: LoopCpu {
+            writer: med(|s| s.cpu.writer),
+            reader: med(|s| s.cpu.reader),
+        },
+    }
+}
+
+/// Measures [`Floor`] at each of `chunks`, the five loops alternating.
+pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
+    const LOOPS: [Loop; 5] = [
+        Loop::Bare,
+        Loop::Hashed,
+        Loop::Stream,
+        Loop::BareCubic,
+        Loop::HashedCubic,
+    ];
+    let text = stream_text();
+    let mut out = Vec::new();
+    for &chunk in chunks {
+        let mut runs: [Vec<LoopSample>; 5] = Default::default();
+        for _ in 0..reps {
+            for (i, l) in LOOPS.into_iter().enumerate() {
+                runs[i].push(loop_run(l, len, chunk, &text)?);
+            }
+        }
+        let m = runs.each_ref().map(|v| medians(v));
+        out.push(Floor {
+            chunk,
+            bare_mib_s: m[0].mib_s,
+            hashed_mib_s: m[1].mib_s,
+            stream_mib_s: m[2].mib_s,
+            bare_cubic_mib_s: m[3].mib_s,
+            hashed_cubic_mib_s: m[4].mib_s,
+            cpu: m.map(|s| s.cpu),
+        });
+    }
+    Ok(out)
+}
+
+/// The CPU seconds xxh3 takes per GiB on one core: 16 passes over a 64 MiB buffer (larger than
+/// the caches, as a stream's bytes are), the fastest of three tries.
+pub fn hash_cost() -> f64 {
+    let buf: Vec<u8> = (0..64u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let mut h = twox_hash::XxHash3_64::new();
+        for _ in 0..16 {
+            h.write(&buf);
+        }
+        std::hint::black_box(h.finish());
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// The floor loop that does a cell's work with nothing else (a cell's limit on this machine),
+/// and whether the client is its writer; None for sendfile, which no loop copies like.
+pub fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
+    Some(match kind {
+        Kind::Memory | Kind::Parallel | Kind::File => (Loop::Stream, true),
+        Kind::OneBuffer => (Loop::Hashed, true),
+        Kind::OneBufferCubic => (Loop::HashedCubic, true),
+        Kind::Reverse => (Loop::Stream, false),
+        Kind::ReverseOneBuffer => (Loop::Hashed, false),
+        Kind::ReverseOneBufferCubic => (Loop::HashedCubic, false),
+        Kind::Sendfile => return None,
+    })
+}
