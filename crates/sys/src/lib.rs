@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod congestion;
 pub mod host;
+pub mod mark;
 pub mod net;
 pub mod source;
 pub mod tcpinfo;

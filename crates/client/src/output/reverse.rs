@@ -40,6 +40,7 @@ pub(super) fn reverse_object(r: &ReverseResult) -> ReverseJson {
             log_lines_lost: r.log_lines.1,
             log_s: r.log_time.as_secs_f64(),
             rcvbuf: r.rcvbuf,
+            wake_mark: r.wake_mark,
             on_cpu_s: r.sched.map(|s| s.on_cpu.as_secs_f64()),
             run_queue_s: r.sched.map(|s| s.run_queue.as_secs_f64()),
         },

@@ -89,6 +89,9 @@ pub struct ReverseResult {
     pub log_time: Duration,
     /// The most bytes one read asked for.
     pub read_size: usize,
+    /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: 64 KiB once
+    /// raised on a path of large segments, else 1.
+    pub wake_mark: u32,
     /// The start left out of the figures (`--omit`).
     pub omit: Duration,
     /// With `--omit`: the bytes received, and the time since the first byte, when the omitted
@@ -289,6 +292,7 @@ fn receive<T: Transport>(
         log_lines: got.log.as_ref().map_or((0, 0), |l| (l.written, l.lost)),
         log_time: got.log.as_ref().map_or(Duration::ZERO, |l| l.time),
         read_size: got.read_size,
+        wake_mark: got.wake_mark,
         omit: cfg.omit,
         omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
         intervals,

@@ -15,6 +15,7 @@ use crate::{StreamConfig, StreamFailure, Transport, interrupt};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::REVERSE_TAIL;
 use tsperf_proto::serve::TIMED_GRACE;
+use tsperf_sys::mark::{WAKE_BYTES, WakeMark};
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// What the receiving counted so far.
@@ -33,6 +34,8 @@ pub(super) struct Received {
     pub(super) omit_mark: Option<(u64, Duration)>,
     /// What the server may send at most ([`Received::bound`]).
     pub(super) bound: Bound,
+    /// The receive low-water mark read with at the end, bytes ([`read_to_end`]).
+    pub(super) wake_mark: u32,
 }
 
 /// How far a server may go before the client cuts the stream off (issue 32: a server whose
@@ -103,6 +106,7 @@ impl Received {
             read_size: READ_SIZE,
             omit_mark: None,
             bound: Bound::None,
+            wake_mark: 1,
         }
     }
 
@@ -242,6 +246,11 @@ fn read_to_end<T: Transport>(
     progress: &mut Progress,
 ) -> Result<()> {
     let mut buf = vec![0u8; got.read_size];
+    // On a path of large segments (loopback) the reader asks to be woken once per 64 KiB, as
+    // the server does for a forward stream, from its first byte on, once its buffer is four
+    // times that: on loopback waking the reader is the sending server's CPU. A stream always
+    // ends with the server closing, and the close wakes the reader whatever the mark.
+    let mut mark: Option<WakeMark> = None;
     conn.read_by(None);
     // A stop ends the stream as its end does: the server is asked to stop, and sends its
     // report and end trailer after what it had sent.
@@ -257,6 +266,11 @@ fn read_to_end<T: Transport>(
             Ok(n) => {
                 if got.first.is_none() {
                     got.begin(conn, progress);
+                    mark = Some(WakeMark::new(&*conn.socket()));
+                }
+                if let Some(m) = mark.as_mut().filter(|m| m.usable() && !m.raised()) {
+                    m.follow(&*conn.socket(), WAKE_BYTES);
+                    got.wake_mark = m.get();
                 }
                 got.take(&buf[..n], cfg, tail, progress)?;
             }
