@@ -147,23 +147,8 @@ mod tests {
     #[test]
     fn a_mark_needs_large_segments_and_room() {
         use socket2::{Domain, SockRef, Socket, Type};
-        let lowat = |s: &TcpStream| {
-            let mut v: libc::c_int = 0;
-            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: getsockopt writes one int into `v`, whose size `len` gives.
-            let rc = unsafe {
-                use std::os::fd::AsRawFd;
-                libc::getsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVLOWAT,
-                    (&mut v as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            assert_eq!(rc, 0);
-            v
-        };
+        let lowat =
+            |s: &TcpStream| crate::net::get_int(s, libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap();
         // Loopback, a small buffer: usable, not raised; a large one: raised.
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();

@@ -276,6 +276,32 @@ pub fn set_int<S: std::os::fd::AsFd>(
     Ok(())
 }
 
+/// Reads an integer socket option (`getsockopt` of a C `int`).
+pub fn get_int<S: std::os::fd::AsFd>(
+    sock: &S,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<libc::c_int> {
+    use std::os::fd::AsRawFd;
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are live locals of the sizes passed; the descriptor is
+    // borrowed open.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_fd().as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod host_tests {
     use super::*;
@@ -337,21 +363,7 @@ mod tests {
 
     /// Linux's `TCP_QUICKACK` reads 0 while a socket is in ping-pong mode.
     fn quick(s: &TcpStream) -> libc::c_int {
-        use std::os::fd::AsRawFd;
-        let mut v: libc::c_int = -1;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: `v` and `len` are live locals of the sizes passed.
-        let rc = unsafe {
-            libc::getsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_QUICKACK,
-                &mut v as *mut libc::c_int as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        assert_eq!(rc, 0);
-        v
+        super::get_int(s, libc::IPPROTO_TCP, libc::TCP_QUICKACK).unwrap()
     }
 
     /// A request answered at once puts the answering socket in ping-pong mode (delayed ACKs);
