@@ -47,7 +47,7 @@ pub struct LoopCpu {
     pub reader: f64,
 }
 
-/// Which of the floor's loops a figure is from ([`Floor::cpu`], [`Floor::rate`]).
+/// Which of the floor's loops a figure is from ([`Floor::cpu`] is indexed by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loop {
     /// No checksum.
@@ -66,17 +66,6 @@ impl Floor {
     /// The loop `l`'s CPU per GiB.
     pub fn cpu(&self, l: Loop) -> LoopCpu {
         self.cpu[l as usize]
-    }
-
-    /// The loop `l`'s rate, MiB/s.
-    pub fn rate(&self, l: Loop) -> f64 {
-        match l {
-            Loop::Bare => self.bare_mib_s,
-            Loop::Hashed => self.hashed_mib_s,
-            Loop::Stream => self.stream_mib_s,
-            Loop::BareCubic => self.bare_cubic_mib_s,
-            Loop::HashedCubic => self.hashed_cubic_mib_s,
-        }
     }
 }
 
@@ -148,18 +137,18 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
     for &chunk in chunks {
         let mut runs: [Vec<LoopSample>; 5] = Default::default();
         for _ in 0..reps {
-            for (i, l) in LOOPS.into_iter().enumerate() {
-                runs[i].push(loop_run(l, len, chunk, &text)?);
+            for l in LOOPS {
+                runs[l as usize].push(loop_run(l, len, chunk, &text)?);
             }
         }
         let m = runs.each_ref().map(|v| medians(v));
         out.push(Floor {
             chunk,
-            bare_mib_s: m[0].mib_s,
-            hashed_mib_s: m[1].mib_s,
-            stream_mib_s: m[2].mib_s,
-            bare_cubic_mib_s: m[3].mib_s,
-            hashed_cubic_mib_s: m[4].mib_s,
+            bare_mib_s: m[Loop::Bare as usize].mib_s,
+            hashed_mib_s: m[Loop::Hashed as usize].mib_s,
+            stream_mib_s: m[Loop::Stream as usize].mib_s,
+            bare_cubic_mib_s: m[Loop::BareCubic as usize].mib_s,
+            hashed_cubic_mib_s: m[Loop::HashedCubic as usize].mib_s,
             cpu: m.map(|s| s.cpu),
         });
     }
