@@ -123,6 +123,11 @@ pub fn on_signal(action: impl FnOnce() + Send + 'static) -> std::io::Result<()> 
     Ok(())
 }
 
+/// Held by a test that asks for a stop (which shuts down every watched socket of the process)
+/// and by tests that read from watched connections, so the stop cannot cut theirs off.
+#[cfg(test)]
+pub(crate) static STOP_TESTS: Mutex<()> = Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +138,7 @@ mod tests {
     /// watched is left alone.
     #[test]
     fn a_stop_unblocks_watched_sockets_only() {
+        let _alone = STOP_TESTS.lock().unwrap_or_else(PoisonError::into_inner);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut blocked = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _peer = l.accept().unwrap();

@@ -236,6 +236,10 @@ mod tests {
     /// to 64 KiB on loopback).
     #[test]
     fn a_read_below_the_mark_returns_what_is_there_at_the_timeout() {
+        // A stop asked for by another test would shut this connection down.
+        let _alone = crate::interrupt::STOP_TESTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let mut conn = MioConn::connect("127.0.0.1", port, Duration::from_millis(500)).unwrap();
