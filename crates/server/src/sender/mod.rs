@@ -16,6 +16,7 @@
 //! stream that cannot go on (its file shrank, the server is shutting down) ends instead with
 //! [`Sender::failing`]: the reason in the Sent frame's place, so the client reads why.
 
+mod ahead;
 pub mod pattern;
 mod served;
 
@@ -65,10 +66,10 @@ pub const SCRATCH: usize = 256 << 10;
 #[allow(clippy::large_enum_variant)]
 enum Data {
     /// The generated text, shared (`None` until the driver has it: [`pattern`]); its own
-    /// checksum as it goes.
+    /// checksum, a step ahead of the writes.
     Generated {
         text: Option<Arc<[u8]>>,
-        hasher: XxHash3_64,
+        sum: ahead::Ahead,
         /// The hello's one buffer: the text's first `chunk` bytes are the period.
         one_buffer: bool,
     },
@@ -142,7 +143,7 @@ impl Sender {
         Sender::with(
             Data::Generated {
                 text: None,
-                hasher: XxHash3_64::new(),
+                sum: ahead::Ahead::new(),
                 one_buffer: hello.one_buffer,
             },
             hello.length.max(1),
@@ -331,8 +332,9 @@ impl Sender {
     /// A timed stream's next pass, from the start of its data.
     fn next_pass(&mut self) {
         self.at = 0;
-        if let Data::Served(served) = &mut self.data {
-            served.next_pass();
+        match &mut self.data {
+            Data::Served(served) => served.next_pass(),
+            Data::Generated { sum, .. } => sum.next_pass(),
         }
     }
 
@@ -350,17 +352,11 @@ impl Sender {
         let n = match &mut self.data {
             Data::Generated {
                 text: Some(text),
-                hasher,
+                sum,
                 one_buffer,
             } => {
-                // One buffer: the text's first chunk is the whole period, so every write starts
-                // at its start (but after a short write) and the bytes stay in the CPU's cache.
-                let period = if *one_buffer {
-                    (self.chunk as usize).min(text.len())
-                } else {
-                    text.len()
-                };
-                pattern::write_text(w, &text[..period], hasher, self.at, want)?
+                let text = pattern::period(text, *one_buffer, self.chunk);
+                pattern::send(w, text, sum, (self.at, self.length), want)?
             }
             Data::Generated { text: None, .. } => {
                 return Err(Failure::Source("the generated text is not there".into()));
@@ -386,7 +382,16 @@ impl Sender {
     /// The xxh3-64 of everything sent (a served file's last read-ahead may be read again).
     fn digest(&self, scratch: &mut [u8]) -> Result<u64, String> {
         match &self.data {
-            Data::Generated { hasher, .. } => Ok(hasher.finish()),
+            Data::Generated {
+                text: Some(text),
+                sum,
+                one_buffer,
+            } => {
+                let text = pattern::period(text, *one_buffer, self.chunk);
+                Ok(pattern::digest(sum, text, self.at))
+            }
+            // Nothing was sent.
+            Data::Generated { text: None, .. } => Ok(XxHash3_64::new().finish()),
             Data::Served(served) => served.digest_sent(self.at, scratch),
         }
     }
@@ -476,3 +481,6 @@ impl Sender {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests;

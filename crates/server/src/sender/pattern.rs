@@ -3,13 +3,16 @@
 //! takes about 140 ms of a CPU: it is made on a thread of its own the first time a stream asks,
 //! never on an event loop, which serves its other connections meanwhile and gives the streams
 //! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the generated
-//! stream never makes it. `write_text` hands a write's worth of it to the socket.
+//! stream never makes it. `send` hands a write's worth of it to the socket, checksummed a step
+//! ahead (the sender's `ahead` module).
 
 use std::hash::Hasher as _;
 use std::io::{self, IoSlice, Write};
 use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
 
 use twox_hash::XxHash3_64;
+
+use super::ahead::{Ahead, TEXT_STEP};
 
 /// One server's generated text: made at most once, on the first stream's asking.
 pub struct Pattern {
@@ -78,28 +81,71 @@ impl Pattern {
     }
 }
 
-/// One write of `want` bytes of the generated text from `at` (a write across the end of the
-/// text is one `writev` of two pieces); what it took is checksummed. Returns the bytes taken.
+/// The generated text's period: the whole text, or with the hello's one buffer its first chunk
+/// (every write then starts at its start, but after a short write, and its bytes stay in the
+/// CPU's cache).
+pub(super) fn period(text: &[u8], one_buffer: bool, chunk: u64) -> &[u8] {
+    if one_buffer {
+        &text[..(chunk as usize).min(text.len())]
+    } else {
+        text
+    }
+}
+
+/// One write of `want` bytes of `text` (the period), cycled, from `at` in a pass of `length`
+/// bytes, checksummed a step ahead first ([`Ahead`]). Returns the bytes the socket took.
 #[inline]
-pub(super) fn write_text<W: Write>(
+pub(super) fn send<W: Write>(
     w: &mut W,
     text: &[u8],
-    hasher: &mut XxHash3_64,
-    at: u64,
+    sum: &mut Ahead,
+    (at, length): (u64, u64),
     want: usize,
 ) -> io::Result<usize> {
+    // Hashing the text cannot fail.
+    let _ = sum.cover(
+        at,
+        at + want as u64,
+        length,
+        TEXT_STEP,
+        &mut |h, from, n| {
+            hash_text(h, text, from, n);
+            Ok(())
+        },
+    );
+    write_text(w, text, at, want)
+}
+
+/// The digest of everything sent, `at` bytes into the pass.
+pub(super) fn digest(sum: &Ahead, text: &[u8], at: u64) -> u64 {
+    sum.digest_sent(at, TEXT_STEP, &mut |h, from, n| {
+        hash_text(h, text, from, n);
+        Ok(())
+    })
+    .unwrap_or_else(|never: String| unreachable!("{never}"))
+}
+
+/// One write of `want` bytes of the generated text from `at` in its pass (a write across the
+/// end of the text is one `writev` of two pieces). Returns the bytes taken.
+#[inline]
+fn write_text<W: Write>(w: &mut W, text: &[u8], at: u64, want: usize) -> io::Result<usize> {
     let from = (at % text.len() as u64) as usize;
     let first = &text[from..text.len().min(from + want)];
-    let n = if first.len() == want {
-        w.write(first)?
+    if first.len() == want {
+        w.write(first)
     } else {
         let rest = &text[..want - first.len()];
-        w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])?
-    };
-    let took = n.min(first.len());
-    hasher.write(&first[..took]);
-    if n > took {
-        hasher.write(&text[..n - took]);
+        w.write_vectored(&[IoSlice::new(first), IoSlice::new(rest)])
     }
-    Ok(n)
+}
+
+/// Hashes `n` bytes of the generated text from `at` in its pass (the text cycled).
+fn hash_text(h: &mut XxHash3_64, text: &[u8], at: u64, n: usize) {
+    let (mut from, mut left) = ((at % text.len() as u64) as usize, n);
+    while left > 0 {
+        let piece = &text[from..text.len().min(from + left)];
+        h.write(piece);
+        left -= piece.len();
+        from = 0;
+    }
 }

@@ -17,7 +17,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime};
 
-use twox_hash::XxHash3_64;
+use super::ahead::Ahead;
 
 use tsperf_proto::Session;
 use tsperf_sys::text::Peer;
@@ -42,18 +42,8 @@ pub(super) struct Served {
     len: u64,
     /// The file's size when it was opened.
     whole: u64,
-    /// Every byte checksummed: the passes before, and this pass up to `ahead`.
-    hasher: XxHash3_64,
-    /// Where this pass's checksum has got to: at least as far as the bytes sent.
-    ahead: u64,
-    /// A place in the pass at or before the bytes sent, and the checksum's state there: the
-    /// digest of a stream that stopped is that state and the bytes from it to the stop.
-    mark: u64,
-    marked: XxHash3_64,
-    /// Where the latest read-ahead started, and the checksum's state there: the next mark,
-    /// once the bytes sent reach it.
-    read_from: u64,
-    read_state: XxHash3_64,
+    /// The checksum, read ahead of the bytes sent.
+    sum: Ahead,
     modified: Option<SystemTime>,
     waited: Duration,
 }
@@ -87,12 +77,7 @@ impl Served {
             base,
             len,
             whole: meta.len(),
-            hasher: XxHash3_64::new(),
-            ahead: 0,
-            mark: 0,
-            marked: XxHash3_64::new(),
-            read_from: 0,
-            read_state: XxHash3_64::new(),
+            sum: Ahead::new(),
             modified: meta.modified().ok(),
             waited: Duration::ZERO,
         })
@@ -130,70 +115,46 @@ impl Served {
     /// Checksums the pass up to `to`, reading ahead a buffer at a time; `at` bytes of the pass
     /// are sent.
     fn hash_ahead(&mut self, at: u64, to: u64, scratch: &mut [u8]) -> Result<(), String> {
-        if self.ahead >= to {
-            return Ok(());
-        }
-        // The mark moves as far as the bytes sent allow: to here if all that was read is sent,
-        // else to the previous read-ahead's start if they have passed it. A short send leaves
-        // read bytes unsent, and a stop may come before any more go.
-        if self.ahead <= at {
-            (self.mark, self.marked) = (self.ahead, self.hasher.clone());
-        } else if self.read_from <= at && self.read_from > self.mark {
-            (self.mark, self.marked) = (self.read_from, self.read_state.clone());
-        }
-        (self.read_from, self.read_state) = (self.ahead, self.hasher.clone());
-        while self.ahead < to {
-            let n = (self.len - self.ahead).min(scratch.len() as u64) as usize;
+        let step = scratch.len() as u64;
+        let (file, base, name, waited) = (&self.file, self.base, &self.name, &mut self.waited);
+        let whole = self.whole;
+        self.sum.cover(at, to, self.len, step, &mut |h, from, n| {
             let t = tsperf_sys::timing::OffCpu::start();
-            let got = read_at(&self.file, &mut scratch[..n], self.base + self.ahead);
-            self.waited += t.stop();
-            match got {
-                Ok(got) if got == n => {}
-                Ok(_) => return Err(self.shrank()),
-                Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
-            }
-            self.hasher.write(&scratch[..n]);
-            self.ahead += n as u64;
-        }
-        Ok(())
+            let got = read_at(file, &mut scratch[..n], base + from);
+            *waited += t.stop();
+            checked(got, n, file, name, whole)?;
+            h.write(&scratch[..n]);
+            Ok(())
+        })
     }
 
     /// The next pass of a timed stream, once this one is all sent.
     pub(super) fn next_pass(&mut self) {
-        self.ahead = 0;
-        (self.mark, self.marked) = (0, self.hasher.clone());
-        (self.read_from, self.read_state) = (0, self.hasher.clone());
+        self.sum.next_pass();
     }
 
     /// The xxh3-64 of everything sent, the stream stopped `at` bytes into its pass (it may
     /// read the bytes from the mark to the stop again: within two read-aheads when a read-ahead
     /// is at least a send).
     pub(super) fn digest_sent(&self, at: u64, scratch: &mut [u8]) -> Result<u64, String> {
-        if at >= self.ahead {
-            return Ok(self.hasher.finish());
-        }
-        debug_assert!(
-            self.mark <= at,
-            "the mark {} is past the stop {at}",
-            self.mark
-        );
-        let mut h = self.marked.clone();
-        let mut pos = self.mark;
-        while pos < at {
-            let n = (at - pos).min(scratch.len() as u64) as usize;
-            match read_at(&self.file, &mut scratch[..n], self.base + pos) {
-                Ok(got) if got == n => h.write(&scratch[..n]),
-                Ok(_) => return Err(self.shrank()),
-                Err(e) => return Err(format!("cannot read \"{}\": {e}", Peer(&self.name))),
-            }
-            pos += n as u64;
-        }
-        Ok(h.finish())
+        let step = scratch.len() as u64;
+        let (file, base, name, whole) = (&self.file, self.base, &self.name, self.whole);
+        self.sum.digest_sent(at, step, &mut |h, from, n| {
+            checked(
+                read_at(file, &mut scratch[..n], base + from),
+                n,
+                file,
+                name,
+                whole,
+            )?;
+            h.write(&scratch[..n]);
+            Ok(())
+        })
     }
 
     #[cfg(test)]
     fn mark_at(&self) -> u64 {
-        self.mark
+        self.sum.mark()
     }
 
     /// Why the stream cannot end as sent, if the file was written to while it was sent (its
@@ -211,13 +172,32 @@ impl Served {
 
     /// Why the pass cannot go on: the file is shorter now than when it was opened.
     fn shrank(&self) -> String {
-        let now = self.file.metadata().map_or(0, |m| m.len());
-        format!(
-            "\"{}\" shrank while it was sent: {now} bytes now, of the {} it had when the stream \
-             began",
-            Peer(&self.name),
-            self.whole
-        )
+        shrank(&self.file, &self.name, self.whole)
+    }
+}
+
+/// Why the pass cannot go on: the file is shorter now than the `whole` it had.
+fn shrank(file: &File, name: &str, whole: u64) -> String {
+    let now = file.metadata().map_or(0, |m| m.len());
+    format!(
+        "\"{}\" shrank while it was sent: {now} bytes now, of the {whole} it had when the stream \
+         began",
+        Peer(name),
+    )
+}
+
+/// A read of `n` bytes that got `got`: an error unless all came.
+fn checked(
+    got: io::Result<usize>,
+    n: usize,
+    file: &File,
+    name: &str,
+    whole: u64,
+) -> Result<(), String> {
+    match got {
+        Ok(got) if got == n => Ok(()),
+        Ok(_) => Err(shrank(file, name, whole)),
+        Err(e) => Err(format!("cannot read \"{}\": {e}", Peer(name))),
     }
 }
 
@@ -245,6 +225,7 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use twox_hash::XxHash3_64;
 
     fn served(bytes: &[u8]) -> (tempfile::NamedTempFile, Served) {
         use std::io::Write as _;
@@ -268,7 +249,7 @@ mod tests {
         let (_f, mut s) = served(&data);
         let mut scratch = vec![0u8; 1000];
         s.hash_ahead(0, 1500, &mut scratch).unwrap();
-        assert_eq!((s.mark, s.ahead), (0, 2000));
+        assert_eq!((s.sum.mark(), s.sum.ahead()), (0, 2000));
         for at in [0, 1, 999, 1000, 1500, 2000] {
             assert_eq!(
                 s.digest_sent(at, &mut scratch).unwrap(),
@@ -277,7 +258,7 @@ mod tests {
         }
         s.hash_ahead(1500, 2500, &mut scratch).unwrap();
         // 1500 sent: the mark stays where the sent bytes are known to have reached.
-        assert_eq!((s.mark, s.ahead), (0, 3000));
+        assert_eq!((s.sum.mark(), s.sum.ahead()), (0, 3000));
         assert_eq!(
             s.digest_sent(2100, &mut scratch).unwrap(),
             xxh3(&data[..2100])
