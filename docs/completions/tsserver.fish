@@ -1,6 +1,6 @@
 complete -c tsserver -l bind -d 'Address or host name to listen on, optionally with :PORT; IPv6 addresses with or without brackets ([::1]:7433 with a port). By default every interface, IPv6 and IPv4 at once: this is a LAN server' -r
 complete -c tsserver -s p -l port -d 'Port to listen on; 0 takes a free one (the real port is printed on stderr)' -r
-complete -c tsserver -l read-size -d 'Bytes per read. By default, with a log sink, the client\'s chunk size (one read and one line per chunk, as the field report\'s server), at least --log-min-read and at most 256 KiB; with --log none, 256 KiB. The client\'s chunk never sizes the server\'s buffer' -r
+complete -c tsserver -l read-size -d 'Bytes per read. By default, with a log sink, the client\'s chunk size (one read and one line per chunk, as the field report\'s server), at least --log-min-read and at most 256 KiB; with --log none, 1 MiB (--blocking: 256 KiB). The client\'s chunk never sizes the server\'s buffer' -r
 complete -c tsserver -l rcvbuf -d 'Receive buffer (SO_RCVBUF) to ask the kernel for; by default the kernel\'s own' -r
 complete -c tsserver -l log -d 'Where to write one line per read: stdout (one write per line, like printf to a screen), file (buffered, see --log-file), or none' -r -f -a "none\t''
 stdout\t''

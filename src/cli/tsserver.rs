@@ -29,7 +29,7 @@ struct Args {
     once: bool,
     /// Bytes per read. By default, with a log sink, the client's chunk size (one read and one
     /// line per chunk, as the field report's server), at least --log-min-read and at most 256 KiB; with
-    /// --log none, 256 KiB. The client's chunk never sizes the server's buffer.
+    /// --log none, 1 MiB (--blocking: 256 KiB). The client's chunk never sizes the server's buffer.
     #[arg(long, value_parser = units::parse_read_size, value_name = "BYTES")]
     read_size: Option<u32>,
     /// Serve each connection on its own thread with blocking reads, instead of the default
@@ -246,6 +246,11 @@ fn policy(
         allow_client_log: args.allow_client_log,
         log_min_read: args.log_min_read,
         read_size: args.read_size,
+        bulk_read: if args.blocking {
+            server::BULK_READ
+        } else {
+            server::LOOP_READ
+        },
         max_bytes: args.max_bytes,
         max_duration: std::time::Duration::from_secs_f64(args.max_time),
         reverse: !args.no_reverse,

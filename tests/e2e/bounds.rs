@@ -165,8 +165,11 @@ fn announced_chunk_does_not_size_the_server_buffer() {
             let mut socks = Vec::new();
             for _ in 0..64 {
                 let (s, read_size) = stream_session(server.port, 1 << 30, 16 << 20);
+                // The model's own bulk read (an event loop's one block serves all its
+                // connections), never the client's chunk.
+                let most = if model.is_empty() { 1 << 20 } else { 256 << 10 };
                 assert!(
-                    read_size <= 256 << 10,
+                    read_size <= most,
                     "{args:?}: a 16 MiB chunk got reads of {read_size} bytes"
                 );
                 socks.push(s);

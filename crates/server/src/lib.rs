@@ -53,6 +53,13 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// most a log sink's per-chunk reads take: whatever chunk a client announces, the server's read
 /// buffer is its own size, not the client's.
 pub const BULK_READ: u32 = tsperf_proto::BULK_READ;
+/// Bytes per read of the event loop with `--log none` and no `--read-size`: its one read block
+/// serves all its connections, so a larger one costs a loop, not a connection (the blocking
+/// model, a block per connection, reads [`BULK_READ`]). Measured (issue 33, `-P 2` and `-P 4`
+/// at 128 KiB and `-P 2` at 10240 B, 5-7 alternating pairs of 1 GiB on loopback): the server's
+/// CPU per GiB 0.6-0.8x that of 256 KiB reads, both ends together 0.92-1.0x, the rate 1.0-1.12x;
+/// one stream alike either way.
+pub const LOOP_READ: u32 = 1 << 20;
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 

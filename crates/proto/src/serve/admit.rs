@@ -41,8 +41,12 @@ pub struct Policy {
     pub allow_client_log: bool,
     /// With a log sink, the smallest read size (`--log-min-read`).
     pub log_min_read: u32,
-    /// The operator's read size (`--read-size`); `None`: [`default_read_size`].
+    /// The operator's read size (`--read-size`); `None`: [`default_read_size`], or with no log
+    /// sink `bulk_read`.
     pub read_size: Option<u32>,
+    /// Bytes per read with no log sink and no `--read-size`: the server model's ([`BULK_READ`]
+    /// by default; an event loop, whose one read block serves all its connections, reads more).
+    pub bulk_read: u32,
     /// Largest announced transfer accepted, in bytes (`--max-bytes`).
     pub max_bytes: u64,
     /// Longest timed run accepted (`--max-time`).
@@ -69,6 +73,7 @@ impl Default for Policy {
             allow_client_log: false,
             log_min_read: LOG_MIN_READ,
             read_size: None,
+            bulk_read: BULK_READ,
             max_bytes: u64::MAX,
             max_duration: MAX_DURATION,
             reverse: true,
@@ -124,9 +129,10 @@ pub fn admit(hello: &Hello, policy: &Policy) -> Result<Admitted, Refusal> {
                 ),
             ));
         }
-        Mode::Stream => policy
-            .read_size
-            .unwrap_or_else(|| default_read_size(hello.chunk, log, policy.log_min_read)),
+        Mode::Stream => policy.read_size.unwrap_or(match log {
+            LogMode::None => policy.bulk_read.max(1),
+            _ => default_read_size(hello.chunk, log, policy.log_min_read),
+        }),
         Mode::Latency => 0,
     };
     let length = if hello.reverse { hello.length } else { 0 };

@@ -147,7 +147,8 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
         listener: Some(listener),
         conns: Slab::new(),
         lent: conn::Lent {
-            block: Block::new(HASH_BLOCK, u64::MAX).nonblocking(),
+            block: Block::new(HASH_BLOCK.max(srv.cfg.policy.bulk_read as usize), u64::MAX)
+                .nonblocking(),
             scratch: vec![0; crate::sender::SCRATCH],
             waker,
         },
