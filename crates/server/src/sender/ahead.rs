@@ -21,7 +21,6 @@ pub(super) const TEXT_STEP: u64 = 128 << 10;
 pub(super) type HashRange<'a> = dyn FnMut(&mut XxHash3_64, u64, usize) -> Result<(), String> + 'a;
 
 /// The checksum of a stream's passes, ahead of the bytes sent.
-#[derive(Clone)]
 pub(super) struct Ahead {
     /// Every byte checksummed: the passes before, and this pass up to `ahead`.
     hasher: XxHash3_64,
