@@ -4,6 +4,9 @@
 //! `write()`s exactly `chunk` bytes from memory each call (Nagle on, as tsclient), and a reader
 //! thread that `read()`s into a buffer of `read_size` bytes until EOF and neither checks nor
 //! checksums anything. It is what one write per chunk costs in the kernel and nothing else.
+//! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_from_file`]) add
+//! xxh3 on both ends and write from one block, a buffer cycled, or a file read block by block:
+//! the limit of a stream that verifies its bytes, for each of steady.md's cells.
 
 use std::hash::Hasher as _;
 use std::io::{self, Read, Write};
@@ -28,7 +31,7 @@ pub struct Floor {
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
 pub fn run(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, None, None)
+    run_with(total, chunk, read_size, Feed::Bare, None)
 }
 
 /// [`run`] with tsperf's checksum on both ends (issue 33): the writer hashes each block of at
@@ -47,36 +50,93 @@ pub fn run_as(
     hashed: bool,
     congestion: Option<&str>,
 ) -> io::Result<Floor> {
-    let block = (128usize << 10).div_ceil(chunk.max(1)) * chunk.max(1);
-    let source = hashed.then(|| vec![b'x'; block]);
-    run_with(total, chunk, read_size, source.as_deref(), congestion)
+    let feed = if hashed { Feed::Block } else { Feed::Bare };
+    run_with(total, chunk, read_size, feed, congestion)
 }
 
 /// [`run_hashed`] writing from `source` in turn, cycled, instead of one cache-resident block:
 /// with tsperf's generated stream (36 MiB of text) as the source, the limit of a verified
 /// stream whose bytes do not repeat within the caches, as tsperf's do not.
 pub fn run_from(total: u64, chunk: usize, read_size: usize, source: &[u8]) -> io::Result<Floor> {
-    run_with(total, chunk, read_size, Some(source), None)
+    run_with(total, chunk, read_size, Feed::Memory(source), None)
 }
 
-/// The loop: with `source`, the writer hashes each whole-chunk block of at least 128 KiB of it
-/// in turn (cycling) before writing its chunks, and the reader hashes every read.
+/// [`run_hashed`] writing the file at `path` (from its start again at its end): each block is
+/// `read()` into one buffer, as iperf3 -F reads its file, hashed and written. The limit of a
+/// verified stream of a file, the page cache's copy included.
+pub fn run_from_file(
+    total: u64,
+    chunk: usize,
+    read_size: usize,
+    path: &std::path::Path,
+) -> io::Result<Floor> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("'{}': {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(named)?;
+    if file.metadata().map_err(named)?.len() == 0 {
+        return Err(named(io::Error::other("the floor's file is empty")));
+    }
+    run_with(total, chunk, read_size, Feed::File(file), None)
+}
+
+/// Where the loop's writer takes its bytes from.
+enum Feed<'a> {
+    /// One chunk of `x`, written again and again, not hashed.
+    Bare,
+    /// One block, written again and again, hashed.
+    Block,
+    /// This, cycled, hashed.
+    Memory(&'a [u8]),
+    /// This file, read block by block into one buffer, from its start again at its end,
+    /// hashed.
+    File(std::fs::File),
+}
+
+/// Fills `buf` from `file`, from its start again at its end.
+fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> io::Result<()> {
+    use std::io::Seek as _;
+    let (mut got, mut rewound) = (0, false);
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) if rewound => return Err(io::Error::other("the floor's file is empty")),
+            Ok(0) => {
+                file.rewind()?;
+                rewound = true;
+            }
+            Ok(n) => (got, rewound) = (got + n, false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The loop: but for [`Feed::Bare`], the writer hashes each whole-chunk block of at least
+/// 128 KiB in turn before writing its chunks, and the reader hashes every read.
 fn run_with(
     total: u64,
     chunk: usize,
     read_size: usize,
-    source: Option<&[u8]>,
+    mut feed: Feed,
     congestion: Option<&str>,
 ) -> io::Result<Floor> {
-    let hash = source.is_some();
+    let hash = !matches!(feed, Feed::Bare);
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let reader = std::thread::spawn(move || read_all(&listener, read_size, hash));
     let chunk = chunk.max(1);
-    let block = (128usize << 10).div_ceil(chunk) * chunk;
-    let bare = vec![b'x'; chunk];
-    let data = source.unwrap_or(&bare);
-    let block = if hash { block.min(data.len()) } else { chunk };
+    let block = if hash {
+        (128usize << 10).div_ceil(chunk) * chunk
+    } else {
+        chunk
+    };
+    let mut buf = vec![b'x'; block];
+    if let Feed::Memory(data) = feed
+        && data.len() < block
+    {
+        return Err(io::Error::other(
+            "the floor's source is shorter than a block",
+        ));
+    }
     let mut s = TcpStream::connect(addr)?;
     if let Some(name) = congestion {
         tsperf_sys::congestion::set(&s, name).map_err(io::Error::other)?;
@@ -85,11 +145,21 @@ fn run_with(
     let (mut sent, mut at) = (0u64, 0usize);
     let mut hasher = twox_hash::XxHash3_64::new();
     while sent < total {
-        if at + block > data.len() {
-            at = 0;
-        }
         let n = (block as u64).min(total - sent) as usize;
-        let piece = &data[at..at + n];
+        let piece: &[u8] = match &mut feed {
+            Feed::Bare | Feed::Block => &buf[..n],
+            Feed::Memory(data) => {
+                if at + block > data.len() {
+                    at = 0;
+                }
+                at += n;
+                &data[at - n..at]
+            }
+            Feed::File(file) => {
+                fill(file, &mut buf[..n])?;
+                &buf[..n]
+            }
+        };
         if hash {
             hasher.write(piece);
         }
@@ -97,7 +167,6 @@ fn run_with(
             s.write_all(c)?;
         }
         sent += n as u64;
-        at += n;
     }
     std::hint::black_box(hasher.finish());
     s.shutdown(Shutdown::Write)?;
@@ -173,6 +242,25 @@ mod tests {
             assert_eq!(f.bytes, 1_000_003);
             let f = super::run_as(1_000_003, chunk, read, true, Some("reno")).unwrap();
             assert_eq!(f.bytes, 1_000_003);
+        }
+    }
+
+    /// The file loop reads its file from the start again at its end, and refuses an empty
+    /// file or one that is not there, naming it.
+    #[test]
+    fn the_file_loop_moves_every_byte_and_names_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![b'z'; 300_007]).unwrap();
+        for (chunk, read) in [(102, 262144), (1000, 7), (131072, 262144)] {
+            let f = super::run_from_file(1_000_003, chunk, read, &path).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
+        }
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        for bad in [empty, dir.path().join("absent")] {
+            let e = super::run_from_file(1000, 100, 100, &bad).unwrap_err();
+            assert!(e.to_string().contains(&bad.display().to_string()), "{e}");
         }
     }
 }

@@ -60,12 +60,15 @@ pub enum Loop {
     BareCubic,
     /// xxh3 on both ends, the writer on cubic.
     HashedCubic,
+    /// xxh3 on both ends, written from the file cells' file, `read()` block by block (as
+    /// iperf3 -F reads it): their own loop, not in the floor's table.
+    File,
 }
 
 impl Floor {
-    /// The loop `l`'s CPU per GiB.
-    pub fn cpu(&self, l: Loop) -> LoopCpu {
-        self.cpu[l as usize]
+    /// The loop `l`'s CPU per GiB; None for [`Loop::File`], which the table does not run.
+    pub fn cpu(&self, l: Loop) -> Option<LoopCpu> {
+        self.cpu.get(l as usize).copied()
     }
 }
 
@@ -87,9 +90,16 @@ pub(super) fn stream_text() -> Vec<u8> {
 }
 
 /// One run of the loop `l` moving `len` bytes in `chunk`-byte writes, read as tsserver reads
-/// (256 KiB, or a chunk if larger); `text`: the stream loop's source ([`stream_text`]).
-pub(super) fn loop_run(l: Loop, len: u64, chunk: u32, text: &[u8]) -> Result<LoopSample> {
-    use crate::floor::{run, run_as, run_from, run_hashed};
+/// (256 KiB, or a chunk if larger); `text`: the stream loop's source ([`stream_text`]);
+/// `file`: the file loop's.
+pub(super) fn loop_run(
+    l: Loop,
+    len: u64,
+    chunk: u32,
+    text: &[u8],
+    file: Option<&std::path::Path>,
+) -> Result<LoopSample> {
+    use crate::floor::{run, run_as, run_from, run_from_file, run_hashed};
     let c = chunk as usize;
     let read = (tsperf_proto::BULK_READ as usize).max(c);
     let f = match l {
@@ -98,6 +108,10 @@ pub(super) fn loop_run(l: Loop, len: u64, chunk: u32, text: &[u8]) -> Result<Loo
         Loop::Stream => run_from(len, c, read, text),
         Loop::BareCubic => run_as(len, c, read, false, Some("cubic")),
         Loop::HashedCubic => run_as(len, c, read, true, Some("cubic")),
+        Loop::File => {
+            let file = file.ok_or_else(|| anyhow::anyhow!("the file loop was given no file"))?;
+            run_from_file(len, c, read, file)
+        }
     }?;
     let gib = f.bytes.max(1) as f64 / f64::from(1u32 << 30);
     Ok(LoopSample {
@@ -138,7 +152,7 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
         let mut runs: [Vec<LoopSample>; 5] = Default::default();
         for _ in 0..reps {
             for l in LOOPS {
-                runs[l as usize].push(loop_run(l, len, chunk, &text)?);
+                runs[l as usize].push(loop_run(l, len, chunk, &text, None)?);
             }
         }
         let m = runs.each_ref().map(|v| medians(v));
@@ -178,7 +192,8 @@ pub fn hash_cost() -> f64 {
 /// and whether the client is its writer; None for sendfile, which no loop copies like.
 pub fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
     Some(match kind {
-        Kind::Memory | Kind::Parallel | Kind::File => (Loop::Stream, true),
+        Kind::Memory | Kind::Parallel => (Loop::Stream, true),
+        Kind::File => (Loop::File, true),
         Kind::OneBuffer => (Loop::Hashed, true),
         Kind::OneBufferCubic => (Loop::HashedCubic, true),
         Kind::Reverse => (Loop::Stream, false),

@@ -23,8 +23,9 @@ pub fn markdown(r: &SteadyReport) -> String {
          iperf3's (*-R, one buffer*: the server sends so, `tsclient -R --one-buffer`); *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
          `iperf3 -C cubic`; with -R each asks its server to), the others with the kernel's default ({}). \
          *Its checksummed loop*: after each pair, the floor loop below that does the cell's work \
-         with nothing else (xxh3 on both ends; from one buffer, or from the generated stream \
-         for the text, -P 2 and file cells; on the cell's congestion control), median: the \
+         with nothing else (xxh3 on both ends; from one buffer, from the generated stream for \
+         the text and -P 2 cells, or for the file cells from the file, `read()` block by block \
+         into one buffer as iperf3 -F reads it; on the cell's congestion control), median: the \
          cell's limit in the same sitting.\n",
         r.machine,
         tsperf_results::units::size(r.len),
@@ -121,7 +122,7 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
         "\n## Bars\n\nxxh3 costs one core {:.3} s per GiB here (64 MiB buffer, fastest of 3): \
          tsperf's CPU on each end is held to iperf3's plus that. A bar marked *beyond this \
          machine's limit* is missed by the cell's checksummed loop too (the loop below doing \
-         the cell's work, from one buffer or the generated stream, on the cell's congestion \
+         the cell's work, from one buffer, the generated stream or the file, on the cell's congestion \
          control, run after each pair of the cell, medians; sendfile has none): no tool that \
          verifies its bytes meets it here. *Both ends*, not a \
          bar: the two ends' CPU together against iperf3's plus two checksums; on loopback the \
@@ -218,7 +219,10 @@ fn floor_cpu_section(r: &SteadyReport, o: &mut String) {
          | write | bare loop | with checksums | with checksums, from the generated stream | bare, cubic | with checksums, cubic |\n|---:|---:|---:|---:|---:|---:|"
     );
     for f in &r.floors {
-        let cell = |l: Loop| format!("{:.3} / {:.3}", f.cpu(l).writer, f.cpu(l).reader);
+        let cell = |l: Loop| {
+            f.cpu(l)
+                .map_or("-".into(), |c| format!("{:.3} / {:.3}", c.writer, c.reader))
+        };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} |",

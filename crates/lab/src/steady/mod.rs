@@ -323,7 +323,13 @@ pub fn run(
                 }
             }
             if let Some((l, _)) = limit_of(cell.kind) {
-                r.limit.push(limits::loop_run(l, len, cell.chunk, &text)?);
+                r.limit.push(limits::loop_run(
+                    l,
+                    len,
+                    cell.chunk,
+                    &text,
+                    Some(&cfg.file),
+                )?);
             }
         }
         progress(&r);
