@@ -103,14 +103,26 @@ fn own_loop(c: &CellResult) -> Option<(LoopSample, bool)> {
     (!c.limit.is_empty()).then(|| (super::limits::medians(&c.limit), client_writes))
 }
 
-/// "met", or "NOT met" naming the limit where the cell's floor loop misses the bar too
-/// (`beyond`: what the loop did, if it missed).
-fn verdict(ok: bool, beyond: Option<String>) -> String {
+/// "met", or "NOT met" with the pairs that missed it (`missed`: how many of how many), naming
+/// the limit where the cell's floor loop misses the bar too (`beyond`: what the loop did, if
+/// it missed).
+fn verdict(ok: bool, missed: (usize, usize), beyond: Option<String>) -> String {
+    let pairs = format!("NOT met (missed in {} of {} pairs)", missed.0, missed.1);
     match beyond {
         _ if ok => "met".into(),
-        Some(what) => format!("NOT met, beyond this machine's limit ({what})"),
-        None => "NOT met".into(),
+        Some(what) => format!("{pairs}, beyond this machine's limit ({what})"),
+        None => pairs,
     }
+}
+
+/// Of the cell's pairs (each tsperf run and the iperf3 run beside it), how many miss a bar,
+/// and how many there are: `misses(tsperf's figure, iperf3's)`.
+fn missed(c: &CellResult, misses: impl Fn(&Sample, &Sample) -> bool) -> (usize, usize) {
+    let pairs = c.tsperf.iter().zip(&c.iperf3);
+    (
+        pairs.clone().filter(|(t, i)| misses(t, i)).count(),
+        pairs.count(),
+    )
 }
 
 /// The issue's bars, each met or not: rates against iperf3 where it sets one, and CPU per GiB
@@ -124,7 +136,8 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
          machine's limit* is missed by the cell's checksummed loop too (the loop below doing \
          the cell's work, from one buffer, the generated stream or the file, on the cell's congestion \
          control, run after each pair of the cell, medians; sendfile has none): no tool that \
-         verifies its bytes meets it here. *Both ends*, not a \
+         verifies its bytes meets it here. A bar not met says in how many of the pairs (each \
+         tsperf run against the iperf3 run beside it) it was missed. *Both ends*, not a \
          bar: the two ends' CPU together against iperf3's plus two checksums; on loopback the \
          kernel does a segment's receive work (and an ACK's sending) on whichever end's thread \
          is running, so work moves between the ends from run to run.\n",
@@ -141,9 +154,10 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
                     .filter(|&v| v < 1.0)
                     .map(|v| format!("the checksummed loop moves {v:.2}x iperf3's rate"));
                 let (ratio, bar) = apart(c.ratio(), 1.0, 2);
+                let slower = missed(c, |t, i| t.mib_s < i.mib_s);
                 format!(
                     "rate {ratio}x (bar {bar}x) {}; ",
-                    verdict(c.ratio() >= 1.0, beyond)
+                    verdict(c.ratio() >= 1.0, slower, beyond)
                 )
             }
             _ => String::new(),
@@ -162,14 +176,20 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
             (v > bar).then(|| format!("the checksummed loop's {who} spends {v:.3}"))
         };
         let ((tc_s, ic_s), (ts_s, is_s)) = (apart(tc, ic + h, 3), apart(ts, is + h, 3));
+        let over = |client: bool| {
+            missed(c, |t, i| {
+                let at = |s: &Sample| s.per_gib(s.cpu_s(client));
+                at(t) > at(i) + h
+            })
+        };
         let _ = writeln!(
             o,
             "- {} {}: {rate_bar}client CPU {tc_s} against {ic_s} {}; server CPU {ts_s} against {is_s} {}; \
              both ends {:.3} against {:.3}.",
             c.cell.kind.label(),
             tsperf_results::units::size(u64::from(c.cell.chunk)),
-            verdict(tc <= ic + h, beyond(true, ic + h)),
-            verdict(ts <= is + h, beyond(false, is + h)),
+            verdict(tc <= ic + h, over(true), beyond(true, ic + h)),
+            verdict(ts <= is + h, over(false), beyond(false, is + h)),
             both_per_gib(&c.tsperf),
             both_per_gib(&c.iperf3) + 2.0 * h,
         );
@@ -241,7 +261,6 @@ fn both_per_gib(v: &[Sample]) -> f64 {
     median(v, |s| s.per_gib(s.client_cpu_s + s.server_cpu_s))
 }
 
-/// The median CPU seconds per GiB of `v`'s runs, at the client's end or the server's.
 /// A figure and its bar, to `places` places, or more where three would show two different
 /// values as one (a bar missed by a hair reads as missed).
 fn apart(v: f64, bar: f64, places: usize) -> (String, String) {
@@ -252,215 +271,10 @@ fn apart(v: f64, bar: f64, places: usize) -> (String, String) {
     (format!("{v:.places$}"), format!("{bar:.places$}"))
 }
 
+/// The median CPU seconds per GiB of `v`'s runs, at the client's end or the server's.
 fn cpu_per_gib(v: &[Sample], client: bool) -> f64 {
-    median(v, |s| {
-        s.per_gib(if client {
-            s.client_cpu_s
-        } else {
-            s.server_cpu_s
-        })
-    })
+    median(v, |s| s.per_gib(s.cpu_s(client)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::{Cell, CellResult, Floor, LoopCpu};
-
-    fn looped(mib_s: f64, writer: f64, reader: f64) -> LoopSample {
-        LoopSample {
-            mib_s,
-            cpu: LoopCpu { writer, reader },
-        }
-    }
-    use super::*;
-
-    fn sample(mib_s: f64, cpu: f64) -> Sample {
-        Sample {
-            mib_s,
-            bytes: 1 << 30,
-            client_cpu_s: cpu,
-            server_cpu_s: cpu / 2.0,
-            verified: true,
-            timers: 2048,
-        }
-    }
-
-    /// The table shows medians, spreads, the ratio and CPU per GiB; a run not verified says so.
-    #[test]
-    fn the_table_has_medians_ratios_and_cpu_per_gib() {
-        let mut cell = CellResult {
-            cell: Cell {
-                kind: Kind::Memory,
-                chunk: 10240,
-            },
-            tsperf: vec![sample(100.0, 0.5), sample(300.0, 0.4), sample(200.0, 0.3)],
-            iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(400.0, 0.2)],
-            limit: vec![
-                looped(800.0, 0.25, 0.01),
-                looped(900.0, 0.2, 0.03),
-                looped(700.0, 0.1, 0.02),
-            ],
-        };
-        let mut r = SteadyReport {
-            cells: vec![cell.clone()],
-            floors: vec![Floor {
-                chunk: 10240,
-                bare_mib_s: 1000.0,
-                hashed_mib_s: 900.0,
-                stream_mib_s: 850.0,
-                bare_cubic_mib_s: 2000.0,
-                hashed_cubic_mib_s: 1500.0,
-                cpu: [0.1, 0.2, 0.25, 0.05, 0.15].map(|w| LoopCpu {
-                    writer: w,
-                    reader: w / 10.0,
-                }),
-            }],
-            hash_s_per_gib: 0.1,
-            len: 1 << 30,
-            reps: 3,
-            machine: crate::machine::probe("test"),
-        };
-        let md = markdown(&r);
-        assert!(
-            md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 800 | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("| 10 KiB | 1000 | 900 | 10% | 850 | 2000 | 1500 | 25% |"),
-            "{md}"
-        );
-        assert!(md.contains("| memory | 10 KiB | 2048 | 2048 |"), "{md}");
-        assert!(
-            md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met; server CPU 0.200 against 0.200 met; both ends 0.600 against 0.500."),
-            "{md}"
-        );
-        assert!(
-            md.contains("| 10 KiB | 0.100 / 0.010 | 0.200 / 0.020 | 0.250 / 0.025 | 0.050 / 0.005 | 0.150 / 0.015 |"),
-            "{md}"
-        );
-        cell.tsperf[0].verified = false;
-        r.cells = vec![cell];
-        assert!(markdown(&r).contains("NOT ALL"));
-    }
-
-    /// A bar the cell's own checksummed loop (run beside it) misses too says so, with the loop's
-    /// figure; one the loop meets is plainly not met.
-    #[test]
-    fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
-        // Each cell's own loop: the stream loop's writer over the client's bar (0.2 + 0.1),
-        // its reader under the server's (0.1 + 0.1); the one-buffer loop under both.
-        let cell = |kind, t: f64, i: f64| CellResult {
-            cell: Cell { kind, chunk: 10240 },
-            tsperf: vec![sample(t, 0.5)],
-            iperf3: vec![sample(i, 0.2)],
-            limit: match kind {
-                Kind::Memory | Kind::Reverse => vec![looped(900.0, 0.4, 0.04)],
-                Kind::OneBuffer => vec![looped(1500.0, 0.2, 0.02)],
-                _ => vec![],
-            },
-        };
-        let r = SteadyReport {
-            cells: vec![
-                cell(Kind::Memory, 100.0, 1000.0),
-                cell(Kind::OneBuffer, 100.0, 1000.0),
-                cell(Kind::Reverse, 100.0, 1000.0),
-                cell(Kind::Sendfile, 100.0, 1000.0),
-            ],
-            floors: vec![Floor {
-                chunk: 10240,
-                bare_mib_s: 2000.0,
-                hashed_mib_s: 1500.0,
-                stream_mib_s: 900.0,
-                bare_cubic_mib_s: 2000.0,
-                hashed_cubic_mib_s: 1500.0,
-                // the whole-sitting loops, which the bars do not use: over every bar.
-                cpu: [0.9; 5].map(|w| LoopCpu {
-                    writer: w,
-                    reader: w / 10.0,
-                }),
-            }],
-            hash_s_per_gib: 0.1,
-            len: 1 << 30,
-            reps: 1,
-            machine: crate::machine::probe("test"),
-        };
-        let md = markdown(&r);
-        let beyond = "NOT met, beyond this machine's limit";
-        assert!(
-            md.contains(&format!(
-                "- memory 10 KiB: rate 0.10x (bar 1.00x) {beyond} (the checksummed loop moves \
-                 0.90x iperf3's rate); client CPU 0.500 against 0.300 {beyond} (the checksummed \
-                 loop's writer spends 0.400); server CPU 0.250 against 0.200 NOT met; both ends \
-                 0.750 against 0.500."
-            )),
-            "{md}"
-        );
-        assert!(
-            md.contains(
-                "- memory, one buffer 10 KiB: rate 0.10x (bar 1.00x) NOT met; client CPU 0.500 \
-                 against 0.300 NOT met; server CPU 0.250 against 0.200 NOT met; both ends 0.750 \
-                 against 0.500."
-            ),
-            "{md}"
-        );
-        // Reverse: the server writes, so the writer's figure is the server's limit.
-        assert!(
-            md.contains(&format!(
-                "- memory -R 10 KiB: client CPU 0.500 against 0.300 NOT met; server CPU 0.250 \
-                 against 0.200 {beyond} (the checksummed loop's writer spends 0.400); both ends \
-                 0.750 against 0.500."
-            )),
-            "{md}"
-        );
-        assert!(
-            md.contains("- sendfile / -Z 10 KiB: client CPU 0.500 against 0.300 NOT met;"),
-            "{md}"
-        );
-        assert!(
-            md.contains(
-                "| sendfile / -Z | 10 KiB | 100 [100-100] | 1000 [1000-1000] | 0.10x | - |"
-            ),
-            "{md}"
-        );
-    }
-
-    /// A bar missed by less than its figures' last digit gives them a digit more: it never
-    /// reads "0.153 against 0.153 NOT met" (seen in results/steady.md).
-    #[test]
-    fn a_bar_missed_by_a_hair_shows_the_hair() {
-        let r = SteadyReport {
-            cells: vec![CellResult {
-                cell: Cell {
-                    kind: Kind::Reverse,
-                    chunk: 131072,
-                },
-                tsperf: vec![sample(100.0, 0.1532)],
-                iperf3: vec![sample(100.0, 0.0528)],
-                limit: vec![],
-            }],
-            floors: vec![],
-            hash_s_per_gib: 0.1,
-            len: 1 << 30,
-            reps: 1,
-            machine: crate::machine::probe("test"),
-        };
-        let md = markdown(&r);
-        assert!(
-            md.contains(
-                "client CPU 0.1532 against 0.1528 NOT met; server CPU 0.077 against 0.126 met;"
-            ),
-            "{md}"
-        );
-        let mut rate = r.cells[0].clone();
-        rate.cell = Cell {
-            kind: Kind::Memory,
-            chunk: 131072,
-        };
-        rate.tsperf[0].mib_s = 99.7;
-        let md = markdown(&SteadyReport {
-            cells: vec![rate],
-            ..r
-        });
-        assert!(md.contains("rate 0.997x (bar 1.000x) NOT met;"), "{md}");
-    }
-}
+mod tests;

@@ -143,6 +143,15 @@ impl Sample {
     fn per_gib(&self, cpu: f64) -> f64 {
         cpu / (self.bytes.max(1) as f64 / f64::from(1u32 << 30))
     }
+
+    /// The CPU seconds at the client's end or the server's.
+    fn cpu_s(&self, client: bool) -> f64 {
+        if client {
+            self.client_cpu_s
+        } else {
+            self.server_cpu_s
+        }
+    }
 }
 
 /// One cell's repetitions of both tools, and the floor at its write size.

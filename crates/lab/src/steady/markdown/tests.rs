@@ -1,0 +1,255 @@
+//! steady.md's tables and bars, from made-up runs.
+use super::super::{Cell, CellResult, Floor, LoopCpu};
+
+fn looped(mib_s: f64, writer: f64, reader: f64) -> LoopSample {
+    LoopSample {
+        mib_s,
+        cpu: LoopCpu { writer, reader },
+    }
+}
+use super::*;
+
+fn sample(mib_s: f64, cpu: f64) -> Sample {
+    Sample {
+        mib_s,
+        bytes: 1 << 30,
+        client_cpu_s: cpu,
+        server_cpu_s: cpu / 2.0,
+        verified: true,
+        timers: 2048,
+    }
+}
+
+/// The table shows medians, spreads, the ratio and CPU per GiB; a run not verified says so.
+#[test]
+fn the_table_has_medians_ratios_and_cpu_per_gib() {
+    let mut cell = CellResult {
+        cell: Cell {
+            kind: Kind::Memory,
+            chunk: 10240,
+        },
+        tsperf: vec![sample(100.0, 0.5), sample(300.0, 0.4), sample(200.0, 0.3)],
+        iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(400.0, 0.2)],
+        limit: vec![
+            looped(800.0, 0.25, 0.01),
+            looped(900.0, 0.2, 0.03),
+            looped(700.0, 0.1, 0.02),
+        ],
+    };
+    let mut r = SteadyReport {
+        cells: vec![cell.clone()],
+        floors: vec![Floor {
+            chunk: 10240,
+            bare_mib_s: 1000.0,
+            hashed_mib_s: 900.0,
+            stream_mib_s: 850.0,
+            bare_cubic_mib_s: 2000.0,
+            hashed_cubic_mib_s: 1500.0,
+            cpu: [0.1, 0.2, 0.25, 0.05, 0.15].map(|w| LoopCpu {
+                writer: w,
+                reader: w / 10.0,
+            }),
+        }],
+        hash_s_per_gib: 0.1,
+        len: 1 << 30,
+        reps: 3,
+        machine: crate::machine::probe("test"),
+    };
+    let md = markdown(&r);
+    assert!(
+        md.contains("| memory | 10 KiB | 200 [100-300] | 100 [100-400] | 2.00x | 800 | 0.400 | 0.200 | 0.200 | 0.100 | all |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 10 KiB | 1000 | 900 | 10% | 850 | 2000 | 1500 | 25% |"),
+        "{md}"
+    );
+    assert!(md.contains("| memory | 10 KiB | 2048 | 2048 |"), "{md}");
+    assert!(
+        md.contains("- memory 10 KiB: rate 2.00x (bar 1.00x) met; client CPU 0.400 against 0.300 NOT met (missed in 2 of 3 pairs); server CPU 0.200 against 0.200 met; both ends 0.600 against 0.500."),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 10 KiB | 0.100 / 0.010 | 0.200 / 0.020 | 0.250 / 0.025 | 0.050 / 0.005 | 0.150 / 0.015 |"),
+        "{md}"
+    );
+    cell.tsperf[0].verified = false;
+    r.cells = vec![cell];
+    assert!(markdown(&r).contains("NOT ALL"));
+}
+
+/// A floor at 10 KiB whose loops spend 0.9 s per GiB writing, 0.09 reading.
+fn floor_over_every_bar() -> Floor {
+    Floor {
+        chunk: 10240,
+        bare_mib_s: 2000.0,
+        hashed_mib_s: 1500.0,
+        stream_mib_s: 900.0,
+        bare_cubic_mib_s: 2000.0,
+        hashed_cubic_mib_s: 1500.0,
+        cpu: [0.9; 5].map(|w| LoopCpu {
+            writer: w,
+            reader: w / 10.0,
+        }),
+    }
+}
+
+/// A bar the cell's own checksummed loop (run beside it) misses too says so, with the loop's
+/// figure; one the loop meets is plainly not met.
+#[test]
+fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
+    // Each cell's own loop: the stream loop's writer over the client's bar (0.2 + 0.1),
+    // its reader under the server's (0.1 + 0.1); the one-buffer loop under both.
+    let cell = |kind, t: f64, i: f64| CellResult {
+        cell: Cell { kind, chunk: 10240 },
+        tsperf: vec![sample(t, 0.5)],
+        iperf3: vec![sample(i, 0.2)],
+        limit: match kind {
+            Kind::Memory | Kind::Reverse => vec![looped(900.0, 0.4, 0.04)],
+            Kind::OneBuffer => vec![looped(1500.0, 0.2, 0.02)],
+            _ => vec![],
+        },
+    };
+    let r = SteadyReport {
+        cells: vec![
+            cell(Kind::Memory, 100.0, 1000.0),
+            cell(Kind::OneBuffer, 100.0, 1000.0),
+            cell(Kind::Reverse, 100.0, 1000.0),
+            cell(Kind::Sendfile, 100.0, 1000.0),
+        ],
+        // the whole-sitting loops, which the bars do not use: over every bar.
+        floors: vec![floor_over_every_bar()],
+        hash_s_per_gib: 0.1,
+        len: 1 << 30,
+        reps: 1,
+        machine: crate::machine::probe("test"),
+    };
+    let md = markdown(&r);
+    let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
+    assert!(
+        md.contains(&format!(
+            "- memory 10 KiB: rate 0.10x (bar 1.00x) {beyond} (the checksummed loop moves \
+             0.90x iperf3's rate); client CPU 0.500 against 0.300 {beyond} (the checksummed \
+             loop's writer spends 0.400); server CPU 0.250 against 0.200 NOT met (missed in 1 \
+             of 1 pairs); both ends 0.750 against 0.500."
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "- memory, one buffer 10 KiB: rate 0.10x (bar 1.00x) NOT met (missed in 1 of 1 \
+             pairs); client CPU 0.500 against 0.300 NOT met (missed in 1 of 1 pairs); server \
+             CPU 0.250 against 0.200 NOT met (missed in 1 of 1 pairs); both ends 0.750 \
+             against 0.500."
+        ),
+        "{md}"
+    );
+    // Reverse: the server writes, so the writer's figure is the server's limit.
+    assert!(
+        md.contains(&format!(
+            "- memory -R 10 KiB: client CPU 0.500 against 0.300 NOT met (missed in 1 of 1 \
+             pairs); server CPU 0.250 \
+             against 0.200 {beyond} (the checksummed loop's writer spends 0.400); both ends \
+             0.750 against 0.500."
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "- sendfile / -Z 10 KiB: client CPU 0.500 against 0.300 NOT met (missed in 1 of 1 \
+             pairs);"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| sendfile / -Z | 10 KiB | 100 [100-100] | 1000 [1000-1000] | 0.10x | - |"),
+        "{md}"
+    );
+}
+
+/// A bar missed by less than its figures' last digit gives them a digit more: it never
+/// reads "0.153 against 0.153 NOT met" (seen in results/steady.md).
+#[test]
+fn a_bar_missed_by_a_hair_shows_the_hair() {
+    let r = SteadyReport {
+        cells: vec![CellResult {
+            cell: Cell {
+                kind: Kind::Reverse,
+                chunk: 131072,
+            },
+            tsperf: vec![sample(100.0, 0.1532)],
+            iperf3: vec![sample(100.0, 0.0528)],
+            limit: vec![],
+        }],
+        floors: vec![],
+        hash_s_per_gib: 0.1,
+        len: 1 << 30,
+        reps: 1,
+        machine: crate::machine::probe("test"),
+    };
+    let md = markdown(&r);
+    assert!(
+        md.contains(
+            "client CPU 0.1532 against 0.1528 NOT met (missed in 1 of 1 pairs); \
+             server CPU 0.077 against 0.126 met;"
+        ),
+        "{md}"
+    );
+    let mut rate = r.cells[0].clone();
+    rate.cell = Cell {
+        kind: Kind::Memory,
+        chunk: 131072,
+    };
+    rate.tsperf[0].mib_s = 99.7;
+    let md = markdown(&SteadyReport {
+        cells: vec![rate],
+        ..r
+    });
+    assert!(
+        md.contains("rate 0.997x (bar 1.000x) NOT met (missed in 1 of 1 pairs);"),
+        "{md}"
+    );
+}
+
+/// A bar missed by the medians says in how many of the pairs (each tsperf run against the
+/// iperf3 run beside it) it was missed: a coin toss reads as one.
+#[test]
+fn a_missed_bar_says_how_many_pairs_missed_it() {
+    let r = SteadyReport {
+        cells: vec![CellResult {
+            cell: Cell {
+                kind: Kind::Reverse,
+                chunk: 1024,
+            },
+            tsperf: vec![sample(90.0, 0.30), sample(120.0, 0.10), sample(80.0, 0.35)],
+            iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(100.0, 0.2)],
+            limit: vec![],
+        }],
+        floors: vec![],
+        hash_s_per_gib: 0.0,
+        len: 1 << 30,
+        reps: 3,
+        machine: crate::machine::probe("test"),
+    };
+    let md = markdown(&r);
+    assert!(
+        md.contains(
+            "client CPU 0.300 against 0.200 NOT met (missed in 2 of 3 pairs); \
+             server CPU 0.150 against 0.100 NOT met (missed in 2 of 3 pairs);"
+        ),
+        "{md}"
+    );
+    let mut rate = r.cells[0].clone();
+    rate.cell = Cell {
+        kind: Kind::Memory,
+        chunk: 10240,
+    };
+    let md = markdown(&SteadyReport {
+        cells: vec![rate],
+        ..r
+    });
+    assert!(
+        md.contains("NOT met (missed in 2 of 3 pairs); client"),
+        "{md}"
+    );
+}
