@@ -127,7 +127,7 @@ impl Read for Blocking {
 impl Write for Blocking {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.send_with(|s| s.write(buf))
+        self.send_with(|s| tsperf_sys::direct::send(s, buf))
     }
 
     #[inline]

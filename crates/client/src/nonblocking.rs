@@ -179,7 +179,7 @@ impl Write for MioConn {
     /// Writes as much of `buf` as the socket takes now, waiting in poll only when it takes none.
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.send_with(|s| s.write(buf))
+        self.send_with(|s| tsperf_sys::direct::send(s, buf))
     }
 
     /// `writev` with the same waiting as `write`.

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod congestion;
+pub mod direct;
 pub mod host;
 pub mod mark;
 pub mod net;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 use tsperf_proto::serve::{Conversation, DataEnd, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase, encode_frame};
+use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -167,7 +168,7 @@ impl Conn<'_> {
                 Ok(Heard::Stop | Heard::Nothing) => {}
             }
             let (before, stalls) = (tx.sent(), tx.stalls());
-            let end = tx.send_turn(self.stream, &mut scratch);
+            let end = tx.send_turn(&mut Direct(self.stream), &mut scratch);
             let now = Instant::now();
             let timed_out = matches!(&end, SendEnd::Error(e) if net::is_timeout(e));
             let moved = tx.sent() - before;

@@ -10,6 +10,7 @@ use mio::net::TcpStream;
 use tracing::debug;
 use tsperf_proto::serve::{Conversation, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase};
+use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -235,7 +236,7 @@ impl Conn {
             Ok(Heard::Stop | Heard::Nothing) => {}
         }
         let before = tx.sent();
-        let end = tx.send_turn(&mut self.stream, &mut lent.scratch);
+        let end = tx.send_turn(&mut Direct(&mut self.stream), &mut lent.scratch);
         self.conv.sending(tx.sent() - before, Instant::now());
         match end {
             SendEnd::TurnOver => {
