@@ -1,6 +1,7 @@
 //! CPU time measured from outside, the same way for every tool (issue 33): a client's from the
 //! kernel's account when it is reaped (`wait4`'s rusage: every thread, ended or not), a
-//! server's as the difference of `/proc/PID/stat` before and after a run. Neither trusts what
+//! server's as the difference of its threads' `schedstat` before and after a run (nanoseconds;
+//! `/proc/PID/stat`'s ticks where a thread ended meanwhile, [`Threads`]). Neither trusts what
 //! the tool says of itself, so tsperf and iperf3 are held to one ruler.
 
 use std::io::Read;
@@ -41,6 +42,65 @@ pub fn live_threads_cpu_s(pid: u32) -> Result<f64> {
         }
     }
     Ok(ns as f64 / 1e9)
+}
+
+/// A process's CPU at one moment: each live thread's, nanoseconds by thread id
+/// (`/proc/PID/task/TID/schedstat`), and the whole process's in clock ticks, ended threads
+/// included ([`process_cpu_s`]). Two of them give a server's CPU over a run
+/// ([`Threads::since`]).
+pub struct Threads {
+    live: Vec<(u32, u64)>,
+    ticks_s: f64,
+}
+
+impl Threads {
+    /// Process `pid`'s threads now.
+    pub fn of(pid: u32) -> Result<Threads> {
+        let ticks_s = process_cpu_s(pid)?;
+        let dir = format!("/proc/{pid}/task");
+        let mut live = Vec::new();
+        for task in std::fs::read_dir(&dir).with_context(|| format!("cannot read {dir}"))? {
+            let task = task?;
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            // A thread may end between the listing and the read.
+            if let Ok(text) = std::fs::read_to_string(task.path().join("schedstat"))
+                && let Some(ns) = text.split_whitespace().next().and_then(|v| v.parse().ok())
+            {
+                live.push((tid, ns));
+            }
+        }
+        Ok(Threads { live, ticks_s })
+    }
+
+    /// The CPU seconds the process used since `before`: its threads' nanoseconds, a thread
+    /// born meanwhile from zero; but where the process's ticks moved more than two ticks past
+    /// that, a thread ended during the run and took its time out of the live threads' sum,
+    /// and the ticks (10 ms resolution) are the figure.
+    pub fn since(&self, before: &Threads) -> f64 {
+        let was = |tid: u32| {
+            before
+                .live
+                .iter()
+                .find(|(t, _)| *t == tid)
+                .map_or(0, |b| b.1)
+        };
+        let ns: u64 = self
+            .live
+            .iter()
+            .map(|&(tid, ns)| ns.saturating_sub(was(tid)))
+            .sum();
+        let live = ns as f64 / 1e9;
+        let ticks = (self.ticks_s - before.ticks_s).max(0.0);
+        // SAFETY: sysconf has no preconditions.
+        let tick = 1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        if ticks > live + 2.0 * tick {
+            ticks
+        } else {
+            live
+        }
+    }
 }
 
 /// Kills `child` and reaps it with `wait4`: the kernel's account of all the CPU it used, every
@@ -147,6 +207,39 @@ fn softirq_row(text: &str, row: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The threads' nanoseconds where they account for the process's ticks; the ticks where a
+    /// thread ended during the run took its time with it.
+    #[test]
+    fn a_servers_cpu_is_its_threads_unless_one_ended() {
+        let at = |live: &[(u32, u64)], ticks_s: f64| Threads {
+            live: live.to_vec(),
+            ticks_s,
+        };
+        let before = at(&[(1, 1_000_000_000), (2, 500_000_000)], 1.50);
+        // Both threads ran 12.345 ms between them; the ticks moved one.
+        let after = at(&[(1, 1_010_000_000), (2, 502_345_000)], 1.51);
+        assert!((after.since(&before) - 0.012345).abs() < 1e-9);
+        // A thread born during the run counts from zero.
+        let after = at(
+            &[(1, 1_010_000_000), (2, 500_000_000), (3, 7_000_000)],
+            1.51,
+        );
+        assert!((after.since(&before) - 0.017).abs() < 1e-9);
+        // Thread 2 ended after 140 ms more: the ticks say so, the live threads cannot.
+        let after = at(&[(1, 1_010_000_000)], 1.65);
+        assert!((after.since(&before) - 0.15).abs() < 1e-9);
+        // This process, a thread made to work: measured to the nanosecond.
+        let me = std::process::id();
+        let before = Threads::of(me).unwrap();
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            std::hint::black_box(t.elapsed());
+        }
+        let used = Threads::of(me).unwrap().since(&before);
+        // Not a whole number of 10 ms ticks: nanoseconds.
+        assert!(used > 0.0 && (used * 100.0).fract() != 0.0, "{used}");
+    }
 
     /// The row of every CPU is summed; another row or a longer name is not counted.
     #[test]

@@ -15,7 +15,8 @@ pub fn markdown(r: &SteadyReport) -> String {
          Rates: tsperf end to end (first byte written to the server's report of every byte \
          counted and checksummed), iperf3 its receiver. CPU per GiB on each end, measured from \
          outside the same way for both: the client's `wait4` rusage (its whole life, start-up \
-         included), the server's `/proc/PID/stat` before and after (10 ms ticks). tsperf \
+         included), the server's threads' `/proc/PID/task/TID/schedstat` before and after \
+         (nanoseconds; its `/proc/PID/stat`, 10 ms ticks, where a thread ended during the run). tsperf \
          checksums every byte on both ends; iperf3 checksums nothing. *memory*: tsclient's \
          generated stream (36 MiB of the seed's text, cycled: bytes that leave the CPU's cache) \
          against iperf3's one `-l` buffer sent again and again; *memory, one buffer*: \

@@ -8,7 +8,8 @@
 //!
 //! CPU is measured the same way for both tools, from outside: a client's is the kernel's
 //! account when it is reaped (`wait4`, every thread, start-up included), a server's the
-//! difference of its `/proc/PID/stat` times around the run (10 ms ticks). Neither tool's own
+//! difference of its threads' times around the run (nanoseconds, `schedstat`; the process's
+//! 10 ms ticks where a thread ended during it: `harness::cpu::Threads`). Neither tool's own
 //! figure is used. Rates are tsclient's end to end (first byte written to the server's report
 //! of every byte counted and checksummed) and iperf3's receiver (`end.sum_received`).
 //!
@@ -21,7 +22,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::harness::cpu::{hrtimer_softirqs, process_cpu_s, run_measured};
+use crate::harness::cpu::{Threads, hrtimer_softirqs, run_measured};
 
 /// How a cell moves its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -128,7 +129,7 @@ pub struct Sample {
     pub bytes: u64,
     /// The client's CPU, seconds (`wait4`).
     pub client_cpu_s: f64,
-    /// The server's CPU during the run, seconds (`/proc/PID/stat`).
+    /// The server's CPU during the run, seconds (`harness::cpu::Threads`).
     pub server_cpu_s: f64,
     /// tsperf: every byte verified (iperf3: true).
     pub verified: bool,
@@ -245,10 +246,10 @@ struct Around {
 /// Runs `args` with the server at `pid` watched: the client's measured run, and the server's
 /// CPU and the machine's soft timers around it.
 fn measured(cmd: &mut Command, pid: u32) -> Result<(crate::harness::cpu::Measured, Around)> {
-    let (cpu, timers) = (process_cpu_s(pid)?, hrtimer_softirqs());
+    let (cpu, timers) = (Threads::of(pid)?, hrtimer_softirqs());
     let m = run_measured(cmd)?;
     let around = Around {
-        server_cpu_s: (process_cpu_s(pid)? - cpu).max(0.0),
+        server_cpu_s: Threads::of(pid)?.since(&cpu),
         timers: hrtimer_softirqs().saturating_sub(timers),
     };
     Ok((m, around))

@@ -171,22 +171,12 @@ fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
 /// reads "0.153 against 0.153 NOT met" (seen in results/steady.md).
 #[test]
 fn a_bar_missed_by_a_hair_shows_the_hair() {
-    let r = SteadyReport {
-        cells: vec![CellResult {
-            cell: Cell {
-                kind: Kind::Reverse,
-                chunk: 131072,
-            },
-            tsperf: vec![sample(100.0, 0.1532)],
-            iperf3: vec![sample(100.0, 0.0528)],
-            limit: vec![],
-        }],
-        floors: vec![],
-        hash_s_per_gib: 0.1,
-        len: 1 << 30,
-        reps: 1,
-        machine: crate::machine::probe("test"),
-    };
+    let r = one_cell(
+        Kind::Reverse,
+        131072,
+        (vec![sample(100.0, 0.1532)], vec![sample(100.0, 0.0528)]),
+        0.1,
+    );
     let md = markdown(&r);
     assert!(
         md.contains(
@@ -215,22 +205,15 @@ fn a_bar_missed_by_a_hair_shows_the_hair() {
 /// iperf3 run beside it) it was missed: a coin toss reads as one.
 #[test]
 fn a_missed_bar_says_how_many_pairs_missed_it() {
-    let r = SteadyReport {
-        cells: vec![CellResult {
-            cell: Cell {
-                kind: Kind::Reverse,
-                chunk: 1024,
-            },
-            tsperf: vec![sample(90.0, 0.30), sample(120.0, 0.10), sample(80.0, 0.35)],
-            iperf3: vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(100.0, 0.2)],
-            limit: vec![],
-        }],
-        floors: vec![],
-        hash_s_per_gib: 0.0,
-        len: 1 << 30,
-        reps: 3,
-        machine: crate::machine::probe("test"),
-    };
+    let r = one_cell(
+        Kind::Reverse,
+        1024,
+        (
+            vec![sample(90.0, 0.30), sample(120.0, 0.10), sample(80.0, 0.35)],
+            vec![sample(100.0, 0.2), sample(100.0, 0.2), sample(100.0, 0.2)],
+        ),
+        0.0,
+    );
     let md = markdown(&r);
     assert!(
         md.contains(
@@ -252,4 +235,26 @@ fn a_missed_bar_says_how_many_pairs_missed_it() {
         md.contains("NOT met (missed in 2 of 3 pairs); client"),
         "{md}"
     );
+}
+
+/// A report of one cell of `kind` at `chunk` with these (tsperf, iperf3) runs and no loops.
+fn one_cell(
+    kind: Kind,
+    chunk: u32,
+    (tsperf, iperf3): (Vec<Sample>, Vec<Sample>),
+    hash: f64,
+) -> SteadyReport {
+    SteadyReport {
+        reps: tsperf.len() as u32,
+        cells: vec![CellResult {
+            cell: Cell { kind, chunk },
+            tsperf,
+            iperf3,
+            limit: vec![],
+        }],
+        floors: vec![],
+        hash_s_per_gib: hash,
+        len: 1 << 30,
+        machine: crate::machine::probe("test"),
+    }
 }
