@@ -6,8 +6,9 @@
 use std::io;
 
 /// Bytes that must be waiting before the kernel wakes the reader of a bulk transfer in full
-/// flow: the server's for a forward stream (its receiver's `wake_at`), the client's for a
-/// reverse one.
+/// flow: the server's for a forward stream (its receiver's `wake_at`). (A client receiving a
+/// reverse stream raises its own to a read's worth, 256 KiB: tsperf-client's
+/// `reverse::WAKE_MARK`.)
 pub const WAKE_BYTES: u32 = 64 << 10;
 
 /// Segments at least this large (the receiver's advertised MSS) make a connection use the
@@ -15,7 +16,7 @@ pub const WAKE_BYTES: u32 = 64 << 10;
 pub const MARK_MIN_MSS: u32 = 16 << 10;
 
 /// A connection's receive low-water mark, kept where its reader wants it (the server's
-/// transfer's `wake_at`; a client's reverse stream, [`WAKE_BYTES`]).
+/// transfer's `wake_at`; a client's reverse stream, its own mark).
 ///
 /// A bulk mark only on paths with large segments (loopback's MSS is 65483): there each segment
 /// wakes the reader, and the wake-up is paid on the sender's CPU. The server's mark on a forward
@@ -62,7 +63,7 @@ impl WakeMark {
     }
 
     /// Sets the mark `want` (for the server's transfers, its receiver's `wake_at`; for a
-    /// client receiving a reverse stream, [`WAKE_BYTES`] throughout), if it differs from the
+    /// client receiving a reverse stream, its own mark throughout), if it differs from the
     /// one set.
     pub fn follow<S: std::os::fd::AsFd>(&mut self, stream: &S, want: u32) {
         if want == self.set || (want > 1 && crate::net::recv_buffer(stream) < 4 * want) {

@@ -15,7 +15,7 @@ use crate::{StreamConfig, StreamFailure, Transport, interrupt};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::REVERSE_TAIL;
 use tsperf_proto::serve::TIMED_GRACE;
-use tsperf_sys::mark::{WAKE_BYTES, WakeMark};
+use tsperf_sys::mark::WakeMark;
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// What the receiving counted so far.
@@ -269,7 +269,7 @@ fn read_to_end<T: Transport>(
                     mark = Some(WakeMark::new(&*conn.socket()));
                 }
                 if let Some(m) = mark.as_mut().filter(|m| m.usable() && !m.raised()) {
-                    m.follow(&*conn.socket(), WAKE_BYTES);
+                    m.follow(&*conn.socket(), super::WAKE_MARK);
                     got.wake_mark = m.get();
                 }
                 got.take(&buf[..n], cfg, tail, progress)?;

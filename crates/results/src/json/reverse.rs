@@ -113,8 +113,9 @@ pub struct ReceiverSide {
     pub log_s: f64,
     /// The receive buffer the socket had at the end.
     pub rcvbuf: u32,
-    /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: 65536 once
-    /// raised on a path of large segments (loopback), else 1 (0: from a tsclient before it).
+    /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: 262144 once
+    /// raised on a path of large segments (loopback; 65536 from earlier tsclients), else 1 (0:
+    /// from a tsclient before it).
     #[serde(default)]
     pub wake_mark: u32,
     /// The receiving thread's time on a CPU, in seconds (Linux).
