@@ -10,18 +10,37 @@ pub use tsperf_sys::mark::{MARK_MIN_MSS, WAKE_BYTES, WakeMark, advertised_mss, r
 /// without that segment would wait for the server's delayed-ACK timer.
 pub const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
 
+/// The most a bulk transfer's mark rises to: a quarter of the event loop's 1 MiB read
+/// (`LOOP_READ`). Reads of up to 256 KiB (the blocking model's) keep [`WAKE_BYTES`].
+///
+/// Measured (issue 33), `tsclient --chunk C --bytes 1G` to two event-loop servers alternating,
+/// 64 KiB against 256 KiB, 9 pairs, per pair: at 128 KiB writes 2.01x the rate (2109 against
+/// 3972 MiB/s), the server's CPU 0.60x and the client's 0.55x; at 10240 B 1.19x, 0.72x, 0.87x.
+/// On loopback each wake-up of the reader is work in the sender's context, and bbr paces a
+/// sender that is held up.
+pub const BULK_MARK_MAX: u32 = 256 << 10;
+
+/// The mark of a bulk transfer in full flow read `read_size` bytes at a time: a quarter of a
+/// read, from [`WAKE_BYTES`] to [`BULK_MARK_MAX`].
+fn bulk_mark(read_size: usize) -> u32 {
+    u32::try_from(read_size / 4)
+        .unwrap_or(u32::MAX)
+        .clamp(WAKE_BYTES, BULK_MARK_MAX)
+}
+
 /// The receive low-water mark (`SO_RCVLOWAT`) the next wait for a transfer should use, given
 /// its read size, the bytes it has and expects, its log gate and whether the path's segments
 /// are large.
 ///
-/// [`WAKE_BYTES`] while a bulk transfer is in full flow on a path of large segments, so the
-/// reader is woken once per 64 KiB instead of once per segment: on loopback, waking the reader
-/// is a sixth of what a 10240-byte stream costs the sender. For a logged transfer, its log gate
+/// A quarter of a read ([`WAKE_BYTES`] to [`BULK_MARK_MAX`]) while a bulk transfer is in full
+/// flow on a path of large segments, so the reader is woken once per 64-256 KiB instead of once
+/// per segment: on loopback, waking the reader is a sixth of what a 10240-byte stream costs the
+/// sender. For a logged transfer, its log gate
 /// (`--log-min-read`, or the rest of the transfer if less), so a client sending a byte at a time
 /// does not get a read, and a log line, per byte: a blocking read waits for that many bytes
 /// (or its timeout), the event loop is woken only once they are there. Otherwise 1 (the
 /// kernel's default): before the first byte, so the first byte is timed when it arrives; for a
-/// bulk transfer's last [`WAKE_TAIL`] bytes, a logged one's last two gates, and the trailer,
+/// bulk transfer's last mark and segment (at least [`WAKE_TAIL`] bytes), a logged one's last two gates, and the trailer,
 /// so no wait needs bytes that will not come; and when bulk reads are smaller than two
 /// thresholds. A non-blocking read returns whatever is waiting either way: the mark only
 /// changes wake-ups.
@@ -36,8 +55,9 @@ pub fn wake_at(read_size: usize, bytes: u64, expected: u64, gate: u32, large: bo
         return 1;
     }
     let left = expected - bytes;
-    if large && read_size >= 2 * WAKE_BYTES as usize && left >= WAKE_TAIL {
-        return WAKE_BYTES;
+    let mark = bulk_mark(read_size);
+    if large && read_size >= 2 * WAKE_BYTES as usize && left >= u64::from(mark) + (64 << 10) {
+        return mark;
     }
     if gate > 1 && left >= 2 * u64::from(gate) {
         return gate;
@@ -94,6 +114,32 @@ mod tests {
             1,
             "no bulk mark on small segments"
         );
+    }
+
+    /// Issue 33: the bulk mark is a quarter of a read, from `WAKE_BYTES` (reads of up to
+    /// 256 KiB, the blocking model's) to `BULK_MARK_MAX` (the event loop's 1 MiB), its tail
+    /// that mark and a segment.
+    #[test]
+    fn the_bulk_mark_is_a_quarter_of_a_read() {
+        for (read, mark) in [
+            (2 * WAKE_BYTES, WAKE_BYTES),
+            (256 << 10, WAKE_BYTES),
+            (512 << 10, 128 << 10),
+            (1 << 20, BULK_MARK_MAX),
+            (4 << 20, BULK_MARK_MAX),
+        ] {
+            let len = 8 << 20;
+            let mut rx = Receiver::new(&hello(len), read, 0, tsperf_proto::LogMode::None);
+            rx.large_segments = true;
+            rx.count(1);
+            assert_eq!(rx.wake_at(), mark, "reads of {read}");
+            let tail = u64::from(mark) + (64 << 10);
+            rx.count((len - tail - 1) as usize);
+            assert_eq!(rx.wake_at(), mark, "reads of {read}: exactly the tail left");
+            rx.count(1);
+            assert_eq!(rx.wake_at(), 1, "reads of {read}: inside the tail");
+        }
+        assert_eq!(BULK_MARK_MAX, 256 << 10);
     }
 
     /// Issue 23 (3): a logged transfer's mark is its log gate after the first byte (whatever
