@@ -8,7 +8,13 @@ pub use tsperf_sys::mark::{MARK_MIN_MSS, WAKE_BYTES, WakeMark, advertised_mss, r
 /// whole segment (loopback's MSS is 65483 bytes) that the client's Nagle algorithm may hold
 /// back until the server acknowledges what came before. A threshold the client cannot reach
 /// without that segment would wait for the server's delayed-ACK timer.
-pub const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
+pub const WAKE_TAIL: u64 = wake_tail(WAKE_BYTES);
+
+/// The end of a transfer read with a wake-up threshold of 1 when its bulk mark is `mark`: room
+/// for the mark and a whole segment ([`WAKE_TAIL`] for [`WAKE_BYTES`]).
+pub const fn wake_tail(mark: u32) -> u64 {
+    mark as u64 + (64 << 10)
+}
 
 /// The most a bulk transfer's mark rises to: a quarter of the event loop's 1 MiB read
 /// (`LOOP_READ`). Reads of up to 256 KiB (the blocking model's) keep [`WAKE_BYTES`].
@@ -16,8 +22,8 @@ pub const WAKE_TAIL: u64 = WAKE_BYTES as u64 + (64 << 10);
 /// Measured (issue 33), `tsclient --chunk C --bytes 1G` to two event-loop servers alternating,
 /// 64 KiB against 256 KiB, 9 pairs, per pair: at 128 KiB writes 2.01x the rate (2109 against
 /// 3972 MiB/s), the server's CPU 0.60x and the client's 0.55x; at 10240 B 1.19x, 0.72x, 0.87x.
-/// On loopback each wake-up of the reader is work in the sender's context, and bbr paces a
-/// sender that is held up.
+/// On loopback each wake-up of the reader is work in the sender's context (why the rate
+/// doubles at 128 KiB on bbr was not looked into further).
 pub const BULK_MARK_MAX: u32 = 256 << 10;
 
 /// The mark of a bulk transfer in full flow read `read_size` bytes at a time: a quarter of a
@@ -40,8 +46,8 @@ fn bulk_mark(read_size: usize) -> u32 {
 /// does not get a read, and a log line, per byte: a blocking read waits for that many bytes
 /// (or its timeout), the event loop is woken only once they are there. Otherwise 1 (the
 /// kernel's default): before the first byte, so the first byte is timed when it arrives; for a
-/// bulk transfer's last mark and segment (at least [`WAKE_TAIL`] bytes), a logged one's last two gates, and the trailer,
-/// so no wait needs bytes that will not come; and when bulk reads are smaller than two
+/// bulk transfer's last mark and segment ([`wake_tail`]), a logged one's last two gates, and
+/// the trailer, so no wait needs bytes that will not come; and when bulk reads are smaller than two
 /// thresholds. A non-blocking read returns whatever is waiting either way: the mark only
 /// changes wake-ups.
 ///
@@ -56,7 +62,7 @@ pub fn wake_at(read_size: usize, bytes: u64, expected: u64, gate: u32, large: bo
     }
     let left = expected - bytes;
     let mark = bulk_mark(read_size);
-    if large && read_size >= 2 * WAKE_BYTES as usize && left >= u64::from(mark) + (64 << 10) {
+    if large && read_size >= 2 * WAKE_BYTES as usize && left >= wake_tail(mark) {
         return mark;
     }
     if gate > 1 && left >= 2 * u64::from(gate) {
@@ -133,7 +139,7 @@ mod tests {
             rx.large_segments = true;
             rx.count(1);
             assert_eq!(rx.wake_at(), mark, "reads of {read}");
-            let tail = u64::from(mark) + (64 << 10);
+            let tail = wake_tail(mark);
             rx.count((len - tail - 1) as usize);
             assert_eq!(rx.wake_at(), mark, "reads of {read}: exactly the tail left");
             rx.count(1);
