@@ -4,6 +4,9 @@
 //! `write()`s exactly `chunk` bytes from memory each call (Nagle on, as tsclient), and a reader
 //! thread that `read()`s into a buffer of `read_size` bytes until EOF and neither checks nor
 //! checksums anything. It is what one write per chunk costs in the kernel and nothing else.
+//! The reader is woken as tsserver's is: on a path of large segments (loopback), once its
+//! receive buffer has room, only when a quarter of its read (64 to 256 KiB,
+//! `tsperf_sys::mark::bulk_mark`) is waiting, not on every segment.
 //! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_from_file`]) add
 //! xxh3 on both ends and write from one block, a buffer cycled, or a file read block by block:
 //! the limit of a stream that verifies its bytes, for each of steady.md's cells.
@@ -27,6 +30,8 @@ pub struct Floor {
     pub writer_cpu: Duration,
     /// The reader thread's CPU time from its accept to EOF (`CLOCK_THREAD_CPUTIME_ID`).
     pub reader_cpu: Duration,
+    /// The reader's receive low-water mark at EOF, bytes (1: the kernel's default).
+    pub wake_mark: u32,
 }
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
@@ -171,7 +176,7 @@ fn run_with(
     std::hint::black_box(hasher.finish());
     s.shutdown(Shutdown::Write)?;
     let writer_cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
-    let (got, first, last, reader_cpu) = reader
+    let (got, first, last, reader_cpu, wake_mark) = reader
         .join()
         .map_err(|_| io::Error::other("the floor's reader panicked"))??;
     if got != total {
@@ -185,18 +190,23 @@ fn run_with(
         wall: last.duration_since(start),
         writer_cpu,
         reader_cpu,
+        wake_mark,
     })
 }
 
 /// The reader's side of the loop: accepts one connection and reads it to EOF into a buffer
-/// of `read_size` bytes, hashing each read if `hash`. Returns the bytes, the first and last
-/// byte's times, and the thread's CPU from the accept on.
+/// of `read_size` bytes, hashing each read if `hash`, with the server's wake mark for that
+/// read ([`tsperf_sys::mark::bulk_mark`]) once the socket can take it. Returns the bytes, the
+/// first and last byte's times, the thread's CPU from the accept on and the mark at EOF. The
+/// writer ends with a shutdown, which wakes the reader whatever the mark.
 fn read_all(
     listener: &TcpListener,
     read_size: usize,
     hash: bool,
-) -> io::Result<(u64, Instant, Instant, Duration)> {
+) -> io::Result<(u64, Instant, Instant, Duration, u32)> {
     let (mut s, _) = listener.accept()?;
+    let want = tsperf_sys::mark::bulk_mark(read_size);
+    let mut mark = tsperf_sys::mark::WakeMark::new(&s);
     let cpu = tsperf_sys::timing::thread_cpu_clock();
     let mut buf = vec![0u8; read_size.max(1)];
     let mut got = 0u64;
@@ -208,6 +218,9 @@ fn read_all(
             Ok(n) => {
                 first.get_or_insert_with(Instant::now);
                 got += n as u64;
+                if let Some(want) = want.filter(|_| mark.usable() && !mark.raised()) {
+                    mark.follow(&s, want);
+                }
                 if hash {
                     hasher.write(&buf[..n]);
                 }
@@ -219,7 +232,7 @@ fn read_all(
     let last = Instant::now();
     std::hint::black_box(hasher.finish());
     let cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
-    Ok((got, first.unwrap_or(last), last, cpu))
+    Ok((got, first.unwrap_or(last), last, cpu, mark.get()))
 }
 
 #[cfg(test)]
@@ -243,6 +256,22 @@ mod tests {
             let f = super::run_as(1_000_003, chunk, read, true, Some("reno")).unwrap();
             assert_eq!(f.bytes, 1_000_003);
         }
+    }
+
+    /// The reader is woken as tsserver's event loop is: on loopback, once its receive buffer
+    /// has room, only when a quarter of its read (64 KiB to 256 KiB) is waiting; every loop.
+    #[test]
+    fn the_reader_raises_its_wake_mark_as_the_server_does() {
+        let len = 64 << 20;
+        for (read, mark) in [(1 << 20, 256 << 10), (256 << 10, 64 << 10)] {
+            let f = super::run(len, 131072, read).unwrap();
+            assert_eq!((f.bytes, f.wake_mark), (len, mark), "{f:?}");
+            let f = super::run_hashed(len, 10240, read).unwrap();
+            assert_eq!((f.bytes, f.wake_mark), (len, mark), "{f:?}");
+        }
+        // A read too small for a mark keeps the kernel's 1.
+        let f = super::run(len, 10240, 65536).unwrap();
+        assert_eq!((f.bytes, f.wake_mark), (len, 1), "{f:?}");
     }
 
     /// The file loop reads its file from the start again at its end, and refuses an empty

@@ -171,7 +171,7 @@ pub fn run(cfg: &PeersConfig, mut progress: impl FnMut(&PeerRow)) -> Result<Vec<
             for turn in 0..5 {
                 match (rep + turn) % 5 {
                     0 => {
-                        let read = (tsperf_proto::BULK_READ as usize).max(chunk as usize);
+                        let read = (tsperf_proto::LOOP_READ as usize).max(chunk as usize);
                         let f = crate::floor::run(len, chunk as usize, read)
                             .context("the floor loop failed")?;
                         v[0].push(mib(f.bytes, f.receiver));
@@ -355,13 +355,13 @@ fn markdown(
     let _ = writeln!(
         o,
         "Loopback on {machine}. File `{}` ({}), median of {reps} \
-         alternating runs (each repetition starting with the next tool), all rates receiver-side. Floor: a bare `write(chunk)` / `read(256 KiB)` loop \
-         (crates/lab/src/floor.rs, std only, no checksum). tsperf: tsclient to a `--log none` event-loop server, \
-         server's first to last byte, every run verified by digest (end to end: client's first write \
-         to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, `end.sum_received`. \
-         tsperf can beat the floor: on loopback its server asks to be woken once per 64 KiB \
-         (SO_RCVLOWAT), the floor's reader is woken for every segment, and each wake-up costs \
-         the sending core.\n",
+         alternating runs (each repetition starting with the next tool), all rates receiver-side. Floor: a bare `write(chunk)` / `read(1 MiB)` loop \
+         (crates/lab/src/floor.rs, std only, no checksum), its reader woken as tsserver's is \
+         (SO_RCVLOWAT 256 KiB once its buffer has room: on loopback each wake-up of the reader \
+         costs the sending core). tsperf: tsclient to a `--log none` event-loop server (1 MiB \
+         reads), server's first to last byte, every run verified by digest (end to end: client's \
+         first write to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, \
+         `end.sum_received`.\n",
         file.display(),
         tsperf_results::units::size(file_len)
     );

@@ -29,6 +29,11 @@ pub const DEFAULT_PORT: u16 = 7433;
 /// says otherwise): the Accept's `read_size` then.
 pub const BULK_READ: u32 = 256 * 1024;
 
+/// The bytes the server's event loop reads at once with `--log none` and no `--read-size`
+/// (its `bulk_read`): one read block serves all its connections, so a larger one costs a
+/// loop, not a connection (tsperf-server's `LOOP_READ`, where it was measured).
+pub const LOOP_READ: u32 = 1 << 20;
+
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.

@@ -59,7 +59,7 @@ pub const BULK_READ: u32 = tsperf_proto::BULK_READ;
 /// at 128 KiB and `-P 2` at 10240 B, 5-7 alternating pairs of 1 GiB on loopback): the server's
 /// CPU per GiB 0.6-0.8x that of 256 KiB reads, both ends together 0.92-1.0x, the rate 1.0-1.12x;
 /// one stream alike either way.
-pub const LOOP_READ: u32 = 1 << 20;
+pub const LOOP_READ: u32 = tsperf_proto::LOOP_READ;
 /// Default: connections served at once; more are refused with a reason.
 pub const MAX_CLIENTS: usize = 1024;
 

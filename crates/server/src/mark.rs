@@ -2,7 +2,9 @@
 //! one ([`wake_at`]); on which paths it is used ([`WakeMark`]) and the socket options behind it
 //! are `tsperf_sys::mark`'s, shared with the client's reverse receiver.
 
-pub use tsperf_sys::mark::{MARK_MIN_MSS, WAKE_BYTES, WakeMark, advertised_mss, recv_lowat};
+pub use tsperf_sys::mark::{
+    BULK_MARK_MAX, MARK_MIN_MSS, WAKE_BYTES, WakeMark, advertised_mss, bulk_mark, recv_lowat,
+};
 
 /// The end of a transfer read with a wake-up threshold of 1: room for [`WAKE_BYTES`] and a
 /// whole segment (loopback's MSS is 65483 bytes) that the client's Nagle algorithm may hold
@@ -14,24 +16,6 @@ pub const WAKE_TAIL: u64 = wake_tail(WAKE_BYTES);
 /// for the mark and a whole segment ([`WAKE_TAIL`] for [`WAKE_BYTES`]).
 pub const fn wake_tail(mark: u32) -> u64 {
     mark as u64 + (64 << 10)
-}
-
-/// The most a bulk transfer's mark rises to: a quarter of the event loop's 1 MiB read
-/// (`LOOP_READ`). Reads of up to 256 KiB (the blocking model's) keep [`WAKE_BYTES`].
-///
-/// Measured (issue 33), `tsclient --chunk C --bytes 1G` to two event-loop servers alternating,
-/// 64 KiB against 256 KiB, 9 pairs, per pair: at 128 KiB writes 2.01x the rate (2109 against
-/// 3972 MiB/s), the server's CPU 0.60x and the client's 0.55x; at 10240 B 1.19x, 0.72x, 0.87x.
-/// On loopback each wake-up of the reader is work in the sender's context (why the rate
-/// doubles at 128 KiB on bbr was not looked into further).
-pub const BULK_MARK_MAX: u32 = 256 << 10;
-
-/// The mark of a bulk transfer in full flow read `read_size` bytes at a time: a quarter of a
-/// read, from [`WAKE_BYTES`] to [`BULK_MARK_MAX`].
-fn bulk_mark(read_size: usize) -> u32 {
-    u32::try_from(read_size / 4)
-        .unwrap_or(u32::MAX)
-        .clamp(WAKE_BYTES, BULK_MARK_MAX)
 }
 
 /// The receive low-water mark (`SO_RCVLOWAT`) the next wait for a transfer should use, given
@@ -61,8 +45,7 @@ pub fn wake_at(read_size: usize, bytes: u64, expected: u64, gate: u32, large: bo
         return 1;
     }
     let left = expected - bytes;
-    let mark = bulk_mark(read_size);
-    if large && read_size >= 2 * WAKE_BYTES as usize && left >= wake_tail(mark) {
+    if let Some(mark) = bulk_mark(read_size).filter(|&m| large && left >= wake_tail(m)) {
         return mark;
     }
     if gate > 1 && left >= 2 * u64::from(gate) {

@@ -90,7 +90,7 @@ pub(super) fn stream_text() -> Vec<u8> {
 }
 
 /// One run of the loop `l` moving `len` bytes in `chunk`-byte writes, read as tsserver reads
-/// (256 KiB, or a chunk if larger); `text`: the stream loop's source ([`stream_text`]);
+/// (the event loop's 1 MiB, or a chunk if larger) and woken as it is (the floor's mark); `text`: the stream loop's source ([`stream_text`]);
 /// `file`: the file loop's.
 pub(super) fn loop_run(
     l: Loop,
@@ -101,7 +101,7 @@ pub(super) fn loop_run(
 ) -> Result<LoopSample> {
     use crate::floor::{run, run_as, run_from, run_from_file, run_hashed};
     let c = chunk as usize;
-    let read = (tsperf_proto::BULK_READ as usize).max(c);
+    let read = (tsperf_proto::LOOP_READ as usize).max(c);
     let f = match l {
         Loop::Bare => run(len, c, read),
         Loop::Hashed => run_hashed(len, c, read),

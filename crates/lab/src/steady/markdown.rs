@@ -202,7 +202,8 @@ fn floors_section(r: &SteadyReport, o: &mut String) {
         o,
         "\n## The machine's limit\n\n\
          The bare write/read loop on loopback (`crate::floor`: one thread writes one buffer again \
-         and again, one reads; nothing else), and the same loop with tsperf's checksum on both \
+         and again, one reads 1 MiB at a time, woken as tsserver's event loop is: once per \
+         256 KiB, SO_RCVLOWAT, once its buffer has room; nothing else), and the same loop with tsperf's checksum on both \
          ends (xxh3 over each block written and each read): what any tool that verifies its \
          bytes can reach here; and that loop written from tsperf's generated stream (36 MiB of \
          text, cycled, as `tsclient --bytes` sends) instead of one cache-resident block, the \
