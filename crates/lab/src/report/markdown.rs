@@ -163,7 +163,8 @@ fn stream_table(m: &Matrix, o: &mut String) {
              from both ends' time: `receiver-log` when the server spent half its time writing \
              per-read lines, `sender-cpu` when the client's sending thread was on (or waiting \
              for) a CPU 80% of its time, `shared-cpu` when both ends on one machine were busy, \
-             `network` only with evidence from the path, and so on (docs/usage.md, \"Why it was \
+             `network` only with evidence from the path, `too-short` for a transfer of less \
+             than 100 ms (its shares are a few scheduler slices), and so on (docs/usage.md, \"Why it was \
              slow\"; checked against made limits in results/verdicts.md). *server's time*: the \
              phase the server spent most of its time in, and its share."
         );

@@ -51,6 +51,24 @@ pub enum File {
     Small,
     /// None: a reverse case asks the server for the big one's size of the generated stream.
     Reverse,
+    /// The big one again and again for [`TIMED`] (quick: [`TIMED_QUICK`]), `-t`: a limit
+    /// judged on time shares, which need a run of at least `verdict::MIN_JUDGED` whatever
+    /// this machine's speed (36 MiB took 17 ms on loopback here).
+    BigTimed,
+    /// A reverse case for [`TIMED`] (quick: [`TIMED_QUICK`]), `-R -t`.
+    ReverseTimed,
+}
+
+/// How long a timed case runs, `-t` (seconds).
+pub const TIMED: &str = "1";
+/// How long a timed case runs with `--quick`, `-t` (seconds).
+pub const TIMED_QUICK: &str = "0.3";
+
+impl File {
+    /// True for a case run for a time, not a size.
+    pub fn timed(self) -> bool {
+        matches!(self, File::BigTimed | File::ReverseTimed)
+    }
 }
 
 /// One case of the table.
@@ -89,7 +107,7 @@ pub const CASES: &[Case] = &[
         made: "reverse (-R), nothing limited: the server's 10240-byte writes (both ends on this machine's CPUs)",
         expect: CPUS,
         limit: Limit::None,
-        file: File::Reverse,
+        file: File::ReverseTimed,
         client: REVERSE,
     },
     Case {
@@ -98,7 +116,7 @@ pub const CASES: &[Case] = &[
         made: "nothing limited: 10240-byte writes (both ends on this machine's CPUs)",
         expect: CPUS,
         limit: Limit::None,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -134,7 +152,7 @@ pub const CASES: &[Case] = &[
         made: "the server in a cgroup with 1 ms of CPU per 10 ms",
         expect: &[ReceiverCpu],
         limit: Limit::ServerCpu,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -143,7 +161,7 @@ pub const CASES: &[Case] = &[
         made: "the client in a cgroup with 1 ms of CPU per 10 ms",
         expect: &[SenderCpu],
         limit: Limit::ClientCpu,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -152,7 +170,7 @@ pub const CASES: &[Case] = &[
         made: "reverse (-R): the sending server in a cgroup with 1 ms of CPU per 10 ms",
         expect: &[SenderCpu],
         limit: Limit::ServerCpu,
-        file: File::Reverse,
+        file: File::ReverseTimed,
         client: REVERSE,
     },
     Case {
@@ -161,7 +179,7 @@ pub const CASES: &[Case] = &[
         made: "reverse (-R): the receiving client in a cgroup with 1 ms of CPU per 10 ms",
         expect: &[ReceiverCpu],
         limit: Limit::ClientCpu,
-        file: File::Reverse,
+        file: File::ReverseTimed,
         client: REVERSE,
     },
     Case {
@@ -188,7 +206,7 @@ pub const CASES: &[Case] = &[
         made: "a 1gbit tbf link between two namespaces",
         expect: &[Network],
         limit: Limit::None,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -197,7 +215,7 @@ pub const CASES: &[Case] = &[
         made: "reverse (-R): a 1gbit tbf link between two namespaces",
         expect: &[Network],
         limit: Limit::None,
-        file: File::Reverse,
+        file: File::ReverseTimed,
         client: REVERSE,
     },
     Case {
@@ -233,7 +251,7 @@ pub const CASES: &[Case] = &[
         made: "the server (in its namespace) with 1 ms of CPU per 10 ms",
         expect: &[ReceiverCpu],
         limit: Limit::ServerCpu,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -242,7 +260,7 @@ pub const CASES: &[Case] = &[
         made: "the client (in its namespace) with 1 ms of CPU per 10 ms",
         expect: &[SenderCpu],
         limit: Limit::ClientCpu,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
     Case {
@@ -251,7 +269,7 @@ pub const CASES: &[Case] = &[
         made: "reverse (-R): the sending server (in its namespace) with 1 ms of CPU per 10 ms",
         expect: &[SenderCpu],
         limit: Limit::ServerCpu,
-        file: File::Reverse,
+        file: File::ReverseTimed,
         client: REVERSE,
     },
     Case {
@@ -260,7 +278,7 @@ pub const CASES: &[Case] = &[
         made: "nothing limited: a veth pair without tbf (both ends on this machine's CPUs)",
         expect: CPUS,
         limit: Limit::None,
-        file: File::Big,
+        file: File::BigTimed,
         client: CHUNK,
     },
 ];
@@ -281,19 +299,33 @@ pub fn case(name: &str) -> Option<&'static Case> {
 mod tests {
     use super::*;
 
-    /// Names are unique and each case expects a verdict; a reverse case asks with -R.
+    /// Names are unique and each case expects a verdict; a reverse case asks with -R. A case
+    /// judged on time shares (a CPU's, a quota's, nothing limited) runs for a time.
     #[test]
     fn the_table_is_well_formed() {
         for (i, c) in CASES.iter().enumerate() {
             assert!(CASES[..i].iter().all(|d| d.name != c.name), "{}", c.name);
             assert!(!c.expect.is_empty(), "{}", c.name);
             assert_eq!(
-                c.file == File::Reverse,
+                matches!(c.file, File::Reverse | File::ReverseTimed),
                 c.client.contains(&"-R"),
                 "{}",
                 c.name
             );
         }
         assert_eq!(case("slow-save").map(|c| c.limit), Some(Limit::SlowSave));
+        for c in CASES {
+            let on_cpus = c.expect.iter().any(|v| {
+                matches!(
+                    v,
+                    LimitedBy::SenderCpu | LimitedBy::ReceiverCpu | LimitedBy::SharedCpu
+                )
+            });
+            assert!(
+                !on_cpus || c.file.timed(),
+                "{} is judged on CPU shares",
+                c.name
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::Run;
-use super::cases::{CASES, Case, File, Limit, NOT_MADE, Place};
+use super::cases::{CASES, Case, File, Limit, NOT_MADE, Place, TIMED, TIMED_QUICK};
 use super::cgroup::{Group, Hierarchy};
 use super::root::{Disk, Lan, drop_caches};
 use tsperf_results::json::ClientOutput;
@@ -225,10 +225,10 @@ impl Made {
             client_group: None,
             disk: None,
             file: match case.file {
-                File::Big => Some(files.big.clone()),
+                File::Big | File::BigTimed => Some(files.big.clone()),
                 File::Mid => Some(files.mid.clone()),
                 File::Small => Some(files.small.clone()),
-                File::Reverse => None,
+                File::Reverse | File::ReverseTimed => None,
             },
             big_len: files.big_len,
             ns: matches!(case.place, Place::Namespaces(_))
@@ -289,8 +289,12 @@ impl Made {
         );
         client.args(["--host", host, "--port", &port, "--json", "--no-progress"]);
         client.args(case.client);
+        if case.file.timed() {
+            client.args(["-t", if opts.quick { TIMED_QUICK } else { TIMED }]);
+        }
         match &self.file {
             Some(f) => client.arg(f),
+            None if case.file.timed() => &mut client,
             None => client.args(["--bytes", &big]),
         };
         let out = client

@@ -275,7 +275,9 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
          Written by `scripts/verdicts.sh` (the typed cases of `tsverdicts`; rendered again by `tsreport --verdicts`) on {machine}.\n\
          Each case makes one limit and runs tsclient against it; a case is right when every \
          run's `limited_by` is one it expects. The rules are in docs/usage.md (\"Why it was \
-         slow\").\n\n**{right} of {} cases named rightly in every run.**\n",
+         slow\"). The cases judged on time shares (CPUs, quotas, a 1 Gbit link) run for a \
+         time (`-t 1`; `-t 0.3` with --quick), whatever this machine's speed: a transfer \
+         shorter than 100 ms is `too-short`.\n\n**{right} of {} cases named rightly in every run.**\n",
         all.len()
     );
     out += "| case | where | made on purpose | expected | tsperf said | MiB/s (median) | of the unlimited run | right |\n";

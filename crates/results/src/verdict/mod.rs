@@ -75,6 +75,12 @@ pub const NOTSENT_SHARE: f64 = 50.0;
 pub const CWND_SHARE: f64 = 50.0;
 /// A rate this share of the interface's speed has reached the line, in %.
 pub const LINE_SHARE: f64 = 80.0;
+/// The shortest transfer whose time shares are judged: below it they are a few scheduler
+/// slices and kernel ticks (`TCP_INFO`'s times are jiffies, 4 ms here), and the verdict is
+/// [`LimitedBy::TooShort`] unless a rule that needs no time share names the limit. 36 MiB on
+/// loopback in 17 ms named the receiver's CPU in one run of three and the CPUs both ends share
+/// in the others (issue 33, results/verdicts.md).
+pub const MIN_JUDGED: Duration = Duration::from_millis(100);
 
 /// What limited a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +109,8 @@ pub enum LimitedBy {
     Network,
     /// Nothing shows the cause (or there is nothing to judge on).
     Unknown,
+    /// Shorter than [`MIN_JUDGED`], and nothing that needs no time share names the limit.
+    TooShort,
 }
 
 impl LimitedBy {
@@ -120,6 +128,7 @@ impl LimitedBy {
             LimitedBy::Sender => "sender",
             LimitedBy::Network => "network",
             LimitedBy::Unknown => "unknown",
+            LimitedBy::TooShort => "too-short",
         }
     }
 }
@@ -265,6 +274,9 @@ pub struct Limits {
     /// client's; the sentence names each end by its role.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reverse: bool,
+    /// The transfer's time the shares are of, ms (the client's elapsed time).
+    #[serde(default)]
+    pub elapsed_ms: Option<f64>,
 }
 
 /// A transfer's verdict and the shares behind it.
@@ -341,6 +353,7 @@ pub fn limits(e: &Evidence) -> Limits {
         same_host: e.same_host,
         cpus: (e.cpus > 0).then_some(e.cpus),
         reverse: e.reverse,
+        elapsed_ms: (!e.elapsed.is_zero()).then_some(e.elapsed.as_secs_f64() * 1e3),
     }
 }
 
@@ -381,6 +394,8 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
     } else if e.sndbuf > 0 && e.sndbuf < e.write_size {
         // Every write waits for room, whatever else is busy: the cure is known.
         LimitedBy::SenderBuffer
+    } else if e.elapsed < MIN_JUDGED {
+        LimitedBy::TooShort
     } else if e.same_host
         && over(sender_busy, SHARED_SHARE)
         && over(receiver_busy, SHARED_SHARE)

@@ -79,6 +79,12 @@ impl Verdict {
                 format!("limited by: unknown (neither TCP_INFO nor {rcv}'s times are available)")
             }
             LimitedBy::Unknown => unknown_sentence(l),
+            LimitedBy::TooShort => format!(
+                "limited by: too short to tell ({:.0} ms; the shares need {} ms or more: send \
+                 more, or run for a time with -t)",
+                f(l.elapsed_ms),
+                super::MIN_JUDGED.as_millis()
+            ),
         };
         if l.same_host {
             s += &match l.cpus {

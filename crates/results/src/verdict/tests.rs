@@ -298,16 +298,17 @@ fn values_round_trip_and_old_ones_read() {
 /// rev-server-quota, 8 MiB): the server wrote its last byte 21.5 ms in, on a CPU 1.7 ms and
 /// throttled 17.2 ms of that; the client then read the 4 MiB send buffer's worth for 16 ms
 /// more. Over the client's 37 ms the sender looked half idle (`unknown`); over its own span,
-/// the one its figures are measured over, it was CPU-bound.
+/// the one its figures are measured over, it was CPU-bound. (Each time here is ten times the
+/// run's, the shares the same: 37 ms is now too short to judge, [`MIN_JUDGED`].)
 #[test]
 fn a_sender_is_judged_over_its_own_span() {
     let mut e = Evidence {
-        tcp: tcp(8, 0, 0),
+        tcp: tcp(80, 0, 0),
         flight: flight(10, 1, 800_000),
-        elapsed: Duration::from_micros(37_130),
-        client_cpu: Duration::from_micros(1_668),
-        sender_on_cpu: Some(Duration::from_micros(1_667)),
-        sender_run_queue: Some(Duration::from_micros(17_243)),
+        elapsed: Duration::from_micros(371_300),
+        client_cpu: Duration::from_micros(16_680),
+        sender_on_cpu: Some(Duration::from_micros(16_670)),
+        sender_run_queue: Some(Duration::from_micros(172_430)),
         source_read: None,
         sndbuf: 4 << 20,
         write_size: 10240,
@@ -316,9 +317,9 @@ fn a_sender_is_judged_over_its_own_span() {
         same_host: true,
         cpus: 2,
         server: Some(ServerTime {
-            total: Duration::from_micros(37_130),
-            cpu: Duration::from_micros(3_595),
-            run_queue: Some(Duration::from_micros(7_090)),
+            total: Duration::from_micros(371_300),
+            cpu: Duration::from_micros(35_950),
+            run_queue: Some(Duration::from_micros(70_900)),
             log: Duration::ZERO,
             disk: Duration::ZERO,
         }),
@@ -326,7 +327,7 @@ fn a_sender_is_judged_over_its_own_span() {
         reverse: true,
     };
     assert_eq!(by(e), LimitedBy::Unknown, "over the receiver's time");
-    e.sender_span = Some(Duration::from_micros(21_470));
+    e.sender_span = Some(Duration::from_micros(214_700));
     let v = judge(&e);
     assert_eq!(v.limited_by, LimitedBy::SenderCpu, "{:?}", v.limits);
     assert!(over(v.limits.client_run_queue_pct, 75.0), "{:?}", v.limits);
@@ -396,4 +397,56 @@ fn an_unknown_verdict_says_how_near_each_rule_came() {
     );
     assert!(s.contains("waited on its socket 27% (50%)"), "{s}");
     assert!(s.contains("the client was busy 40%"), "{s}");
+}
+
+/// A transfer shorter than [`MIN_JUDGED`] is `too-short`: its time shares are a few
+/// scheduler slices and kernel ticks (36 MiB in 17 ms on loopback named the receiver's CPU in
+/// one run of three). What needs no time share still names its limit: a send buffer below one
+/// write, a log that took most of the server's time.
+#[test]
+fn a_transfer_too_short_to_judge_says_so() {
+    let mut e = base(600, 370, 360, 100);
+    e.same_host = true;
+    e.elapsed = MS * 17;
+    e.sender_span = Some(MS * 17);
+    e.sender_on_cpu = Some(Duration::from_micros(10_200));
+    e.sender_run_queue = Some(Duration::from_micros(6_300));
+    e.server = Some(ServerTime {
+        total: MS * 17,
+        cpu: Duration::from_micros(6_100),
+        run_queue: Some(Duration::from_micros(1_800)),
+        log: Duration::ZERO,
+        disk: Duration::ZERO,
+    });
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::TooShort, "{:?}", v.limits);
+    assert_eq!(v.limited_by.as_str(), "too-short");
+    assert_eq!(v.limits.elapsed_ms, Some(17.0));
+    let s = v.sentence();
+    assert!(
+        s.starts_with("limited by: too short to tell (17 ms; the shares need 100 ms or more"),
+        "{s}"
+    );
+    assert!(s.contains("-t"), "{s}");
+    // Just long enough: judged.
+    let mut long = e;
+    long.elapsed = MIN_JUDGED;
+    assert_ne!(by(long), LimitedBy::TooShort);
+    // A send buffer below one write needs no share.
+    let mut small = e;
+    small.sndbuf = 4608;
+    assert_eq!(by(small), LimitedBy::SenderBuffer);
+    // Nor does a log that took most of the server's time.
+    let mut logged = e;
+    if let Some(s) = logged.server.as_mut() {
+        s.log = MS * 12;
+    }
+    assert_eq!(by(logged), LimitedBy::ReceiverLog);
+    // The value reads back.
+    let json = serde_json::to_string(&LimitedBy::TooShort).unwrap();
+    assert_eq!(json, "\"too-short\"");
+    assert_eq!(
+        serde_json::from_str::<LimitedBy>(&json).unwrap(),
+        LimitedBy::TooShort
+    );
 }
