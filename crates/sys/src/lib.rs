@@ -16,4 +16,5 @@ pub mod tcpinfo;
 pub mod term;
 pub mod testdata;
 pub mod text;
+pub mod tick;
 pub mod timing;

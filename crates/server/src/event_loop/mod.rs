@@ -42,11 +42,13 @@ use tsperf_proto::{Frame, ServerIo};
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKE: Token = Token(usize::MAX - 1);
+const TICKER: Token = Token(usize::MAX - 2);
 /// How often deadlines are checked when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
 mod conn;
 mod stop;
+mod wait;
 
 use stop::Stop;
 
@@ -75,6 +77,10 @@ struct Loop<'a> {
     accept_stalled: bool,
     /// Logs failed accepts at most once a second.
     backoff: Backoff,
+    /// Wakes the loop every [`TICK`], so a wait needs no timeout of its own (a timeout arms a
+    /// kernel timer on every wait: `tsperf_sys::tick`); None where it cannot be made, and the
+    /// waits time out at [`TICK`] instead.
+    ticker: Option<tsperf_sys::tick::Ticker>,
 }
 
 /// Serves with `cfg.threads` event loops, each on its own thread, all taking connections from
@@ -142,6 +148,7 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
     srv.console().on_room(move || {
         let _ = room_waker.wake();
     });
+    let ticker = wait::ticker(&poll, TICKER, TICK);
     let mut lp = Loop {
         poll,
         listener: Some(listener),
@@ -159,6 +166,7 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
         spare: Spare::new(),
         accept_stalled: false,
         backoff: Backoff::default(),
+        ticker,
     };
     lp.run()
 }
@@ -169,14 +177,14 @@ impl Loop<'_> {
         let mut stop = Stop::default();
         let mut next_sweep = Instant::now() + TICK;
         loop {
-            let wait = if self.ready.is_empty() {
-                stop.next().map_or(TICK, |t| {
-                    t.saturating_duration_since(Instant::now()).min(TICK)
-                })
-            } else {
-                Duration::ZERO
-            };
-            match self.poll.poll(&mut events, Some(wait)) {
+            let wait = wait::next(
+                !self.ready.is_empty(),
+                stop.next(),
+                self.ticker.is_some(),
+                TICK,
+            );
+            let mut ticked = false;
+            match self.poll.poll(&mut events, wait) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e).context("event loop poll failed"),
@@ -190,6 +198,10 @@ impl Loop<'_> {
                         .or_else(|| self.serve_text_waiters()),
                     LISTENER => {
                         self.accept_all();
+                        None
+                    }
+                    TICKER => {
+                        ticked = self.ticker.as_ref().is_some_and(|t| t.clear() > 0);
                         None
                     }
                     Token(key) => self.serve_event(key, event.is_read_closed()),
@@ -211,7 +223,7 @@ impl Loop<'_> {
                 return Ok(true);
             }
             let now = Instant::now();
-            if now >= next_sweep {
+            if ticked || now >= next_sweep {
                 next_sweep = now + TICK;
                 if self.accept_stalled {
                     self.accept_all();
