@@ -18,3 +18,22 @@ pub mod testdata;
 pub mod text;
 pub mod tick;
 pub mod timing;
+
+/// Helpers shared by this crate's tests.
+#[cfg(test)]
+mod test_util {
+    use std::os::fd::AsRawFd;
+
+    /// True if `fd` polls readable within `ms` milliseconds.
+    pub(crate) fn readable(fd: &impl AsRawFd, ms: i32) -> bool {
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd, count 1.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        assert!(n >= 0, "poll failed");
+        n == 1 && p.revents & libc::POLLIN != 0
+    }
+}

@@ -125,18 +125,7 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
 
-    fn readable(s: &TcpStream, ms: i32) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut p = libc::pollfd {
-            fd: s.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd, count 1.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        assert!(n >= 0, "poll failed");
-        n == 1 && p.revents & libc::POLLIN != 0
-    }
+    use crate::test_util::readable;
 
     /// Below its low-water mark a socket does not poll readable, yet a read returns what is
     /// there; at the mark it polls readable.

@@ -72,17 +72,7 @@ impl AsRawFd for Ticker {
 mod tests {
     use super::*;
 
-    fn readable(t: &Ticker, ms: i32) -> bool {
-        let mut p = libc::pollfd {
-            fd: t.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd, count 1.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        assert!(n >= 0, "poll failed");
-        n == 1
-    }
+    use crate::test_util::readable;
 
     /// The ticker is readable each period, again after it is cleared, and not in between.
     #[test]
