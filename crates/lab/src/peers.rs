@@ -361,7 +361,10 @@ fn markdown(
          costs the sending core). tsperf: tsclient to a `--log none` event-loop server (1 MiB \
          reads), server's first to last byte, every run verified by digest (end to end: client's \
          first write to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, \
-         `end.sum_received`.\n",
+         `end.sum_received`. The floor's two ends often share one CPU (the scheduler places \
+         them so when other programs ran just before): at 1024-byte writes a bare loop is a \
+         third faster there than on two CPUs, and tsperf, which checksums on both ends, is not \
+         (docs/performance.md, the tenth session).\n",
         file.display(),
         tsperf_results::units::size(file_len)
     );
