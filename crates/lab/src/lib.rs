@@ -3,6 +3,7 @@
 //! ([`report`]), the peers (iperf3 and a bare loop, [`peers`] and [`floor`]), many clients at
 //! once ([`scale`]), and the machine a result came from ([`machine`]).
 
+pub mod bars;
 pub mod compare;
 pub mod fanout;
 pub mod floor;

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::bars::apart;
 use crate::report::Exporter;
 
 /// One chunk size's medians. Rates are receiver-side unless named otherwise: tsperf's server
@@ -326,18 +327,22 @@ fn models_and_bars(rows: &[PeerRow], o: &mut String) {
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
     for r in rows {
         let bar = iperf3_bar(r.chunk);
+        // Each figure beside its bar, with a digit more where two places would hide a miss.
+        let (peer, peer_bar) = apart(r.vs_iperf3(), bar, 2);
+        let (floor, floor_bar) = apart(r.vs_floor(), 0.85, 2);
+        let (models, models_bar) = apart(r.nonblocking_vs_blocking(), 0.9, 2);
+        let (cpu, cpu_bar) = apart(r.cpu_ratio(), 1.2, 2);
         let _ = writeln!(
             o,
-            "- {} B: tsperf / iperf3 {:.2}× (bar {bar}×) {}; tsperf / floor {:.2} (bar 0.85) {}; \
-             nonblocking / blocking {:.2} (bar 0.90) {}; client CPU {:.2}× (bar 1.2×) {}.",
+            "- {} B: tsperf / iperf3 {peer}× (bar {}×) {}; tsperf / floor {floor} (bar \
+             {floor_bar}) {}; nonblocking / blocking {models} (bar {models_bar}) {}; client CPU \
+             {cpu}× (bar {}×) {}.",
             r.chunk,
-            r.vs_iperf3(),
+            bar_text(bar, &peer_bar),
             verdict(r.vs_iperf3() >= bar),
-            r.vs_floor(),
             verdict(r.vs_floor() >= 0.85),
-            r.nonblocking_vs_blocking(),
             verdict(r.nonblocking_vs_blocking() >= 0.9),
-            r.cpu_ratio(),
+            bar_text(1.2, &cpu_bar),
             verdict(r.cpu_ratio() <= 1.2)
         );
     }
@@ -402,6 +407,16 @@ fn markdown(
     o
 }
 
+/// A ratio bar as the bars line names it (`1.5`), or to the places `apart` needed to show a
+/// hair's miss beside it (`1.500`).
+fn bar_text(bar: f64, apart: &str) -> String {
+    if apart.split('.').nth(1).is_some_and(|d| d.len() > 2) {
+        apart.to_owned()
+    } else {
+        format!("{bar}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +467,18 @@ mod tests {
         assert!(md.contains("- 102 B: tsperf / iperf3 2.00× (bar 1.5×) met; tsperf / floor 0.89 (bar 0.85) met; nonblocking / blocking 0.97 (bar 0.90) met; client CPU 1.10× (bar 1.2×) met."), "{md}");
         assert!(md.contains("tsperf / iperf3 1.00× (bar 1.1×) **missed**; tsperf / floor 0.50 (bar 0.85) **missed**; nonblocking / blocking 0.80 (bar 0.90) **missed**; client CPU 2.00× (bar 1.2×) **missed**."), "{md}");
 
+        // A bar missed by a hair shows the hair, not "0.85 (bar 0.85) missed".
+        let hair = PeerRow {
+            chunk: 1024,
+            floor_mib_s: 1098.4,
+            tsperf_mib_s: 930.0,
+            ..rows[0].clone()
+        };
+        let md = markdown(&[hair], Path::new("f"), 1000, 3, &Default::default());
+        assert!(
+            md.contains("tsperf / floor 0.847 (bar 0.850) **missed**"),
+            "{md}"
+        );
         let labels = crate::report::svg::texts(&svg(&rows).unwrap());
         for want in [
             "floor: bare write/read loop",

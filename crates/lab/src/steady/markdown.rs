@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{CellResult, Kind, Loop, LoopSample, Sample, SteadyReport, limit_of, median};
+use crate::bars::apart;
 
 /// `steady.md`.
 pub fn markdown(r: &SteadyReport) -> String {
@@ -261,16 +262,6 @@ fn floor_cpu_section(r: &SteadyReport, o: &mut String) {
 /// The median over `v`'s runs of the CPU seconds per GiB at both ends together.
 fn both_per_gib(v: &[Sample]) -> f64 {
     median(v, |s| s.per_gib(s.client_cpu_s + s.server_cpu_s))
-}
-
-/// A figure and its bar, to `places` places, or more where three would show two different
-/// values as one (a bar missed by a hair reads as missed).
-fn apart(v: f64, bar: f64, places: usize) -> (String, String) {
-    let mut places = places;
-    while places < 6 && v != bar && format!("{v:.places$}") == format!("{bar:.places$}") {
-        places += 1;
-    }
-    (format!("{v:.places$}"), format!("{bar:.places$}"))
 }
 
 /// The median CPU seconds per GiB of `v`'s runs, at the client's end or the server's.
