@@ -368,8 +368,10 @@ fn markdown(
          first write to the server's report). iperf3: `iperf3 -F FILE -l CHUNK -J`, \
          `end.sum_received`. The floor's two ends often share one CPU (the scheduler places \
          them so when other programs ran just before): at 1024-byte writes a bare loop is a \
-         third faster there than on two CPUs, and tsperf, which checksums on both ends, is not \
-         (docs/performance.md, the tenth session).\n",
+         third faster there than on two CPUs. tsperf gains nothing there: its stream follows \
+         its hello and the server's answer, and on bbr a stream that follows a request and \
+         its answer is paced (thousands of pacing timers a second at 1024 B), where the bare \
+         loop's mostly is not (docs/performance.md, the tenth session).\n",
         file.display(),
         tsperf_results::units::size(file_len)
     );
