@@ -227,9 +227,10 @@ pub fn main() -> ExitCode {
         };
         let rows = peers::run(&cfg, |r| {
             println!(
-                "chunk {:>5}: floor {:>8.1}, tsperf {:>8.1} (nonblocking {:>8.1}, writev {:>8.1}), iperf3 {:>8.1} MiB/s; tsperf/iperf3 {:.2}, tsperf/floor {:.2}",
+                "chunk {:>5}: floor {:>8.1} (verified {:>8.1}), tsperf {:>8.1} (nonblocking {:>8.1}, writev {:>8.1}), iperf3 {:>8.1} MiB/s; tsperf/iperf3 {:.2}, tsperf/floor {:.2}",
                 r.chunk,
                 r.floor_mib_s,
+                r.verified_floor_mib_s,
                 r.tsperf_mib_s,
                 r.nonblocking_mib_s,
                 r.writev_mib_s,
