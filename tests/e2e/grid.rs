@@ -748,8 +748,13 @@ fn tspeers_starts_its_own_server_and_writes_its_report() {
         .lines()
         .find(|l| l.starts_with("| 10240 |"))
         .unwrap_or_else(|| panic!("no 10240 row in {md}"));
-    // 8388608000 bit/s is 1000 MiB/s; tsperf verified; the shortfall named.
+    // 8388608000 bit/s is 1000 MiB/s; tsperf verified; the shortfall named; the verified
+    // floor (the file's bytes looped with xxh3 on both ends) measured beside the bare one.
     assert!(row.contains("| 1000.0 |"), "{row}");
+    assert!(md.contains("| verified floor MiB/s |"), "{md}");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let verified_floor: f64 = cells[3].parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!(verified_floor > 0.0, "{row}");
     assert!(
         row.contains("| yes | **199000 of 200000** (99.5%) |"),
         "{row}"

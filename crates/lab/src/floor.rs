@@ -83,6 +83,13 @@ pub fn run_from_file(
     run_with(total, chunk, read_size, Feed::File(file), None)
 }
 
+/// The block the checksummed loops hash and write at a time for `chunk`-byte writes: whole
+/// chunks, at least 128 KiB. [`run_from`]'s source must hold one.
+pub fn block(chunk: usize) -> usize {
+    let chunk = chunk.max(1);
+    (128usize << 10).div_ceil(chunk) * chunk
+}
+
 /// Where the loop's writer takes its bytes from.
 enum Feed<'a> {
     /// One chunk of `x`, written again and again, not hashed.
@@ -129,11 +136,7 @@ fn run_with(
     let addr = listener.local_addr()?;
     let reader = std::thread::spawn(move || read_all(&listener, read_size, hash));
     let chunk = chunk.max(1);
-    let block = if hash {
-        (128usize << 10).div_ceil(chunk) * chunk
-    } else {
-        chunk
-    };
+    let block = if hash { block(chunk) } else { chunk };
     let mut buf = vec![b'x'; block];
     if let Feed::Memory(data) = feed
         && data.len() < block
