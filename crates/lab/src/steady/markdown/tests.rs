@@ -95,7 +95,8 @@ fn floor_over_every_bar() -> Floor {
 }
 
 /// A bar the cell's own checksummed loop (run beside it) misses too says so, with the loop's
-/// figure; one the loop meets is plainly not met.
+/// figure: "beyond this machine's limit" where tsperf is within 5% of the loop, "not this
+/// machine's limit" with how far it is where it is not; one the loop meets is plainly not met.
 #[test]
 fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
     // Each cell's own loop: the stream loop's writer over the client's bar (0.2 + 0.1),
@@ -126,12 +127,15 @@ fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
     };
     let md = markdown(&r);
     let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
+    // Far below the loop, the miss is tsperf's own.
+    let own = "NOT met (missed in 1 of 1 pairs), not this machine's limit";
     assert!(
         md.contains(&format!(
-            "- memory 10 KiB: rate 0.10x (bar 1.00x) {beyond} (the checksummed loop moves \
-             0.90x iperf3's rate); client CPU 0.500 against 0.300 {beyond} (the checksummed \
-             loop's writer spends 0.400); server CPU 0.250 against 0.200 NOT met (missed in 1 \
-             of 1 pairs); both ends 0.750 against 0.500."
+            "- memory 10 KiB: rate 0.10x (bar 1.00x) {own}: tsperf 0.11x its loop (the \
+             checksummed loop moves 0.90x iperf3's rate); client CPU 0.500 against 0.300 \
+             {own}: tsperf 1.25x its loop (the checksummed loop's writer spends 0.400); \
+             server CPU 0.250 against 0.200 NOT met (missed in 1 of 1 pairs); both ends 0.750 \
+             against 0.500."
         )),
         "{md}"
     );
@@ -163,6 +167,39 @@ fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
     );
     assert!(
         md.contains("| sendfile / -Z | 10 KiB | 100 [100-100] | 1000 [1000-1000] | 0.10x | - |"),
+        "{md}"
+    );
+}
+
+/// Within 5% of its loop, a bar the loop misses too is the machine's limit.
+#[test]
+fn a_bar_missed_at_its_own_loop_is_beyond_the_machine() {
+    let r = SteadyReport {
+        // 880 MiB/s against the loop's 900, 0.41 s of client CPU per GiB against its 0.40.
+        cells: vec![CellResult {
+            cell: Cell {
+                kind: Kind::Memory,
+                chunk: 131072,
+            },
+            tsperf: vec![sample(880.0, 0.41)],
+            iperf3: vec![sample(1000.0, 0.2)],
+            limit: vec![looped(900.0, 0.4, 0.04)],
+        }],
+        floors: vec![floor_over_every_bar()],
+        hash_s_per_gib: 0.1,
+        len: 1 << 30,
+        reps: 1,
+        machine: crate::machine::probe("test"),
+    };
+    let md = markdown(&r);
+    let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
+    assert!(
+        md.contains(&format!(
+            "- memory 128 KiB: rate 0.88x (bar 1.00x) {beyond} (the checksummed loop moves \
+             0.90x iperf3's rate); client CPU 0.410 against 0.300 {beyond} (the checksummed \
+             loop's writer spends 0.400); server CPU 0.205 against 0.200 NOT met (missed in 1 \
+             of 1 pairs);"
+        )),
         "{md}"
     );
 }
