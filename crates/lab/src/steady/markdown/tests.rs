@@ -94,6 +94,19 @@ fn floor_over_every_bar() -> Floor {
     }
 }
 
+/// `cells` in a report of one repetition whose checksum costs 0.1 s per GiB, beside
+/// whole-sitting loops the bars do not use (over every bar).
+fn with_loops(cells: Vec<CellResult>) -> SteadyReport {
+    SteadyReport {
+        cells,
+        floors: vec![floor_over_every_bar()],
+        hash_s_per_gib: 0.1,
+        len: 1 << 30,
+        reps: 1,
+        machine: crate::machine::probe("test"),
+    }
+}
+
 /// A bar the cell's own checksummed loop (run beside it) misses too says so, with the loop's
 /// figure: "beyond this machine's limit" where tsperf is within 5% of the loop, "not this
 /// machine's limit" with how far it is where it is not; one the loop meets is plainly not met.
@@ -111,21 +124,12 @@ fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
             _ => vec![],
         },
     };
-    let r = SteadyReport {
-        cells: vec![
-            cell(Kind::Memory, 100.0, 1000.0),
-            cell(Kind::OneBuffer, 100.0, 1000.0),
-            cell(Kind::Reverse, 100.0, 1000.0),
-            cell(Kind::Sendfile, 100.0, 1000.0),
-        ],
-        // the whole-sitting loops, which the bars do not use: over every bar.
-        floors: vec![floor_over_every_bar()],
-        hash_s_per_gib: 0.1,
-        len: 1 << 30,
-        reps: 1,
-        machine: crate::machine::probe("test"),
-    };
-    let md = markdown(&r);
+    let md = markdown(&with_loops(vec![
+        cell(Kind::Memory, 100.0, 1000.0),
+        cell(Kind::OneBuffer, 100.0, 1000.0),
+        cell(Kind::Reverse, 100.0, 1000.0),
+        cell(Kind::Sendfile, 100.0, 1000.0),
+    ]));
     let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
     // Far below the loop, the miss is tsperf's own.
     let own = "NOT met (missed in 1 of 1 pairs), not this machine's limit";
@@ -174,24 +178,16 @@ fn a_bar_the_cells_own_loop_misses_too_names_the_limit() {
 /// Within 5% of its loop, a bar the loop misses too is the machine's limit.
 #[test]
 fn a_bar_missed_at_its_own_loop_is_beyond_the_machine() {
-    let r = SteadyReport {
-        // 880 MiB/s against the loop's 900, 0.41 s of client CPU per GiB against its 0.40.
-        cells: vec![CellResult {
-            cell: Cell {
-                kind: Kind::Memory,
-                chunk: 131072,
-            },
-            tsperf: vec![sample(880.0, 0.41)],
-            iperf3: vec![sample(1000.0, 0.2)],
-            limit: vec![looped(900.0, 0.4, 0.04)],
-        }],
-        floors: vec![floor_over_every_bar()],
-        hash_s_per_gib: 0.1,
-        len: 1 << 30,
-        reps: 1,
-        machine: crate::machine::probe("test"),
-    };
-    let md = markdown(&r);
+    // 880 MiB/s against the loop's 900, 0.41 s of client CPU per GiB against its 0.40.
+    let md = markdown(&with_loops(vec![CellResult {
+        cell: Cell {
+            kind: Kind::Memory,
+            chunk: 131072,
+        },
+        tsperf: vec![sample(880.0, 0.41)],
+        iperf3: vec![sample(1000.0, 0.2)],
+        limit: vec![looped(900.0, 0.4, 0.04)],
+    }]));
     let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
     assert!(
         md.contains(&format!(
