@@ -362,22 +362,28 @@ fn the_server_sends_with_the_congestion_control_asked_for() {
 /// its receive low-water mark to 256 KiB once its buffer is four times that (a forward stream's
 /// server raises its own to 64 KiB), so each segment the server sends does not wake it (on
 /// loopback the wake-up is the sender's CPU); JSON `client.wake_mark` says which mark it read
-/// with. Every
-/// stream still ends, and verifies, at sizes that are no multiple of the mark.
+/// with. Every stream still ends, and verifies, at sizes that are no multiple of the mark.
+/// How fast the buffer grows is the kernel's: on a loaded machine (the whole suite at once) an
+/// 8 MiB stream once ended with its buffer at 872 KiB and the mark at 1, so a run's mark is
+/// either, and each server model must see it raised.
 #[test]
 fn a_reverse_receiver_raises_its_wake_mark_on_loopback() {
     for model in [&[][..], &["--blocking"]] {
         let server = Server::start(model);
+        let mut raised = 0;
         for io in [&[][..], &["--nonblocking"]] {
-            for bytes in ["8M", "3000001"] {
+            for bytes in ["64M", "3000001"] {
                 let mut args = vec!["-R", "--bytes", bytes];
                 args.extend_from_slice(io);
                 let (out, v) = client_json(server.port, &args);
                 assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
                 assert_eq!(v["verified"], true, "{args:?}: {v}");
-                assert_eq!(v["client"]["wake_mark"], 262144, "{model:?} {args:?}: {v}");
+                let mark = &v["client"]["wake_mark"];
+                assert!(mark == 262144 || mark == 1, "{model:?} {args:?}: {v}");
+                raised += usize::from(mark == 262144);
             }
         }
+        assert!(raised > 0, "{model:?}: no reverse stream raised its mark");
         // A stream shorter than what grows the buffer never raises it, and ends.
         let (out, v) = client_json(server.port, &["-R", "--bytes", "1000"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
