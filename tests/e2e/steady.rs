@@ -27,7 +27,8 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = std::fs::read_to_string(out_dir.join("steady.md")).unwrap();
     let rows: Vec<&str> = md.lines().filter(|l| l.ends_with(" | all |")).collect();
-    assert_eq!(rows.len(), 24, "{md}");
+    assert_eq!(rows.len(), 26, "{md}");
+    assert!(md.contains("| memory -P 2, one buffer | 128 KiB |"), "{md}");
     assert!(md.contains("| memory -R, one buffer | 1 KiB |"), "{md}");
     assert!(md.contains("| memory, one buffer | 128 KiB |"), "{md}");
     assert!(
@@ -50,7 +51,7 @@ fn tspeers_steady_runs_every_cell_with_cpu_on_each_end() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("steady.json")).unwrap()).unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 24);
+    assert_eq!(cells.len(), 26);
     let mut client_cpu = 0.0;
     for c in cells {
         let ts = &c["tsperf"][0];

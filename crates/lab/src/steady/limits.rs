@@ -194,7 +194,7 @@ pub fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
     Some(match kind {
         Kind::Memory | Kind::Parallel => (Loop::Stream, true),
         Kind::File => (Loop::File, true),
-        Kind::OneBuffer => (Loop::Hashed, true),
+        Kind::OneBuffer | Kind::ParallelOneBuffer => (Loop::Hashed, true),
         Kind::OneBufferCubic => (Loop::HashedCubic, true),
         Kind::Reverse => (Loop::Stream, false),
         Kind::ReverseOneBuffer => (Loop::Hashed, false),

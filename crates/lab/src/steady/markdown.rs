@@ -22,11 +22,12 @@ pub fn markdown(r: &SteadyReport) -> String {
          generated stream (36 MiB of the seed's text, cycled: bytes that leave the CPU's cache) \
          against iperf3's one `-l` buffer sent again and again; *memory, one buffer*: \
          `tsclient --one-buffer`, one `--chunk` sent again and again, the same work as \
-         iperf3's (*-R, one buffer*: the server sends so, `tsclient -R --one-buffer`); *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
+         iperf3's (*-R, one buffer*: the server sends so, `tsclient -R --one-buffer`; *-P 2, one \
+         buffer*: each stream so, `tsclient -P 2 --one-buffer`); *-C cubic*: both tools send with TCP cubic (`tsclient --congestion cubic`, \
          `iperf3 -C cubic`; with -R each asks its server to), the others with the kernel's default ({}). \
          *Its checksummed loop*: after each pair, the floor loop below that does the cell's work \
          with nothing else (xxh3 on both ends; from one buffer, from the generated stream for \
-         the text and -P 2 cells, or for the file cells from the file, `read()` block by block \
+         the text and -P 2 cells (one stream: it shows no two streams' memory traffic), or for the file cells from the file, `read()` block by block \
          into one buffer as iperf3 -F reads it; on the cell's congestion control), median: the \
          cell's limit in the same sitting.\n",
         r.machine,

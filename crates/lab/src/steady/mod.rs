@@ -47,6 +47,10 @@ pub enum Kind {
     ReverseOneBufferCubic,
     /// Memory to memory, two streams (`-P 2`).
     Parallel,
+    /// [`Kind::Parallel`] with each stream sending one buffer again and again (`-P 2
+    /// --one-buffer`), as iperf3 -P 2 does: the same work on both sides, where two streams
+    /// of the generated text read twice the memory.
+    ParallelOneBuffer,
     /// The file with `sendfile` (`--io sendfile`, iperf3 `-Z`).
     Sendfile,
     /// The file read and written (tsclient FILE, iperf3 `-F`).
@@ -64,6 +68,7 @@ impl Kind {
             Kind::ReverseOneBuffer => "memory -R, one buffer",
             Kind::ReverseOneBufferCubic => "memory -R, one buffer, -C cubic",
             Kind::Parallel => "memory -P 2",
+            Kind::ParallelOneBuffer => "memory -P 2, one buffer",
             Kind::Sendfile => "sendfile / -Z",
             Kind::File => "file / -F",
         }
@@ -81,7 +86,8 @@ pub struct Cell {
 
 /// The cells: memory forward, reverse and reverse from one buffer at 1024, 10240, 64
 /// KiB and 128 KiB; one buffer (with the kernel's congestion control and with cubic, forward and
-/// reverse), two streams, sendfile and the file at 10240 and 128 KiB.
+/// reverse), two streams (of the generated stream and of one buffer), sendfile and the file at
+/// 10240 and 128 KiB.
 pub fn default_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for kind in [Kind::Memory, Kind::Reverse, Kind::ReverseOneBuffer] {
@@ -94,6 +100,7 @@ pub fn default_cells() -> Vec<Cell> {
         Kind::OneBufferCubic,
         Kind::ReverseOneBufferCubic,
         Kind::Parallel,
+        Kind::ParallelOneBuffer,
         Kind::Sendfile,
         Kind::File,
     ] {
@@ -225,6 +232,10 @@ pub fn commands(cell: Cell, file: &Path, len: u64) -> (Vec<String>, Vec<String>)
         }
         Kind::Parallel => (
             s(&["-P", "2", "--chunk", &c, "--bytes", &n]),
+            s(&["-P", "2", "-l", &c, "-n", &n]),
+        ),
+        Kind::ParallelOneBuffer => (
+            s(&["-P", "2", "--one-buffer", "--chunk", &c, "--bytes", &n]),
             s(&["-P", "2", "-l", &c, "-n", &n]),
         ),
         Kind::Sendfile => (

@@ -16,7 +16,26 @@ fn both_tools_get_the_same_write_and_length() {
         let sized = ip.iter().any(|a| a == "-n") || ip.iter().any(|a| a == "-F");
         assert!(sized, "{ip:?}");
     }
-    assert_eq!(default_cells().len(), 24);
+    assert_eq!(default_cells().len(), 26);
+    // Two streams from one buffer each: the same work as iperf3 -P 2, checked against the
+    // one-buffer loop.
+    let (ts, ip) = commands(
+        Cell {
+            kind: Kind::ParallelOneBuffer,
+            chunk: 131072,
+        },
+        Path::new("/f"),
+        1 << 30,
+    );
+    assert!(
+        ts.windows(2).any(|w| w == ["-P", "2"]) && ts.contains(&"--one-buffer".into()),
+        "{ts:?}"
+    );
+    assert!(ip.windows(2).any(|w| w == ["-P", "2"]), "{ip:?}");
+    assert_eq!(
+        limit_of(Kind::ParallelOneBuffer),
+        Some((Loop::Hashed, true))
+    );
     let (ts, _) = commands(
         Cell {
             kind: Kind::OneBuffer,
