@@ -2,6 +2,18 @@
 
 use super::*;
 
+/// Both tools' arguments for a `kind` cell at 128 KiB writes, 1 GiB.
+fn at_128k(kind: Kind) -> (Vec<String>, Vec<String>) {
+    commands(
+        Cell {
+            kind,
+            chunk: 131072,
+        },
+        Path::new("/f"),
+        1 << 30,
+    )
+}
+
 /// The commands name the same write size and length for both tools.
 #[test]
 fn both_tools_get_the_same_write_and_length() {
@@ -19,14 +31,7 @@ fn both_tools_get_the_same_write_and_length() {
     assert_eq!(default_cells().len(), 26);
     // Two streams from one buffer each: the same work as iperf3 -P 2, checked against the
     // one-buffer loop.
-    let (ts, ip) = commands(
-        Cell {
-            kind: Kind::ParallelOneBuffer,
-            chunk: 131072,
-        },
-        Path::new("/f"),
-        1 << 30,
-    );
+    let (ts, ip) = at_128k(Kind::ParallelOneBuffer);
     assert!(
         ts.windows(2).any(|w| w == ["-P", "2"]) && ts.contains(&"--one-buffer".into()),
         "{ts:?}"
@@ -36,36 +41,15 @@ fn both_tools_get_the_same_write_and_length() {
         limit_of(Kind::ParallelOneBuffer),
         Some((Loop::Hashed, true))
     );
-    let (ts, _) = commands(
-        Cell {
-            kind: Kind::OneBuffer,
-            chunk: 131072,
-        },
-        Path::new("/f"),
-        1 << 30,
-    );
+    let (ts, _) = at_128k(Kind::OneBuffer);
     assert_eq!(ts[0], "--one-buffer", "{ts:?}");
-    let (ts, ip) = commands(
-        Cell {
-            kind: Kind::OneBufferCubic,
-            chunk: 131072,
-        },
-        Path::new("/f"),
-        1 << 30,
-    );
+    let (ts, ip) = at_128k(Kind::OneBufferCubic);
     assert!(
         ts.windows(2).any(|w| w == ["--congestion", "cubic"]),
         "{ts:?}"
     );
     assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
-    let (ts, ip) = commands(
-        Cell {
-            kind: Kind::ReverseOneBufferCubic,
-            chunk: 131072,
-        },
-        Path::new("/f"),
-        1 << 30,
-    );
+    let (ts, ip) = at_128k(Kind::ReverseOneBufferCubic);
     for args in [&ts, &ip] {
         assert_eq!(args[0], "-R", "{args:?}");
     }
