@@ -52,29 +52,34 @@ pub struct PeerRow {
 impl PeerRow {
     /// tsclient's rate over iperf3's.
     pub fn vs_iperf3(&self) -> f64 {
-        self.tsperf_mib_s / self.iperf3_mib_s.max(f64::MIN_POSITIVE)
+        over(self.tsperf_mib_s, self.iperf3_mib_s)
     }
     /// tsclient's rate over the bare loop's.
     pub fn vs_floor(&self) -> f64 {
-        self.tsperf_mib_s / self.floor_mib_s.max(f64::MIN_POSITIVE)
+        over(self.tsperf_mib_s, self.floor_mib_s)
     }
     /// tsclient's rate over the verified loop's.
     pub fn vs_verified_floor(&self) -> f64 {
-        self.tsperf_mib_s / self.verified_floor_mib_s.max(f64::MIN_POSITIVE)
+        over(self.tsperf_mib_s, self.verified_floor_mib_s)
     }
     /// The verified loop's rate over the bare loop's: what checksumming both ends (and bytes
     /// that do not stay in the caches) leave of the floor.
     pub fn verified_of_floor(&self) -> f64 {
-        self.verified_floor_mib_s / self.floor_mib_s.max(f64::MIN_POSITIVE)
+        over(self.verified_floor_mib_s, self.floor_mib_s)
     }
     /// Non-blocking tsclient's rate over blocking's.
     pub fn nonblocking_vs_blocking(&self) -> f64 {
-        self.nonblocking_mib_s / self.tsperf_mib_s.max(f64::MIN_POSITIVE)
+        over(self.nonblocking_mib_s, self.tsperf_mib_s)
     }
     /// Non-blocking tsclient's CPU time over blocking's.
     pub fn cpu_ratio(&self) -> f64 {
-        self.nonblocking_cpu_s / self.blocking_cpu_s.max(f64::MIN_POSITIVE)
+        over(self.nonblocking_cpu_s, self.blocking_cpu_s)
     }
+}
+
+/// `a` over `b`, where a `b` of zero (a run that did not happen) cannot divide by zero.
+fn over(a: f64, b: f64) -> f64 {
+    a / b.max(f64::MIN_POSITIVE)
 }
 
 /// What the comparison with the peers runs.
