@@ -28,6 +28,7 @@ mod shutdown;
 mod steady;
 mod strategies;
 mod stream;
+mod threads;
 mod timed;
 mod usage;
 mod verdicts;

@@ -8,10 +8,13 @@
 //! [`PATIENCE`] (stuck in a connect, say) is ended from the signal thread, exit 130, after
 //! `last_words` (which prints what can be said: with `--json`, one object saying so).
 
+use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+
+use tsperf_sys::fdtable::{self, Reach};
 
 /// How long a run may take to notice the flag by itself before its sockets are shut down.
 pub const MOMENT: Duration = Duration::from_millis(100);
@@ -81,15 +84,31 @@ fn shut(fd: RawFd) {
     }
 }
 
+/// Shuts down the process's descriptor `fd` from a thread with a table of its own, through a
+/// duplicate that lives only for the call.
+fn shut_from(reach: &Reach, fd: RawFd) {
+    if let Ok(dup) = reach.get(fd) {
+        shut(dup.as_raw_fd());
+    }
+}
+
 /// Asks the run to stop: sets the flag, and after [`MOMENT`] shuts down every watched socket.
 pub fn request() {
+    request_from(None);
+}
+
+/// [`request`], from a thread whose descriptor table is its own when `reach` is given.
+fn request_from(reach: Option<&Reach>) {
     REQUESTED.store(true, Ordering::Relaxed);
     std::thread::sleep(MOMENT);
     if GENTLE.load(Ordering::Relaxed) {
         std::thread::sleep(GENTLE_WAIT);
     }
     for (_, fd) in watched().iter() {
-        shut(*fd);
+        match reach {
+            Some(reach) => shut_from(reach, *fd),
+            None => shut(*fd),
+        }
     }
 }
 
@@ -100,24 +119,37 @@ pub fn on_signals(
     progress: crate::progress::Progress,
     last_words: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<()> {
-    on_signal(move || {
+    on_signal(move |reach| {
         progress.clear();
-        request();
+        request_from(reach);
         std::thread::sleep(PATIENCE.saturating_sub(MOMENT));
         last_words();
         std::process::exit(EXIT_CODE);
     })
 }
 
-/// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives.
-pub fn on_signal(action: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+/// Runs `action` on a helper thread when the first SIGINT or SIGTERM arrives. The helper keeps
+/// a descriptor table of its own ([`tsperf_sys::fdtable`]: the sending thread's sockets cost
+/// no reference per call) and passes `action` its way back to the process's descriptors; where
+/// the kernel cannot, it shares the table as any thread does and passes `None`. It writes only
+/// to stdout and stderr, which it keeps.
+pub fn on_signal(action: impl FnOnce(Option<&Reach>) + Send + 'static) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    use signal_hook::low_level::pipe;
+    let (mut woken, wake) = std::io::pipe()?;
+    pipe::register(SIGINT, wake.try_clone()?)?;
+    pipe::register(SIGTERM, wake)?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            if signals.forever().next().is_some() {
-                action();
+            let reach = fdtable::leave(&[woken.as_raw_fd()]).ok();
+            let mut byte = [0u8];
+            loop {
+                match woken.read(&mut byte) {
+                    Ok(1) => return action(reach.as_ref()),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    _ => return,
+                }
             }
         })?;
     Ok(())

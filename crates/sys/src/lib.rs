@@ -2,12 +2,14 @@
 //! and addresses of hosts ([`net`]), the kernel's view of a TCP connection ([`tcpinfo`]) and its congestion control
 //! ([`congestion`]),
 //! clocks and CPU time ([`timing`]), the file a client sends ([`source`]) and the one `tsgen`
-//! writes ([`testdata`]), the pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]), and
+//! writes ([`testdata`]), a helper thread's descriptor table of its own ([`fdtable`]), the
+//! pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]), and
 //! peer text made safe for a terminal ([`text`]).
 
 pub mod auth;
 pub mod congestion;
 pub mod direct;
+pub mod fdtable;
 pub mod host;
 pub mod mark;
 pub mod net;

@@ -1,0 +1,107 @@
+//! tsclient's helper threads (the signal watcher, a timed run's alarm) keep a descriptor table
+//! of their own. While threads share one table, the kernel takes and drops a reference on the
+//! socket at every send and receive; with the table to itself, the sending thread pays nothing.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// The sockets (`socket:[inode]`) in the descriptor table of task `tid` of process `pid`.
+fn sockets(pid: u32, tid: &str) -> BTreeSet<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task/{tid}/fd")) else {
+        return BTreeSet::new();
+    };
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .filter(|l| l.starts_with("socket:"))
+        .collect()
+}
+
+/// Every task of `pid`: its id, name and sockets.
+fn tasks(pid: u32) -> Vec<(String, String, BTreeSet<String>)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .map(|tid| {
+            let comm =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+            let socks = sockets(pid, &tid);
+            (tid, comm.trim().to_string(), socks)
+        })
+        .collect()
+}
+
+/// True if the main task of `pid` holds a socket, the `helpers` are running, and no other task
+/// holds any socket; `seen` is left holding what was looked at.
+fn alone(pid: u32, helpers: &[&str], seen: &mut Vec<(String, String, BTreeSet<String>)>) -> bool {
+    *seen = tasks(pid);
+    let me = pid.to_string();
+    let held = seen.iter().any(|(tid, _, s)| *tid == me && !s.is_empty());
+    let names: Vec<&str> = seen.iter().map(|(_, n, _)| n.as_str()).collect();
+    let others_hold = seen.iter().any(|(tid, _, s)| *tid != me && !s.is_empty());
+    held && helpers.iter().all(|h| names.contains(h)) && !others_hold
+}
+
+/// While tsclient streams, sized or timed, its run's socket is in the sending thread's table
+/// only: the signal thread and the alarm hold none of the process's sockets. Ctrl-C still stops
+/// the run where it is blocked (a full window) and prints what it measured.
+#[test]
+fn only_the_sending_thread_holds_the_runs_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "big.bin", 256 << 20);
+    // Reads 16 bytes at a time through a small window: the run is still going when looked at.
+    let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
+    let port = server.port.to_string();
+    // A timed run ends itself on Ctrl-C, verified: its JSON says so under "timed", and its
+    // bytes are the ones it moved.
+    for (extra, helpers, said, moved) in [
+        (&[][..], &["signals"][..], "/interrupted", "/sent"),
+        (
+            &["--time", "30"][..],
+            &["signals", "alarm"][..],
+            "/timed/interrupted",
+            "/bytes",
+        ),
+    ] {
+        let mut child = Command::new(bin("tsclient"))
+            .args(["--port", &port, "--sndbuf", "65536", "--json"])
+            .args(extra)
+            .arg(&big)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Alone from the first look that finds the helpers, and for 300 ms on (the run is
+        // streaming by then, so Ctrl-C has something to report).
+        let end = Instant::now() + Duration::from_secs(10);
+        let (mut seen, mut since) = (Vec::new(), None);
+        let alone = loop {
+            let now = alone(pid, helpers, &mut seen);
+            if now && since.get_or_insert_with(Instant::now).elapsed() > Duration::from_millis(300)
+            {
+                break true;
+            }
+            if (!now && since.is_some())
+                || Instant::now() > end
+                || child.try_wait().unwrap().is_some()
+            {
+                break false;
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+        let out = wait_child(child);
+        assert!(alone, "{extra:?}: threads and their sockets: {seen:?}");
+        assert_eq!(out.status.code(), Some(130), "{extra:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{extra:?}: not one JSON object ({e}): {}", stdout(&out)));
+        assert_eq!(v.pointer(said), Some(&true.into()), "{v:#}");
+        assert!(v.pointer(moved).and_then(|m| m.as_u64()) > Some(0), "{v:#}");
+    }
+}
