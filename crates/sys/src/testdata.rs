@@ -4,7 +4,7 @@
 //! a digest in a committed result can be checked by anyone who generates the file again. The
 //! file is written to a temporary name and renamed into place, so it is never half-written.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -19,65 +19,8 @@ const WORDS: &[&str] = &[
     "file", "bytes", "sec", "microsec", "tsl", "over", "lan", "gigabit", "kernel", "queue",
 ];
 
-/// Fills `out` with the first `out.len()` bytes of the test text, continuing `state`: the rest
-/// of the current word copied at once, then a separator and the next word (byte by byte, the
-/// text took a client 0.06 s per 36 MiB, a tenth of its CPU in a 1 GiB run).
-fn fill(state: &mut Generator, mut out: &mut [u8]) {
-    while !out.is_empty() {
-        let rest = &state.word[state.at..];
-        if rest.is_empty() {
-            out[0] = state.next_byte();
-            out = &mut out[1..];
-            continue;
-        }
-        let n = rest.len().min(out.len());
-        out[..n].copy_from_slice(&rest[..n]);
-        state.at += n;
-        state.column += n;
-        out = &mut out[n..];
-    }
-}
-
-/// Produces the text one byte at a time: words separated by spaces, lines of about 72 columns.
-struct Generator {
-    rng: u64,
-    word: &'static [u8],
-    at: usize,
-    column: usize,
-}
-
-impl Generator {
-    fn new() -> Generator {
-        Generator {
-            rng: 0x9E37_79B9_7F4A_7C15,
-            word: b"",
-            at: 0,
-            column: 0,
-        }
-    }
-
-    fn next_byte(&mut self) -> u8 {
-        if self.at < self.word.len() {
-            self.at += 1;
-            self.column += 1;
-            return self.word[self.at - 1];
-        }
-        // Between words: a newline past column 72, else a space, then pick the next word.
-        let sep = if self.column >= 72 {
-            self.column = 0;
-            b'\n'
-        } else {
-            self.column += 1;
-            b' '
-        };
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.word = WORDS[(self.rng % WORDS.len() as u64) as usize].as_bytes();
-        self.at = 0;
-        sep
-    }
-}
+/// The generator's starting state (xorshift64).
+const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The first `len` bytes of the test text, in memory: what `generate` writes to a file of that
 /// length (a reverse stream's generated data).
@@ -89,39 +32,109 @@ pub fn text(len: usize) -> Vec<u8> {
 
 /// Fills `out` with the first `out.len()` bytes of the test text.
 pub fn text_into(out: &mut [u8]) {
-    // The generator's steps from its start, each a separator and a whole word copied as one
-    // 16-byte store (words are padded; the next step overwrites the padding) while there is
-    // room, the last few exactly: 36 MiB in a fraction of the time of `fill`, which must stop
-    // anywhere in a word (issue 33: the text was 6-10% of a 1 GiB generated run's client CPU).
     let len = out.len();
-    let (mut rng, mut column, mut at) = (Generator::new().rng, 0usize, 0usize);
+    let mut words = Words::new();
+    // Whole words while a padded one fits, then the last few exactly.
+    let mut at = words.run(out, 0, len.saturating_sub(1 + PADDED));
     while at < len {
-        let sep = if column >= 72 {
-            column = 0;
-            b'\n'
-        } else {
-            column += 1;
-            b' '
-        };
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let i = (rng % WORDS.len() as u64) as usize;
+        let (sep, i) = words.next();
         let word = WORDS[i].as_bytes();
         out[at] = sep;
-        if at + 1 + PADDED <= len {
-            out[at + 1..at + 1 + PADDED].copy_from_slice(&PADDED_WORDS[i]);
-        } else {
-            let n = word.len().min(len - at - 1);
-            out[at + 1..at + 1 + n].copy_from_slice(&word[..n]);
-        }
+        let n = word.len().min(len - at - 1);
+        out[at + 1..at + 1 + n].copy_from_slice(&word[..n]);
         at += 1 + word.len();
-        column += word.len();
+    }
+}
+
+/// Hands the first `len` bytes of the test text to `sink` in pieces of `piece` bytes (the last
+/// one shorter), each made in one reused buffer while `sink` takes the one before out of the
+/// CPU's cache: a file or an in-memory file is written from it with no second copy of the
+/// text in memory.
+pub fn text_pieces(
+    len: u64,
+    piece: usize,
+    mut sink: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let piece = piece.max(1);
+    let mut buf = vec![0u8; piece + 1 + PADDED];
+    let (mut words, mut carried, mut left) = (Words::new(), 0usize, len);
+    while left > 0 {
+        // Words run past the piece's end by at most one padded word: that part starts the next.
+        let end = words.run(&mut buf, carried, piece);
+        let n = (piece as u64).min(left) as usize;
+        sink(&buf[..n])?;
+        left -= n as u64;
+        buf.copy_within(piece..end, 0);
+        carried = end - piece;
+    }
+    Ok(())
+}
+
+/// The text's words as the generator picks them, written a whole word at a time: a separator,
+/// then the word as one 16-byte store (words are padded; the next word overwrites the padding).
+/// 36 MiB in a fraction of the time of a byte at a time, which must stop anywhere in a word (issue 33: the
+/// text was 6-10% of a 1 GiB generated run's client CPU).
+#[derive(Clone, Copy)]
+struct Words {
+    rng: u64,
+    column: usize,
+}
+
+impl Words {
+    fn new() -> Words {
+        Words {
+            rng: SEED,
+            column: 0,
+        }
+    }
+
+    /// The next separator (a newline past column 72, else a space) and word (its index in
+    /// [`WORDS`]).
+    #[inline]
+    fn next(&mut self) -> (u8, usize) {
+        let wrap = self.column >= 72;
+        let sep = if wrap { b'\n' } else { b' ' };
+        self.column = if wrap { 0 } else { self.column + 1 };
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let i = (self.rng % WORDS.len() as u64) as usize;
+        self.column += usize::from(LENS[i]);
+        (sep, i)
+    }
+
+    /// Writes whole words into `buf` from `at` while `at < stop` (`buf` holds `stop + 1 +
+    /// PADDED` bytes, so a padded word always fits) and returns where the text now ends.
+    #[inline]
+    fn run(&mut self, buf: &mut [u8], mut at: usize, stop: usize) -> usize {
+        // The state in locals, written back once: a bounds check that may panic would otherwise
+        // keep it in memory at every word (~12% of the time).
+        let mut w = *self;
+        while at < stop {
+            let (sep, i) = w.next();
+            let out = &mut buf[at..at + 1 + PADDED];
+            out[0] = sep;
+            out[1..].copy_from_slice(&PADDED_WORDS[i]);
+            at += 1 + usize::from(LENS[i]);
+        }
+        *self = w;
+        at
     }
 }
 
 /// The longest word, and the size every word is padded to in [`PADDED_WORDS`].
 const PADDED: usize = 16;
+
+/// The lengths of [`WORDS`].
+const LENS: [u8; WORDS.len()] = {
+    let mut lens = [0u8; WORDS.len()];
+    let mut w = 0;
+    while w < WORDS.len() {
+        lens[w] = WORDS[w].len() as u8;
+        w += 1;
+    }
+    lens
+};
 
 /// [`WORDS`], each zero-padded to [`PADDED`] bytes.
 const PADDED_WORDS: [[u8; PADDED]; WORDS.len()] = {
@@ -169,18 +182,23 @@ pub fn stream_file_of(len: u64, period: u64) -> Result<std::fs::File> {
     // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
     let period = len.min(period.clamp(1, SEED_FILE_LEN));
-    file.set_len(period)
-        .context("cannot size the in-memory file for the generated stream")?;
-    // The text is made in place, in the file's own pages: no second copy in the heap to fault
-    // in, copy from and free (issue 33: the period's start-up was 0.07 s of a 1 GiB run's
-    // client CPU).
-    // SAFETY: the memfd was created above and no one else holds it: nothing can change its
-    // length or contents while the map is alive.
-    let mut map = unsafe { memmap2::MmapOptions::new().populate().map_mut(&file) }
-        .context("cannot map the in-memory file for the generated stream")?;
-    text_into(&mut map);
+    // The text is written a piece at a time from one buffer the CPU's cache holds: the kernel
+    // fills fresh pages of the file with it, never zeroed first, and no mapping of the whole
+    // file is faulted in and torn down (issue 33: mapping and writing in place took 45 ms per
+    // 36 MiB here, 2.4x the text itself).
+    let mut at = 0u64;
+    text_pieces(period, TEXT_PIECE, |piece| {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(piece, at)?;
+        at += piece.len() as u64;
+        Ok(())
+    })
+    .context("cannot write the generated stream into its in-memory file")?;
     Ok(file)
 }
+
+/// The pieces the text is made in: well inside a core's L2 cache.
+const TEXT_PIECE: usize = 256 << 10;
 
 /// Writes `len` bytes of test text to `path`, atomically.
 pub fn generate(path: &Path, len: u64) -> Result<()> {
@@ -191,20 +209,8 @@ pub fn generate(path: &Path, len: u64) -> Result<()> {
         .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file next to '{shown}'"))?;
-    let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-    let mut g = Generator::new();
-    let mut block = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(block.len() as u64) as usize;
-        fill(&mut g, &mut block[..n]);
-        w.write_all(&block[..n])
-            .with_context(|| format!("cannot write '{shown}'"))?;
-        left -= n as u64;
-    }
-    w.flush()
+    text_pieces(len, TEXT_PIECE, |piece| tmp.as_file_mut().write_all(piece))
         .with_context(|| format!("cannot write '{shown}'"))?;
-    drop(w);
     // A test file is for anyone to read, not the private mode a temporary file gets.
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o644))
@@ -220,6 +226,65 @@ pub fn generate(path: &Path, len: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text's definition, a byte at a time (what `text_into` and `text_pieces` must give): fills
+    /// `out` with the next `out.len()` bytes, continuing `state`.
+    fn fill(state: &mut Generator, mut out: &mut [u8]) {
+        while !out.is_empty() {
+            let rest = &state.word[state.at..];
+            if rest.is_empty() {
+                out[0] = state.next_byte();
+                out = &mut out[1..];
+                continue;
+            }
+            let n = rest.len().min(out.len());
+            out[..n].copy_from_slice(&rest[..n]);
+            state.at += n;
+            state.column += n;
+            out = &mut out[n..];
+        }
+    }
+
+    /// Produces the text one byte at a time: words separated by spaces, lines of about 72 columns.
+    struct Generator {
+        rng: u64,
+        word: &'static [u8],
+        at: usize,
+        column: usize,
+    }
+
+    impl Generator {
+        fn new() -> Generator {
+            Generator {
+                rng: SEED,
+                word: b"",
+                at: 0,
+                column: 0,
+            }
+        }
+
+        fn next_byte(&mut self) -> u8 {
+            if self.at < self.word.len() {
+                self.at += 1;
+                self.column += 1;
+                return self.word[self.at - 1];
+            }
+            // Between words: a newline past column 72, else a space, then pick the next word.
+            let sep = if self.column >= 72 {
+                self.column = 0;
+                b'\n'
+            } else {
+                self.column += 1;
+                b' '
+            };
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            self.word = WORDS[(self.rng % WORDS.len() as u64) as usize].as_bytes();
+            self.at = 0;
+            sep
+        }
+    }
 
     /// Filling by words gives the bytes one at a time would, in pieces of any size.
     #[test]
@@ -244,6 +309,29 @@ mod tests {
         // The seed's file, byte for byte (its xxh3 is in results and docs).
         let seed = text(SEED_FILE_LEN as usize);
         assert_eq!(xxhash_rust::xxh3::xxh3_64(&seed), 0xec40_a45b_cc9c_239d);
+    }
+
+    /// The text in pieces of any size is the text, to the byte, whatever its length.
+    #[test]
+    fn text_in_pieces_is_the_text() {
+        let whole = text(100_003);
+        for piece in [1, 2, 5, 16, 17, 18, 100, 4096, 1 << 20] {
+            for len in [0, 1, 16, 17, 18, 99, 100, 101, 5000, 100_003] {
+                let mut got = Vec::new();
+                text_pieces(len as u64, piece, |p| {
+                    assert!(
+                        p.len() == piece || got.len() + p.len() == len,
+                        "{piece} {len}"
+                    );
+                    got.extend_from_slice(p);
+                    Ok(())
+                })
+                .unwrap();
+                assert!(got[..] == whole[..len], "pieces of {piece}, {len} bytes");
+            }
+        }
+        let e = text_pieces(10, 4, |_| Err(std::io::Error::other("full"))).unwrap_err();
+        assert_eq!(e.to_string(), "full");
     }
 
     /// The text in memory is the file's.
