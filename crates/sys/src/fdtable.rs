@@ -2,8 +2,9 @@
 //!
 //! While two threads of a process share one descriptor table, every `send`, `recv` and `write`
 //! on a socket takes a reference on its file and drops it again (an atomic pair the kernel
-//! skips for a table only one thread uses): about 4% of the CPU time of a 1024-byte `send` on
-//! this project's machine. A helper that only waits (for a signal, for the end of a timed run)
+//! skips for a table only one thread uses): at 1024-byte sends `fdget` and `fput` were 4.2% of
+//! tsclient's samples with its signal thread sharing the table, `fdget` 1.6% without (perf,
+//! docs/performance.md). A helper that only waits (for a signal, for the end of a timed run)
 //! calls [`leave`]: it then has a copy of the table with every descriptor closed but the ones it
 //! keeps, and the sending thread has the process's table to itself again. The helper reaches a
 //! descriptor of the process's table through [`Reach`] (`pidfd_getfd(2)`), which duplicates it
