@@ -1,6 +1,7 @@
-//! tsclient's helper threads (the signal watcher, a timed run's alarm) keep a descriptor table
-//! of their own. While threads share one table, the kernel takes and drops a reference on the
-//! socket at every send and receive; with the table to itself, the sending thread pays nothing.
+//! tsclient's helper threads (the signal watcher, the interval sampler, a timed run's alarm)
+//! keep a descriptor table of their own. While threads share one table, the kernel takes and
+//! drops a reference on the socket at every send and receive; with the table to itself, the
+//! sending thread pays nothing.
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -35,22 +36,44 @@ fn tasks(pid: u32) -> Vec<(String, String, BTreeSet<String>)> {
         .collect()
 }
 
+/// True if task `tid` of process `pid` shares the main task's descriptor table (`kcmp(2)`,
+/// `KCMP_FILES`: 0 when both use the same one).
+fn shares_the_table(pid: u32, tid: &str) -> bool {
+    const KCMP_FILES: libc::c_long = 2;
+    let tid: libc::c_long = tid.parse().expect("a task id");
+    // SAFETY: kcmp(2) compares two tasks of our own child; it reads no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid as libc::c_long, tid, KCMP_FILES, 0, 0) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        // A task that ended between the listing and the call shares nothing.
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::ESRCH),
+            "kcmp({pid}, {tid}): {e}"
+        );
+    }
+    r == 0
+}
+
 /// True if the main task of `pid` holds a socket, the `helpers` are running, and no other task
-/// holds any socket; `seen` is left holding what was looked at.
+/// shares its descriptor table; `seen` is left holding what was looked at.
 fn alone(pid: u32, helpers: &[&str], seen: &mut Vec<(String, String, BTreeSet<String>)>) -> bool {
     *seen = tasks(pid);
     let me = pid.to_string();
     let held = seen.iter().any(|(tid, _, s)| *tid == me && !s.is_empty());
     let names: Vec<&str> = seen.iter().map(|(_, n, _)| n.as_str()).collect();
-    let others_hold = seen.iter().any(|(tid, _, s)| *tid != me && !s.is_empty());
-    held && helpers.iter().all(|h| names.contains(h)) && !others_hold
+    let shared = seen
+        .iter()
+        .any(|(tid, ..)| *tid != me && shares_the_table(pid, tid));
+    held && helpers.iter().all(|h| names.contains(h)) && !shared
 }
 
-/// While tsclient streams, sized or timed, its run's socket is in the sending thread's table
-/// only: the signal thread and the alarm hold none of the process's sockets. Ctrl-C still stops
+/// While tsclient streams, sized, sampled or timed, the sending thread has its descriptor table
+/// to itself: the signal thread, the interval sampler and the alarm each have their own (the
+/// sampler holds a duplicate of the socket, for TCP_INFO). Ctrl-C still stops
 /// the run where it is blocked (a full window) and prints what it measured.
 #[test]
-fn only_the_sending_thread_holds_the_runs_socket() {
+fn the_sending_thread_has_its_descriptor_table_to_itself() {
     let dir = tempfile::tempdir().unwrap();
     let big = sparse_file(dir.path(), "big.bin", 256 << 20);
     // Reads 16 bytes at a time through a small window: the run is still going when looked at.
@@ -60,6 +83,12 @@ fn only_the_sending_thread_holds_the_runs_socket() {
     // bytes are the ones it moved.
     for (extra, helpers, said, moved) in [
         (&[][..], &["signals"][..], "/interrupted", "/sent"),
+        (
+            &["--interval", "0.1"][..],
+            &["signals", "intervals"][..],
+            "/interrupted",
+            "/sent",
+        ),
         (
             &["--time", "30"][..],
             &["signals", "alarm"][..],

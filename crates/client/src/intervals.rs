@@ -9,7 +9,7 @@
 //! At most [`MAX_SAMPLES`] are kept: when a long transfer reaches that, neighbours are merged
 //! in pairs and the interval doubles.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -143,26 +143,37 @@ pub fn sample_while<R>(
     std::thread::scope(|scope| {
         let mut sampler = Sampler::new(every, &sock);
         let (stop, sock) = (&stop, &sock);
-        let thread = scope.spawn(move || {
-            loop {
-                let due = sampler.next();
-                let mut now = Instant::now();
-                while !stop.load(Ordering::Acquire) && now < due {
-                    std::thread::park_timeout(due - now);
-                    now = Instant::now();
+        let spawned = std::thread::Builder::new()
+            .name("intervals".into())
+            .spawn_scoped(scope, move || {
+                // With a descriptor table of its own the sending thread's calls take no file
+                // reference (tsperf_sys::fdtable); it reads TCP_INFO through a duplicate of the
+                // socket, closed when it ends, before the scope does (where the kernel cannot, it
+                // reads through the shared table).
+                let own = tsperf_sys::fdtable::leave(&[])
+                    .and_then(|reach| reach.get(sock.as_raw_fd()))
+                    .ok();
+                let sock = own.as_ref().map_or(*sock, |o| o.as_fd());
+                loop {
+                    let due = sampler.next();
+                    let mut now = Instant::now();
+                    while !stop.load(Ordering::Acquire) && now < due {
+                        std::thread::park_timeout(due - now);
+                        now = Instant::now();
+                    }
+                    let bytes = sent();
+                    if stop.load(Ordering::Acquire) {
+                        let fresh = sampler.finish(now, bytes, read_tcp(&sock));
+                        return (sampler, fresh);
+                    }
+                    let i = sampler.take(now, bytes, read_tcp(&sock));
+                    if let Some(print) = live {
+                        print(i);
+                    }
+                    sampler.advance(now);
                 }
-                let bytes = sent();
-                if stop.load(Ordering::Acquire) {
-                    let fresh = sampler.finish(now, bytes, read_tcp(sock));
-                    return (sampler, fresh);
-                }
-                let i = sampler.take(now, bytes, read_tcp(sock));
-                if let Some(print) = live {
-                    print(i);
-                }
-                sampler.advance(now);
-            }
-        });
+            });
+        let thread = spawned.expect("a thread to sample the transfer");
         let r = work();
         stop.store(true, Ordering::Release);
         thread.thread().unpark();
