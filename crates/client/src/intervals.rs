@@ -148,12 +148,17 @@ pub fn sample_while<R>(
             .spawn_scoped(scope, move || {
                 // With a descriptor table of its own the sending thread's calls take no file
                 // reference (tsperf_sys::fdtable); it reads TCP_INFO through a duplicate of the
-                // socket, closed when it ends, before the scope does (where the kernel cannot, it
-                // reads through the shared table).
+                // socket, closed when it ends, before the scope does. Where the kernel cannot
+                // give it a table, it reads through the shared one; a socket it cannot reach
+                // from its own reads as nothing known.
                 let own = tsperf_sys::fdtable::leave(&[])
-                    .and_then(|reach| reach.get(sock.as_raw_fd()))
-                    .ok();
-                let sock = own.as_ref().map_or(*sock, |o| o.as_fd());
+                    .ok()
+                    .map(|reach| reach.get(sock.as_raw_fd()).ok());
+                let read_tcp = || match &own {
+                    None => read_tcp(sock),
+                    Some(Some(dup)) => read_tcp(dup),
+                    Some(None) => SenderTcp::default(),
+                };
                 loop {
                     let due = sampler.next();
                     let mut now = Instant::now();
@@ -163,10 +168,10 @@ pub fn sample_while<R>(
                     }
                     let bytes = sent();
                     if stop.load(Ordering::Acquire) {
-                        let fresh = sampler.finish(now, bytes, read_tcp(&sock));
+                        let fresh = sampler.finish(now, bytes, read_tcp());
                         return (sampler, fresh);
                     }
-                    let i = sampler.take(now, bytes, read_tcp(&sock));
+                    let i = sampler.take(now, bytes, read_tcp());
                     if let Some(print) = live {
                         print(i);
                     }
