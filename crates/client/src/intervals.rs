@@ -154,7 +154,7 @@ pub fn sample_while<R>(
                 let own = tsperf_sys::fdtable::leave(&[])
                     .ok()
                     .map(|reach| reach.get(sock.as_raw_fd()).ok());
-                let read_tcp = || match &own {
+                let tcp_now = || match &own {
                     None => read_tcp(sock),
                     Some(Some(dup)) => read_tcp(dup),
                     Some(None) => SenderTcp::default(),
@@ -168,10 +168,10 @@ pub fn sample_while<R>(
                     }
                     let bytes = sent();
                     if stop.load(Ordering::Acquire) {
-                        let fresh = sampler.finish(now, bytes, read_tcp());
+                        let fresh = sampler.finish(now, bytes, tcp_now());
                         return (sampler, fresh);
                     }
-                    let i = sampler.take(now, bytes, read_tcp());
+                    let i = sampler.take(now, bytes, tcp_now());
                     if let Some(print) = live {
                         print(i);
                     }
