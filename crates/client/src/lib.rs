@@ -65,14 +65,19 @@ pub struct StreamConfig {
     /// The file to send.
     pub file: PathBuf,
     /// The name announced for it instead of its basename: `generated` for the generated stream
-    /// (an in-memory file, [`tsperf_sys::testdata::stream_file`]).
+    /// (held in memory, `held`, or for sendfile an in-memory file,
+    /// [`tsperf_sys::testdata::stream_file`]).
     pub name: Option<String>,
-    /// The generated stream: `file` holds one period of it, sent again and again to this many
-    /// bytes ([`tsperf_sys::source::Source::cycled`]), so no length is ever held in memory.
+    /// The generated stream: `held` (or `file`) holds one period of it, sent again and again to
+    /// this many bytes ([`tsperf_sys::source::Source::cycled`]), so no length is ever held in
+    /// memory.
     pub generated: Option<u64>,
     /// `file` opened once for every stream of this process that sends it (a load generator's
     /// thousands of clients), instead of an open per stream.
     pub shared_file: Option<std::sync::Arc<std::fs::File>>,
+    /// The generated stream's period held in memory, sent instead of `file` (which then only
+    /// names it): what `--io write` and `writev` send from ([`tsperf_sys::source::Held`]).
+    pub held: Option<std::sync::Arc<tsperf_sys::source::Held>>,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
     pub timeout: Duration,
@@ -353,9 +358,13 @@ pub fn run_stream(
         Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
         Strategy::Write | Strategy::Sendfile => 1,
     };
-    let source = match &cfg.shared_file {
-        Some(f) => Source::open_shared(f.clone(), &cfg.file, cfg.chunk, batch),
-        None => Source::open(&cfg.file, cfg.chunk, batch),
+    let source = match (&cfg.held, &cfg.shared_file) {
+        (Some(h), _) => {
+            let name = cfg.name.clone().unwrap_or_default();
+            Source::held(h.clone(), &cfg.file, name, cfg.chunk, batch)
+        }
+        (None, Some(f)) => Source::open_shared(f.clone(), &cfg.file, cfg.chunk, batch),
+        (None, None) => Source::open(&cfg.file, cfg.chunk, batch),
     }
     .map(|s| match &cfg.name {
         Some(name) => s.named(name.clone()),

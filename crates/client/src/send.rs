@@ -235,6 +235,12 @@ fn send_file<T: Transport>(
     tally: &mut Tally,
 ) -> Result<(), Stop> {
     let len = source.len();
+    let Some(file) = source.file() else {
+        return Err(Stop::File(anyhow::anyhow!(
+            "'{}' is held in memory: sendfile needs a file",
+            source.name()
+        )));
+    };
     let mut shown = 0u64;
     while tally.sent < len {
         let chunk_end = (tally.sent + chunk as u64).min(len);
@@ -242,7 +248,7 @@ fn send_file<T: Transport>(
             // A cycled source's call stops at the file's end, the next starts it again.
             let (pos, run) = source.file_span(tally.sent);
             let want = (chunk_end - tally.sent).min(run) as usize;
-            match conn.sendfile(source.file(), pos, want)? {
+            match conn.sendfile(file, pos, want)? {
                 0 => return Err(Stop::File(source.shrank(tally.sent))),
                 n => {
                     tally.writes.writes += 1;

@@ -157,7 +157,9 @@ const PADDED_WORDS: [[u8; PADDED]; WORDS.len()] = {
 /// held is one period: the first `min(len, SEED_FILE_LEN)` bytes, in an anonymous in-memory
 /// file (`memfd_create`), so it can be mapped and sent like a file on disk and is gone with the
 /// process; a source sends it again and again to `len`
-/// ([`crate::source::Source::cycled`]).
+/// ([`crate::source::Source::cycled`]). What `sendfile` sends from: the ways of sending that
+/// copy from memory hold the period in the process's own memory instead
+/// ([`crate::source::Held`]).
 pub fn stream_file(len: u64) -> Result<std::fs::File> {
     stream_file_of(len, SEED_FILE_LEN)
 }

@@ -130,27 +130,37 @@ pub(super) fn lower(args: &Args, host: String, port: u16) -> anyhow::Result<Plan
     Ok(Plan::Streams(spec, generated))
 }
 
-/// Every stream's settings. Without FILE (forward) the generated stream of --bytes is an
-/// in-memory file, returned to be held open for the run.
+/// Every stream's settings. Without FILE (forward) the generated stream of --bytes: one period
+/// held in memory (`StreamConfig::held`), or for `--io sendfile` an in-memory file, returned to
+/// be held open for the run.
 fn stream_config(
     args: &Args,
     host: String,
     port: u16,
     auth: Option<Arc<tsperf_sys::auth::Key>>,
 ) -> anyhow::Result<(client::StreamConfig, Option<std::fs::File>)> {
-    let generated = (args.file.is_none() && !args.reverse)
+    let strategy: Strategy = args.strategy.into();
+    // --one-buffer: a period of one write, which stays in the CPU's cache.
+    let period = if args.one_buffer {
+        u64::from(args.chunk)
+    } else {
+        tsperf_sys::testdata::SEED_FILE_LEN
+    };
+    let forward_generated = args.file.is_none() && !args.reverse;
+    // sendfile sends from a file: the period in an in-memory file; the other ways copy from
+    // memory the process holds.
+    let generated = (forward_generated && strategy == Strategy::Sendfile)
+        .then(|| tsperf_sys::testdata::stream_file_of(stream_len(args), period))
+        .transpose()?;
+    let held = (forward_generated && strategy != Strategy::Sendfile)
         .then(|| {
-            // --one-buffer: a period of one write, which stays in the CPU's cache.
-            let period = if args.one_buffer {
-                u64::from(args.chunk)
-            } else {
-                tsperf_sys::testdata::SEED_FILE_LEN
-            };
-            tsperf_sys::testdata::stream_file_of(stream_len(args), period)
+            let len = stream_len(args).min(period);
+            tsperf_sys::source::Held::text(usize::try_from(len).unwrap_or(usize::MAX))
         })
         .transpose()?;
     let file = match &generated {
         Some(f) => PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+        None if held.is_some() => PathBuf::from(GENERATED),
         None => args.file.clone().unwrap_or_default(),
     };
     let cfg = client::StreamConfig {
@@ -164,7 +174,7 @@ fn stream_config(
         congestion: args.congestion.clone(),
         one_buffer: args.one_buffer,
         auth,
-        strategy: args.strategy.into(),
+        strategy,
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
@@ -180,15 +190,16 @@ fn stream_config(
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         stripe: None,
-        name: generated.as_ref().map(|_| {
+        name: forward_generated.then(|| {
             if args.one_buffer {
                 format!("{GENERATED}-one-buffer")
             } else {
                 GENERATED.to_owned()
             }
         }),
-        generated: generated.as_ref().map(|_| stream_len(args)),
+        generated: forward_generated.then(|| stream_len(args)),
         shared_file: None,
+        held,
     };
     Ok((cfg, generated))
 }
@@ -229,6 +240,7 @@ fn latency_config(
         name: None,
         generated: None,
         shared_file: None,
+        held: None,
     });
     Ok(latency::LatencyConfig {
         host,

@@ -54,7 +54,12 @@ impl Source {
     pub fn digest_in_background(&self) -> Result<Checksum> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
-        let file = self.file.clone();
+        let file = self.file.clone().with_context(|| {
+            format!(
+                "'{}' is held in memory: there is no file to checksum beside the transfer",
+                self.path.display()
+            )
+        })?;
         let (path, len) = (self.path.clone(), self.len);
         // Where each byte is in the file, computed here from a copy of what it needs.
         let span = {

@@ -27,9 +27,14 @@
 
 mod background;
 mod guard;
+mod held;
+mod mapped;
 mod repeat;
 mod shared;
 
+pub use held::Held;
+
+use mapped::{map, populate};
 use repeat::file_span;
 
 use std::fs::File;
@@ -91,14 +96,19 @@ enum Blocks {
         populated: usize,
     },
     Read(Vec<u8>),
+    /// A period held in memory ([`Held`]): slices of it.
+    Held {
+        period: std::sync::Arc<Held>,
+        block_len: usize,
+    },
 }
 
 /// An open file, its announced length, and the running checksum of what was handed out.
 pub struct Source {
     path: PathBuf,
     /// Shared by the sources of one file in a process ([`Source::open_shared`]): reads take
-    /// explicit offsets, never the file's position.
-    file: std::sync::Arc<File>,
+    /// explicit offsets, never the file's position. None for a period held in memory.
+    file: Option<std::sync::Arc<File>>,
     name: String,
     len: u64,
     read: u64,
@@ -188,18 +198,7 @@ impl Source {
         let meta = file
             .metadata()
             .with_context(|| format!("cannot stat file '{}'", path.display()))?;
-        let chunk = chunk as usize;
-        // A whole number of batches, so every writev but the file's last takes `batch` chunks.
-        let chunks = BLOCK_TARGET
-            .div_ceil(chunk)
-            .next_multiple_of(batch.max(1) as usize);
-        let block_len = chunk.saturating_mul(chunks);
-        if block_len > MAX_BLOCK.max(chunk) {
-            bail!(
-                "{batch} chunks of {chunk} bytes per call need {block_len} bytes in memory at \
-                 once: expected at most {MAX_BLOCK} (lower --batch or --chunk)"
-            );
-        }
+        let block_len = block_len(chunk, batch)?;
         let blocks = match access {
             Access::Map => map(&file, path, 0, meta.len(), block_len),
             Access::Read => None,
@@ -207,7 +206,7 @@ impl Source {
         .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
         Ok(Source {
             path: path.to_owned(),
-            file,
+            file: Some(file),
             name,
             len: meta.len(),
             read: 0,
@@ -225,10 +224,11 @@ impl Source {
         })
     }
 
-    /// How blocks are taken: `Map` only if the file is mapped.
+    /// How blocks are taken: `Map` only if the file is mapped (or the bytes are held in
+    /// memory).
     pub fn access(&self) -> Access {
         match self.blocks {
-            Blocks::Mapped { .. } => Access::Map,
+            Blocks::Mapped { .. } | Blocks::Held { .. } => Access::Map,
             Blocks::Read(_) => Access::Read,
         }
     }
@@ -268,6 +268,7 @@ impl Source {
         match &self.blocks {
             Blocks::Mapped { map, .. } => &map[self.last_at..self.last_at + len],
             Blocks::Read(buf) => &buf[..len],
+            Blocks::Held { period, .. } => &period.bytes()[self.last_at..self.last_at + len],
         }
     }
 
@@ -295,11 +296,21 @@ impl Source {
                 last_at = at;
                 &map[at..end]
             }
+            Blocks::Held { period, block_len } => {
+                // The whole period is held: `at` is where the bytes are in it.
+                let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
+                let at = at as usize;
+                last_at = at;
+                &period.bytes()[at..at + run.min(*block_len as u64) as usize]
+            }
             Blocks::Read(buf) => {
                 let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
                 let want = run.min(buf.len() as u64) as usize;
                 let t = crate::timing::OffCpu::start();
-                let got = read_full(&self.file, &mut buf[..want], at);
+                let got = match &self.file {
+                    Some(file) => read_full(file, &mut buf[..want], at),
+                    None => Err(io::Error::other("no file to read from")),
+                };
                 self.waited += t.stop();
                 match got {
                     Ok(n) if n == want => &buf[..want],
@@ -342,17 +353,18 @@ impl Source {
         self.offset
     }
 
-    /// The open file, for `sendfile`.
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The open file, for `sendfile`: none for a period held in memory ([`Source::held`]).
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_deref()
     }
 
     /// True if the open file's size or modification time is not what it was when opened:
     /// something wrote to it meanwhile, so what was read may be a mix of old and new bytes.
+    /// Memory held by the process never changes.
     pub fn changed(&self) -> bool {
-        match self.file.metadata() {
-            Ok(m) => m.len() != self.file_len || m.modified().ok() != self.modified,
-            Err(_) => false,
+        match self.file.as_ref().map(|f| f.metadata()) {
+            Some(Ok(m)) => m.len() != self.file_len || m.modified().ok() != self.modified,
+            _ => false,
         }
     }
 
@@ -360,6 +372,23 @@ impl Source {
     pub fn shrank(&self, at: u64) -> anyhow::Error {
         shrank(&self.path, at, self.len)
     }
+}
+
+/// The length of a block of whole `chunk`s, at least [`BLOCK_TARGET`] and a whole number of
+/// batches of `batch` chunks, so every writev but the file's last takes `batch` chunks.
+fn block_len(chunk: u32, batch: u32) -> Result<usize> {
+    let chunk = chunk as usize;
+    let chunks = BLOCK_TARGET
+        .div_ceil(chunk)
+        .next_multiple_of(batch.max(1) as usize);
+    let block_len = chunk.saturating_mul(chunks);
+    if block_len > MAX_BLOCK.max(chunk) {
+        bail!(
+            "{batch} chunks of {chunk} bytes per call need {block_len} bytes in memory at once: \
+             expected at most {MAX_BLOCK} (lower --batch or --chunk)"
+        );
+    }
+    Ok(block_len)
 }
 
 /// The error for a file at `path` that ended at `at` bytes, before its announced `len`.
@@ -383,78 +412,6 @@ fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
         }
     }
     Ok(got)
-}
-
-/// Maps the first `len` bytes of `file` and guards the mapping; None where either is not
-/// possible, and the caller reads instead.
-fn map(file: &File, path: &Path, offset: u64, len: u64, block_len: usize) -> Option<Blocks> {
-    let len = usize::try_from(len).ok().filter(|&n| n > 0)?;
-    // SAFETY: the mapping is read-only and private to this Source. Another process may still
-    // change the file under it: changed bytes are sent as they are when written (and the
-    // checksum, taken just before, then disagrees with the server's); a file that shrinks
-    // raises SIGBUS on the lost pages, which the guard turns into a clean exit, or EFAULT in
-    // write(), which the client reports as the file having shrunk.
-    let map = unsafe {
-        memmap2::MmapOptions::new()
-            .offset(offset)
-            .len(len)
-            .map(file)
-    }
-    .ok()?;
-    let _ = map.advise(memmap2::Advice::Sequential);
-    let first = len.min(POPULATE_FIRST);
-    let populated = if resident(&map[..first]) {
-        populate(&map, 0, first)
-    } else {
-        0
-    };
-    let prog = std::env::args_os()
-        .next()
-        .and_then(|a| {
-            Path::new(&a)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| "tsperf".into());
-    let head = format!(
-        "{prog}: error: file '{}' shrank while it was read: ",
-        path.display()
-    );
-    let guard = guard::register(map.as_ptr(), len, &head, &format!(" of {len} bytes\n"))?;
-    Some(Blocks::Mapped {
-        map,
-        _guard: guard,
-        block_len,
-        populated,
-    })
-}
-
-/// Fills the page table of the next `step` bytes of `map` from `from`; returns where the
-/// filled part now ends. Where the kernel cannot (before Linux 5.14), pages fault in as they are
-/// touched, and that is all it costs.
-fn populate(map: &memmap2::Mmap, from: usize, step: usize) -> usize {
-    let to = map.len().min(from + step);
-    #[cfg(target_os = "linux")]
-    let _ = map.advise_range(memmap2::Advice::PopulateRead, from, to - from);
-    to
-}
-
-/// True if every page of `bytes` (page-aligned at its start, as a mapping is) is in the page
-/// cache, so touching it reads no disk; false if any is not, or the kernel will not say.
-fn resident(bytes: &[u8]) -> bool {
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    let mut pages = vec![0u8; bytes.len().div_ceil(page.max(1))];
-    // SAFETY: `bytes` is part of a live mapping starting at a page boundary, and `pages` has
-    // one byte per page of it, as mincore(2) writes.
-    let rc = unsafe {
-        libc::mincore(
-            bytes.as_ptr() as *mut libc::c_void,
-            bytes.len(),
-            pages.as_mut_ptr() as *mut _,
-        )
-    };
-    rc == 0 && pages.iter().all(|p| p & 1 == 1)
 }
 
 /// True for the error a write returns when its buffer, a slice of the mapping, lost its pages

@@ -39,13 +39,19 @@ impl Source {
             self.path.display(),
             self.file_len
         );
-        let block_len = match &self.blocks {
-            Blocks::Mapped { block_len, .. } => *block_len,
-            Blocks::Read(buf) => buf.len(),
+        let (block_len, file) = match (&self.blocks, &self.file) {
+            (Blocks::Mapped { block_len, .. }, Some(file)) => (*block_len, file),
+            (Blocks::Read(buf), Some(file)) => (buf.len(), file),
+            // A period held in memory is held whole: its stripe is read from further on.
+            _ => {
+                self.offset = offset;
+                self.len = len;
+                return Ok(self);
+            }
         };
         // A new mapping of the stripe (the old one, the whole file's, is dropped), or reads
         // from its start.
-        self.blocks = super::map(&self.file, &self.path, offset, len, block_len)
+        self.blocks = super::map(file, &self.path, offset, len, block_len)
             .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
         self.offset = offset;
         self.len = len;

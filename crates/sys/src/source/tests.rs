@@ -232,3 +232,87 @@ fn a_cycled_source_repeats_the_file_to_its_length() {
         assert_eq!(whole, xxhash_rust::xxh3::xxh3_64(part), "{access:?}");
     }
 }
+
+/// Issue 33: a period held in memory is the seed's text, and a source of it hands out what a
+/// source of the same text in a file does: cycled to any length, in stripes, with the same
+/// digest. It has no file, so sendfile's background checksum refuses it by name; a period of
+/// nothing is refused.
+#[test]
+fn a_held_period_hands_out_what_its_file_would() {
+    let period = 1_000_003usize;
+    let held = Held::text(period).unwrap();
+    let text = crate::testdata::text(period);
+    assert!(held.bytes() == &text[..]);
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(&text).unwrap();
+    let drain = |s: &mut Source| {
+        let (mut got, mut blocks) = (Vec::new(), Vec::new());
+        loop {
+            let b = s.next_block().unwrap();
+            if b.is_empty() {
+                break (got, blocks);
+            }
+            blocks.push(b.len());
+            got.extend_from_slice(b);
+        }
+    };
+    let path = Path::new("generated");
+    for (chunk, batch, len) in [
+        (10240u32, 1u32, 3_500_000u64),
+        (102, 3, 999),
+        (1000, 64, 2_000_006),
+    ] {
+        let mut from_file = Source::open_with(f.path(), chunk, batch, Access::Map)
+            .unwrap()
+            .cycled(len);
+        let mut from_memory = Source::held(held.clone(), path, "generated".into(), chunk, batch)
+            .unwrap()
+            .cycled(len);
+        assert_eq!((from_memory.len(), from_memory.name()), (len, "generated"));
+        assert!(
+            drain(&mut from_memory) == drain(&mut from_file),
+            "{chunk} {len}"
+        );
+        assert_eq!(from_memory.digest(), from_file.digest());
+        let (at, n) = (len / 3, len / 2);
+        let mut stripe = Source::held(held.clone(), path, String::new(), chunk, batch)
+            .unwrap()
+            .cycled(len)
+            .stripe(at, n)
+            .unwrap();
+        let want: Vec<u8> = text
+            .iter()
+            .copied()
+            .cycle()
+            .skip(at as usize)
+            .take(n as usize)
+            .collect();
+        assert!(drain(&mut stripe).0 == want, "{chunk} {len}");
+        assert_eq!(stripe.digest(), xxhash_rust::xxh3::xxh3_64(&want));
+        assert!(stripe.file().is_none() && !stripe.changed());
+        let e = stripe
+            .digest_in_background()
+            .err()
+            .expect("no file to read");
+        assert!(
+            format!("{e:#}").contains("'generated' is held in memory"),
+            "{e:#}"
+        );
+    }
+    // Not cycled: the period once, or a stripe of it.
+    let mut once = Source::held(held.clone(), path, String::new(), 4096, 1).unwrap();
+    assert!(drain(&mut once).0 == text);
+    let mut part = Source::held(held.clone(), path, String::new(), 4096, 1)
+        .unwrap()
+        .stripe(5, 100_000)
+        .unwrap();
+    assert!(drain(&mut part).0 == text[5..100_005]);
+    assert!(
+        Source::held(held, path, String::new(), 4096, 1)
+            .unwrap()
+            .stripe(period as u64, 1)
+            .is_err()
+    );
+    let e = Held::text(0).expect_err("an empty period");
+    assert!(format!("{e:#}").contains("expected at least 1"), "{e:#}");
+}
