@@ -1,10 +1,11 @@
 //! The generated text reverse streams send: the seed's 36 MiB ([`tsperf_sys::testdata::text`]),
-//! made once per server (its [`Pattern`]) and shared by every stream, so a stream costs no buffer. Making it
-//! takes about 140 ms of a CPU: it is made on a thread of its own the first time a stream asks,
+//! made once per server (its [`Pattern`]) and shared by every stream, so a stream costs no
+//! buffer. Making it takes ~50 ms of a CPU (a fresh server's first `-R --bytes 1M`: 50 ms of
+//! server CPU, median of 7): it is made on a thread of its own the first time a stream asks,
 //! never on an event loop, which serves its other connections meanwhile and gives the streams
-//! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the generated
-//! stream never makes it. `send` hands a write's worth of it to the socket, checksummed a step
-//! ahead (the sender's `ahead` module).
+//! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the
+//! generated stream never makes it. `send` hands a write's worth of it to the socket,
+//! checksummed a step ahead (the sender's `ahead` module).
 
 use std::hash::Hasher as _;
 use std::io::{self, IoSlice, Write};
