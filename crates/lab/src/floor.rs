@@ -7,9 +7,10 @@
 //! The reader is woken as tsserver's is: on a path of large segments (loopback), once its
 //! receive buffer has room, only when a quarter of its read (64 to 256 KiB,
 //! `tsperf_sys::mark::bulk_mark`) is waiting, not on every segment.
-//! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_from_file`]) add
-//! xxh3 on both ends and write from one block, a buffer cycled, or a file read block by block:
-//! the limit of a stream that verifies its bytes, for each of steady.md's cells.
+//! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_from_file`],
+//! [`run_sendfile`]) add xxh3 on both ends and write from one block, a buffer cycled, or a file
+//! read block by block (or sent with `sendfile` and read to be hashed): the limit of a stream
+//! that verifies its bytes, for each of steady.md's cells.
 
 use std::hash::Hasher as _;
 use std::io::{self, Read, Write};
@@ -83,6 +84,32 @@ pub fn run_from_file(
     run_with(total, chunk, read_size, Feed::File(file), None)
 }
 
+/// [`run_from_file`] sending the file with `sendfile(2)`, `chunk` bytes a call (each stopping
+/// at the file's end, the next starting it again), as `tsclient --io sendfile` sends: the
+/// writer reads each block into one buffer only to hash it (tsclient hashes on a thread of its
+/// own, read the same way). The limit of a verified stream sent from the page cache.
+pub fn run_sendfile(
+    total: u64,
+    chunk: usize,
+    read_size: usize,
+    path: &std::path::Path,
+) -> io::Result<Floor> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("'{}': {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(named)?;
+    let len = file.metadata().map_err(named)?.len();
+    if len == 0 {
+        return Err(named(io::Error::other("the floor's file is empty")));
+    }
+    let sender = std::fs::File::open(path).map_err(named)?;
+    run_with(
+        total,
+        chunk,
+        read_size,
+        Feed::Sendfile(file, sender, len),
+        None,
+    )
+}
+
 /// The block the checksummed loops hash and write at a time for `chunk`-byte writes: whole
 /// chunks, at least 128 KiB. [`run_from`]'s source must hold one.
 pub fn block(chunk: usize) -> usize {
@@ -101,6 +128,34 @@ enum Feed<'a> {
     /// This file, read block by block into one buffer, from its start again at its end,
     /// hashed.
     File(std::fs::File),
+    /// [`Feed::File`] only to hash; the bytes are sent from the second open file of the same
+    /// length with `sendfile`, from its start again at its end.
+    Sendfile(std::fs::File, std::fs::File, u64),
+}
+
+/// Sends `n` bytes of `file` (`len` bytes long) from `*pos`, from its start again at its end, in
+/// `sendfile` calls of at most `chunk` bytes, each stopping at the file's end.
+fn send_file(
+    s: &TcpStream,
+    file: &std::fs::File,
+    len: u64,
+    pos: &mut u64,
+    mut n: usize,
+    chunk: usize,
+) -> io::Result<()> {
+    while n > 0 {
+        if *pos >= len {
+            *pos = 0;
+        }
+        let want = chunk.min(n).min((len - *pos) as usize);
+        match tsperf_sys::net::sendfile(s, file, *pos, want) {
+            Ok(0) => return Err(io::Error::other("the floor's file shrank")),
+            Ok(k) => (*pos, n) = (*pos + k as u64, n - k),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Fills `buf` from `file`, from its start again at its end.
@@ -150,20 +205,21 @@ fn run_with(
         tsperf_sys::congestion::set(&s, name).map_err(io::Error::other)?;
     }
     let (start, cpu) = (Instant::now(), tsperf_sys::timing::thread_cpu_clock());
-    let (mut sent, mut at) = (0u64, 0usize);
+    let (mut sent, mut at, mut pos) = (0u64, 0usize, 0u64);
     let mut hasher = twox_hash::XxHash3_64::new();
     while sent < total {
         let n = (block as u64).min(total - sent) as usize;
         let piece: &[u8] = match &mut feed {
             Feed::Bare | Feed::Block => &buf[..n],
             Feed::Memory(data) => {
+                let data: &[u8] = data;
                 if at + block > data.len() {
                     at = 0;
                 }
                 at += n;
                 &data[at - n..at]
             }
-            Feed::File(file) => {
+            Feed::File(file) | Feed::Sendfile(file, ..) => {
                 fill(file, &mut buf[..n])?;
                 &buf[..n]
             }
@@ -171,20 +227,44 @@ fn run_with(
         if hash {
             hasher.write(piece);
         }
-        for c in piece.chunks(chunk) {
-            s.write_all(c)?;
+        match &feed {
+            Feed::Sendfile(_, sender, len) => send_file(&s, sender, *len, &mut pos, n, chunk)?,
+            _ => {
+                for c in piece.chunks(chunk) {
+                    s.write_all(c)?;
+                }
+            }
         }
         sent += n as u64;
     }
-    std::hint::black_box(hasher.finish());
+    let written = hash.then(|| hasher.finish());
     s.shutdown(Shutdown::Write)?;
     let writer_cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
-    let (got, first, last, reader_cpu, wake_mark) = reader
+    let got = reader
         .join()
         .map_err(|_| io::Error::other("the floor's reader panicked"))??;
+    checked(got, total, written, start, writer_cpu)
+}
+
+/// The run from what the reader got (`read_all`'s answer), checked against what the writer
+/// sent: `total` bytes and, if hashed, the xxh3 `written`; the writer started at `start` and
+/// spent `writer_cpu`.
+fn checked(
+    (got, digest, first, last, reader_cpu, wake_mark): (u64, u64, Instant, Instant, Duration, u32),
+    total: u64,
+    written: Option<u64>,
+    start: Instant,
+    writer_cpu: Duration,
+) -> io::Result<Floor> {
     if got != total {
         return Err(io::Error::other(format!(
             "the floor's reader got {got} of {total} bytes"
+        )));
+    }
+    // A checksummed loop moves the bytes its writer hashed, or it measured something else.
+    if let Some(written) = written.filter(|&w| w != digest) {
+        return Err(io::Error::other(format!(
+            "the floor's reader hashed {digest:016x}, its writer {written:016x}"
         )));
     }
     Ok(Floor {
@@ -199,14 +279,15 @@ fn run_with(
 
 /// The reader's side of the loop: accepts one connection and reads it to EOF into a buffer
 /// of `read_size` bytes, hashing each read if `hash`, with the server's wake mark for that
-/// read ([`tsperf_sys::mark::bulk_mark`]) once the socket can take it. Returns the bytes, the
-/// first and last byte's times, the thread's CPU from the accept on and the mark at EOF. The
+/// read ([`tsperf_sys::mark::bulk_mark`]) once the socket can take it. Returns the bytes, their
+/// xxh3 (if hashed), the first and last byte's times, the thread's CPU from the accept on and
+/// the mark at EOF. The
 /// writer ends with a shutdown, which wakes the reader whatever the mark.
 fn read_all(
     listener: &TcpListener,
     read_size: usize,
     hash: bool,
-) -> io::Result<(u64, Instant, Instant, Duration, u32)> {
+) -> io::Result<(u64, u64, Instant, Instant, Duration, u32)> {
     let (mut s, _) = listener.accept()?;
     let want = tsperf_sys::mark::bulk_mark(read_size);
     let mut mark = tsperf_sys::mark::WakeMark::new(&s);
@@ -233,9 +314,9 @@ fn read_all(
         }
     }
     let last = Instant::now();
-    std::hint::black_box(hasher.finish());
+    let digest = hasher.finish();
     let cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
-    Ok((got, first.unwrap_or(last), last, cpu, mark.get()))
+    Ok((got, digest, first.unwrap_or(last), last, cpu, mark.get()))
 }
 
 #[cfg(test)]
@@ -292,6 +373,29 @@ mod tests {
         std::fs::write(&empty, b"").unwrap();
         for bad in [empty, dir.path().join("absent")] {
             let e = super::run_from_file(1000, 100, 100, &bad).unwrap_err();
+            assert!(e.to_string().contains(&bad.display().to_string()), "{e}");
+        }
+    }
+
+    /// The sendfile loop sends its file from the start again at its end, at chunks that do and
+    /// do not divide it, and refuses an empty file or one that is not there, naming it.
+    #[test]
+    fn the_sendfile_loop_moves_every_byte_and_names_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // Bytes that differ with their place: a byte sent from the wrong offset is caught by
+        // the loop's own comparison of the two ends' digests.
+        let data: Vec<u8> = (0..300_007u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, data).unwrap();
+        for (chunk, read) in [(102, 262144), (1000, 7), (131072, 262144)] {
+            let f = super::run_sendfile(1_000_003, chunk, read, &path).unwrap();
+            assert_eq!(f.bytes, 1_000_003);
+            assert!(f.writer_cpu > std::time::Duration::ZERO, "{f:?}");
+        }
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        for bad in [empty, dir.path().join("absent")] {
+            let e = super::run_sendfile(1000, 100, 100, &bad).unwrap_err();
             assert!(e.to_string().contains(&bad.display().to_string()), "{e}");
         }
     }

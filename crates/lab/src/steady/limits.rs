@@ -63,10 +63,14 @@ pub enum Loop {
     /// xxh3 on both ends, written from the file cells' file, `read()` block by block (as
     /// iperf3 -F reads it): their own loop, not in the floor's table.
     File,
+    /// xxh3 on both ends, the file cells' file sent with `sendfile` (and read to be hashed):
+    /// the sendfile cells' own loop, not in the floor's table.
+    Sendfile,
 }
 
 impl Floor {
-    /// The loop `l`'s CPU per GiB; None for [`Loop::File`], which the table does not run.
+    /// The loop `l`'s CPU per GiB; None for [`Loop::File`] and [`Loop::Sendfile`], which the
+    /// table does not run.
     pub fn cpu(&self, l: Loop) -> Option<LoopCpu> {
         self.cpu.get(l as usize).copied()
     }
@@ -91,7 +95,7 @@ pub(super) fn stream_text() -> Vec<u8> {
 
 /// One run of the loop `l` moving `len` bytes in `chunk`-byte writes, read as tsserver reads
 /// (the event loop's 1 MiB, or a chunk if larger) and woken as it is (the floor's mark); `text`: the stream loop's source ([`stream_text`]);
-/// `file`: the file loop's.
+/// `file`: the file and sendfile loops'.
 pub(super) fn loop_run(
     l: Loop,
     len: u64,
@@ -99,7 +103,7 @@ pub(super) fn loop_run(
     text: &[u8],
     file: Option<&std::path::Path>,
 ) -> Result<LoopSample> {
-    use crate::floor::{run, run_as, run_from, run_from_file, run_hashed};
+    use crate::floor::{run, run_as, run_from, run_from_file, run_hashed, run_sendfile};
     let c = chunk as usize;
     let read = (tsperf_proto::LOOP_READ as usize).max(c);
     let f = match l {
@@ -108,9 +112,12 @@ pub(super) fn loop_run(
         Loop::Stream => run_from(len, c, read, text),
         Loop::BareCubic => run_as(len, c, read, false, Some("cubic")),
         Loop::HashedCubic => run_as(len, c, read, true, Some("cubic")),
-        Loop::File => {
+        Loop::File | Loop::Sendfile => {
             let file = file.ok_or_else(|| anyhow::anyhow!("the file loop was given no file"))?;
-            run_from_file(len, c, read, file)
+            match l {
+                Loop::File => run_from_file(len, c, read, file),
+                _ => run_sendfile(len, c, read, file),
+            }
         }
     }?;
     let gib = f.bytes.max(1) as f64 / f64::from(1u32 << 30);
@@ -189,7 +196,7 @@ pub fn hash_cost() -> f64 {
 }
 
 /// The floor loop that does a cell's work with nothing else (a cell's limit on this machine),
-/// and whether the client is its writer; None for sendfile, which no loop copies like.
+/// and whether the client is its writer.
 pub fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
     Some(match kind {
         Kind::Memory | Kind::Parallel => (Loop::Stream, true),
@@ -199,6 +206,6 @@ pub fn limit_of(kind: Kind) -> Option<(Loop, bool)> {
         Kind::Reverse => (Loop::Stream, false),
         Kind::ReverseOneBuffer => (Loop::Hashed, false),
         Kind::ReverseOneBufferCubic => (Loop::HashedCubic, false),
-        Kind::Sendfile => return None,
+        Kind::Sendfile => (Loop::Sendfile, true),
     })
 }

@@ -28,8 +28,9 @@ pub fn markdown(r: &SteadyReport) -> String {
          *Its checksummed loop*: after each pair, the floor loop below that does the cell's work \
          with nothing else (xxh3 on both ends; from one buffer, from the generated stream for \
          the text and -P 2 cells (one stream: it shows no two streams' memory traffic), or for the file cells from the file, `read()` block by block \
-         into one buffer as iperf3 -F reads it; on the cell's congestion control), median: the \
-         cell's limit in the same sitting.\n",
+         into one buffer as iperf3 -F reads it, for the sendfile cells the file sent with \
+         `sendfile` and read block by block only to be hashed; on the cell's congestion \
+         control), median: the cell's limit in the same sitting.\n",
         r.machine,
         tsperf_results::units::size(r.len),
         r.reps,
@@ -100,7 +101,7 @@ fn timers_section(r: &SteadyReport, o: &mut String) {
 }
 
 /// The medians of the cell's own checksummed loop, run beside it, and whether the client is
-/// its writer; None for a cell without one (sendfile) or whose loop did not run.
+/// its writer; None for a cell whose loop did not run.
 fn own_loop(c: &CellResult) -> Option<(LoopSample, bool)> {
     let (_, client_writes) = limit_of(c.cell.kind)?;
     (!c.limit.is_empty()).then(|| (super::limits::medians(&c.limit), client_writes))
@@ -155,7 +156,7 @@ fn bars_section(r: &SteadyReport, o: &mut String) {
          tsperf's CPU on each end is held to iperf3's plus that. A bar marked *beyond this \
          machine's limit* is missed by the cell's checksummed loop too (the loop below doing \
          the cell's work, from one buffer, the generated stream or the file, on the cell's congestion \
-         control, run after each pair of the cell, medians; sendfile has none) and tsperf is \
+         control, run after each pair of the cell, medians) and tsperf is \
          within 5% of that loop: no tool that verifies its bytes meets it here. *Not this \
          machine's limit*: the loop misses it too, but tsperf is further from the loop than \
          that, and says how far. A bar not met says in how many of the pairs (each \

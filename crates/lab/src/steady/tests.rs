@@ -61,16 +61,19 @@ fn both_tools_get_the_same_write_and_length() {
     assert!(ip.windows(2).any(|w| w == ["-C", "cubic"]), "{ip:?}");
 }
 
-/// The file cells' own loop writes from their file, read as iperf3 -F reads it; the table's
-/// loops have no file.
+/// The file cells' own loop writes from their file, read as iperf3 -F reads it, and the
+/// sendfile cells' sends it with sendfile; the table's loops have no file.
 #[test]
 fn the_file_cells_limit_reads_their_file() {
     assert_eq!(limit_of(Kind::File), Some((Loop::File, true)));
+    assert_eq!(limit_of(Kind::Sendfile), Some((Loop::Sendfile, true)));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
     std::fs::write(&file, vec![b'q'; 1 << 20]).unwrap();
-    let s = limits::loop_run(Loop::File, 1 << 20, 10240, &[], Some(&file)).unwrap();
-    assert!(s.mib_s > 0.0 && s.cpu.writer > 0.0, "{s:?}");
-    let e = limits::loop_run(Loop::File, 1 << 20, 10240, &[], None).unwrap_err();
-    assert!(e.to_string().contains("file"), "{e}");
+    for l in [Loop::File, Loop::Sendfile] {
+        let s = limits::loop_run(l, 1 << 20, 10240, &[], Some(&file)).unwrap();
+        assert!(s.mib_s > 0.0 && s.cpu.writer > 0.0, "{l:?}: {s:?}");
+        let e = limits::loop_run(l, 1 << 20, 10240, &[], None).unwrap_err();
+        assert!(e.to_string().contains("file"), "{l:?}: {e}");
+    }
 }

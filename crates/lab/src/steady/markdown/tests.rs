@@ -200,6 +200,39 @@ fn a_bar_missed_at_its_own_loop_is_beyond_the_machine() {
     );
 }
 
+/// The sendfile cells have their own loop (the file sent with sendfile): a server CPU bar its
+/// reader misses too is the machine's limit there as well, and its rate shows in the table.
+#[test]
+fn a_sendfile_cell_is_held_to_its_own_loop() {
+    // The server's 0.33 s per GiB against iperf3's 0.2 plus the hash's 0.1, the loop's reader
+    // 0.32; the client's 0.66 against 0.4 plus 0.1, the loop's writer 0.55.
+    let md = markdown(&with_loops(vec![CellResult {
+        cell: Cell {
+            kind: Kind::Sendfile,
+            chunk: 131072,
+        },
+        tsperf: vec![sample(1100.0, 0.66)],
+        iperf3: vec![sample(1000.0, 0.4)],
+        limit: vec![looped(1200.0, 0.55, 0.32)],
+    }]));
+    let beyond = "NOT met (missed in 1 of 1 pairs), beyond this machine's limit";
+    assert!(
+        md.contains(&format!(
+            "- sendfile / -Z 128 KiB: rate 1.10x (bar 1.00x) met; client CPU 0.660 against \
+             0.500 NOT met (missed in 1 of 1 pairs), not this machine's limit: tsperf 1.20x its \
+             loop (the checksummed loop's writer spends 0.550); server CPU 0.330 against 0.300 \
+             {beyond} (the checksummed loop's reader spends 0.320);"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| sendfile / -Z | 128 KiB | 1100 [1100-1100] | 1000 [1000-1000] | 1.10x | 1200 |"
+        ),
+        "{md}"
+    );
+}
+
 /// A bar missed by less than its figures' last digit gives them a digit more: it never
 /// reads "0.153 against 0.153 NOT met" (seen in results/steady.md).
 #[test]
