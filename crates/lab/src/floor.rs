@@ -85,9 +85,10 @@ pub fn run_from_file(
 }
 
 /// [`run_from_file`] sending the file with `sendfile(2)`, `chunk` bytes a call (each stopping
-/// at the file's end, the next starting it again), as `tsclient --io sendfile` sends: the
-/// writer reads each block into one buffer only to hash it (tsclient hashes on a thread of its
-/// own, read the same way). The limit of a verified stream sent from the page cache.
+/// at the file's end, the next starting it again), as `tsclient --io sendfile` sends, and
+/// hashing it as tsclient does, on a thread of its own that reads it block by block into one
+/// buffer; the writer's CPU is both threads'. The limit of a verified stream sent from the
+/// page cache.
 pub fn run_sendfile(
     total: u64,
     chunk: usize,
@@ -101,13 +102,33 @@ pub fn run_sendfile(
         return Err(named(io::Error::other("the floor's file is empty")));
     }
     let sender = std::fs::File::open(path).map_err(named)?;
+    let block = block(chunk.max(1));
+    let hashing = std::thread::spawn(move || hash_file(file, total, block));
     run_with(
         total,
         chunk,
         read_size,
-        Feed::Sendfile(file, sender, len),
+        Feed::Sendfile(sender, len, hashing),
         None,
     )
+}
+
+/// The xxh3 of `total` bytes of `file` (from its start again at its end), read `block` bytes
+/// at a time into one buffer, and this thread's CPU time.
+fn hash_file(mut file: std::fs::File, total: u64, block: usize) -> io::Result<(u64, Duration)> {
+    let cpu = tsperf_sys::timing::thread_cpu_clock();
+    let (mut buf, mut done) = (vec![0u8; block], 0u64);
+    let mut hasher = twox_hash::XxHash3_64::new();
+    while done < total {
+        let n = (block as u64).min(total - done) as usize;
+        fill(&mut file, &mut buf[..n])?;
+        hasher.write(&buf[..n]);
+        done += n as u64;
+    }
+    Ok((
+        hasher.finish(),
+        tsperf_sys::timing::thread_cpu_clock() - cpu,
+    ))
 }
 
 /// The block the checksummed loops hash and write at a time for `chunk`-byte writes: whole
@@ -128,9 +149,13 @@ enum Feed<'a> {
     /// This file, read block by block into one buffer, from its start again at its end,
     /// hashed.
     File(std::fs::File),
-    /// [`Feed::File`] only to hash; the bytes are sent from the second open file of the same
-    /// length with `sendfile`, from its start again at its end.
-    Sendfile(std::fs::File, std::fs::File, u64),
+    /// This file of this length sent with `sendfile`, from its start again at its end, hashed
+    /// by this thread ([`hash_file`]).
+    Sendfile(
+        std::fs::File,
+        u64,
+        std::thread::JoinHandle<io::Result<(u64, Duration)>>,
+    ),
 }
 
 /// Sends `n` bytes of `file` (`len` bytes long) from `*pos`, from its start again at its end, in
@@ -210,6 +235,11 @@ fn run_with(
     while sent < total {
         let n = (block as u64).min(total - sent) as usize;
         let piece: &[u8] = match &mut feed {
+            Feed::Sendfile(file, len, _) => {
+                send_file(&s, file, *len, &mut pos, n, chunk)?;
+                sent += n as u64;
+                continue;
+            }
             Feed::Bare | Feed::Block => &buf[..n],
             Feed::Memory(data) => {
                 let data: &[u8] = data;
@@ -219,7 +249,7 @@ fn run_with(
                 at += n;
                 &data[at - n..at]
             }
-            Feed::File(file) | Feed::Sendfile(file, ..) => {
+            Feed::File(file) => {
                 fill(file, &mut buf[..n])?;
                 &buf[..n]
             }
@@ -227,19 +257,20 @@ fn run_with(
         if hash {
             hasher.write(piece);
         }
-        match &feed {
-            Feed::Sendfile(_, sender, len) => send_file(&s, sender, *len, &mut pos, n, chunk)?,
-            _ => {
-                for c in piece.chunks(chunk) {
-                    s.write_all(c)?;
-                }
-            }
+        for c in piece.chunks(chunk) {
+            s.write_all(c)?;
         }
         sent += n as u64;
     }
-    let written = hash.then(|| hasher.finish());
+    let mut written = hash.then(|| hasher.finish());
     s.shutdown(Shutdown::Write)?;
-    let writer_cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
+    let mut writer_cpu = tsperf_sys::timing::thread_cpu_clock() - cpu;
+    if let Feed::Sendfile(.., hashing) = feed {
+        let (digest, hash_cpu) = hashing
+            .join()
+            .map_err(|_| io::Error::other("the floor's hashing thread panicked"))??;
+        (written, writer_cpu) = (Some(digest), writer_cpu + hash_cpu);
+    }
     let got = reader
         .join()
         .map_err(|_| io::Error::other("the floor's reader panicked"))??;

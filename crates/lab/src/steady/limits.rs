@@ -41,7 +41,7 @@ pub struct Floor {
 /// the kernel runs on its way out).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LoopCpu {
-    /// The writing thread's.
+    /// The writing thread's (and the sendfile loop's hashing thread's).
     pub writer: f64,
     /// The reading thread's.
     pub reader: f64,
@@ -63,8 +63,8 @@ pub enum Loop {
     /// xxh3 on both ends, written from the file cells' file, `read()` block by block (as
     /// iperf3 -F reads it): their own loop, not in the floor's table.
     File,
-    /// xxh3 on both ends, the file cells' file sent with `sendfile` (and read to be hashed):
-    /// the sendfile cells' own loop, not in the floor's table.
+    /// xxh3 on both ends, the file cells' file sent with `sendfile` and hashed on a thread of
+    /// its own: the sendfile cells' own loop, not in the floor's table.
     Sendfile,
 }
 

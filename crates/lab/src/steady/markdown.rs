@@ -29,8 +29,8 @@ pub fn markdown(r: &SteadyReport) -> String {
          with nothing else (xxh3 on both ends; from one buffer, from the generated stream for \
          the text and -P 2 cells (one stream: it shows no two streams' memory traffic), or for the file cells from the file, `read()` block by block \
          into one buffer as iperf3 -F reads it, for the sendfile cells the file sent with \
-         `sendfile` and read block by block only to be hashed; on the cell's congestion \
-         control), median: the cell's limit in the same sitting.\n",
+         `sendfile` and hashed on a thread of its own, read block by block, as tsclient does \
+         (the writer's CPU is both threads'); on the cell's congestion control), median: the cell's limit in the same sitting.\n",
         r.machine,
         tsperf_results::units::size(r.len),
         r.reps,
