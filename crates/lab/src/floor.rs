@@ -76,12 +76,20 @@ pub fn run_from_file(
     read_size: usize,
     path: &std::path::Path,
 ) -> io::Result<Floor> {
+    let (file, _) = open_file(path)?;
+    run_with(total, chunk, read_size, Feed::File(file), None)
+}
+
+/// The file at `path` opened for a loop, and its length; an error naming it if it cannot be
+/// opened or is empty.
+fn open_file(path: &std::path::Path) -> io::Result<(std::fs::File, u64)> {
     let named = |e: io::Error| io::Error::new(e.kind(), format!("'{}': {e}", path.display()));
     let file = std::fs::File::open(path).map_err(named)?;
-    if file.metadata().map_err(named)?.len() == 0 {
+    let len = file.metadata().map_err(named)?.len();
+    if len == 0 {
         return Err(named(io::Error::other("the floor's file is empty")));
     }
-    run_with(total, chunk, read_size, Feed::File(file), None)
+    Ok((file, len))
 }
 
 /// [`run_from_file`] sending the file with `sendfile(2)`, `chunk` bytes a call (each stopping
@@ -95,13 +103,8 @@ pub fn run_sendfile(
     read_size: usize,
     path: &std::path::Path,
 ) -> io::Result<Floor> {
-    let named = |e: io::Error| io::Error::new(e.kind(), format!("'{}': {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(named)?;
-    let len = file.metadata().map_err(named)?.len();
-    if len == 0 {
-        return Err(named(io::Error::other("the floor's file is empty")));
-    }
-    let sender = std::fs::File::open(path).map_err(named)?;
+    let (file, len) = open_file(path)?;
+    let (sender, _) = open_file(path)?;
     let block = block(chunk.max(1));
     let hashing = std::thread::spawn(move || hash_file(file, total, block));
     run_with(
