@@ -22,6 +22,9 @@
 //! Where mapping is not possible (a file system without mmap, every guard slot taken), blocks
 //! are read into a buffer instead. An empty file is refused: there is nothing to measure.
 //!
+//! The generated stream's period, held in the process's own memory ([`Held`]), is handed out
+//! the same way, in slices: a source of it has no file.
+//!
 //! For `sendfile`, which never copies the data into the process, [`Source::digest_in_background`]
 //! checksums the file from the page cache on a thread of its own, off the socket path.
 
