@@ -68,7 +68,7 @@ enum Data {
     /// The generated text, shared (`None` until the driver has it: [`pattern`]); its own
     /// checksum, a step ahead of the writes.
     Generated {
-        text: Option<Arc<[u8]>>,
+        text: Option<Arc<tsperf_sys::source::Held>>,
         sum: ahead::Ahead,
         /// The hello's one buffer: the text's first `chunk` bytes are the period.
         one_buffer: bool,
@@ -165,7 +165,7 @@ impl Sender {
     }
 
     /// Hands over the generated text ([`pattern`]), before the first turn.
-    pub fn give_text(&mut self, t: Arc<[u8]>) {
+    pub fn give_text(&mut self, t: Arc<tsperf_sys::source::Held>) {
         if let Data::Generated { text, .. } = &mut self.data {
             *text = Some(t);
         }

@@ -1,7 +1,9 @@
 //! The generated text reverse streams send: the seed's 36 MiB ([`tsperf_sys::testdata::text`]),
-//! made once per server (its [`Pattern`]) and shared by every stream, so a stream costs no
-//! buffer. Making it takes ~50 ms of a CPU (a fresh server's first `-R --bytes 1M`: 50 ms of
-//! server CPU, median of 7): it is made on a thread of its own the first time a stream asks,
+//! made once per server (its [`Pattern`], held in memory asked for huge pages as tsclient holds
+//! its period, [`Held`]) and shared by every stream, so a stream costs no buffer. Making it
+//! takes ~25 ms of a CPU (a fresh server's first `-R --bytes 1M`, two sittings of 9 and 5 runs:
+//! 30 and 20 ms of server CPU, median; in a Vec copied into an `Arc<[u8]>` it took 50 and
+//! 70): it is made on a thread of its own the first time a stream asks,
 //! never on an event loop, which serves its other connections meanwhile and gives the streams
 //! that asked a turn when it is there ([`Pattern::ready_or`]). A server that never sends the
 //! generated stream never makes it. `send` hands a write's worth of it to the socket,
@@ -11,13 +13,14 @@ use std::hash::Hasher as _;
 use std::io::{self, IoSlice, Write};
 use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
 
+use tsperf_sys::source::Held;
 use twox_hash::XxHash3_64;
 
 use super::ahead::{Ahead, TEXT_STEP};
 
 /// One server's generated text: made at most once, on the first stream's asking.
 pub struct Pattern {
-    text: OnceLock<Arc<[u8]>>,
+    text: OnceLock<Arc<Held>>,
     started: Once,
     /// Who to tell when the text is there.
     waiting: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
@@ -33,14 +36,14 @@ impl Default for Pattern {
     }
 }
 
-fn make() -> Arc<[u8]> {
-    tsperf_sys::testdata::text(tsperf_sys::testdata::SEED_FILE_LEN as usize).into()
+fn make() -> Arc<Held> {
+    Held::seed()
 }
 
 impl Pattern {
     /// The text, if it is made; otherwise starts making it (once, on a thread of its own) and
     /// calls `wake` when it is there.
-    pub fn ready_or(self: &Arc<Self>, wake: impl FnOnce() + Send + 'static) -> Option<Arc<[u8]>> {
+    pub fn ready_or(self: &Arc<Self>, wake: impl FnOnce() + Send + 'static) -> Option<Arc<Held>> {
         if let Some(t) = self.text.get() {
             return Some(t.clone());
         }
@@ -77,7 +80,7 @@ impl Pattern {
 
     /// The text, waiting for it if it is being made, or made here (a thread of the blocking
     /// model serves one connection: waiting stalls nobody else).
-    pub fn wait(&self) -> Arc<[u8]> {
+    pub fn wait(&self) -> Arc<Held> {
         self.text.get_or_init(make).clone()
     }
 }

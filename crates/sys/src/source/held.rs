@@ -1,5 +1,6 @@
 //! The generated stream's period held in the process's own memory, for the ways of sending
-//! that copy from memory (`--io write`, `writev`): no file behind it.
+//! that copy from memory (`--io write`, `writev`; a server's generated reverse stream,
+//! [`Held::seed`]): no file behind it.
 //!
 //! Made in an anonymous mapping asked for transparent huge pages: 36 MiB is 18 pages of 2 MiB
 //! instead of 9,216 of 4 KiB. The in-memory file (`memfd`) the period was written into before
@@ -15,7 +16,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use twox_hash::XxHash3_64;
 
 use super::{Blocks, Source};
@@ -23,12 +24,27 @@ use super::{Blocks, Source};
 /// A period of the generated stream in memory, read-only once made; shared by every stream of
 /// a process that sends it.
 pub struct Held {
-    map: memmap2::Mmap,
+    bytes: Bytes,
+}
+
+/// Where a [`Held`] period's bytes are: an anonymous mapping, or where none could be made, the
+/// heap.
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Heap(Box<[u8]>),
 }
 
 impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Held({} bytes)", self.map.len())
+        write!(f, "Held({} bytes)", self.bytes().len())
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes()
     }
 }
 
@@ -39,25 +55,49 @@ impl Held {
             len > 0,
             "a generated stream of 0 bytes: expected at least 1 (there is nothing to measure)"
         );
-        let mut map = memmap2::MmapOptions::new()
+        Ok(Arc::new(Held::made(len)))
+    }
+
+    /// The whole seed's text ([`crate::testdata::SEED_FILE_LEN`] bytes): a server's generated
+    /// reverse stream.
+    pub fn seed() -> Arc<Held> {
+        Arc::new(Held::made(crate::testdata::SEED_FILE_LEN as usize))
+    }
+
+    /// A period of these bytes (a test's own text), on the heap.
+    pub fn of(bytes: &[u8]) -> Arc<Held> {
+        Arc::new(Held {
+            bytes: Bytes::Heap(bytes.into()),
+        })
+    }
+
+    /// The first `len` (> 0) bytes of the text in a mapping asked for huge pages, or on the
+    /// heap where no mapping can be made.
+    fn made(len: usize) -> Held {
+        let mapped = memmap2::MmapOptions::new()
             .len(len)
             .map_anon()
-            .with_context(|| {
-                format!("cannot hold {len} bytes of the generated stream in memory")
-            })?;
-        // Advice only: a kernel without transparent huge pages gives small ones.
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
-        crate::testdata::text_into(&mut map);
-        let map = map
-            .make_read_only()
-            .context("cannot make the generated stream's memory read-only")?;
-        Ok(Arc::new(Held { map }))
+            .ok()
+            .and_then(|mut map| {
+                // Advice only: a kernel without transparent huge pages gives small ones.
+                #[cfg(target_os = "linux")]
+                let _ = map.advise(memmap2::Advice::HugePage);
+                crate::testdata::text_into(&mut map);
+                map.make_read_only().ok()
+            });
+        let bytes = match mapped {
+            Some(map) => Bytes::Mapped(map),
+            None => Bytes::Heap(crate::testdata::text(len).into_boxed_slice()),
+        };
+        Held { bytes }
     }
 
     /// The period's bytes.
     pub fn bytes(&self) -> &[u8] {
-        &self.map
+        match &self.bytes {
+            Bytes::Mapped(map) => map,
+            Bytes::Heap(heap) => heap,
+        }
     }
 }
 

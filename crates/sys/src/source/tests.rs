@@ -316,3 +316,15 @@ fn a_held_period_hands_out_what_its_file_would() {
     let e = Held::text(0).expect_err("an empty period");
     assert!(format!("{e:#}").contains("expected at least 1"), "{e:#}");
 }
+
+/// A server's generated reverse stream is the whole seed's text, its xxh3 the seed file's; a
+/// test's own bytes make a period of exactly those bytes; either derefs to its bytes.
+#[test]
+fn the_seed_period_is_the_seed_file() {
+    let seed = Held::seed();
+    assert_eq!(seed.len() as u64, crate::testdata::SEED_FILE_LEN);
+    assert_eq!(xxhash_rust::xxh3::xxh3_64(&seed), 0xec40_a45b_cc9c_239d);
+    let own = Held::of(b"not the text");
+    assert_eq!(&own[..], b"not the text");
+    assert!(&own[..] == own.bytes());
+}
