@@ -7,10 +7,11 @@
 //! The reader is woken as tsserver's is: on a path of large segments (loopback), once its
 //! receive buffer has room, only when a quarter of its read (64 to 256 KiB,
 //! `tsperf_sys::mark::bulk_mark`) is waiting, not on every segment.
-//! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_from_file`],
-//! [`run_sendfile`]) add xxh3 on both ends and write from one block, a buffer cycled, or a file
-//! read block by block (or sent with `sendfile` and read to be hashed): the limit of a stream
-//! that verifies its bytes, for each of steady.md's cells.
+//! Its checksummed variants ([`run_hashed`], [`run_as`], [`run_from`], [`run_generated`],
+//! [`run_from_file`], [`run_sendfile`]) add xxh3 on both ends and write from one block, a
+//! buffer cycled (the generated stream's period, made as tsclient makes it), or a file read
+//! block by block (or sent with `sendfile` and read to be hashed): the limit of a stream that
+//! verifies its bytes, for each of steady.md's cells.
 
 use std::hash::Hasher as _;
 use std::io::{self, Read, Write};
@@ -33,6 +34,9 @@ pub struct Floor {
     pub reader_cpu: Duration,
     /// The reader's receive low-water mark at EOF, bytes (1: the kernel's default).
     pub wake_mark: u32,
+    /// The writer thread's CPU time making its source before the loop ([`run_generated`]'s
+    /// period; zero for the others), not in `writer_cpu`.
+    pub making: Duration,
 }
 
 /// Moves `total` bytes in `chunk`-byte writes, read `read_size` bytes at a time.
@@ -65,6 +69,24 @@ pub fn run_as(
 /// stream whose bytes do not repeat within the caches, as tsperf's do not.
 pub fn run_from(total: u64, chunk: usize, read_size: usize, source: &[u8]) -> io::Result<Floor> {
     run_with(total, chunk, read_size, Feed::Memory(source), None)
+}
+
+/// [`run_from`] from tsperf's generated stream made as tsclient makes it, by the writer
+/// before its loop: the first `total` bytes of the seed's text (at most its 36 MiB, at least a
+/// block), held in memory (`Held::text`: huge pages, the text written in place). What the
+/// making cost the writer's thread is [`Floor::making`]: a client pays it once a run, a server
+/// once for all its runs.
+pub fn run_generated(total: u64, chunk: usize, read_size: usize) -> io::Result<Floor> {
+    let cpu = tsperf_sys::timing::thread_cpu_clock();
+    let len = total
+        .max(block(chunk) as u64)
+        .min(tsperf_sys::testdata::SEED_FILE_LEN);
+    let held = tsperf_sys::source::Held::text(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(io::Error::other)?;
+    let making = tsperf_sys::timing::thread_cpu_clock() - cpu;
+    let mut f = run_from(total, chunk, read_size, &held)?;
+    f.making = making;
+    Ok(f)
 }
 
 /// [`run_hashed`] writing the file at `path` (from its start again at its end): each block is
@@ -308,6 +330,7 @@ fn checked(
         writer_cpu,
         reader_cpu,
         wake_mark,
+        making: Duration::ZERO,
     })
 }
 
@@ -374,6 +397,20 @@ mod tests {
             let f = super::run_as(1_000_003, chunk, read, true, Some("reno")).unwrap();
             assert_eq!(f.bytes, 1_000_003);
         }
+    }
+
+    /// The generated loop makes its period on the writer's thread and counts it apart from the
+    /// loop; a run shorter than a block still has a block of text to send.
+    #[test]
+    fn the_generated_loop_makes_its_period_and_counts_the_making() {
+        for (total, chunk) in [(3 << 20, 10240), (1000, 102)] {
+            let f = super::run_generated(total, chunk, 1 << 20).unwrap();
+            assert_eq!(f.bytes, total);
+            assert!(f.making > std::time::Duration::ZERO, "{f:?}");
+        }
+        // The loops that are given their source make nothing.
+        let f = super::run_from(1 << 20, 10240, 1 << 20, &[b'y'; 300_000]).unwrap();
+        assert_eq!(f.making, std::time::Duration::ZERO);
     }
 
     /// The reader is woken as tsserver's event loop is: on loopback, once its receive buffer

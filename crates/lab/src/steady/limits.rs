@@ -45,6 +45,11 @@ pub struct LoopCpu {
     pub writer: f64,
     /// The reading thread's.
     pub reader: f64,
+    /// The writing thread's before its loop, making its source: the stream loop's period,
+    /// made as tsclient makes it once a run ([`crate::floor::run_generated`]); 0 for the
+    /// others.
+    #[serde(default)]
+    pub making: f64,
 }
 
 /// Which of the floor's loops a figure is from ([`Floor::cpu`] is indexed by it).
@@ -85,31 +90,22 @@ pub struct LoopSample {
     pub cpu: LoopCpu,
 }
 
-/// tsperf's generated stream's period (36 MiB of the seed's text), the stream loop's source.
-pub(super) fn stream_text() -> Vec<u8> {
-    let period = tsperf_sys::testdata::SEED_FILE_LEN as usize;
-    let mut text = tsperf_sys::testdata::text(period);
-    text.truncate(period);
-    text
-}
-
 /// One run of the loop `l` moving `len` bytes in `chunk`-byte writes, read as tsserver reads
-/// (the event loop's 1 MiB, or a chunk if larger) and woken as it is (the floor's mark); `text`: the stream loop's source ([`stream_text`]);
-/// `file`: the file and sendfile loops'.
+/// (the event loop's 1 MiB, or a chunk if larger) and woken as it is (the floor's mark); the
+/// stream loop makes its period as tsclient does; `file`: the file and sendfile loops'.
 pub(super) fn loop_run(
     l: Loop,
     len: u64,
     chunk: u32,
-    text: &[u8],
     file: Option<&std::path::Path>,
 ) -> Result<LoopSample> {
-    use crate::floor::{run, run_as, run_from, run_from_file, run_hashed, run_sendfile};
+    use crate::floor::{run, run_as, run_from_file, run_generated, run_hashed, run_sendfile};
     let c = chunk as usize;
     let read = (tsperf_proto::LOOP_READ as usize).max(c);
     let f = match l {
         Loop::Bare => run(len, c, read),
         Loop::Hashed => run_hashed(len, c, read),
-        Loop::Stream => run_from(len, c, read, text),
+        Loop::Stream => run_generated(len, c, read),
         Loop::BareCubic => run_as(len, c, read, false, Some("cubic")),
         Loop::HashedCubic => run_as(len, c, read, true, Some("cubic")),
         Loop::File | Loop::Sendfile => {
@@ -126,6 +122,7 @@ pub(super) fn loop_run(
         cpu: LoopCpu {
             writer: f.writer_cpu.as_secs_f64() / gib,
             reader: f.reader_cpu.as_secs_f64() / gib,
+            making: f.making.as_secs_f64() / gib,
         },
     })
 }
@@ -140,6 +137,7 @@ pub(super) fn medians(v: &[LoopSample]) -> LoopSample {
         cpu: LoopCpu {
             writer: med(|s| s.cpu.writer),
             reader: med(|s| s.cpu.reader),
+            making: med(|s| s.cpu.making),
         },
     }
 }
@@ -153,13 +151,12 @@ pub fn floors(chunks: &[u32], len: u64, reps: u32) -> Result<Vec<Floor>> {
         Loop::BareCubic,
         Loop::HashedCubic,
     ];
-    let text = stream_text();
     let mut out = Vec::new();
     for &chunk in chunks {
         let mut runs: [Vec<LoopSample>; 5] = Default::default();
         for _ in 0..reps {
             for l in LOOPS {
-                runs[l as usize].push(loop_run(l, len, chunk, &text, None)?);
+                runs[l as usize].push(loop_run(l, len, chunk, None)?);
             }
         }
         let m = runs.each_ref().map(|v| medians(v));

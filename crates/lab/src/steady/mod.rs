@@ -325,7 +325,6 @@ pub fn run(
     let len = std::fs::metadata(&cfg.file)
         .with_context(|| format!("cannot read file '{}'", cfg.file.display()))?
         .len();
-    let text = limits::stream_text();
     let mut out = Vec::new();
     for &cell in &cfg.cells {
         let (ts, ip) = commands(cell, &cfg.file, len);
@@ -344,13 +343,8 @@ pub fn run(
                 }
             }
             if let Some((l, _)) = limit_of(cell.kind) {
-                r.limit.push(limits::loop_run(
-                    l,
-                    len,
-                    cell.chunk,
-                    &text,
-                    Some(&cfg.file),
-                )?);
+                r.limit
+                    .push(limits::loop_run(l, len, cell.chunk, Some(&cfg.file))?);
             }
         }
         progress(&r);

@@ -71,9 +71,9 @@ fn the_file_cells_limit_reads_their_file() {
     let file = dir.path().join("f");
     std::fs::write(&file, vec![b'q'; 1 << 20]).unwrap();
     for l in [Loop::File, Loop::Sendfile] {
-        let s = limits::loop_run(l, 1 << 20, 10240, &[], Some(&file)).unwrap();
+        let s = limits::loop_run(l, 1 << 20, 10240, Some(&file)).unwrap();
         assert!(s.mib_s > 0.0 && s.cpu.writer > 0.0, "{l:?}: {s:?}");
-        let e = limits::loop_run(l, 1 << 20, 10240, &[], None).unwrap_err();
+        let e = limits::loop_run(l, 1 << 20, 10240, None).unwrap_err();
         assert!(e.to_string().contains("file"), "{l:?}: {e}");
     }
 }

@@ -4,7 +4,11 @@ use super::super::{Cell, CellResult, Floor, LoopCpu};
 fn looped(mib_s: f64, writer: f64, reader: f64) -> LoopSample {
     LoopSample {
         mib_s,
-        cpu: LoopCpu { writer, reader },
+        cpu: LoopCpu {
+            writer,
+            reader,
+            making: 0.0,
+        },
     }
 }
 use super::*;
@@ -48,6 +52,7 @@ fn the_table_has_medians_ratios_and_cpu_per_gib() {
             cpu: [0.1, 0.2, 0.25, 0.05, 0.15].map(|w| LoopCpu {
                 writer: w,
                 reader: w / 10.0,
+                making: if w == 0.25 { 0.03 } else { 0.0 },
             }),
         }],
         hash_s_per_gib: 0.1,
@@ -70,7 +75,7 @@ fn the_table_has_medians_ratios_and_cpu_per_gib() {
         "{md}"
     );
     assert!(
-        md.contains("| 10 KiB | 0.100 / 0.010 | 0.200 / 0.020 | 0.250 / 0.025 | 0.050 / 0.005 | 0.150 / 0.015 |"),
+        md.contains("| 10 KiB | 0.100 / 0.010 | 0.200 / 0.020 | 0.250 + 0.030 making / 0.025 | 0.050 / 0.005 | 0.150 / 0.015 |"),
         "{md}"
     );
     cell.tsperf[0].verified = false;
@@ -90,6 +95,7 @@ fn floor_over_every_bar() -> Floor {
         cpu: [0.9; 5].map(|w| LoopCpu {
             writer: w,
             reader: w / 10.0,
+            making: 0.0,
         }),
     }
 }
@@ -195,6 +201,57 @@ fn a_bar_missed_at_its_own_loop_is_beyond_the_machine() {
              0.90x iperf3's rate); client CPU 0.410 against 0.300 {beyond} (the checksummed \
              loop's writer spends 0.400); server CPU 0.205 against 0.200 NOT met (missed in 1 \
              of 1 pairs);"
+        )),
+        "{md}"
+    );
+}
+
+/// A client makes its generated stream's period each run, as the stream loop's writer does:
+/// a client CPU bar is held to the loop's writer with that making, a server's (which makes it
+/// once for all its runs) to the writer without it.
+#[test]
+fn a_clients_bar_counts_the_making_of_its_period() {
+    // The loop's writer 0.25 s per GiB and 0.23 making its period: 0.48 against the client's
+    // 0.49 (bar 0.2 + 0.1); as the -R cell's server, 0.25 against the server's 0.49.
+    let limit = vec![LoopSample {
+        mib_s: 2000.0,
+        cpu: LoopCpu {
+            writer: 0.25,
+            reader: 0.04,
+            making: 0.23,
+        },
+    }];
+    let cell = |kind, client: f64, server: f64| CellResult {
+        cell: Cell { kind, chunk: 10240 },
+        tsperf: vec![Sample {
+            client_cpu_s: client,
+            server_cpu_s: server,
+            ..sample(1100.0, 0.0)
+        }],
+        iperf3: vec![Sample {
+            client_cpu_s: 0.2,
+            server_cpu_s: 0.2,
+            ..sample(1000.0, 0.0)
+        }],
+        limit: limit.clone(),
+    };
+    let md = markdown(&with_loops(vec![
+        cell(Kind::Memory, 0.49, 0.1),
+        cell(Kind::Reverse, 0.1, 0.49),
+    ]));
+    let not_met = "NOT met (missed in 1 of 1 pairs)";
+    assert!(
+        md.contains(&format!(
+            "- memory 10 KiB: rate 1.10x (bar 1.00x) met; client CPU 0.490 against 0.300 \
+             {not_met}, beyond this machine's limit (the checksummed loop's writer spends \
+             0.480, 0.230 of it making its period); server CPU 0.100 against 0.300 met;"
+        )),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "- memory -R 10 KiB: client CPU 0.100 against 0.300 met; server CPU 0.490 against \
+             0.300 {not_met}; both ends"
         )),
         "{md}"
     );
