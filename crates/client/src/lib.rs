@@ -359,10 +359,7 @@ pub fn run_stream(
         Strategy::Write | Strategy::Sendfile => 1,
     };
     let source = match (&cfg.held, &cfg.shared_file) {
-        (Some(h), _) => {
-            let name = cfg.name.clone().unwrap_or_default();
-            Source::held(h.clone(), &cfg.file, name, cfg.chunk, batch)
-        }
+        (Some(h), _) => Source::held(h.clone(), &cfg.file, cfg.chunk, batch),
         (None, Some(f)) => Source::open_shared(f.clone(), &cfg.file, cfg.chunk, batch),
         (None, None) => Source::open(&cfg.file, cfg.chunk, batch),
     }

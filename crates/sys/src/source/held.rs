@@ -102,22 +102,17 @@ impl Held {
 }
 
 impl Source {
-    /// A source of `period`, announced as `name`, handed out in blocks of whole `chunk`s (at
-    /// least `batch` per block); `path` names it in errors. It has no file: `sendfile` and the
-    /// background checksum refuse it ([`Source::file`]).
-    pub fn held(
-        period: Arc<Held>,
-        path: &Path,
-        name: String,
-        chunk: u32,
-        batch: u32,
-    ) -> Result<Source> {
+    /// A source of `period`, handed out in blocks of whole `chunk`s (at least `batch` per
+    /// block); `path` names it in errors and its basename is announced, as a file's is
+    /// ([`Source::named`] announces another). It has no file: `sendfile` and the background
+    /// checksum refuse it ([`Source::file`]).
+    pub fn held(period: Arc<Held>, path: &Path, chunk: u32, batch: u32) -> Result<Source> {
         let len = period.bytes().len() as u64;
         let block_len = super::block_len(chunk, batch)?;
         Ok(Source {
             path: path.to_owned(),
             file: None,
-            name,
+            name: super::basename(path)?,
             len,
             read: 0,
             blocks: Blocks::Held { period, block_len },

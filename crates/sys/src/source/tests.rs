@@ -265,7 +265,7 @@ fn a_held_period_hands_out_what_its_file_would() {
         let mut from_file = Source::open_with(f.path(), chunk, batch, Access::Map)
             .unwrap()
             .cycled(len);
-        let mut from_memory = Source::held(held.clone(), path, "generated".into(), chunk, batch)
+        let mut from_memory = Source::held(held.clone(), path, chunk, batch)
             .unwrap()
             .cycled(len);
         assert_eq!((from_memory.len(), from_memory.name()), (len, "generated"));
@@ -275,7 +275,7 @@ fn a_held_period_hands_out_what_its_file_would() {
         );
         assert_eq!(from_memory.digest(), from_file.digest());
         let (at, n) = (len / 3, len / 2);
-        let mut stripe = Source::held(held.clone(), path, String::new(), chunk, batch)
+        let mut stripe = Source::held(held.clone(), path, chunk, batch)
             .unwrap()
             .cycled(len)
             .stripe(at, n)
@@ -300,15 +300,15 @@ fn a_held_period_hands_out_what_its_file_would() {
         );
     }
     // Not cycled: the period once, or a stripe of it.
-    let mut once = Source::held(held.clone(), path, String::new(), 4096, 1).unwrap();
+    let mut once = Source::held(held.clone(), path, 4096, 1).unwrap();
     assert!(drain(&mut once).0 == text);
-    let mut part = Source::held(held.clone(), path, String::new(), 4096, 1)
+    let mut part = Source::held(held.clone(), path, 4096, 1)
         .unwrap()
         .stripe(5, 100_000)
         .unwrap();
     assert!(drain(&mut part).0 == text[5..100_005]);
     assert!(
-        Source::held(held, path, String::new(), 4096, 1)
+        Source::held(held, path, 4096, 1)
             .unwrap()
             .stripe(period as u64, 1)
             .is_err()
