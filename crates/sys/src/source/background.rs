@@ -54,7 +54,7 @@ impl Source {
     pub fn digest_in_background(&self) -> Result<Checksum> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
-        let file = self.file.clone().with_context(|| {
+        let file = self.shared_file().cloned().with_context(|| {
             format!(
                 "'{}' is held in memory: there is no file to checksum beside the transfer",
                 self.path.display()

@@ -111,7 +111,6 @@ impl Source {
         let block_len = super::block_len(chunk, batch)?;
         Ok(Source {
             path: path.to_owned(),
-            file: None,
             name: super::basename(path)?,
             len,
             read: 0,

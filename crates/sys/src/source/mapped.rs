@@ -9,7 +9,7 @@ use super::{Blocks, POPULATE_FIRST, guard};
 /// Maps the first `len` bytes of `file` and guards the mapping; None where either is not
 /// possible, and the caller reads instead.
 pub(super) fn map(
-    file: &File,
+    file: &std::sync::Arc<File>,
     path: &Path,
     offset: u64,
     len: u64,
@@ -25,7 +25,7 @@ pub(super) fn map(
         memmap2::MmapOptions::new()
             .offset(offset)
             .len(len)
-            .map(file)
+            .map(&**file)
     }
     .ok()?;
     let _ = map.advise(memmap2::Advice::Sequential);
@@ -53,6 +53,7 @@ pub(super) fn map(
         _guard: guard,
         block_len,
         populated,
+        file: file.clone(),
     })
 }
 

@@ -97,8 +97,16 @@ enum Blocks {
         block_len: usize,
         /// Bytes from the start whose page table has been filled.
         populated: usize,
+        /// The file mapped, for `sendfile` and the background checksum.
+        file: std::sync::Arc<File>,
     },
-    Read(Vec<u8>),
+    /// Blocks read from the file into one buffer.
+    Read {
+        buf: Vec<u8>,
+        /// Shared by the sources of one file in a process ([`Source::open_shared`]): reads
+        /// take explicit offsets, never the file's position.
+        file: std::sync::Arc<File>,
+    },
     /// A period held in memory ([`Held`]): slices of it.
     Held {
         period: std::sync::Arc<Held>,
@@ -109,9 +117,6 @@ enum Blocks {
 /// An open file, its announced length, and the running checksum of what was handed out.
 pub struct Source {
     path: PathBuf,
-    /// Shared by the sources of one file in a process ([`Source::open_shared`]): reads take
-    /// explicit offsets, never the file's position. None for a period held in memory.
-    file: Option<std::sync::Arc<File>>,
     name: String,
     len: u64,
     read: u64,
@@ -206,10 +211,12 @@ impl Source {
             Access::Map => map(&file, path, 0, meta.len(), block_len),
             Access::Read => None,
         }
-        .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
+        .unwrap_or_else(|| Blocks::Read {
+            buf: vec![0; block_len],
+            file,
+        });
         Ok(Source {
             path: path.to_owned(),
-            file: Some(file),
             name,
             len: meta.len(),
             read: 0,
@@ -232,7 +239,7 @@ impl Source {
     pub fn access(&self) -> Access {
         match self.blocks {
             Blocks::Mapped { .. } | Blocks::Held { .. } => Access::Map,
-            Blocks::Read(_) => Access::Read,
+            Blocks::Read { .. } => Access::Read,
         }
     }
 
@@ -270,7 +277,7 @@ impl Source {
         let len = self.last_len;
         match &self.blocks {
             Blocks::Mapped { map, .. } => &map[self.last_at..self.last_at + len],
-            Blocks::Read(buf) => &buf[..len],
+            Blocks::Read { buf, .. } => &buf[..len],
             Blocks::Held { period, .. } => &period.bytes()[self.last_at..self.last_at + len],
         }
     }
@@ -306,14 +313,11 @@ impl Source {
                 last_at = at;
                 &period.bytes()[at..at + run.min(*block_len as u64) as usize]
             }
-            Blocks::Read(buf) => {
+            Blocks::Read { buf, file } => {
                 let (at, run) = file_span(self.cycle, self.file_len, self.offset, self.read, left);
                 let want = run.min(buf.len() as u64) as usize;
                 let t = crate::timing::OffCpu::start();
-                let got = match &self.file {
-                    Some(file) => read_full(file, &mut buf[..want], at),
-                    None => Err(io::Error::other("no file to read from")),
-                };
+                let got = read_full(file, &mut buf[..want], at);
                 self.waited += t.stop();
                 match got {
                     Ok(n) if n == want => &buf[..want],
@@ -358,14 +362,22 @@ impl Source {
 
     /// The open file, for `sendfile`: none for a period held in memory ([`Source::held`]).
     pub fn file(&self) -> Option<&File> {
-        self.file.as_deref()
+        self.shared_file().map(|f| &**f)
+    }
+
+    /// The open file, shared: none for a period held in memory.
+    fn shared_file(&self) -> Option<&std::sync::Arc<File>> {
+        match &self.blocks {
+            Blocks::Mapped { file, .. } | Blocks::Read { file, .. } => Some(file),
+            Blocks::Held { .. } => None,
+        }
     }
 
     /// True if the open file's size or modification time is not what it was when opened:
     /// something wrote to it meanwhile, so what was read may be a mix of old and new bytes.
     /// Memory held by the process never changes.
     pub fn changed(&self) -> bool {
-        match self.file.as_ref().map(|f| f.metadata()) {
+        match self.file().map(File::metadata) {
             Some(Ok(m)) => m.len() != self.file_len || m.modified().ok() != self.modified,
             _ => false,
         }

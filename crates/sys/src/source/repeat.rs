@@ -39,11 +39,13 @@ impl Source {
             self.path.display(),
             self.file_len
         );
-        let (block_len, file) = match (&self.blocks, &self.file) {
-            (Blocks::Mapped { block_len, .. }, Some(file)) => (*block_len, file),
-            (Blocks::Read(buf), Some(file)) => (buf.len(), file),
+        let (block_len, file) = match &self.blocks {
+            Blocks::Mapped {
+                block_len, file, ..
+            } => (*block_len, file.clone()),
+            Blocks::Read { buf, file } => (buf.len(), file.clone()),
             // A period held in memory is held whole: its stripe is read from further on.
-            _ => {
+            Blocks::Held { .. } => {
                 self.offset = offset;
                 self.len = len;
                 return Ok(self);
@@ -51,8 +53,11 @@ impl Source {
         };
         // A new mapping of the stripe (the old one, the whole file's, is dropped), or reads
         // from its start.
-        self.blocks = super::map(file, &self.path, offset, len, block_len)
-            .unwrap_or_else(|| Blocks::Read(vec![0; block_len]));
+        self.blocks =
+            super::map(&file, &self.path, offset, len, block_len).unwrap_or_else(|| Blocks::Read {
+                buf: vec![0; block_len],
+                file,
+            });
         self.offset = offset;
         self.len = len;
         Ok(self)
