@@ -507,14 +507,19 @@ pub(crate) fn stand_in_iperf3(dir: &Path, json: &str) -> (String, PathBuf) {
     (path, log)
 }
 
+/// Starts tsclient with `args`, its output piped (for [`wait_child`]).
+pub(crate) fn spawn_client(args: &[&str]) -> Child {
+    Command::new(bin("tsclient"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Starts tsclient with `args`, waits `after`, sends it SIGINT, and returns its output.
 pub(crate) fn interrupt_client(args: &[&str], after: std::time::Duration) -> std::process::Output {
-    let child = std::process::Command::new(bin("tsclient"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_client(args);
     std::thread::sleep(after);
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);

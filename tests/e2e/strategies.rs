@@ -196,7 +196,6 @@ fn period_holder(pid: u32) -> (bool, u64, bool) {
 /// in-memory file, which it needs. Each run still verifies.
 #[test]
 fn the_generated_period_is_held_in_memory_but_for_sendfile() {
-    use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
     // Reads 16 bytes at a time through a small window: the run is still going when looked at.
     let server = Server::start(&["--read-size", "16", "--rcvbuf", "65536"]);
@@ -204,13 +203,10 @@ fn the_generated_period_is_held_in_memory_but_for_sendfile() {
     let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
         .is_ok_and(|s| !s.contains("[never]"));
     for (io, in_memfd) in [("write", false), ("writev", false), ("sendfile", true)] {
-        let mut child = Command::new(bin("tsclient"))
-            .args(["--port", &port, "--sndbuf", "65536", "--json", "--io", io])
-            .args(["--chunk", "10240", "--bytes", "1G"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_client(&[
+            "--port", &port, "--sndbuf", "65536", "--json", "--io", io, "--chunk", "10240",
+            "--bytes", "1G",
+        ]);
         let pid = child.id();
         // Looked at once the socket is open (the period is made before it connects).
         let end = Instant::now() + Duration::from_secs(10);

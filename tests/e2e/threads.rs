@@ -4,7 +4,6 @@
 //! sending thread pays nothing.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -96,14 +95,15 @@ fn the_sending_thread_has_its_descriptor_table_to_itself() {
             "/bytes",
         ),
     ] {
-        let mut child = Command::new(bin("tsclient"))
-            .args(["--port", &port, "--sndbuf", "65536", "--json"])
-            .args(extra)
-            .arg(&big)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let big = big.to_str().unwrap();
+        let mut child = spawn_client(
+            &[
+                &["--port", &port, "--sndbuf", "65536", "--json"],
+                extra,
+                &[big],
+            ]
+            .concat(),
+        );
         let pid = child.id();
         // Alone from the first look that finds the helpers, and for 300 ms on (the run is
         // streaming by then, so Ctrl-C has something to report).
