@@ -24,6 +24,7 @@ mod peer_text;
 mod reverse;
 mod save;
 mod scale;
+mod sessions;
 mod shutdown;
 mod steady;
 mod strategies;

@@ -29,28 +29,38 @@ pub(crate) fn perform(
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
+            // Issue 51 (1, 10): a reverse stream's file is opened first, so its session counts
+            // what it sends and checks that its streams read one file.
+            Effect::Begin { hello, .. } if hello.reverse => {
+                let begun = data_of(&hello, &at.srv.cfg)
+                    .and_then(|s| {
+                        let file = s.served_file().map(|(id, _)| (hello.name.as_str(), id));
+                        let bytes = s.pass_length();
+                        joined(&hello, crate::sessions::Joining { bytes, file }, &at)?;
+                        sending(s, &hello, &at.srv.cfg, at.socket)
+                    })
+                    .map(|s| {
+                        conv.set_pass_length(s.pass_length());
+                        *tx = Some(Box::new(s));
+                    });
+                conv.begun(begun, Instant::now())
+            }
             // Issue 32 (7): a session's places are taken once, and its bytes bounded whole.
             Effect::Begin { hello, .. }
-                if let Err(why) = crate::sessions::join(
-                    at.srv.sessions(),
-                    hello.session,
-                    at.peer,
-                    if hello.duration_ms == 0 || hello.reverse {
-                        hello.length
-                    } else {
-                        0
+                if let Err(why) = joined(
+                    &hello,
+                    crate::sessions::Joining {
+                        bytes: if hello.duration_ms == 0 {
+                            hello.length
+                        } else {
+                            0
+                        },
+                        file: None,
                     },
-                    at.srv.cfg.policy.max_bytes,
+                    &at,
                 ) =>
             {
                 conv.begun(Err(why), Instant::now())
-            }
-            Effect::Begin { hello, .. } if hello.reverse => {
-                let begun = sender(&hello, &at.srv.cfg, at.socket).map(|s| {
-                    conv.set_pass_length(s.pass_length());
-                    *tx = Some(Box::new(s));
-                });
-                conv.begun(begun, Instant::now())
             }
             Effect::Begin { hello, admitted } => {
                 let begun = begin(&hello, admitted, &at).map(|r| {
@@ -142,14 +152,31 @@ fn begin(
     Ok(rx)
 }
 
-/// The sender of a reverse stream: the generated text, or the file named from `--serve`'s
-/// directory (refused: no such file, not a plain name, a symlink, not a regular file, more than
-/// `--max-bytes`). Its send buffer comes out of the server's budget (`--send-buffers`),
-/// reserved on `sock`; `sock` sends with the congestion control the hello names (refused: one
-/// the kernel has not loaded, or will not let this server choose; a peer's name never loads a
-/// module).
-fn sender(hello: &Hello, cfg: &ServerConfig, sock: &impl AsFd) -> Result<Sender, Refusal> {
-    let mut sender = data_of(hello, cfg)?;
+/// The stream's place in its session, if it is one's (see [`crate::sessions::join`]).
+fn joined(
+    hello: &Hello,
+    joining: crate::sessions::Joining<'_>,
+    at: &Where<'_, impl AsFd>,
+) -> Result<(), Refusal> {
+    crate::sessions::join(
+        at.srv.sessions(),
+        hello.session,
+        at.peer,
+        joining,
+        at.srv.cfg.policy.max_bytes,
+    )
+}
+
+/// Readies the sender of a reverse stream to send on `sock`: with the congestion control the
+/// hello names (refused: one the kernel has not loaded, or will not let this server choose; a
+/// peer's name never loads a module), and its send buffer out of the server's budget
+/// (`--send-buffers`), reserved on `sock`.
+fn sending(
+    mut sender: Sender,
+    hello: &Hello,
+    cfg: &ServerConfig,
+    sock: &impl AsFd,
+) -> Result<Sender, Refusal> {
     if let Some(name) = &hello.congestion {
         tsperf_sys::congestion::set_loaded(sock, name.as_str())
             .map_err(|e| (RefuseCode::Unoffered, format!("on the server, {e:#}")))?;
@@ -163,7 +190,8 @@ fn sender(hello: &Hello, cfg: &ServerConfig, sock: &impl AsFd) -> Result<Sender,
 }
 
 /// What a reverse stream sends: the generated text, or the file named from `--serve`'s
-/// directory.
+/// directory (refused: no such file, not a plain name, a symlink, not a regular file, more than
+/// `--max-bytes`: a session of stripes moves the whole file, so the whole file is held to it).
 fn data_of(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
     if hello.name.is_empty() {
         return Ok(Sender::new(hello));
@@ -179,13 +207,13 @@ fn data_of(hello: &Hello, cfg: &ServerConfig) -> Result<Sender, Refusal> {
         .map_err(|why| (RefuseCode::Unoffered, why))?;
     let sender =
         Sender::served(hello, file, &hello.name).map_err(|why| (RefuseCode::Unoffered, why))?;
-    if sender.pass_length() > cfg.policy.max_bytes {
+    let whole = sender.served_file().map_or(0, |(_, whole)| whole);
+    if whole > cfg.policy.max_bytes {
         return Err((
             RefuseCode::Limit,
             format!(
-                "'{}' is {} bytes: this server sends at most {} (--max-bytes)",
+                "'{}' is {whole} bytes: this server sends at most {} (--max-bytes)",
                 Peer(&hello.name),
-                sender.pass_length(),
                 cfg.policy.max_bytes
             ),
         ));

@@ -1,6 +1,9 @@
 //! The server's view of a `--parallel` session: its streams (one connection each) grouped by the
 //! session id of their hellos, and a summary line once the last of them has ended.
 //!
+//! A session is one run: its streams' bytes are bounded together (`--max-bytes`), and the
+//! streams of a served file's session read one file ([`FileId`]), or the later ones are refused.
+//!
 //! Bounded: at most [`MAX_OPEN`] sessions are followed at once; past that the oldest is dropped
 //! (its streams are still served and reported one by one; only the summary is lost).
 
@@ -23,6 +26,8 @@ struct Open {
     joined: u128,
     /// The bytes they announced together.
     announced: u64,
+    /// The served file its streams read (a reverse session of a named file).
+    file: Option<FileId>,
     ended: u8,
     complete: u8,
     bytes: u64,
@@ -58,6 +63,37 @@ impl From<&Report> for Moved {
     }
 }
 
+/// A served file as a session's streams must all find it: the same inode of the same size.
+/// One replaced under its name (a rename) or grown or cut between two streams is another file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+}
+
+impl FileId {
+    /// The file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+        }
+    }
+}
+
+/// What a stream that begins asks of its session.
+#[derive(Debug, Clone, Copy)]
+pub struct Joining<'a> {
+    /// The bytes it announces: a sized stream's length, a reverse stream's pass; 0 for a timed
+    /// stream the client sends (bounded by `--max-time`).
+    pub bytes: u64,
+    /// The served file it reads, by name, when it reads one.
+    pub file: Option<(&'a str, FileId)>,
+}
+
 /// Where session `s` from `peer` is in `open`, followed from now if it was not.
 fn entry(open: &mut Vec<Open>, s: Session, peer: SocketAddr) -> usize {
     if let Some(i) = open
@@ -75,6 +111,7 @@ fn entry(open: &mut Vec<Open>, s: Session, peer: SocketAddr) -> usize {
         count: s.count,
         joined: 0,
         announced: 0,
+        file: None,
         ended: 0,
         complete: 0,
         bytes: 0,
@@ -89,15 +126,16 @@ fn in_session(s: Session) -> bool {
     s.count > 1 && s.id != [0; 16]
 }
 
-/// A stream of session `s` from `peer` begins, announcing `bytes` (a sized stream's length, a
-/// reverse stream's pass): refused, with the reason, if its place in the session is taken, or
-/// if the session's streams would announce more than `max_bytes` (`--max-bytes`) together. A
-/// stream refused for the bytes counts as ended, so the session's summary still comes.
+/// A stream of session `s` from `peer` begins (`joining`): refused, with the reason, if its
+/// place in the session is taken, if the session's streams would announce more than
+/// `max_bytes` (`--max-bytes`) together, or if it reads another file than the session's
+/// streams before it. A stream refused for the bytes or the file counts as ended, so the
+/// session's summary still comes.
 pub fn join(
     sessions: &Sessions,
     s: Session,
     peer: SocketAddr,
-    bytes: u64,
+    joining: Joining<'_>,
     max_bytes: u64,
 ) -> Result<(), Refusal> {
     if !in_session(s) {
@@ -117,7 +155,7 @@ pub fn join(
             ),
         ));
     }
-    let together = o.announced.saturating_add(bytes);
+    let together = o.announced.saturating_add(joining.bytes);
     if together > max_bytes {
         o.ended = o.ended.saturating_add(1);
         return Err((
@@ -127,6 +165,23 @@ pub fn join(
                  at most {max_bytes} a session, as a stream (--max-bytes)"
             ),
         ));
+    }
+    if let Some((name, id)) = joining.file {
+        match o.file {
+            Some(first) if first != id => {
+                o.ended = o.ended.saturating_add(1);
+                return Err((
+                    RefuseCode::Unoffered,
+                    format!(
+                        "\"{}\" changed while the session's streams opened it (another file by \
+                         that name, or another size): a session's streams read one file; run \
+                         it again",
+                        tsperf_sys::text::Peer(name)
+                    ),
+                ));
+            }
+            _ => o.file = Some(id),
+        }
     }
     o.joined |= bit;
     o.announced = together;

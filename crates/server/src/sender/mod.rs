@@ -159,6 +159,15 @@ impl Sender {
         Ok(Sender::with(Data::Served(Box::new(served)), length, hello))
     }
 
+    /// The served file this stream reads, if it reads one: its identity, and its whole size
+    /// (what a session of its stripes moves together).
+    pub fn served_file(&self) -> Option<(crate::sessions::FileId, u64)> {
+        match &self.data {
+            Data::Served(s) => Some((s.id(), s.whole())),
+            Data::Generated { .. } => None,
+        }
+    }
+
     /// True while the generated text is still to be handed over ([`Sender::give_text`]).
     pub fn needs_text(&self) -> bool {
         matches!(self.data, Data::Generated { text: None, .. })

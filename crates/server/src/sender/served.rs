@@ -42,6 +42,8 @@ pub(super) struct Served {
     len: u64,
     /// The file's size when it was opened.
     whole: u64,
+    /// The file as it was opened, for a session's streams to agree on.
+    id: crate::sessions::FileId,
     /// The checksum, read ahead of the bytes sent.
     sum: Ahead,
     modified: Option<SystemTime>,
@@ -77,6 +79,7 @@ impl Served {
             base,
             len,
             whole: meta.len(),
+            id: crate::sessions::FileId::of(&meta),
             sum: Ahead::new(),
             modified: meta.modified().ok(),
             waited: Duration::ZERO,
@@ -86,6 +89,16 @@ impl Served {
     /// Bytes a pass: the file's size when it was opened.
     pub(super) fn len(&self) -> u64 {
         self.len
+    }
+
+    /// The file as it was opened: a session's streams must all read this one.
+    pub(super) fn id(&self) -> crate::sessions::FileId {
+        self.id
+    }
+
+    /// The file's size when it was opened: what a session of its stripes moves together.
+    pub(super) fn whole(&self) -> u64 {
+        self.whole
     }
 
     /// Time spent waiting for the file's bytes (the read-ahead off the CPU).

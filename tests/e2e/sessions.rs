@@ -1,0 +1,109 @@
+//! A `--parallel` session is one run: its streams are bounded together (`--max-bytes`), read one
+//! served file, and a `--once` server serves all of it and nothing more. Each case runs against
+//! the event loop, `--blocking` and `--threads 2`.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+
+use crate::common::*;
+use tsperf_proto::{Frame, Hello, Session, encode_hello};
+
+const MODELS: [&[&str]; 3] = [&[], &["--blocking"], &["--threads", "2"]];
+
+/// A server serving `dir` (`--serve`), with `more` and the model's flags.
+fn serving(dir: &Path, more: &[&str], model: &[&str]) -> Server {
+    let mut args = vec!["--serve", dir.to_str().unwrap()];
+    args.extend_from_slice(more);
+    args.extend_from_slice(model);
+    Server::start(&args)
+}
+
+/// Stream `index` of a reverse session `id` of `count` streams asking for the served `name`:
+/// its connection and its first frame (the Accept, or the refusal's reason).
+fn served_stripe(
+    port: u16,
+    id: [u8; 16],
+    index: u8,
+    count: u8,
+    name: &str,
+) -> (TcpStream, Result<(), String>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut hello = Vec::new();
+    encode_hello(
+        &Hello {
+            reverse: true,
+            clock_queries: 0,
+            session: Session { id, index, count },
+            ..Hello::stream(0, 10240, name)
+        },
+        &mut hello,
+    );
+    s.write_all(&hello).unwrap();
+    let answer = match read_one_frame(&mut s) {
+        Some(Frame::Accept { .. }) => Ok(()),
+        Some(Frame::Refuse { reason, .. }) => Err(reason),
+        other => Err(format!("{other:?}")),
+    };
+    (s, answer)
+}
+
+/// Issue 51 (1): `--max-bytes` bounds a served file's session whole. An 8 MiB file asked for
+/// in 16 stripes of 512 KiB was served in full by a server that sends at most 1 MiB: a named
+/// file's hello announces no length, so the session counted nothing and each stripe was
+/// checked alone.
+#[test]
+fn max_bytes_bounds_a_served_files_session() {
+    let dir = tempfile::tempdir().unwrap();
+    test_file(dir.path(), "big.bin", 8 << 20);
+    for model in MODELS {
+        let server = serving(dir.path(), &["--max-bytes", "1MiB"], model);
+        let port = server.port.to_string();
+        for streams in ["1", "2", "16"] {
+            let out = client(&["--port", &port, "-R", "-P", streams, "big.bin"]);
+            assert_fails(&out, 1, "(--max-bytes)");
+        }
+        // Nothing of it was sent: every stripe was refused before its data.
+        assert!(
+            !server.stdout().contains("sent "),
+            "{model:?}: {}",
+            server.stdout()
+        );
+        // And the bound still lets a session within it through.
+        test_file(dir.path(), "small.bin", 1 << 20);
+        let (out, v) = client_json(server.port, &["-R", "-P", "4", "small.bin"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+    }
+}
+
+/// Issue 51 (10): a session's streams read one file. A served file replaced (by rename) with
+/// another of the same size between two of a session's streams made a session "verified" from
+/// stripes of both; the later stream is refused, naming the change.
+#[test]
+fn a_sessions_streams_read_one_served_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "f.bin", 1 << 20);
+    for (n, model) in MODELS.into_iter().enumerate() {
+        let server = serving(dir.path(), &[], model);
+        let id = [n as u8 + 1; 16];
+        let (_first, answer) = served_stripe(server.port, id, 0, 2, "f.bin");
+        assert_eq!(answer, Ok(()), "{model:?}");
+        // Another file of the same size, renamed over the served name.
+        let other = dir.path().join("other.tmp");
+        std::fs::write(&other, vec![b'x'; 1 << 20]).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let (_second, answer) = served_stripe(server.port, id, 1, 2, "f.bin");
+        let why = answer.unwrap_err();
+        assert!(
+            why.contains("f.bin") && why.contains("changed") && why.contains("one file"),
+            "{model:?}: {why}"
+        );
+        // A new session reads the new file, all of its streams.
+        let (_a, answer) = served_stripe(server.port, [0x40 + n as u8; 16], 0, 2, "f.bin");
+        assert_eq!(answer, Ok(()), "{model:?}");
+        let (_b, answer) = served_stripe(server.port, [0x40 + n as u8; 16], 1, 2, "f.bin");
+        assert_eq!(answer, Ok(()), "{model:?}");
+    }
+}
