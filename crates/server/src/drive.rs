@@ -29,43 +29,17 @@ pub(crate) fn perform(
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
-            // Issue 51 (1, 10): a reverse stream's file is opened first, so its session counts
-            // what it sends and checks that its streams read one file.
-            Effect::Begin { hello, .. } if hello.reverse => {
-                let begun = data_of(&hello, &at.srv.cfg)
-                    .and_then(|s| {
-                        let file = s.served_file().map(|(id, _)| (hello.name.as_str(), id));
-                        let bytes = s.pass_length();
-                        joined(&hello, crate::sessions::Joining { bytes, file }, &at)?;
-                        sending(s, &hello, &at.srv.cfg, at.socket)
-                    })
-                    .map(|s| {
+            Effect::Begin { hello, admitted } => {
+                let begun = if hello.reverse {
+                    send_begin(&hello, &at).map(|s| {
                         conv.set_pass_length(s.pass_length());
                         *tx = Some(Box::new(s));
-                    });
-                conv.begun(begun, Instant::now())
-            }
-            // Issue 32 (7): a session's places are taken once, and its bytes bounded whole.
-            Effect::Begin { hello, .. }
-                if let Err(why) = joined(
-                    &hello,
-                    crate::sessions::Joining {
-                        bytes: if hello.duration_ms == 0 {
-                            hello.length
-                        } else {
-                            0
-                        },
-                        file: None,
-                    },
-                    &at,
-                ) =>
-            {
-                conv.begun(Err(why), Instant::now())
-            }
-            Effect::Begin { hello, admitted } => {
-                let begun = begin(&hello, admitted, &at).map(|r| {
-                    *rx = Some(Box::new(r));
-                });
+                    })
+                } else {
+                    receive_begin(&hello, admitted, &at).map(|r| {
+                        *rx = Some(Box::new(r));
+                    })
+                };
                 conv.begun(begun, Instant::now())
             }
             Effect::Finish { digest } => {
@@ -124,13 +98,33 @@ pub(crate) fn challenge(cfg: &ServerConfig) -> Option<[u8; 32]> {
         .map(|_| tsperf_sys::auth::challenge())
 }
 
-/// Starts the accounting of an admitted transfer: the save directory's say about its name and
-/// its temporary file (with `--save`), and its log's start line.
-fn begin(
+/// Begins a reverse stream: its data (the file opened first, so its session counts what it
+/// sends and checks that its streams read one file: issue 51), its place in its session, then
+/// its socket's settings.
+fn send_begin(hello: &Hello, at: &Where<'_, impl AsFd>) -> Result<Sender, Refusal> {
+    let s = data_of(hello, &at.srv.cfg)?;
+    let file = s.served_file().map(|(id, _)| (hello.name.as_str(), id));
+    let bytes = s.pass_length();
+    joined(hello, crate::sessions::Joining { bytes, file }, at)?;
+    sending(s, hello, &at.srv.cfg, at.socket)
+}
+
+/// Starts the accounting of an admitted transfer the client sends, once its session has a
+/// place for it (issue 32: each place taken once, the session's bytes bounded whole): the save
+/// directory's say about its name and its temporary file (with `--save`), and its log's start
+/// line.
+fn receive_begin(
     hello: &Hello,
     admitted: Admitted,
     at: &Where<'_, impl AsFd>,
 ) -> Result<Receiver, Refusal> {
+    // A timed run announces no length: --max-time bounds it.
+    let bytes = if hello.duration_ms == 0 {
+        hello.length
+    } else {
+        0
+    };
+    joined(hello, crate::sessions::Joining { bytes, file: None }, at)?;
     let (srv, peer) = (at.srv, at.peer);
     let cfg = &srv.cfg;
     let conn = srv.next_conn();
