@@ -49,6 +49,12 @@ struct Args {
     /// server may take no data before the transfer fails.
     #[arg(long, default_value_t = 30.0, value_parser = cli::parse_secs, value_name = "SECS")]
     timeout: f64,
+    /// The slowest a sized reverse stream (--reverse, the reverse half of --bidir) may arrive,
+    /// in bytes a second (suffixes k/KiB/m/MiB/g, binary): it is cut off, with what came, when
+    /// it has not ended --timeout plus its size at this rate after its first byte, so a server
+    /// that trickles cannot hold the client. A timed stream ends by its time instead.
+    #[arg(long, default_value = "128KiB", value_parser = parse_rate, value_name = "BYTES")]
+    min_rate: u64,
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
     #[arg(long)]
     nonblocking: bool,
@@ -183,6 +189,15 @@ fn parse_bytes_arg(s: &str) -> Result<u64, String> {
     }
 }
 
+fn parse_rate(s: &str) -> Result<u64, String> {
+    match tsperf_results::units::parse_size(s) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "invalid rate '{s}': expected bytes a second such as 128KiB or 10MiB, at least 1"
+        )),
+    }
+}
+
 fn parse_run_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.001..=86_400.0).contains(&v) => Ok(v),
@@ -212,8 +227,9 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 /// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 14] = [
+const STREAM_ONLY: [&str; 15] = [
     "parallel",
+    "min_rate",
     "bidir",
     "reverse",
     "bytes",

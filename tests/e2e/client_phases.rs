@@ -372,3 +372,117 @@ fn host_forms_and_a_dual_stack_server() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(v["verified"], true);
 }
+
+/// A server for reverse streams that accepts each hello (as many connections as come), answers
+/// its clock queries, then sends one byte every `gap`, for at most a minute: a trickle.
+fn trickling_reverse_server(gap: Duration) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { return };
+            thread::spawn(move || {
+                s.set_read_timeout(Some(DEADLINE)).unwrap();
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 512];
+                let hello = loop {
+                    if let Ok(Some((h, _))) = tsperf_proto::decode_hello(&buf) {
+                        break h;
+                    }
+                    match s.read(&mut tmp) {
+                        Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+                        _ => return,
+                    }
+                };
+                send(
+                    &mut s,
+                    &Frame::Accept {
+                        read_size: hello.chunk,
+                        server_io: tsperf_proto::ServerIo::Blocking,
+                        log: tsperf_proto::LogMode::None,
+                        stdout: tsperf_proto::StdoutKind::Unknown,
+                        length: hello.length,
+                    },
+                );
+                answer_clock_queries(&mut s, hello.clock_queries);
+                let bytes = vec![b'y'; (60_000 / gap.as_millis().max(1)) as usize];
+                trickle_out(&mut s, &bytes, gap);
+            });
+        }
+    });
+    port
+}
+
+/// Issue 51 (2): a sized reverse stream has a deadline, its size at the floor rate
+/// (`--min-rate`, by default 128 KiB/s) plus `--timeout` after its first byte: a server that
+/// sends a byte every half second held the client for ever, since each read had a timeout
+/// and each read got its byte. `-R`, `-P 2`, the non-blocking client and `--json-stream`, whose
+/// `end` event must still come, with what arrived.
+#[test]
+fn a_trickling_reverse_stream_is_cut_off_at_its_floor_rate() {
+    let port = trickling_reverse_server(Duration::from_millis(500));
+    let port = port.to_string();
+    for (extra, words) in [
+        // 256 KiB at the default 128 KiB/s: 2 s, then the 2 s timeout.
+        (
+            &["--bytes", "256KiB"][..],
+            "slower than 128 KiB/s (--min-rate)",
+        ),
+        (
+            &["--bytes", "4MiB", "--min-rate", "2MiB"][..],
+            "slower than 2 MiB/s",
+        ),
+        (
+            &["--bytes", "4MiB", "--min-rate", "2MiB", "-P", "2"][..],
+            "slower than 2 MiB/s",
+        ),
+        (
+            &["--bytes", "4MiB", "--min-rate", "2MiB", "--nonblocking"][..],
+            "slower than 2 MiB/s",
+        ),
+    ] {
+        let mut args = vec!["--port", &port, "--timeout", "2", "-R"];
+        args.extend_from_slice(extra);
+        let out = client(&args);
+        assert_fails(&out, 1, words);
+        assert!(stderr(&out).contains("cut off"), "{}", stderr(&out));
+    }
+    let mut args = vec!["--port", &port, "--timeout", "2", "-R", "--json-stream"];
+    args.extend_from_slice(&["--bytes", "4MiB", "--min-rate", "2MiB"]);
+    let out = client(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let last = stdout(&out).lines().last().unwrap_or_default().to_owned();
+    let end: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(end["event"], "end", "{last}");
+    assert!(
+        end.to_string().contains("--min-rate"),
+        "the end event names the floor: {last}"
+    );
+}
+
+/// Issue 51 (2): `--min-rate` bounds a sized stream the server sends, and says so when it is
+/// given where it means nothing; a bad rate names itself.
+#[test]
+fn min_rate_is_refused_where_it_means_nothing() {
+    for (args, words) in [
+        (
+            &["--min-rate", "1MiB"][..],
+            "--min-rate bounds a sized stream the server sends",
+        ),
+        (
+            &["-R", "-t", "1", "--min-rate", "1MiB"][..],
+            "a timed stream ends by its time",
+        ),
+        (&["-R", "--min-rate", "0"][..], "invalid rate '0'"),
+        (&["-R", "--min-rate", "fast"][..], "invalid rate 'fast'"),
+        (
+            &["--latency", "--min-rate", "1MiB"][..],
+            "--min-rate applies to stream transfers",
+        ),
+    ] {
+        let mut all = vec!["--port", "1"];
+        all.extend_from_slice(args);
+        let out = client(&all);
+        assert_fails(&out, 2, words);
+    }
+}

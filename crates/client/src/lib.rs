@@ -48,6 +48,11 @@ use tsperf_sys::timing::CpuTime;
 
 pub use tsperf_results::strategy::{ClientIo, Strategy};
 
+/// The slowest a sized reverse stream may arrive unless `--min-rate` says otherwise: 128 KiB a
+/// second (about 1 Mbit/s), below any LAN's and most WAN links' rate; a server trickling slower
+/// than that is cut off, with what it sent, rather than held for ever (issue 51).
+pub const DEFAULT_MIN_RATE: u64 = 128 << 10;
+
 /// Chunks per `writev` unless `--batch` says otherwise.
 pub const DEFAULT_BATCH: u32 = 64;
 /// The most chunks one `writev` takes (Linux's `IOV_MAX`).
@@ -81,6 +86,9 @@ pub struct StreamConfig {
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
     /// and the longest the server may take no data.
     pub timeout: Duration,
+    /// The slowest a sized reverse stream may arrive, bytes a second (`--min-rate`): it is cut
+    /// off `timeout` plus its pass at this rate after its first byte ([`DEFAULT_MIN_RATE`]).
+    pub min_rate: u64,
     /// Use a mio non-blocking socket instead of a blocking one.
     pub nonblocking: bool,
     /// Ask the kernel for this send buffer size (SO_SNDBUF).

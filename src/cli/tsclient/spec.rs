@@ -42,6 +42,13 @@ pub(super) fn check(m: &clap::ArgMatches, args: &Args) {
             )
         });
     }
+    if cli::given(m, "min_rate") && (!(args.reverse || args.bidir) || args.time.is_some()) {
+        cli::usage_error::<Args>(
+            "--min-rate bounds a sized stream the server sends (--reverse or --bidir, without \
+             --time): a timed stream ends by its time"
+                .to_owned(),
+        );
+    }
     if !args.reverse && (args.log.is_some() || cli::given(m, "log_file")) {
         cli::usage_error::<Args>(
             "--log and --log-file apply to --reverse (this end receives); the server's sink is \
@@ -169,6 +176,7 @@ fn stream_config(
         chunk: args.chunk,
         file,
         timeout: Duration::from_secs_f64(args.timeout),
+        min_rate: args.min_rate,
         nonblocking: args.nonblocking,
         sndbuf: args.sndbuf,
         congestion: args.congestion.clone(),
@@ -221,6 +229,7 @@ fn latency_config(
         chunk: args.chunk,
         file: file.clone(),
         timeout: Duration::from_secs_f64(args.timeout),
+        min_rate: client::DEFAULT_MIN_RATE,
         nonblocking: args.nonblocking,
         sndbuf: None,
         congestion: None,

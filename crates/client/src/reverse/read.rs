@@ -39,18 +39,28 @@ pub(super) struct Received {
 }
 
 /// How far a server may go before the client cuts the stream off (issue 32: a server whose
-/// data never ends cannot keep the client): a sized stream's pass and the server's end, or a
-/// timed stream's time and the protocol's grace after its first byte.
+/// data never ends cannot keep the client): a sized stream's pass and the server's end, by the
+/// time that pass takes at the floor rate (issue 51: nor can one that trickles), or a timed
+/// stream's time and the protocol's grace after its first byte.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) enum Bound {
     /// Not known yet (before the Accept).
     #[default]
     None,
-    /// A sized stream: `pass` bytes asked for, then [`REVERSE_TAIL`].
+    /// A sized stream: `pass` bytes asked for, then [`REVERSE_TAIL`], by
+    /// [`sized_deadline`] after the first byte.
     Bytes { pass: u64 },
     /// A timed stream: this long from the first byte (its omitted start and its time), then
     /// [`tsperf_proto::serve::TIMED_GRACE`].
     Time(Duration),
+}
+
+/// How long a sized stream of `pass` bytes may take from its first byte: `--timeout` (the
+/// server's end) and the pass at the floor rate (`--min-rate`).
+pub(super) fn sized_deadline(pass: u64, cfg: &StreamConfig) -> Duration {
+    let rate = cfg.min_rate.max(1) as f64;
+    cfg.timeout
+        .saturating_add(Duration::try_from_secs_f64(pass as f64 / rate).unwrap_or(Duration::MAX))
 }
 
 /// [`read_to_end`], sampled in time by a thread of its own with `--interval` (the bytes
@@ -110,18 +120,16 @@ impl Received {
         }
     }
 
-    /// The first byte came: the clocks start, and a timed stream's end is set (its time and
-    /// the grace, whatever still comes).
-    fn begin<T: Transport>(&mut self, conn: &mut T, progress: &mut Progress) {
-        self.first = Some((
-            Instant::now(),
-            unix_us_now(),
-            CpuTime::thread(),
-            SchedStat::thread(),
-        ));
+    /// The first byte came: the clocks start, and the stream's end is set: a timed stream's
+    /// time and the grace, a sized one's pass at the floor rate (whatever still comes).
+    fn begin<T: Transport>(&mut self, conn: &mut T, cfg: &StreamConfig, progress: &mut Progress) {
+        let now = Instant::now();
+        self.first = Some((now, unix_us_now(), CpuTime::thread(), SchedStat::thread()));
         progress.restart();
-        if let Bound::Time(run) = self.bound {
-            conn.read_by(Some(Instant::now() + run + TIMED_GRACE));
+        match self.bound {
+            Bound::Time(run) => conn.read_by(Some(now + run + TIMED_GRACE)),
+            Bound::Bytes { pass } => conn.read_by(Some(now + sized_deadline(pass, cfg))),
+            Bound::None => {}
         }
     }
 
@@ -158,10 +166,21 @@ impl Received {
         Ok(())
     }
 
-    /// Why a read timed out: a timed stream past its time and the grace, or a server silent
-    /// for the timeout.
+    /// Why a read timed out: a timed stream past its time and the grace, a sized one past its
+    /// pass at the floor rate, or a server silent for the timeout.
     fn silent(&self, cfg: &StreamConfig) -> anyhow::Error {
         match (self.bound, self.first) {
+            (Bound::Bytes { pass }, Some((at, ..)))
+                if at.elapsed() >= sized_deadline(pass, cfg) =>
+            {
+                anyhow!(
+                    "the server sent {} of {pass} bytes in {:.1} s, slower than {}/s \
+                     (--min-rate) could take: cut off",
+                    self.hashed,
+                    at.elapsed().as_secs_f64(),
+                    tsperf_results::units::size(cfg.min_rate),
+                )
+            }
             (Bound::Time(run), Some((at, ..))) if at.elapsed() >= run + TIMED_GRACE => anyhow!(
                 "the server was still sending {} s past the run's time ({} s) after {} bytes; \
                  cut off",
@@ -265,7 +284,7 @@ fn read_to_end<T: Transport>(
             Ok(0) => break,
             Ok(n) => {
                 if got.first.is_none() {
-                    got.begin(conn, progress);
+                    got.begin(conn, cfg, progress);
                     mark = Some(WakeMark::new(&*conn.socket()));
                 }
                 if let Some(m) = mark.as_mut().filter(|m| m.usable() && !m.raised()) {
