@@ -126,9 +126,7 @@ fn steady_run(
         ("steady.md", md.clone().into_bytes()),
         ("steady.json", serde_json::to_vec_pretty(&report)?),
     ] {
-        let path = args.out.join(name);
-        std::fs::write(&path, body)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        tsperf_lab::folder::write_atomic(&args.out.join(name), &body)?;
     }
     cli::print(&format!("\n{md}"))?;
     Ok(ExitCode::SUCCESS)
@@ -174,8 +172,7 @@ fn streams_run(
     drop(server);
     let md = tsperf_lab::streams::markdown(&rows, &cfg, &machine::probe(&args.commit));
     std::fs::create_dir_all(&args.out)?;
-    let path = args.out.join("streams.md");
-    std::fs::write(&path, &md).with_context(|| format!("cannot write '{}'", path.display()))?;
+    tsperf_lab::folder::write_atomic(&args.out.join("streams.md"), md.as_bytes())?;
     cli::print(&format!("\n{md}"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use crate::cli;
 use anyhow::Context;
 use clap::Parser;
+use tsperf_lab::report;
 use tsperf_lab::report::markdown;
-use tsperf_lab::report::{self, Setup};
 
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
 /// into DIR again; print the tables. With --verdicts, read DIR/verdicts.jsonl (from
@@ -54,12 +54,7 @@ pub fn main() -> ExitCode {
         if args.verdicts {
             return verdicts(&dir, &args.commit);
         }
-        let runs = report::read_runs(&dir.join("runs.jsonl"))?;
-        let setup_path = dir.join("setup.json");
-        let text = std::fs::read_to_string(&setup_path)
-            .with_context(|| format!("cannot read '{}'", setup_path.display()))?;
-        let setup: Setup = serde_json::from_str(&text)
-            .with_context(|| format!("'{}' is not a grid setup", setup_path.display()))?;
+        let (setup, runs) = tsperf_lab::folder::read_grid(&dir)?;
         let m = report::aggregate(setup, &runs);
         report::export_all(&m, &dir)?;
         cli::print(&markdown::render(&m))?;
@@ -83,9 +78,7 @@ fn compare(
         ("compare.md", md.clone().into_bytes()),
         ("compare.svg", compare::chart(&c, &name(old), &name(new))?),
     ] {
-        let path = out.join(file);
-        std::fs::write(&path, bytes)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        tsperf_lab::folder::write_atomic(&out.join(file), &bytes)?;
     }
     cli::print(&md)?;
     Ok(ExitCode::SUCCESS)

@@ -857,7 +857,7 @@ fn grid_with_streams_and_reverse() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
-    let runs = tsperf_results::runs::read_runs(&out.join("runs.jsonl")).unwrap();
+    let runs = tsperf_lab::folder::read_runs(&out.join("runs.jsonl")).unwrap();
     let mut seen = Vec::new();
     for r in &runs {
         use tsperf_results::runs::Cell;

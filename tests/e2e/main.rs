@@ -21,6 +21,7 @@ mod nonblocking;
 mod package;
 mod parallel;
 mod peer_text;
+mod report_inputs;
 mod reverse;
 mod save;
 mod scale;

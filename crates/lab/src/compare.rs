@@ -13,10 +13,10 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use tsperf_results::json::ClientJson;
-use tsperf_results::runs::{Cell, Run, Setup, read_runs};
+use tsperf_results::runs::{Cell, Run, Setup};
 use tsperf_results::stats;
 
 /// The level below which a difference is marked.
@@ -62,23 +62,21 @@ pub struct Comparison {
     pub unmatched: usize,
 }
 
-/// Reads `DIR/setup.json` and `DIR/runs.jsonl`.
-fn load(dir: &Path) -> Result<(Setup, Vec<Run>)> {
-    let path = dir.join("setup.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read '{}'", path.display()))?;
-    let setup = serde_json::from_str(&text)
-        .with_context(|| format!("'{}' is not a grid setup", path.display()))?;
-    Ok((setup, read_runs(&dir.join("runs.jsonl"))?))
+/// Compares the grid runs in the results folders `old` and `new`.
+pub fn compare(old: &Path, new: &Path) -> Result<Comparison> {
+    let old = crate::folder::read_grid(old)?;
+    let new = crate::folder::read_grid(new)?;
+    compare_runs((&old.0, &old.1), (&new.0, &new.1))
 }
 
-/// Compares the grid runs in `old` and `new`.
-pub fn compare(old: &Path, new: &Path) -> Result<Comparison> {
-    let (old_setup, old_runs) = load(old)?;
-    let (new_setup, new_runs) = load(new)?;
-    refuse_incomparable(&old_setup, &new_setup, &old_runs, &new_runs)?;
-    let old_cells = cells(&old_runs);
-    let new_cells = cells(&new_runs);
+/// Compares two grid runs, each its setup and its runs.
+pub fn compare_runs(
+    (old_setup, old_runs): (&Setup, &[Run]),
+    (new_setup, new_runs): (&Setup, &[Run]),
+) -> Result<Comparison> {
+    refuse_incomparable(old_setup, new_setup, old_runs, new_runs)?;
+    let old_cells = cells(old_runs);
+    let new_cells = cells(new_runs);
     let mut rows = Vec::new();
     for (cell, unit, old_values) in &old_cells {
         let Some((_, _, new_values)) = new_cells.iter().find(|(c, ..)| c == cell) else {
@@ -97,7 +95,7 @@ pub fn compare(old: &Path, new: &Path) -> Result<Comparison> {
     let unmatched = old_cells.len() + new_cells.len() - 2 * rows.len();
     Ok(Comparison {
         rows,
-        differences: differences(&old_setup, &new_setup),
+        differences: differences(old_setup, new_setup),
         unmatched,
     })
 }
@@ -326,14 +324,19 @@ pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
             let (lo, hi) = stats::min_max(v);
             format!("{:.1} ({lo:.1}-{hi:.1})", stats::median(&mut v.to_vec()))
         };
+        // A side whose median is 0 (a cell that measured nothing) has no ratio.
+        let ratio = if r.ratio.is_finite() {
+            format!("{:.3}x", r.ratio)
+        } else {
+            "no ratio (a median of 0)".to_owned()
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.3}x | {:.3} | {} |",
+            "| {} | {} | {} | {} | {ratio} | {:.3} | {} |",
             r.cell,
             r.unit,
             spread(&r.old),
             spread(&r.new),
-            r.ratio,
             r.p,
             match (r.differs(), r.better()) {
                 (false, _) => "",

@@ -452,7 +452,11 @@ mod tests {
                 .join("../..")
                 .join(dir)
                 .join("runs.jsonl");
-            let runs = crate::runs::read_runs(&path).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let runs: Vec<crate::runs::Run> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
             assert!(runs.len() > 20, "{dir}: {} runs", runs.len());
             for r in &runs {
                 if let ClientJson::Stream(s) = &r.result {

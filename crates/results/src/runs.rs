@@ -1,10 +1,7 @@
 //! The grid's raw results as `runs.jsonl` holds them: one [`Run`] per line (a [`Cell`], its
-//! repetition and the client's whole JSON), under the [`Setup`] they share.
+//! repetition and the client's whole JSON), under the [`Setup`] they share. The lab reads them
+//! (`tsperf_lab::folder`), from a folder that may be anyone's.
 
-use std::fs;
-use std::path::Path;
-
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::json::ClientJson;
@@ -93,18 +90,4 @@ pub struct Setup {
     /// cell's fraction of it.
     #[serde(default)]
     pub line_gbit: Option<f64>,
-}
-
-/// Reads `runs.jsonl`, one [`Run`] per line.
-pub fn read_runs(path: &Path) -> Result<Vec<Run>> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("cannot read '{}'", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("'{}' line {}: not a grid run", path.display(), i + 1))
-        })
-        .collect()
 }

@@ -80,6 +80,21 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
+/// Seconds read from a results file, as [`duration`] prints them; a figure no duration can be
+/// (negative, not finite, past `Duration`'s range) is printed as the number it is and marked,
+/// never converted (a results folder is anyone's input: issue 51).
+pub fn seconds(s: f64) -> String {
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) => duration(d),
+        Err(_) => format!("{s:.3e} s (impossible)"),
+    }
+}
+
+/// Microseconds read from a results file, as [`seconds`].
+pub fn micros(us: f64) -> String {
+    seconds(us / 1e6)
+}
+
 /// Throughput in MiB/s; 0 when no time passed.
 pub fn mib_per_s(bytes: u64, elapsed: Duration) -> f64 {
     per_second(bytes as f64 / (1024.0 * 1024.0), elapsed)
@@ -164,6 +179,13 @@ mod tests {
     fn durations_read_well() {
         assert_eq!(duration(Duration::from_micros(850)), "850.0 µs");
         assert_eq!(duration(Duration::from_micros(52_300)), "52.30 ms");
+        // Issue 51 (4): a figure from a results file that no duration can be is printed as
+        // what it is, never converted (a negative one panicked).
+        assert_eq!(micros(52_300.0), "52.30 ms");
+        assert_eq!(seconds(-1.5), "-1.500e0 s (impossible)");
+        assert_eq!(seconds(1.7e308), "1.700e308 s (impossible)");
+        assert_eq!(seconds(f64::NAN), "NaN s (impossible)");
+        assert_eq!(seconds(5e-324), "0.0 µs");
         assert_eq!(duration(Duration::from_millis(1234)), "1.234 s");
     }
 

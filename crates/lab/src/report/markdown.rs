@@ -1,7 +1,6 @@
 //! `matrix.md`: the tables, with the machine and settings they came from.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use anyhow::Result;
 
@@ -136,7 +135,7 @@ fn stream_table(m: &Matrix, o: &mut String) {
             r.min_mib_s,
             r.max_mib_s,
             r.median_gbit_s,
-            units::duration(Duration::from_secs_f64(r.client_cpu_s)),
+            units::seconds(r.client_cpu_s),
             if slowest > 0.0 {
                 r.median_mib_s / slowest
             } else {
@@ -199,7 +198,7 @@ fn latency_table(m: &Matrix, o: &mut String) {
         if r.hint {
             note.push("Nagle + delayed ACK");
         }
-        let us = |v: f64| units::duration(Duration::from_secs_f64(v / 1e6));
+        let us = units::micros;
         let idle = match (r.idle_p50_us, r.idle_p99_us) {
             (Some(p50), Some(p99)) => format!(
                 "idle p50 {}, p99 {}; the stream: {}",

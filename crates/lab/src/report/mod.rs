@@ -11,7 +11,6 @@ mod seed;
 pub mod svg;
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -19,7 +18,8 @@ use serde::Serialize;
 
 pub use tsperf_results::stats::median;
 
-pub use tsperf_results::runs::{Cell, Run, Setup, read_runs};
+pub use crate::folder::{read_runs, write_atomic};
+pub use tsperf_results::runs::{Cell, Run, Setup};
 
 /// A stream row: one cell's repetitions summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -234,27 +234,10 @@ pub fn export<T: ?Sized>(report: &T, exporters: &[Box<dyn Exporter<T>>], dir: &P
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
-/// sees half a file. The file gets the mode any new file gets (0666 less the umask).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .permissions(fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write in '{}'", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    Ok(())
-}
-
 #[cfg(test)]
 pub(crate) mod fixture;
+#[cfg(test)]
+mod hostile;
 
 #[cfg(test)]
 mod tests {
@@ -320,42 +303,5 @@ mod tests {
         let m = aggregate(Setup::default(), &runs);
         assert!(!m.stream[0].verified);
         assert!(m.stream[1].verified);
-    }
-
-    /// Issue 15: results files get the mode any new file gets (0666 less the umask), not the
-    /// temporary file's 0600, so a shared results directory stays readable.
-    #[test]
-    fn results_files_follow_the_umask() {
-        use std::os::unix::fs::PermissionsExt;
-        let umask = std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("Umask:"))
-            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("matrix.md");
-        write_atomic(&path, b"table\n").unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o666 & !umask, "mode {mode:o} with umask {umask:o}");
-        assert_eq!(std::fs::read(&path).unwrap(), b"table\n");
-    }
-
-    /// Runs round-trip through their JSON-lines form.
-    #[test]
-    fn runs_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("runs.jsonl");
-        let text: String = fixture::runs()
-            .iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect();
-        std::fs::write(&path, text).unwrap();
-        let back = read_runs(&path).unwrap();
-        assert_eq!(back.len(), fixture::runs().len());
-        assert_eq!(back[0].cell, fixture::runs()[0].cell);
-        std::fs::write(&path, "{not json\n").unwrap();
-        let e = format!("{:#}", read_runs(&path).unwrap_err());
-        assert!(e.contains("line 1: not a grid run"), "{e}");
     }
 }

@@ -2,7 +2,6 @@
 //! with its figure, the grid cell that writes what that client wrote, and why they differ.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use super::{LatencyRow, Matrix};
 use tsperf_results::units;
@@ -62,7 +61,7 @@ pub(super) fn seed_table(m: &Matrix, o: &mut String) {
     if SEED.iter().all(|r| find(m, r, false).is_none()) {
         return;
     }
-    let us = |v: f64| units::duration(Duration::from_secs_f64(v / 1e6));
+    let us = units::micros;
     let _ = writeln!(
         o,
         "\n## The field report's latency, side by side\n\n\

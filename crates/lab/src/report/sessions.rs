@@ -2,7 +2,6 @@
 //! every direction and stream count, beside the seed's single forward stream.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use super::{Matrix, StreamRow};
 use tsperf_results::units;
@@ -80,7 +79,7 @@ pub(super) fn table(m: &Matrix, o: &mut String) {
             r.min_mib_s,
             r.max_mib_s,
             r.median_gbit_s,
-            units::duration(Duration::from_secs_f64(r.client_cpu_s)),
+            units::seconds(r.client_cpu_s),
             r.limited_by.as_deref().unwrap_or("—"),
             if r.verified { "yes" } else { "**NO**" }
         );

@@ -161,12 +161,10 @@ pub fn write(path: &Path, runs: &[Run]) -> Result<()> {
         text += &serde_json::to_string(r)?;
         text.push('\n');
     }
-    let part = path.with_extension("jsonl.part");
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot make '{}'", dir.display()))?;
     }
-    std::fs::write(&part, text).with_context(|| format!("cannot write '{}'", part.display()))?;
-    std::fs::rename(&part, path).with_context(|| format!("cannot write '{}'", path.display()))
+    crate::folder::write_atomic(path, text.as_bytes())
 }
 
 /// Reads `DIR/verdicts.jsonl` and writes `DIR/verdicts.md`, with the machine from
@@ -174,35 +172,24 @@ pub fn write(path: &Path, runs: &[Run]) -> Result<()> {
 pub fn write_report(dir: &Path, commit: &str) -> Result<(PathBuf, String)> {
     let runs = read(&dir.join("verdicts.jsonl"))?;
     let machine_path = dir.join("verdicts-machine.json");
-    let machine = match std::fs::read_to_string(&machine_path) {
-        Ok(text) => serde_json::from_str(&text)
-            .with_context(|| format!("'{}' is not a machine", machine_path.display()))?,
-        Err(_) => {
-            let m = crate::machine::probe(commit);
-            std::fs::write(&machine_path, serde_json::to_string_pretty(&m)? + "\n")
-                .with_context(|| format!("cannot write '{}'", machine_path.display()))?;
-            m
-        }
+    // Probed only where there is no file: one there that cannot be read is an error.
+    let machine = if std::fs::symlink_metadata(&machine_path).is_ok() {
+        crate::folder::read_json(&machine_path, "a machine")?
+    } else {
+        let m = crate::machine::probe(commit);
+        let text = serde_json::to_string_pretty(&m)? + "\n";
+        crate::folder::write_atomic(&machine_path, text.as_bytes())?;
+        m
     };
     let md = render(&runs, &machine);
     let out = dir.join("verdicts.md");
-    std::fs::write(&out, &md).with_context(|| format!("cannot write '{}'", out.display()))?;
+    crate::folder::write_atomic(&out, md.as_bytes())?;
     Ok((out, md))
 }
 
 /// Reads `verdicts.jsonl`, naming the line that does not parse.
 pub fn read(path: &Path) -> Result<Vec<Run>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read '{}'", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).with_context(|| {
-                format!("'{}' line {}: not a verdicts.sh run", path.display(), i + 1)
-            })
-        })
-        .collect()
+    crate::folder::read_lines(path, "a verdicts.sh run")
 }
 
 /// The cases in the order they first appear, each with its runs.

@@ -23,21 +23,32 @@ fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("cannot draw the chart: {e:?}")
 }
 
-/// Log-axis bounds with some room around `lo..hi`.
+/// The most decades a log axis spans: a value further below the highest is drawn at the
+/// axis's foot (its bar as short as the axis allows), so a results file holding 5e-324 beside
+/// 1.7e308 gets a chart, not an axis of 600 decades (issue 51).
+const MOST_DECADES: f64 = 12.0;
+
+/// Log-axis bounds with some room around the values' (the positive, finite ones) `lo..hi`, at
+/// most [`MOST_DECADES`] apart.
 fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
-        .filter(|v| *v > 0.0)
+        .filter(|v| v.is_finite() && *v > 0.0)
         .fold((f64::INFINITY, 0f64), |(a, b), v| (a.min(v), b.max(v)));
     if hi == 0.0 {
-        (0.1, 10.0)
-    } else {
-        (lo / 2.0, hi * 2.0)
+        return (0.1, 10.0);
     }
+    // Never 0 at the foot (the log of a subnormal halved), never infinite at the top.
+    let hi = (hi * 2.0).clamp(1e-290, f64::MAX);
+    let lo = (lo / 2.0).max(hi / 10f64.powf(MOST_DECADES));
+    (lo, hi)
 }
 
 /// Tick values for a log axis over `lo..hi`: 1, 2 and 5 in every decade, or the decades alone
 /// when that would be more than 24 ticks.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi.is_finite() && lo < hi) {
+        return Vec::new();
+    }
     let first = lo.log10().floor() as i32;
     let last = hi.log10().ceil() as i32;
     let steps: &[f64] = if (last - first) * 3 > 24 {

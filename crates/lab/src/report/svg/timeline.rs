@@ -83,6 +83,10 @@ pub struct Scale {
     pub mib_s: f64,
 }
 
+/// The farthest a timeline's axis reaches, seconds or MiB/s: past any transfer, and short
+/// enough that plotters can place its ticks (issue 51).
+const AXIS_MOST: f64 = 1e12;
+
 /// One [`Scale`] per chunk size of the timeline, smallest first: every sink's panel of a chunk
 /// is drawn on it.
 pub fn scales(m: &Matrix) -> Vec<Scale> {
@@ -97,14 +101,14 @@ pub fn scales(m: &Matrix) -> Vec<Scale> {
                 .clone()
                 .filter_map(|t| t.points.last().map(|p| p.1))
                 .fold(0f64, f64::max)
-                .max(1e-3);
+                .clamp(1e-3, AXIS_MOST);
             let mut rates: Vec<f64> = lines.flat_map(|t| t.points.iter().map(|p| p.2)).collect();
             rates.sort_by(f64::total_cmp);
             let p95 = rates
                 .get((rates.len() * 95).div_ceil(100).saturating_sub(1))
                 .copied()
                 .unwrap_or(0.0);
-            let mib_s = p95.max(1e-3) * 1.25;
+            let mib_s = (p95.max(1e-3) * 1.25).min(AXIS_MOST);
             Scale {
                 chunk,
                 seconds,
