@@ -20,7 +20,7 @@ complete -c tsserver -l save -d 'Save each received file into DIR under its anno
 complete -c tsserver -l auth-key -d 'Require clients to prove they hold the key in FILE (HMAC-SHA256 challenge and response; the key never crosses the network)' -r -F
 complete -c tsserver -l grace -d 'Seconds that transfers in flight get to finish after SIGINT or SIGTERM; the rest are then aborted with a reason (and any partial file removed)' -r
 complete -c tsserver -l idle-timeout -d 'Seconds a connection may go without data or requests, or without taking its answers, before it is closed and logged as incomplete' -r
-complete -c tsserver -l once -d 'Exit after one transfer: 0 if it completed, 1 if not'
+complete -c tsserver -l once -d 'Serve one client\'s run, whole, then exit: 0 if each of its connections completed, 1 if not. A run is every stream of a -P session and both directions of a --bidir (all carry one session id); any other connection meanwhile is refused, naming --once'
 complete -c tsserver -l blocking -d 'Serve each connection on its own thread with blocking reads, instead of the default single-threaded mio event loop'
 complete -c tsserver -l allow-client-log -d 'Let each client choose its transfer\'s log sink (tsclient --server-log): none, stdout, or the --log-file named here (never a path of the client\'s). --log stays the sink of clients that do not ask. The log file is opened at start'
 complete -c tsserver -l no-reverse -d 'Refuse reverse streams (tsclient --reverse): this server then only receives'

@@ -24,7 +24,9 @@ struct Args {
     /// Port to listen on; 0 takes a free one (the real port is printed on stderr).
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
-    /// Exit after one transfer: 0 if it completed, 1 if not.
+    /// Serve one client's run, whole, then exit: 0 if each of its connections completed, 1 if
+    /// not. A run is every stream of a -P session and both directions of a --bidir (all carry
+    /// one session id); any other connection meanwhile is refused, naming --once.
     #[arg(long)]
     once: bool,
     /// Bytes per read. By default, with a log sink, the client's chunk size (one read and one

@@ -416,6 +416,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         reverse: false,
         one_buffer: false,
         session: Session::ALONE,
+        two_way: false,
         congestion: None,
     };
     encode_hello(&hello, &mut b);

@@ -278,6 +278,7 @@ fn bad_request_does_not_stop_the_server() {
                 reverse: false,
                 one_buffer: false,
                 session: tsperf_proto::Session::ALONE,
+                two_way: false,
                 congestion: None,
             },
             &mut hello,

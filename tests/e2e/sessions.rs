@@ -107,3 +107,83 @@ fn a_sessions_streams_read_one_served_file() {
         assert_eq!(answer, Ok(()), "{model:?}");
     }
 }
+
+/// Issue 51 (7): `--once` serves one client's run, whole: every stream of a `-P` session, both
+/// directions of a `--bidir`, then exits 0 (each verified). The event loop exited when the
+/// first connection ended and cut the others mid-stream (the client read "connection reset"
+/// or "unknown frame tag 110"); `--blocking` reset the second before its hello.
+#[test]
+fn once_serves_one_clients_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.bin", 4 << 20);
+    let f = file.to_str().unwrap();
+    for model in MODELS {
+        for run in [
+            &["-P", "2", f][..],
+            &["-R", "-P", "2", "--bytes", "4MiB"][..],
+            &["--bidir", f][..],
+            &["--bidir", "-P", "2", f][..],
+            &[f][..],
+            &["--latency", "--count", "5"][..],
+        ] {
+            let mut args = vec!["--once"];
+            args.extend_from_slice(model);
+            let mut server = Server::start(&args);
+            let (out, v) = client_json(server.port, run);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{model:?} {run:?}: {}\nserver: {}",
+                stderr(&out),
+                server.stderr()
+            );
+            assert_ne!(v["verified"], false, "{model:?} {run:?}: {v:#}");
+            assert_eq!(
+                server.wait_exit(),
+                Some(0),
+                "{model:?} {run:?}: {}",
+                server.stderr()
+            );
+        }
+    }
+}
+
+/// Issue 51 (7): a connection beyond the `--once` run is refused with a reason (not reset, not
+/// served), and the run's own transfer goes on; the server exits with the run's result.
+#[test]
+fn once_refuses_a_connection_beyond_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.bin", 1 << 20);
+    for model in MODELS {
+        let mut args = vec!["--once"];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        // The run: a transfer of 10000 bytes, begun and held.
+        let mut first = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        first
+            .write_all(&stream_hello(10_000, 1000, "held.bin"))
+            .unwrap();
+        first.set_read_timeout(Some(DEADLINE)).unwrap();
+        assert!(matches!(
+            read_one_frame(&mut first),
+            Some(Frame::Accept { .. })
+        ));
+        first.write_all(&[b'x'; 4000]).unwrap();
+        // Another client meanwhile.
+        let out = client(&["--port", &server.port.to_string(), file.to_str().unwrap()]);
+        assert_fails(&out, 1, "--once");
+        // The run ends incomplete: the server says so and exits 1.
+        drop(first);
+        assert_eq!(
+            server.wait_exit(),
+            Some(1),
+            "{model:?}: {}",
+            server.stderr()
+        );
+        assert!(
+            server.stderr().contains("'held.bin': 4000 of 10000 bytes"),
+            "{model:?}: {}",
+            server.stderr()
+        );
+    }
+}

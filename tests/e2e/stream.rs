@@ -277,6 +277,7 @@ fn refusals_and_server_survives_garbage() {
             reverse: false,
             one_buffer: false,
             session: Session::ALONE,
+            two_way: false,
             congestion: None,
         },
         &mut hello,

@@ -93,7 +93,9 @@ fn slow_log_reader_makes_the_receiver_the_limit() {
 #[test]
 fn fast_reader_is_not_the_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let file = test_file(dir.path(), "fast.txt", 32 << 20);
+    // Long enough for a verdict (100 ms) at 102-byte writes on a fast machine: 32 MiB took
+    // 88 ms here once, too short to tell.
+    let file = test_file(dir.path(), "fast.txt", 128 << 20);
     for model in [&[][..], &["--blocking"][..]] {
         let mut args = vec!["--log", "none"];
         args.extend_from_slice(model);
@@ -120,7 +122,7 @@ fn fast_reader_is_not_the_limit() {
         let hello = tsperf_proto::HELLO_FIXED as u64 + "fast.txt".len() as u64;
         assert_eq!(
             rx["bytes_received"].as_u64(),
-            Some(hello + 8 * 16 + (32 << 20) + 8)
+            Some(hello + 8 * 16 + (128 << 20) + 8)
         );
         assert!(rx["rcv_space"].as_u64().unwrap() > 0, "{rx}");
     }

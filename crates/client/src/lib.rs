@@ -124,6 +124,25 @@ pub struct StreamConfig {
     /// One stream of a `--parallel` session: the stripe of the file it sends (offset, length;
     /// in reverse, its share of the bytes asked for) and its place in the session.
     pub stripe: Option<(u64, u64, tsperf_proto::Session)>,
+    /// Half of a two-way run (`--bidir`): the session id both directions' streams carry, so a
+    /// server that serves one run (`tsserver --once`) knows them all.
+    pub two_way: Option<[u8; 16]>,
+}
+
+impl StreamConfig {
+    /// The session this stream's hello names: its stripe's place, or with no stripe a stream
+    /// of its own (under the two-way run's id when it is half of one).
+    pub fn session(&self) -> tsperf_proto::Session {
+        match (self.stripe, self.two_way) {
+            (Some((.., s)), _) => s,
+            (None, Some(id)) => tsperf_proto::Session {
+                id,
+                index: 0,
+                count: 1,
+            },
+            (None, None) => tsperf_proto::Session::ALONE,
+        }
+    }
 }
 
 /// What a timed run was, beside its figures.

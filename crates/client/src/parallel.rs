@@ -19,7 +19,7 @@ use tsperf_proto::Session as Place;
 pub use tsperf_proto::stripes;
 
 /// A random id for a session's hellos, so the server groups its streams.
-fn session_id() -> [u8; 16] {
+pub(crate) fn session_id() -> [u8; 16] {
     let mut id = [0u8; 16];
     id.copy_from_slice(&tsperf_sys::auth::challenge()[..16]);
     id
@@ -55,7 +55,8 @@ pub(crate) fn session(
     one: impl Fn(&StreamConfig, u64) -> Outcome + Sync,
 ) -> Session {
     let n = u8::try_from(stripes.len()).unwrap_or(u8::MAX);
-    let id = session_id();
+    // Both directions of a two-way run carry its one id.
+    let id = cfg.two_way.unwrap_or_else(session_id);
     let sums = cfg.live.as_ref().map(|l| l.session(stripes.len()));
     let streams = std::thread::scope(|s| {
         let handles: Vec<_> = stripes

@@ -225,8 +225,10 @@ pub fn run(spec: &RunSpec, progress: &mut Progress) -> Streams {
             reverse: Some(receive(spec, &spec.stream, progress)),
         },
         Direction::Both => {
+            let run = crate::parallel::session_id();
             let label = |sending: bool| StreamConfig {
                 live: spec.stream.live.as_ref().map(|l| l.direction(sending)),
+                two_way: Some(run),
                 ..spec.stream.clone()
             };
             let (to, from) = (label(true), label(false));

@@ -340,7 +340,8 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
         log: cfg.server_log,
         clock_queries: cfg.clock_queries,
         duration_ms,
-        session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),
+        session: cfg.session(),
+        two_way: cfg.two_way.is_some(),
         ..Hello::stream(source.len(), cfg.chunk, source.name())
     };
     let mut conv = StreamConversation::new(hello, cfg.timeout);

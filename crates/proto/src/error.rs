@@ -22,8 +22,8 @@ pub enum ProtocolError {
     BadMode(u8),
     /// The hello sets flags this version does not define.
     #[error(
-        "bad flags {0:#04x}: only bit 0 (nodelay) and, in stream mode, bit 1 (reverse) and \
-         bit 2 (one buffer, with bit 1 and no name) are defined"
+        "bad flags {0:#04x}: only bit 0 (nodelay) and, in stream mode, bit 1 (reverse), \
+         bit 2 (one buffer, with bit 1 and no name) and bit 3 (two-way) are defined"
     )]
     BadFlags(u8),
     /// The hello's codec does not fit its mode.

@@ -35,6 +35,9 @@ pub struct Hello {
     pub one_buffer: bool,
     /// The session the connection belongs to, and its place in it (`--parallel`).
     pub session: Session,
+    /// Half of a two-way run (`--bidir`): the streams of both directions carry one session
+    /// id, so a server that serves one client's run (`--once`) knows them all. Version 11.
+    pub two_way: bool,
     /// A stream the server sends (reverse): the TCP congestion control it sends with
     /// (`tsclient -R -C ALGO`); `None`: its kernel's default. Version 10.
     pub congestion: Option<crate::tcp::Congestion>,
@@ -112,8 +115,19 @@ impl Hello {
             reverse: false,
             one_buffer: false,
             session: Session::ALONE,
+            two_way: false,
             congestion: None,
         }
+    }
+
+    /// The connections of the client's run this stream is one of: its session's streams, in
+    /// both directions when it is half of a two-way run; 1 for a stream of its own (an id of
+    /// zeros).
+    pub fn run_connections(&self) -> u16 {
+        if self.session.id == [0; 16] {
+            return 1;
+        }
+        u16::from(self.session.count.max(1)) * if self.two_way { 2 } else { 1 }
     }
 
     /// True when the stream ends where its sender closes its direction, with an
@@ -144,6 +158,7 @@ impl Hello {
             reverse: false,
             one_buffer: false,
             session: Session::ALONE,
+            two_way: false,
             congestion: None,
         }
     }
@@ -162,7 +177,8 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.push(
         flag(h.nodelay, FLAG_NODELAY)
             | flag(h.reverse, FLAG_REVERSE)
-            | flag(h.one_buffer, FLAG_ONE_BUFFER),
+            | flag(h.one_buffer, FLAG_ONE_BUFFER)
+            | flag(h.two_way, FLAG_TWO_WAY),
     );
     out.push(h.codec);
     out.push(h.framing);
@@ -258,6 +274,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         reverse: flags & FLAG_REVERSE != 0,
         one_buffer,
         session,
+        two_way: flags & FLAG_TWO_WAY != 0,
         congestion,
     };
     Ok(Some((hello, at + congestion_len)))
@@ -331,7 +348,7 @@ fn header(buf: &[u8]) -> Result<Header, ProtocolError> {
     };
     let flags = buf[7];
     let defined = match mode {
-        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE | FLAG_ONE_BUFFER,
+        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE | FLAG_ONE_BUFFER | FLAG_TWO_WAY,
         Mode::Latency => FLAG_NODELAY,
     };
     if flags & !defined != 0 {

@@ -37,7 +37,7 @@ pub const LOOP_READ: u32 = 1 << 20;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 10;
+pub const VERSION: u16 = 11;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -70,6 +70,7 @@ const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
 const FLAG_REVERSE: u8 = 2;
 const FLAG_ONE_BUFFER: u8 = 4;
+const FLAG_TWO_WAY: u8 = 8;
 
 const TAG_ACCEPT: u8 = 1;
 const TAG_REFUSE: u8 = 2;

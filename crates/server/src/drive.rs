@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tracing::warn;
 use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
-use tsperf_proto::{Hello, LogMode, RefuseCode, Report, ServerIo, TimePhase};
+use tsperf_proto::{Hello, LogMode, Mode, RefuseCode, Report, ServerIo, TimePhase};
 use tsperf_sys::text::Peer;
 
 use crate::console::Stream;
@@ -29,6 +29,15 @@ pub(crate) fn perform(
 ) -> Step {
     while let Some(effect) = step.effect.take() {
         step = match effect {
+            Effect::Begin { hello, .. }
+                if let Some(Err(why)) = at.srv.once().map(|o| o.join(at.peer, &hello)) =>
+            {
+                conv.begun(Err(why), Instant::now())
+            }
+            // A latency session has nothing to begin but the server's say.
+            Effect::Begin { hello, .. } if hello.mode == Mode::Latency => {
+                conv.begun(Ok(()), Instant::now())
+            }
             Effect::Begin { hello, admitted } => {
                 let begun = if hello.reverse {
                     send_begin(&hello, &at).map(|s| {
@@ -50,7 +59,7 @@ pub(crate) fn perform(
                 if let Some(hello) = conv.hello()
                     && let Some(line) = crate::sessions::ended(
                         at.srv.sessions(),
-                        hello.session,
+                        (hello.session, hello.reverse),
                         at.peer,
                         result.as_ref().ok().map(Into::into),
                     )
@@ -59,9 +68,13 @@ pub(crate) fn perform(
                 }
                 conv.finished(result)
             }
-            Effect::Abandon { why, session } => {
+            Effect::Abandon {
+                why,
+                session,
+                reverse,
+            } => {
                 if let Some(line) =
-                    crate::sessions::ended(at.srv.sessions(), session, at.peer, None)
+                    crate::sessions::ended(at.srv.sessions(), (session, reverse), at.peer, None)
                 {
                     at.srv.console().message(Stream::Out, &line);
                 }
@@ -105,7 +118,16 @@ fn send_begin(hello: &Hello, at: &Where<'_, impl AsFd>) -> Result<Sender, Refusa
     let s = data_of(hello, &at.srv.cfg)?;
     let file = s.served_file().map(|(id, _)| (hello.name.as_str(), id));
     let bytes = s.pass_length();
-    joined(hello, crate::sessions::Joining { bytes, file }, at)?;
+    let reverse = true;
+    joined(
+        hello,
+        crate::sessions::Joining {
+            reverse,
+            bytes,
+            file,
+        },
+        at,
+    )?;
     sending(s, hello, &at.srv.cfg, at.socket)
 }
 
@@ -124,7 +146,12 @@ fn receive_begin(
     } else {
         0
     };
-    joined(hello, crate::sessions::Joining { bytes, file: None }, at)?;
+    let joining = crate::sessions::Joining {
+        reverse: false,
+        bytes,
+        file: None,
+    };
+    joined(hello, joining, at)?;
     let (srv, peer) = (at.srv, at.peer);
     let cfg = &srv.cfg;
     let conn = srv.next_conn();

@@ -42,6 +42,8 @@ struct State {
     next_conn: AtomicU64,
     /// The generated text its reverse streams send, made once on the first's asking.
     text: Arc<Pattern>,
+    /// With `--once`: the one run it serves.
+    once: Option<crate::once::Once>,
 }
 
 impl Server {
@@ -53,7 +55,6 @@ impl Server {
     /// A server of `cfg` writing its output through `console` (one its diagnostics share).
     pub fn with_console(cfg: ServerConfig, console: Arc<Console>) -> Server {
         Server {
-            cfg,
             state: Arc::new(State {
                 console,
                 stopping: AtomicBool::default(),
@@ -63,7 +64,9 @@ impl Server {
                 sessions: Sessions::default(),
                 next_conn: AtomicU64::default(),
                 text: Arc::default(),
+                once: cfg.once.then(crate::once::Once::default),
             }),
+            cfg,
         }
     }
 
@@ -72,8 +75,8 @@ impl Server {
         &self.state.console
     }
 
-    /// Serves `listener` with the configured I/O model until stopped, or one connection with
-    /// `--once`; then the result says whether that connection completed a transfer.
+    /// Serves `listener` with the configured I/O model until stopped, or one client's run with
+    /// `--once`; then the result says whether each of the run's connections completed.
     pub fn serve(&self, listener: TcpListener) -> Result<bool> {
         if self.cfg.blocking {
             crate::blocking::serve(listener, self)
@@ -99,15 +102,7 @@ impl Server {
         if self.state.stopping.swap(true, Ordering::AcqRel) {
             self.state.stop_now.store(true, Ordering::Release);
         }
-        for wake in self
-            .state
-            .wakers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
-            wake();
-        }
+        self.wake();
     }
 
     /// Ends the grace period: transfers still in flight are cut off now ([`Server::stopping_now`]),
@@ -179,6 +174,40 @@ impl Server {
     /// The `--parallel` sessions it follows.
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.state.sessions
+    }
+
+    /// With `--once`, the one run it serves.
+    pub(crate) fn once(&self) -> Option<&crate::once::Once> {
+        self.state.once.as_ref()
+    }
+
+    /// With `--once`: the connection from `peer` ended, `completed` or not. The run's result
+    /// once it is over (or was already).
+    pub(crate) fn once_ended(&self, peer: std::net::SocketAddr, completed: bool) -> Option<bool> {
+        let once = self.once()?;
+        let now = std::time::Instant::now();
+        once.ended(peer, completed, now);
+        once.over(now, self.cfg.policy.hello_timeout)
+    }
+
+    /// With `--once`: the run's result once it is over.
+    pub(crate) fn once_over(&self) -> Option<bool> {
+        self.once()?
+            .over(std::time::Instant::now(), self.cfg.policy.hello_timeout)
+    }
+
+    /// Wakes the server's loops, as a stop does, without asking them to stop: a `--once` run
+    /// that is over is looked at.
+    pub(crate) fn wake(&self) {
+        for wake in self
+            .state
+            .wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            wake();
+        }
     }
 
     /// The generated text its reverse streams send.

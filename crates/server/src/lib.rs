@@ -17,6 +17,7 @@ pub mod fds;
 mod instance;
 pub mod latency;
 pub mod mark;
+mod once;
 pub mod outbox;
 pub mod readlog;
 pub mod receiver;
@@ -70,7 +71,7 @@ pub struct ServerConfig {
     pub bind: Option<IpAddr>,
     /// The port to listen on (0: any free one).
     pub port: u16,
-    /// Serve one transfer, then exit.
+    /// Serve one client's run (every connection of it), then exit.
     pub once: bool,
     /// Ask the kernel for this receive buffer (SO_RCVBUF) on every connection.
     pub rcvbuf: Option<u32>,
@@ -325,7 +326,8 @@ pub fn print_sent(
         first_us: s.first_write_unix_us,
         last_us: end_us,
     };
-    if let Some(line) = hello.and_then(|h| sessions::ended(sessions, h.session, peer, Some(moved)))
+    if let Some(line) =
+        hello.and_then(|h| sessions::ended(sessions, (h.session, h.reverse), peer, Some(moved)))
     {
         out.message(Stream::Out, &line);
     }

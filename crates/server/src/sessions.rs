@@ -21,6 +21,8 @@ pub const MAX_OPEN: usize = 1024;
 struct Open {
     id: [u8; 16],
     peer: IpAddr,
+    /// The server sends its streams: the two directions of a two-way run share an id.
+    reverse: bool,
     count: u8,
     /// The places of the streams that began (bit `index`).
     joined: u128,
@@ -87,6 +89,8 @@ impl FileId {
 /// What a stream that begins asks of its session.
 #[derive(Debug, Clone, Copy)]
 pub struct Joining<'a> {
+    /// The server sends it (a reverse stream).
+    pub reverse: bool,
     /// The bytes it announces: a sized stream's length, a reverse stream's pass; 0 for a timed
     /// stream the client sends (bounded by `--max-time`).
     pub bytes: u64,
@@ -94,11 +98,12 @@ pub struct Joining<'a> {
     pub file: Option<(&'a str, FileId)>,
 }
 
-/// Where session `s` from `peer` is in `open`, followed from now if it was not.
-fn entry(open: &mut Vec<Open>, s: Session, peer: SocketAddr) -> usize {
+/// Where session `s` from `peer`, in direction `reverse`, is in `open`, followed from now if it
+/// was not.
+fn entry(open: &mut Vec<Open>, s: Session, reverse: bool, peer: SocketAddr) -> usize {
     if let Some(i) = open
         .iter()
-        .position(|o| o.id == s.id && o.peer == peer.ip())
+        .position(|o| o.id == s.id && o.peer == peer.ip() && o.reverse == reverse)
     {
         return i;
     }
@@ -108,6 +113,7 @@ fn entry(open: &mut Vec<Open>, s: Session, peer: SocketAddr) -> usize {
     open.push(Open {
         id: s.id,
         peer: peer.ip(),
+        reverse,
         count: s.count,
         joined: 0,
         announced: 0,
@@ -142,7 +148,7 @@ pub fn join(
         return Ok(());
     }
     let mut open = sessions.open.lock().unwrap_or_else(PoisonError::into_inner);
-    let at = entry(&mut open, s, peer);
+    let at = entry(&mut open, s, joining.reverse, peer);
     let o = &mut open[at];
     let bit = 1u128 << u32::from(s.index.min(127));
     if o.joined & bit != 0 {
@@ -188,11 +194,11 @@ pub fn join(
     Ok(())
 }
 
-/// A stream of session `s` from `peer` ended, with what it moved if it completed. The
-/// session's summary line, once it was its last stream.
+/// A stream of session `s` from `peer` (sent by the server: `reverse`) ended, with what it
+/// moved if it completed. The session's summary line, once it was its last stream.
 pub fn ended(
     sessions: &Sessions,
-    s: Session,
+    (s, reverse): (Session, bool),
     peer: SocketAddr,
     done: Option<Moved>,
 ) -> Option<String> {
@@ -200,7 +206,7 @@ pub fn ended(
         return None;
     }
     let mut open = sessions.open.lock().unwrap_or_else(PoisonError::into_inner);
-    let at = entry(&mut open, s, peer);
+    let at = entry(&mut open, s, reverse, peer);
     let o = &mut open[at];
     o.ended = o.ended.saturating_add(1);
     if let Some(r) = done.filter(|r| r.bytes > 0) {

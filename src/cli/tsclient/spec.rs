@@ -198,6 +198,7 @@ fn stream_config(
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         stripe: None,
+        two_way: None,
         name: forward_generated.then(|| {
             if args.one_buffer {
                 format!("{GENERATED}-one-buffer")
@@ -246,6 +247,7 @@ fn latency_config(
         log: LogMode::None,
         log_file: PathBuf::new(),
         stripe: None,
+        two_way: None,
         name: None,
         generated: None,
         shared_file: None,

@@ -347,7 +347,8 @@ fn open<T: Transport>(
         one_buffer: asks_one_buffer(cfg, name),
         clock_queries: cfg.clock_queries,
         duration_ms,
-        session: cfg.stripe.map_or(tsperf_proto::Session::ALONE, |(.., s)| s),
+        session: cfg.session(),
+        two_way: cfg.two_way.is_some(),
         // The server sends: the congestion control asked for is its socket's.
         congestion: cfg
             .congestion

@@ -78,8 +78,9 @@ pub enum Outcome {
 /// What the driver does for the conversation: the parts that touch the world.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    /// Start the accounting of an admitted stream (its save file, its log's start line), then
-    /// call [`Conversation::begun`] with the result.
+    /// Start the accounting of an admitted stream (its save file, its log's start line), or
+    /// admit a latency session (nothing to account for but the driver's say), then call
+    /// [`Conversation::begun`] with the result.
     Begin {
         /// The admitted hello.
         hello: Hello,
@@ -98,6 +99,8 @@ pub enum Effect {
         why: String,
         /// The session the stream was part of ([`crate::Session::ALONE`] when none).
         session: crate::Session,
+        /// The stream was one the server sent (its session is of that direction).
+        reverse: bool,
     },
     /// A latency session ended: the server says what it answered (`summary`).
     SessionEnded {

@@ -48,7 +48,9 @@ impl Conversation {
     }
 
     /// Accepts an (authenticated) hello the server will serve, or refuses it with the reason.
-    /// A stream's accept waits for the driver to begin the transfer ([`Effect::Begin`]).
+    /// The accept waits for the driver to begin the transfer or session ([`Effect::Begin`]):
+    /// the driver may still refuse it (a server that serves one run, `--once`, refuses a
+    /// connection of another).
     pub(super) fn admit(&mut self, hello: Hello, now: Instant) -> Step {
         let admitted = match admit(&hello, &self.policy) {
             Ok(a) => a,
@@ -57,23 +59,13 @@ impl Conversation {
         // The clock queries and the first byte (or request) are due within the hello timeout of
         // the accept.
         self.deadline = now + self.policy.hello_timeout;
-        match hello.mode {
-            Mode::Stream => {
-                self.state = State::Begin {
-                    hello: hello.clone(),
-                    admitted,
-                };
-                Step {
-                    effect: Some(Effect::Begin { hello, admitted }),
-                    ..Step::default()
-                }
-            }
-            Mode::Latency => {
-                self.state = State::Latency {
-                    session: Box::new(LatencySession::new(&hello)),
-                };
-                Step::send(self.accept(admitted))
-            }
+        self.state = State::Begin {
+            hello: hello.clone(),
+            admitted,
+        };
+        Step {
+            effect: Some(Effect::Begin { hello, admitted }),
+            ..Step::default()
         }
     }
 
@@ -105,6 +97,12 @@ impl Conversation {
         };
         if let Err(refusal) = result {
             return Step::refuse(refusal);
+        }
+        if hello.mode == Mode::Latency {
+            self.state = State::Latency {
+                session: Box::new(LatencySession::new(&hello)),
+            };
+            return Step::send(self.accept(admitted));
         }
         let t = Transfer {
             hello,

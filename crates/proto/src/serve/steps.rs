@@ -284,11 +284,13 @@ impl Conversation {
             _ => Outcome::Incomplete(why.to_owned()),
         };
         let session = self.hello().map_or(crate::Session::ALONE, |h| h.session);
+        let reverse = self.hello().is_some_and(|h| h.reverse);
         self.state = State::Done;
         Step {
             effect: Some(Effect::Abandon {
                 why: why.to_owned(),
                 session,
+                reverse,
             }),
             ..Step::end(tell.then(|| Frame::Abort(why.to_owned())), outcome)
         }

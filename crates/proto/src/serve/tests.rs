@@ -365,7 +365,8 @@ fn latency_session_and_its_summary() {
     let now = Instant::now();
     let hello = Hello::latency(2, Codec::Binary, crate::clock::Framing::Single, false);
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
-    let step = feed(&mut c, &hello_bytes(&hello));
+    // The driver begins the session as it begins a transfer: then the Accept.
+    let step = accepted(&mut c, &hello_bytes(&hello));
     assert!(matches!(step.send, Some(Frame::Accept { .. })), "{step:?}");
     let mut req = Vec::new();
     for seq in 0..2 {

@@ -23,6 +23,7 @@ pub(super) fn hello() -> Hello {
             index: 3,
             count: 4,
         },
+        two_way: true,
         congestion: None,
     }
 }
@@ -222,14 +223,19 @@ fn hello_carries_the_senders_congestion_control() {
 /// and count that do not fit.
 #[test]
 fn hello_refusals_of_flags_and_streams() {
-    assert_eq!(refused(|b| b[7] = 8), ProtocolError::BadFlags(8));
+    assert_eq!(refused(|b| b[7] = 16), ProtocolError::BadFlags(16));
     // One buffer (bit 2, version 9) is a reverse stream's of the generated text only: not
     // without reverse, not with a name.
     assert_eq!(refused(|b| b[7] = 4), ProtocolError::BadFlags(4));
     assert_eq!(refused(|b| b[7] = 6), ProtocolError::BadFlags(6));
     // The refusal names every flag this version defines, the one-buffer flag's rule included.
     let why = ProtocolError::BadFlags(4).to_string();
-    for flag in ["bit 0 (nodelay)", "bit 1 (reverse)", "bit 2 (one buffer"] {
+    for flag in [
+        "bit 0 (nodelay)",
+        "bit 1 (reverse)",
+        "bit 2 (one buffer",
+        "bit 3 (two-way)",
+    ] {
         assert!(why.contains(flag), "{why}");
     }
     let generated = Hello {
@@ -251,6 +257,16 @@ fn hello_refusals_of_flags_and_streams() {
     ));
     latency[7] = 4;
     assert_eq!(decode_hello(&latency), Err(ProtocolError::BadFlags(4)));
+    // Two-way (bit 3, version 11) is a stream's flag only, in either direction.
+    latency[7] = 8;
+    assert_eq!(decode_hello(&latency), Err(ProtocolError::BadFlags(8)));
+    let half = Hello {
+        two_way: true,
+        ..Hello::stream(1 << 20, 1024, "f.bin")
+    };
+    let bytes = encoded(&half);
+    assert_eq!(bytes[7], 8);
+    assert_eq!(decode_hello(&bytes), Ok(Some((half, bytes.len()))));
     // Reverse (bit 1) is a stream's flag only.
     assert_eq!(
         refused(|b| {
@@ -357,6 +373,7 @@ fn hello_limits_inclusive() {
     h.mode = Mode::Latency;
     h.duration_ms = 0;
     h.reverse = false;
+    h.two_way = false;
     h.session.count = MAX_STREAMS;
     h.session.index = MAX_STREAMS - 1;
     h.nodelay = true;

@@ -30,8 +30,9 @@ mod conn;
 
 use conn::handle;
 
-/// Serves until the process ends, or one connection with `--once`. With `--once` the result
-/// says whether that transfer completed.
+/// Serves until the process ends, or one client's run with `--once`, each of
+/// its connections on a thread of its own as any other; then the result says whether each of
+/// them completed.
 pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
     let cfg = &srv.cfg;
     let open: Open = Arc::new(Mutex::new(HashMap::new()));
@@ -62,12 +63,11 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
                 continue;
             }
         };
-        if srv.stopping() {
+        // A stop, or a --once run that is over, wakes the accept with a connection to
+        // ourselves.
+        if srv.stopping() || srv.once_over().is_some() {
             drop(stream);
             break;
-        }
-        if cfg.once {
-            return Ok(matches!(handle(stream, peer, srv), Outcome::Complete));
         }
         if srv.open().load(Ordering::Acquire) >= cfg.max_clients {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
@@ -92,14 +92,40 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
             .name(format!("conn {peer}"))
             .spawn(move || {
                 let _slot = slot;
-                handle(stream, peer, &srv)
+                let outcome = handle(stream, peer, &srv);
+                once_ended(&srv, peer, &outcome);
+                outcome
             });
         if let Err(e) = spawned {
             warn!("cannot start a thread for {peer}: {e}");
         }
     }
     drain(&open, srv);
-    Ok(true)
+    Ok(srv.once_over().unwrap_or(true))
+}
+
+/// With `--once`: the connection from `peer` ended with `outcome`; the accept is woken once the
+/// run is over, now or (a connection of it that never came) after the patience.
+fn once_ended(srv: &Server, peer: SocketAddr, outcome: &Outcome) {
+    if srv.once().is_none() {
+        return;
+    }
+    if srv
+        .once_ended(peer, matches!(outcome, Outcome::Complete))
+        .is_some()
+    {
+        srv.wake();
+        return;
+    }
+    let (srv, patience) = (srv.clone(), srv.cfg.policy.hello_timeout);
+    let _ = std::thread::Builder::new()
+        .name("once patience".into())
+        .spawn(move || {
+            std::thread::sleep(patience + Duration::from_millis(50));
+            if srv.once_over().is_some() {
+                srv.wake();
+            }
+        });
 }
 
 /// A stop request wakes the blocking accept with a connection to ourselves.

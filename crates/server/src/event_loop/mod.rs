@@ -86,7 +86,7 @@ struct Loop<'a> {
 /// Serves with `cfg.threads` event loops, each on its own thread, all taking connections from
 /// the one listening socket (each loop's poll watches it; the loop whose `accept` wins serves
 /// the connection), until the process ends or every loop has stopped; or, with `--once`, one
-/// loop and one connection. `--max-clients` and every per-connection bound hold across them.
+/// loop and one client's run. `--max-clients` and every per-connection bound hold across them.
 pub fn serve_all(listener: StdListener, srv: &Server) -> Result<bool> {
     let cfg = &srv.cfg;
     let threads = if cfg.once { 1 } else { cfg.threads.max(1) };
@@ -126,8 +126,8 @@ pub fn serve_all(listener: StdListener, srv: &Server) -> Result<bool> {
     })
 }
 
-/// Serves until the process ends, or one connection with `--once`; then the result says whether
-/// that connection completed a transfer.
+/// Serves until the process ends, or one client's run with `--once`; then the
+/// result says whether each of its connections completed.
 pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
     listener
         .set_nonblocking(true)
@@ -258,9 +258,8 @@ impl Loop<'_> {
             .conns
             .get(key)
             .map_or((false, false), |c| (c.more && !from_ready, c.log_wait));
-        let closed = self.turn(key);
-        if let Some(done) = closed
-            && self.srv.cfg.once
+        if self.turn(key).is_some()
+            && let Some(done) = self.srv.once_over()
         {
             return Some(done);
         }
@@ -324,7 +323,9 @@ impl Loop<'_> {
         self.srv
             .open()
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        let peer = conn.peer;
         let done = close(&self.poll, conn, outcome, self.srv.console());
+        self.srv.once_ended(peer, done);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
             self.accept_all();
@@ -332,7 +333,7 @@ impl Loop<'_> {
         done
     }
 
-    /// Closes connections past their deadline. `Some` when `--once` is done.
+    /// Closes connections past their deadline. `Some` when the `--once` run is over.
     fn sweep(&mut self, now: Instant) -> Option<bool> {
         let expired: Vec<usize> = self
             .conns
@@ -352,12 +353,11 @@ impl Loop<'_> {
                 }
             }
             let outcome = self.conns[key].timed_out(self.srv);
-            let done = self.close(key, outcome);
-            if self.srv.cfg.once {
-                return Some(done);
-            }
+            self.close(key, outcome);
         }
-        None
+        // With --once: the run is over (a connection closed, or the patience for one that
+        // never came ran out).
+        self.srv.once_over()
     }
 
     /// Accepts every waiting connection (or refuses it with a reason past `--max-clients`).
