@@ -224,3 +224,43 @@ fn a_stop_asked_before_serving_begins_still_stops() {
         );
     }
 }
+
+/// Issue 51 (8): a latency session cut off by a stop hears "the server is shutting down" in its
+/// own answer stream, in every model and both codecs. The blocking server wrote an Abort frame
+/// where a length-prefixed answer belonged (the client printed "bad message length
+/// 67116288"); the event loop reset the connection with no reason.
+#[test]
+fn a_latency_session_hears_the_shutdown() {
+    for model in [&[][..], &["--blocking"][..], &["--threads", "2"][..]] {
+        for codec in ["binary", "object"] {
+            let mut args = vec!["--grace", "0.3"];
+            args.extend_from_slice(model);
+            let mut server = Server::start(&args);
+            let child = Command::new(bin("tsclient"))
+                .args(["--port", &server.port.to_string(), "--latency"])
+                .args(["--count", "10000000", "--codec", codec, "--nodelay"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The session under way (the server prints nothing before it ends).
+            std::thread::sleep(Duration::from_millis(500));
+            server.signal(libc::SIGTERM);
+            let out = wait_child(child);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{model:?} {codec}: {}",
+                stderr(&out)
+            );
+            let err = stderr(&out);
+            assert!(
+                err.contains("the server is shutting down") && !err.contains("bad message"),
+                "{model:?} {codec}: {err}"
+            );
+            // What was measured before is still printed.
+            assert!(stdout(&out).contains("p50"), "{model:?}: {}", stdout(&out));
+            assert_eq!(server.wait_exit(), Some(0), "{model:?}");
+        }
+    }
+}

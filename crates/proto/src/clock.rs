@@ -9,6 +9,17 @@ use super::ProtocolError;
 pub const MAX_MESSAGE: usize = 4096;
 /// The length prefix in front of every message body.
 pub const PREFIX: usize = 4;
+/// A length prefix of 0 in the server's answers: no answer follows but an Abort frame, the
+/// reason the server ends the session (it is shutting down), and then the server closes.
+/// Version 11.
+pub const END_OF_ANSWERS: [u8; PREFIX] = [0; PREFIX];
+
+/// Appends the server's end of a latency session to `out`: [`END_OF_ANSWERS`], then an Abort
+/// frame with `why`.
+pub fn encode_end_of_answers(why: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(&END_OF_ANSWERS);
+    crate::encode_frame(&crate::Frame::Abort(why.to_owned()), out);
+}
 
 /// How a message body is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

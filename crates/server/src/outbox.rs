@@ -36,6 +36,12 @@ impl Outbox {
         self.marks.push_back(self.buf.len());
     }
 
+    /// Queues what a conversation's step sends, in one write ([`tsperf_proto::serve::Step::encode_send`]).
+    pub fn step(&mut self, step: &tsperf_proto::serve::Step) {
+        step.encode_send(&mut self.buf);
+        self.marks.push_back(self.buf.len());
+    }
+
     /// Queues bytes to go out in one write (a reverse stream's end: its Sent frame and trailer).
     pub fn bytes(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);

@@ -5,10 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ProtocolError;
 use crate::clock::{
-    Codec, Framing, Offset, PREFIX, TimeRequest, decode_response, encode_request, split_message,
+    Codec, END_OF_ANSWERS, Framing, Offset, PREFIX, TimeRequest, decode_response, encode_request,
+    split_message,
 };
+use crate::{FRAME_HEADER, Frame, ProtocolError, decode_frame};
 
 /// One answered request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub enum LatencyError {
     /// Bytes came with no request in flight.
     #[error("the server sent an answer when no request was in flight")]
     Unasked,
+    /// The server ended the session, and said why ([`crate::clock::END_OF_ANSWERS`]).
+    #[error("the server ended the session: {0}")]
+    Ended(String),
 }
 
 /// The client's side of one latency session (one or, with reconnects, many connections: the
@@ -95,6 +99,9 @@ impl LatencyConversation {
         now: Instant,
         unix_ns: u64,
     ) -> Result<Read, LatencyError> {
+        if let Some(rest) = buf.strip_prefix(&END_OF_ANSWERS) {
+            return ended(rest);
+        }
         let (body, used) = match split_message(buf)? {
             Some(whole) => whole,
             None if buf.len() < PREFIX => return Ok(Read::Need(PREFIX - buf.len())),
@@ -123,6 +130,22 @@ impl LatencyConversation {
             ),
         };
         Ok(Read::Answered(answer, used))
+    }
+}
+
+/// The server's end of the session, `rest` of it read after [`END_OF_ANSWERS`]: how much more
+/// to read, or its reason.
+fn ended(rest: &[u8]) -> Result<Read, LatencyError> {
+    match decode_frame(rest)? {
+        Some((Frame::Abort(why), _)) => Err(LatencyError::Ended(why)),
+        Some(_) => Err(LatencyError::Bad(ProtocolError::BadMessage(
+            "the end of the answers is followed by a frame other than an Abort".to_owned(),
+        ))),
+        None if rest.len() < FRAME_HEADER => Ok(Read::Need(FRAME_HEADER - rest.len())),
+        None => {
+            let body = usize::from(u16::from_be_bytes([rest[1], rest[2]]));
+            Ok(Read::Need(FRAME_HEADER + body - rest.len()))
+        }
     }
 }
 
@@ -194,8 +217,34 @@ mod tests {
         );
         c.request(now, 0, &mut Vec::new());
         assert!(matches!(
-            c.on_bytes(&[0, 0, 0, 0], now, 0),
+            c.on_bytes(&[0, 0, 0, 0, 1, 0, 0], now, 0),
             Err(LatencyError::Bad(_))
         ));
+    }
+
+    /// Issue 51 (8): the server's end of the session, read a byte at a time, asks for exactly
+    /// what it lacks, then gives the server's reason.
+    #[test]
+    fn the_servers_end_gives_its_reason() {
+        let mut wire = Vec::new();
+        crate::clock::encode_end_of_answers("the server is shutting down", &mut wire);
+        let mut c = LatencyConversation::new(Codec::Object, Framing::Split);
+        let now = Instant::now();
+        c.request(now, 0, &mut Vec::new());
+        let mut have = 0;
+        loop {
+            match c.on_bytes(&wire[..have], now, 0) {
+                Ok(Read::Need(n)) => {
+                    assert!(n >= 1 && have + n <= wire.len(), "{n} at {have}");
+                    have += 1;
+                }
+                Err(e) => {
+                    assert_eq!(have, wire.len());
+                    assert_eq!(e, LatencyError::Ended("the server is shutting down".into()));
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

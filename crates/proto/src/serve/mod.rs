@@ -116,6 +116,9 @@ pub enum Effect {
 pub struct Step {
     /// The frame to send.
     pub send: Option<Frame>,
+    /// The frame goes into a latency session's answers, which are not frames: it is an Abort,
+    /// and goes out after [`crate::clock::END_OF_ANSWERS`] ([`crate::clock::encode_end_of_answers`]).
+    pub in_answers: bool,
     /// What the driver must do, first.
     pub effect: Option<Effect>,
     /// The outcome, once the conversation is over.
@@ -123,6 +126,16 @@ pub struct Step {
 }
 
 impl Step {
+    /// Appends what the step sends to `out`, as the wire takes it: its frame, or in a latency
+    /// session's answers the end of them ([`Step::in_answers`]). Nothing if it sends nothing.
+    pub fn encode_send(&self, out: &mut Vec<u8>) {
+        match (&self.send, self.in_answers) {
+            (Some(Frame::Abort(why)), true) => crate::clock::encode_end_of_answers(why, out),
+            (Some(frame), _) => crate::encode_frame(frame, out),
+            (None, _) => {}
+        }
+    }
+
     fn send(frame: Frame) -> Step {
         Step {
             send: Some(frame),

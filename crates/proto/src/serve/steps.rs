@@ -250,7 +250,12 @@ impl Conversation {
             | State::Trailer { .. }
             | State::Finish { .. } => self.stop(why, true),
             State::Send { .. } => self.stop(why, false),
-            State::Latency { .. } => self.end_latency(Some(why.to_owned())),
+            // The client waits for answers: it is told in their stream (version 11).
+            State::Latency { .. } => Step {
+                send: Some(Frame::Abort(why.to_owned())),
+                in_answers: true,
+                ..self.end_latency(Some(why.to_owned()))
+            },
             State::Done => Step::default(),
         }
     }

@@ -87,7 +87,7 @@ impl Conn<'_> {
                 if let (Frame::Accept { .. }, Some(session)) = (frame, self.conv.latency()) {
                     crate::latency_socket(self.stream, session.nodelay);
                 }
-                if let Err(e) = send(self.stream, frame) {
+                if let Err(e) = send_step(self.stream, &step) {
                     let why = format!("cannot write to the client: {e}");
                     match &step.end {
                         None => {
@@ -330,6 +330,10 @@ impl Conn<'_> {
                 return Outcome::Incomplete("no latency session".into());
             };
             match self.stream.read(session.space()) {
+                // A stop shuts the reading down to wake this thread: it tells the client why.
+                Ok(0) if self.srv.stopping_now() => {
+                    return self.ended(|c| c.abort(SHUTTING_DOWN));
+                }
                 Ok(0) => return self.ended(|c| c.end_latency(None)),
                 Ok(n) => {
                     if std::mem::take(&mut first) {
@@ -362,10 +366,12 @@ impl Conn<'_> {
         }
     }
 
-    /// The outcome of a latency session that `end` ends, its effect performed.
+    /// The outcome of a latency session that `end` ends, its effect performed and what it says
+    /// sent (a stop's reason, in the answers' stream).
     fn ended(&mut self, end: impl FnOnce(&mut Conversation) -> Step) -> Outcome {
         let step = end(&mut self.conv);
         let step = self.perform(step);
+        let _ = send_step(self.stream, &step);
         step.end.unwrap_or(Outcome::Complete)
     }
 }
@@ -389,5 +395,15 @@ fn rx_started(rx: &Option<Box<Receiver>>) -> bool {
 pub(super) fn send(stream: &mut TcpStream, frame: &Frame) -> io::Result<()> {
     let mut out = Vec::with_capacity(128);
     encode_frame(frame, &mut out);
+    stream.write_all(&out)
+}
+
+/// Writes what a conversation's step sends, if anything ([`Step::encode_send`]).
+fn send_step(stream: &mut TcpStream, step: &Step) -> io::Result<()> {
+    let mut out = Vec::with_capacity(128);
+    step.encode_send(&mut out);
+    if out.is_empty() {
+        return Ok(());
+    }
     stream.write_all(&out)
 }

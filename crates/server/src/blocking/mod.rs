@@ -171,6 +171,11 @@ fn drain(open: &Open, srv: &Server) {
     // slice, with the reason in their report's place (conn::serve_send); the rest get an
     // Abort frame and their socket shut down.
     srv.cut_off();
+    // Threads waiting to read are woken (their read ends) to tell their clients why in their
+    // own protocol: a transfer's Abort frame, a latency session's end of answers.
+    for stream in open.lock().unwrap_or_else(PoisonError::into_inner).values() {
+        let _ = stream.shutdown(Shutdown::Read);
+    }
     wait_until(Instant::now() + CUT_PATIENCE, false);
     // Threads waiting for room on a stuck stdout must get to their socket and clean up.
     srv.console().release();

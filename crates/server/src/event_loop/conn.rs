@@ -83,8 +83,8 @@ impl Conn {
     /// sent.
     fn apply(&mut self, step: Step, srv: &Server) {
         let step = self.perform(step, srv);
-        if let Some(frame) = &step.send {
-            self.out.frame(frame);
+        if step.send.is_some() {
+            self.out.step(&step);
         }
         if step.end.is_some() {
             self.closing = step.end;
