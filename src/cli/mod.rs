@@ -151,13 +151,44 @@ pub fn json_mode() -> Option<&'static str> {
     JSON_MODE.get().copied()
 }
 
-/// True if `--json` is among the program's arguments (before a `--`): known before they are
-/// parsed, so even a usage error prints its object.
-pub fn json_asked() -> bool {
-    std::env::args_os()
+/// True if `--json` (`-J`, alone or in a cluster of short flags such as `-RJ`) or
+/// `--json-stream` is among the program's arguments (before a `--`), as `cmd` defines them:
+/// known before they are parsed, so even a usage error prints its object.
+pub fn json_asked(cmd: &clap::Command) -> bool {
+    let args: Vec<String> = std::env::args_os()
         .skip(1)
-        .take_while(|a| a != "--")
-        .any(|a| a == "--json" || a == "-J" || a == "--json-stream")
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    json_in(cmd, &args)
+}
+
+/// [`json_asked`] of `args`.
+fn json_in(cmd: &clap::Command, args: &[String]) -> bool {
+    // The short flags that take a value: in a cluster, the rest of it is that value.
+    let valued: Vec<char> = cmd
+        .get_arguments()
+        .filter(|a| a.get_action().takes_values())
+        .filter_map(clap::Arg::get_short)
+        .collect();
+    // A value given as an argument of its own never starts with `-` (clap reads `-c -J` as a
+    // missing host and `-J`), so only arguments that do are looked at.
+    for a in args.iter().take_while(|a| *a != "--") {
+        if a == "--json" || a == "--json-stream" {
+            return true;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+            continue;
+        };
+        for c in cluster.chars() {
+            if c == 'J' {
+                return true;
+            }
+            if valued.contains(&c) {
+                break;
+            }
+        }
+    }
+    false
 }
 
 /// What `--version` prints after the program's name: the release and the commit it was built
@@ -241,4 +272,42 @@ pub fn file_len(path: &std::path::Path) -> anyhow::Result<u64> {
     std::fs::metadata(path)
         .map(|m| m.len())
         .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 51 (9): `-J` is seen alone and in a cluster of short flags, never in a value.
+    #[test]
+    fn json_is_seen_in_clusters_not_in_values() {
+        let cmd = tsclient::command();
+        let seen = |args: &[&str]| {
+            json_in(
+                &cmd,
+                &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        for yes in [
+            &["-J"][..],
+            &["-RJ"],
+            &["-JR"],
+            &["-R", "-J"],
+            &["--json"],
+            &["--json-stream"],
+            &["-Rc", "h", "-J"],
+            &["-c", "-J"],
+        ] {
+            assert!(seen(yes), "{yes:?}");
+        }
+        for no in [
+            &["-cJ"][..],
+            &["-RcJ"],
+            &["--", "-J"],
+            &["-R"],
+            &["--jsonx"],
+        ] {
+            assert!(!seen(no), "{no:?}");
+        }
+    }
 }

@@ -318,7 +318,7 @@ pub fn main() -> ExitCode {
 fn run() -> anyhow::Result<ExitCode> {
     // With --json every exit prints exactly one object on stdout, a usage error's included, so
     // the mode is known before the arguments are parsed.
-    if cli::json_asked() {
+    if cli::json_asked(&Args::command()) {
         let latency = std::env::args_os().any(|a| a == "--latency");
         cli::set_json_mode(if latency { "latency" } else { "stream" });
     }
@@ -331,9 +331,17 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
     let (host, port) = check(&matches, &args);
     cli::init_diagnostics();
+    // The stop handler comes before anything that takes time or may block (the generated
+    // text, a key file): a Ctrl-C from here on prints what there is to print (issue 51).
+    let mut progress = if args.latency {
+        Progress::queries(!args.no_progress)
+    } else {
+        Progress::new(!args.no_progress)
+    };
+    on_interrupt(&progress)?;
     let ran = match spec::lower(&args, host, port) {
-        Ok(Plan::Streams(spec, _generated)) => stream_run(&args, &spec),
-        Ok(Plan::Latency(cfg)) => latency_run(&args, &cfg),
+        Ok(Plan::Streams(spec, _generated)) => stream_run(&args, &spec, &mut progress),
+        Ok(Plan::Latency(cfg)) => latency_run(&args, &cfg, &mut progress),
         Err(e) => Err(e),
     };
     // A failure with nothing printed yet still prints its object.
@@ -394,13 +402,15 @@ enum Plan {
     Latency(latency::LatencyConfig),
 }
 
-fn stream_run(args: &Args, spec: &client::run::RunSpec) -> anyhow::Result<ExitCode> {
-    let mut progress = Progress::new(!args.no_progress);
-    on_interrupt(&progress)?;
+fn stream_run(
+    args: &Args,
+    spec: &client::run::RunSpec,
+    progress: &mut Progress,
+) -> anyhow::Result<ExitCode> {
     if args.json_stream {
         cli::print(&start_line(args, spec.stream.chunk, Some(spec)))?;
     }
-    let outcome = client::run::run(spec, &mut progress);
+    let outcome = client::run::run(spec, progress);
     let text = if args.json() {
         cli::json_text(&output::json(&outcome))
     } else {
@@ -419,13 +429,15 @@ fn stream_run(args: &Args, spec: &client::run::RunSpec) -> anyhow::Result<ExitCo
     }
 }
 
-fn latency_run(args: &Args, cfg: &latency::LatencyConfig) -> anyhow::Result<ExitCode> {
-    let mut progress = Progress::queries(!args.no_progress);
-    on_interrupt(&progress)?;
+fn latency_run(
+    args: &Args,
+    cfg: &latency::LatencyConfig,
+    progress: &mut Progress,
+) -> anyhow::Result<ExitCode> {
     if args.json_stream {
         cli::print(&start_line(args, args.chunk, None))?;
     }
-    let mut result = latency::run_latency(cfg, &mut progress);
+    let mut result = latency::run_latency(cfg, progress);
     // A run that failed before its first answer has no statistics to show people: its error
     // says it all (the JSON object still comes, with `error`).
     let failed_at_once = matches!(result.stopped, Some(latency::Stopped::Failed(_)))

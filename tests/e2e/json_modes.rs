@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tsperf_results::json::{
-    ClientJson, ClientOutput, Direction, Measured, SessionEntry, StreamEntry,
+    ClientJson, ClientOutput, Direction, Event, Measured, SessionEntry, StreamEntry,
 };
 
 use crate::common::*;
@@ -147,23 +147,28 @@ fn kind_of(out: &std::process::Output) -> String {
     ClientOutput::parse(&stdout(out)).map_or_else(|e| e.to_string(), |o| kind(&o))
 }
 
+/// A `--json-stream` run's lines, each parsed as an event.
+fn events(out: &std::process::Output) -> Vec<Event> {
+    stdout(out)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Event>(l)
+                .unwrap_or_else(|e| panic!("not an event ({e}): {l}\n{}", stderr(out)))
+        })
+        .collect()
+}
+
+/// How many `end` events there are.
+fn ends(ev: &[Event]) -> usize {
+    ev.iter().filter(|e| matches!(e, Event::End(_))).count()
+}
+
 /// Issue 35 (3): `--json-stream` lines parse one by one into a typed [`Event`]: a `start`
 /// first, samples as they come (a session's `sum` after its streams'), and last, exactly once,
 /// the `end` holding the object `--json` prints; for a success, a failure, Ctrl-C and a usage
 /// error alike.
 #[test]
 fn json_stream_lines_parse_one_by_one() {
-    use tsperf_results::json::Event;
-    let events = |out: &std::process::Output| -> Vec<Event> {
-        stdout(out)
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Event>(l)
-                    .unwrap_or_else(|e| panic!("not an event ({e}): {l}\n{}", stderr(out)))
-            })
-            .collect()
-    };
-    let ends = |ev: &[Event]| ev.iter().filter(|e| matches!(e, Event::End(_))).count();
     let server = Server::start(&[]);
     let port = server.port.to_string();
     let out = client(&[
@@ -241,4 +246,66 @@ fn json_stream_lines_parse_one_by_one() {
         other => panic!("{other:?}"),
     }
     assert_eq!(ends(&ev), 1);
+}
+
+/// Issue 51 (9): `-J` inside a cluster of short flags (`-RJ`, `-JR`, `-RJc HOST`) is `--json`
+/// from the start: a usage error and an early failure print their one object too.
+#[test]
+fn json_in_a_cluster_of_short_flags_is_seen_at_once() {
+    for cluster in ["-RJ", "-JR"] {
+        let out = client(&[cluster, "--no-such-flag"]);
+        parses_as(&out, "usage", 2);
+        let dead = dead_port().to_string();
+        let out = client(&[cluster, "-p", &dead, "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let v: Value = serde_json::from_str(&stdout(&out))
+            .unwrap_or_else(|e| panic!("{cluster}: not one object ({e}): {}", stdout(&out)));
+        assert!(v["error"].is_string(), "{v:#}");
+    }
+    // A value in the cluster is a value: `-c` takes the rest.
+    let out = client(&["-Rc127.0.0.1", "-J", "--no-such-flag"]);
+    parses_as(&out, "usage", 2);
+}
+
+/// Issue 51 (9): the stop handler is in place before anything that takes time or may block:
+/// a Ctrl-C in the first tens of milliseconds of `--json-stream -t 30` (while the generated
+/// text is made) still ends with the `end` event, and a key file that is a FIFO is refused, not
+/// waited on.
+#[test]
+fn an_early_ctrl_c_still_prints_the_end() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    for ms in [15u64, 30, 50, 70] {
+        let out = interrupt_client(
+            &["-p", &port, "--json-stream", "-t", "30"],
+            Duration::from_millis(ms),
+        );
+        let code = out.status.code();
+        assert!(
+            code == Some(130) || code == Some(1),
+            "{ms} ms: {code:?} {}",
+            stderr(&out)
+        );
+        let ev = events(&out);
+        assert!(
+            matches!(ev.last(), Some(Event::End(_))),
+            "{ms} ms: no end event: {}",
+            stdout(&out)
+        );
+        assert_eq!(ends(&ev), 1, "{ms} ms");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("key");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = client(&["-p", &port, "--json", "--auth-key", fifo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("key file"), "{v:#}");
 }

@@ -17,6 +17,8 @@ use sha2::Sha256;
 pub const LEN: usize = 32;
 /// The shortest key accepted.
 pub const MIN_KEY: usize = 16;
+/// The largest key file read: a secret, not a document (a device or a huge file is refused).
+pub const MAX_KEY_FILE: u64 = 64 << 10;
 const LABEL: &[u8] = b"tsperf-auth-v1";
 
 /// A pre-shared key. Its bytes are never printed.
@@ -32,11 +34,30 @@ impl Key {
     /// Reads a key file (its bytes, with a trailing newline removed). Returns the key and, for a
     /// file others may read, a warning to print.
     pub fn load(path: &Path) -> Result<(Key, Option<String>)> {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt;
         let shown = path.display();
-        let meta =
-            std::fs::metadata(path).with_context(|| format!("cannot read key file '{shown}'"))?;
-        let mut bytes =
-            std::fs::read(path).with_context(|| format!("cannot read key file '{shown}'"))?;
+        // Opened without waiting: a FIFO with no writer is refused, not waited on (issue 51).
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .with_context(|| format!("cannot read key file '{shown}'"))?;
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot read key file '{shown}'"))?;
+        if !meta.is_file() {
+            bail!("cannot read key file '{shown}': it is not a regular file");
+        }
+        if meta.len() > MAX_KEY_FILE {
+            bail!(
+                "key file '{shown}' has {} bytes: expected a secret of at most {MAX_KEY_FILE}",
+                meta.len()
+            );
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read key file '{shown}'"))?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }
