@@ -552,9 +552,18 @@ fn reverse_server_reporting(sent: tsperf_proto::sent::Sent, pass: Option<u64>) -
             },
         );
         answer_clock_queries(&mut s, hello.clock_queries);
+        // A first write of 0 is stamped now, as a server would.
+        let first_write_unix_us = match sent.first_write_unix_us {
+            0 => tsperf_sys::timing::unix_us_now(),
+            at => at,
+        };
         let data = vec![b'y'; length as usize];
         let _ = s.write_all(&data);
         let mut end = Vec::new();
+        let sent = tsperf_proto::sent::Sent {
+            first_write_unix_us,
+            ..sent
+        };
         encode_frame(&Frame::Sent(sent), &mut end);
         end.extend_from_slice(
             &tsperf_proto::end::End {
@@ -580,7 +589,7 @@ fn an_absurd_sent_report_is_refused() {
         writes: 103,
         partial_writes: 0,
         would_block: 0,
-        first_write_unix_us: tsperf_sys::timing::unix_us_now(),
+        first_write_unix_us: 0,
         elapsed_ns: 1000,
         cpu_user_us: 1,
         cpu_sys_us: 1,
@@ -638,6 +647,78 @@ fn an_absurd_sent_report_is_refused() {
             error.contains("contradicts") && error.contains(figure),
             "{figure}: {v:#}"
         );
+    }
+}
+
+/// Issue 51 (11): a Sent frame's figures that no sender can have are refused, naming them:
+/// 1 write of 10240 B for 1 MiB, 10^12 retransmissions, a 4 GiB send buffer, a first write in
+/// 2100 (held to the clock queries); before, each was printed as fact and a verdict built on it.
+#[test]
+fn a_sent_report_no_sender_can_make_is_refused() {
+    use tsperf_proto::sent::Sent;
+    let honest = Sent {
+        bytes: 1 << 20,
+        writes: 103,
+        partial_writes: 0,
+        would_block: 0,
+        first_write_unix_us: 0,
+        elapsed_ns: 1000,
+        cpu_user_us: 1,
+        cpu_sys_us: 1,
+        on_cpu_ns: None,
+        run_queue_ns: None,
+        source_read_ns: 0,
+        chunk: 10240,
+        sndbuf: 1 << 20,
+        server_io: tsperf_proto::ServerIo::Blocking,
+        boot_id: None,
+        tcp: Default::default(),
+        flight: Default::default(),
+        congestion: None,
+    };
+    let in_2100 = 4_102_444_800_000_000;
+    for (bad, figure) in [
+        (
+            Sent {
+                writes: 1,
+                ..honest
+            },
+            "1 writes",
+        ),
+        (
+            Sent {
+                tcp: tsperf_proto::tcp::SenderTcp {
+                    total_retrans: Some(1_000_000_000_000),
+                    ..Default::default()
+                },
+                ..honest
+            },
+            "retransmitted segments",
+        ),
+        (
+            Sent {
+                sndbuf: u32::MAX,
+                ..honest
+            },
+            "send buffer",
+        ),
+        (
+            Sent {
+                first_write_unix_us: in_2100,
+                ..honest
+            },
+            "first write",
+        ),
+    ] {
+        let port = reverse_server_reporting(bad, None);
+        let (out, v) = client_json(port, &["-R", "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(1), "{figure}: {}", stderr(&out));
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("contradicts") && error.contains(figure),
+            "{figure}: {v:#}"
+        );
+        assert_ne!(v["verified"], true);
     }
 }
 

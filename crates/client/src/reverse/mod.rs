@@ -29,7 +29,7 @@ use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::{REVERSE_TAIL, Sent};
 use tsperf_sys::text::Peer;
-use tsperf_sys::timing::{CpuTime, SchedStat};
+use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// Bytes one read asks for.
 pub const READ_SIZE: usize = 256 << 10;
@@ -243,7 +243,7 @@ fn receive<T: Transport>(
 ) -> Result<ReverseResult, StreamFailure> {
     let mut got = Received::new();
     let fail = |got: &Received, e: anyhow::Error| got.failed(bytes, e);
-    let hello_at = Instant::now();
+    let (hello_at, hello_unix_us) = (Instant::now(), unix_us_now());
     let (peer, accepted, clock) = match open(&mut conn, cfg, bytes, name) {
         Ok(p) => p,
         Err(e) => return Err(fail(&got, e)),
@@ -264,7 +264,9 @@ fn receive<T: Transport>(
         return Err(fail(&got, e));
     }
     let end_at = Instant::now();
-    let (server, end) = match checked_end(&tail, got.total, cfg.chunk, end_at - hello_at) {
+    let span = end_at - hello_at;
+    let window_us = clock.map(|c| server_window(c, hello_unix_us, span));
+    let (server, end) = match checked_end(&tail, got.total, cfg.chunk, span, window_us) {
         Ok(v) => v,
         Err(e) => return Err(fail(&got, e)),
     };
@@ -315,6 +317,7 @@ fn checked_end(
     total: u64,
     chunk: u32,
     span: Duration,
+    window_us: Option<(u64, u64)>,
 ) -> Result<(Sent, tsperf_proto::end::End)> {
     let (server, end) = match ending(tail) {
         Ok(v) => v,
@@ -326,8 +329,26 @@ fn checked_end(
             )));
         }
     };
-    agrees(&server, end, chunk, span)?;
+    let seen = reverse::Seen {
+        end,
+        chunk,
+        span,
+        window_us,
+    };
+    agrees(&server, &seen)?;
     Ok((server, end))
+}
+
+/// The hello (at `hello_unix_us` on this clock) and the end (`span` later) on the server's
+/// clock as `clock` puts it, widened by its error and a millisecond.
+fn server_window(clock: Clock, hello_unix_us: u64, span: Duration) -> (u64, u64) {
+    let err_us = i128::from(clock.offset.err_ns / 1000) + 1000;
+    let offset_us = i128::from(clock.offset.offset_ns / 1000);
+    let at = |client_us: u64, widen: i128| {
+        u64::try_from((i128::from(client_us) + offset_us + widen).max(0)).unwrap_or(u64::MAX)
+    };
+    let end_us = hello_unix_us.saturating_add(span.as_micros() as u64);
+    (at(hello_unix_us, -err_us), at(end_us, err_us))
 }
 
 /// The hello, its answer and the clock queries.
@@ -378,9 +399,9 @@ fn open<T: Transport>(
 
 /// Checks the server's Sent report against this stream ([`reverse::check`]): a figure it
 /// contradicts is refused, named.
-fn agrees(s: &Sent, end: tsperf_proto::end::End, chunk: u32, span: Duration) -> Result<()> {
+fn agrees(s: &Sent, seen: &reverse::Seen) -> Result<()> {
     use tsperf_results::units::duration;
-    let Err(c) = reverse::check(s, end, chunk, span) else {
+    let Err(c) = reverse::check(s, seen) else {
         return Ok(());
     };
     let why = match c {
@@ -395,6 +416,23 @@ fn agrees(s: &Sent, end: tsperf_proto::end::End, chunk: u32, span: Duration) -> 
         Contradiction::Bytes { sent, trailer } => {
             format!("{sent} bytes sent, where its end trailer says {trailer}")
         }
+        Contradiction::Writes {
+            writes,
+            partial,
+            bytes,
+            chunk,
+        } => format!(
+            "{writes} writes ({partial} of them partial) of at most {chunk} bytes moving \
+             {bytes} bytes (a write moves at least 1 byte and at most a chunk)"
+        ),
+        Contradiction::Beyond { what, value, most } => {
+            format!("{what} {value}, where a Linux sender has at most {most}")
+        }
+        Contradiction::FirstWrite { at_us, window_us } => format!(
+            "a first write at {at_us} µs since the epoch on its clock, outside this stream \
+             ({} to {}, from the clock queries)",
+            window_us.0, window_us.1
+        ),
     };
     bail!("the server's report contradicts this stream: {why}")
 }

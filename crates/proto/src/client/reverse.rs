@@ -45,7 +45,7 @@ pub fn ending(tail: &Tail<REVERSE_TAIL>) -> Result<(Sent, End), Ending> {
     }
 }
 
-/// A figure of the server's report the stream contradicts.
+/// A figure of the server's report the stream contradicts, or one no sender can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contradiction {
     /// One of its times is longer than the whole stream took at the client, from the hello to
@@ -72,15 +72,74 @@ pub enum Contradiction {
         /// The trailer's.
         trailer: u64,
     },
+    /// Its write calls cannot have moved its bytes: each moves at least 1 byte and at most a
+    /// chunk, and no more of them were partial than there were.
+    Writes {
+        /// The report's writes.
+        writes: u64,
+        /// Of those, partial.
+        partial: u64,
+        /// Its bytes.
+        bytes: u64,
+        /// Its chunk.
+        chunk: u64,
+    },
+    /// A figure past what a Linux sender can have: `what` is `value`, at most `most`.
+    Beyond {
+        /// Which figure, in words.
+        what: &'static str,
+        /// The report's.
+        value: u64,
+        /// The most it can be.
+        most: u64,
+    },
+    /// Its first write is not between the hello and the end, on the server's clock as the
+    /// clock queries put it.
+    FirstWrite {
+        /// The report's, µs since the epoch.
+        at_us: u64,
+        /// The hello and the end, on the server's clock, µs since the epoch.
+        window_us: (u64, u64),
+    },
 }
 
-/// Checks the server's report `s` against the stream, as a stream's Report is checked: its
-/// times lie inside the client's `span` from the hello to the end (0.1% and 1 ms of clock-rate
-/// tolerance), its write size is the `chunk` asked for, its byte count is the `end` trailer's.
-pub fn check(s: &Sent, end: End, chunk: u32, span: Duration) -> Result<(), Contradiction> {
+/// What the client saw of a reverse stream, to hold the server's report to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// The end trailer.
+    pub end: End,
+    /// The write size asked for.
+    pub chunk: u32,
+    /// From the hello to the end, at the client.
+    pub span: Duration,
+    /// The hello and the end on the server's clock (µs since the epoch), widened by the clock
+    /// queries' error: its first write is between them. `None` without clock queries.
+    pub window_us: Option<(u64, u64)>,
+}
+
+/// How often, at most, a byte (or a SYN or FIN) is sent again before Linux gives up on the
+/// connection: `tcp_retries2` (15) retries and the first sending.
+pub const MOST_SENDINGS: u64 = 16;
+/// The largest send buffer a Linux socket has: its `int` size.
+pub const MOST_SNDBUF: u64 = i32::MAX as u64;
+/// The largest window TCP can offer: 65535 scaled by 2^14.
+pub const MOST_WINDOW: u64 = 65_535 << 14;
+
+/// Checks the server's report `s` against the stream as the client saw it, as a stream's
+/// Report is checked: its times lie inside the client's span from the hello to the end (0.1%
+/// and 1 ms of clock-rate tolerance; the kernel's TCP clocks, which tick in jiffies, 20 ms;
+/// the fastest round trip 1 s, as the connection's first may come before the hello), its
+/// write size is the chunk asked for, its byte count is the end trailer's, its writes can have
+/// moved its bytes, its retransmissions, send buffer and window are ones a Linux sender can
+/// have, and its first write falls between the hello and the end on its own clock.
+pub fn check(s: &Sent, seen: &Seen) -> Result<(), Contradiction> {
+    let span = seen.span;
     let bound = span.mul_f64(1.001) + Duration::from_millis(1);
     let d = Duration::from_nanos;
     let us = |us: u64| Duration::from_nanos(us.saturating_mul(1000));
+    let tcp = |v: Option<u64>, slack: u64| {
+        us(v.unwrap_or(0)).saturating_sub(Duration::from_millis(slack))
+    };
     let times = [
         ("its first to last write", d(s.elapsed_ns)),
         (
@@ -90,20 +149,69 @@ pub fn check(s: &Sent, end: End, chunk: u32, span: Duration) -> Result<(), Contr
         ("its time on a CPU", d(s.on_cpu_ns.unwrap_or(0))),
         ("its wait for a CPU", d(s.run_queue_ns.unwrap_or(0))),
         ("its wait for its file", d(s.source_read_ns)),
+        ("its TCP's busy time", tcp(s.tcp.busy_time_us, 20)),
+        (
+            "its TCP's time at the receiver's window",
+            tcp(s.tcp.rwnd_limited_us, 20),
+        ),
+        (
+            "its TCP's time at its send buffer",
+            tcp(s.tcp.sndbuf_limited_us, 20),
+        ),
+        ("its fastest round trip", tcp(s.tcp.min_rtt_us, 1000)),
     ];
     if let Some((what, took)) = times.into_iter().find(|(_, took)| *took > bound) {
         return Err(Contradiction::Time { what, took, span });
     }
-    if s.chunk != u64::from(chunk) {
+    if s.chunk != u64::from(seen.chunk) {
         return Err(Contradiction::Chunk {
             sent: s.chunk,
-            asked: chunk,
+            asked: seen.chunk,
         });
     }
-    if s.bytes != end.length {
+    if s.bytes != seen.end.length {
         return Err(Contradiction::Bytes {
             sent: s.bytes,
-            trailer: end.length,
+            trailer: seen.end.length,
+        });
+    }
+    let fewest = s.bytes.div_ceil(s.chunk.max(1));
+    if s.writes < fewest || s.writes > s.bytes || s.partial_writes > s.writes {
+        return Err(Contradiction::Writes {
+            writes: s.writes,
+            partial: s.partial_writes,
+            bytes: s.bytes,
+            chunk: s.chunk,
+        });
+    }
+    let beyond = [
+        (
+            "retransmitted segments",
+            s.tcp.total_retrans,
+            MOST_SENDINGS.saturating_mul(s.bytes.saturating_add(2)),
+        ),
+        (
+            "retransmitted bytes",
+            s.tcp.bytes_retrans,
+            MOST_SENDINGS.saturating_mul(s.bytes),
+        ),
+        ("its send buffer", Some(u64::from(s.sndbuf)), MOST_SNDBUF),
+        ("the receiver's window", s.tcp.snd_wnd, MOST_WINDOW),
+        ("its unsent bytes", s.tcp.notsent_bytes, MOST_SNDBUF),
+    ];
+    if let Some((what, value, most)) = beyond
+        .into_iter()
+        .find_map(|(what, v, most)| v.filter(|v| *v > most).map(|v| (what, v, most)))
+    {
+        return Err(Contradiction::Beyond { what, value, most });
+    }
+    if let Some((lo, hi)) = seen.window_us
+        && s.bytes > 0
+        && !(lo..=hi).contains(&s.first_write_unix_us)
+    {
+        return Err(Contradiction::FirstWrite {
+            at_us: s.first_write_unix_us,
+            window_us: (lo, hi),
         });
     }
     Ok(())
@@ -181,6 +289,7 @@ mod tests {
     fn a_report_the_stream_contradicts_is_named() {
         let mut s = sent(1000);
         s.chunk = 10240;
+        s.writes = 1;
         (s.elapsed_ns, s.cpu_user_us, s.cpu_sys_us) = (1_000_000_000, 10, 10);
         (s.on_cpu_ns, s.run_queue_ns, s.source_read_ns) = (None, None, 0);
         let end = End {
@@ -188,13 +297,19 @@ mod tests {
             digest: 0,
         };
         let span = Duration::from_secs(1);
-        assert_eq!(check(&s, end, 10240, span), Ok(()));
+        let seen = |chunk, end| Seen {
+            end,
+            chunk,
+            span,
+            window_us: None,
+        };
+        assert_eq!(check(&s, &seen(10240, end)), Ok(()));
         let late = Sent {
             elapsed_ns: 1_003_000_000,
             ..s
         };
         assert_eq!(
-            check(&late, end, 10240, span),
+            check(&late, &seen(10240, end)),
             Err(Contradiction::Time {
                 what: "its first to last write",
                 took: Duration::from_nanos(1_003_000_000),
@@ -202,7 +317,7 @@ mod tests {
             })
         );
         assert_eq!(
-            check(&s, end, 1024, span),
+            check(&s, &seen(1024, end)),
             Err(Contradiction::Chunk {
                 sent: 10240,
                 asked: 1024
@@ -210,11 +325,143 @@ mod tests {
         );
         let short = End { length: 999, ..end };
         assert_eq!(
-            check(&s, short, 10240, span),
+            check(&s, &seen(10240, short)),
             Err(Contradiction::Bytes {
                 sent: 1000,
                 trailer: 999
             })
+        );
+    }
+
+    /// Issue 51 (11): figures no sender can have are named: one write of 10240 bytes for
+    /// 64 MiB, more writes than bytes, 10^12 retransmissions, a 4 GiB send buffer, a busy time
+    /// longer than the stream, a first write in 2100; figures at their edges pass.
+    #[test]
+    fn impossible_figures_are_named() {
+        let bytes = 64 << 20;
+        let end = End {
+            length: bytes,
+            digest: 0,
+        };
+        let seen = Seen {
+            end,
+            chunk: 10240,
+            span: Duration::from_secs(2),
+            window_us: Some((1_796_000_000_000_000, 1_796_000_002_000_000)),
+        };
+        let fine = Sent {
+            chunk: 10240,
+            writes: bytes.div_ceil(10240),
+            first_write_unix_us: 1_796_000_000_500_000,
+            elapsed_ns: 1_000_000_000,
+            tcp: crate::tcp::SenderTcp {
+                total_retrans: Some(MOST_SENDINGS * (bytes + 2)),
+                busy_time_us: Some(2_010_000),
+                min_rtt_us: Some(20),
+                ..Default::default()
+            },
+            sndbuf: i32::MAX as u32,
+            ..sent(bytes)
+        };
+        assert_eq!(check(&fine, &seen), Ok(()));
+        let writes = |writes, partial| {
+            Err(Contradiction::Writes {
+                writes,
+                partial,
+                bytes,
+                chunk: 10240,
+            })
+        };
+        assert_eq!(check(&Sent { writes: 1, ..fine }, &seen), writes(1, 0));
+        assert_eq!(
+            check(
+                &Sent {
+                    writes: bytes + 1,
+                    ..fine
+                },
+                &seen
+            ),
+            writes(bytes + 1, 0)
+        );
+        let n = fine.writes;
+        assert_eq!(
+            check(
+                &Sent {
+                    partial_writes: n + 1,
+                    ..fine
+                },
+                &seen
+            ),
+            writes(n, n + 1)
+        );
+        let tcp = |t: crate::tcp::SenderTcp| Sent { tcp: t, ..fine };
+        assert!(matches!(
+            check(
+                &tcp(crate::tcp::SenderTcp {
+                    total_retrans: Some(1_000_000_000_000),
+                    ..fine.tcp
+                }),
+                &seen
+            ),
+            Err(Contradiction::Beyond {
+                what: "retransmitted segments",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check(
+                &Sent {
+                    sndbuf: u32::MAX,
+                    ..fine
+                },
+                &seen
+            ),
+            Err(Contradiction::Beyond {
+                what: "its send buffer",
+                ..
+            })
+        ));
+        assert!(matches!(
+            check(
+                &tcp(crate::tcp::SenderTcp {
+                    busy_time_us: Some(2_100_000),
+                    ..fine.tcp
+                }),
+                &seen
+            ),
+            Err(Contradiction::Time {
+                what: "its TCP's busy time",
+                ..
+            })
+        ));
+        let in_2100 = 4_102_444_800_000_000;
+        assert_eq!(
+            check(
+                &Sent {
+                    first_write_unix_us: in_2100,
+                    ..fine
+                },
+                &seen
+            ),
+            Err(Contradiction::FirstWrite {
+                at_us: in_2100,
+                window_us: seen.window_us.unwrap()
+            })
+        );
+        // Without clock queries the first write is not held to a window.
+        let unseen = Seen {
+            window_us: None,
+            ..seen
+        };
+        assert_eq!(
+            check(
+                &Sent {
+                    first_write_unix_us: in_2100,
+                    ..fine
+                },
+                &unseen
+            ),
+            Ok(())
         );
     }
 }
