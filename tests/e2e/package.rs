@@ -412,11 +412,8 @@ fn the_units_sandbox_allows_what_tsserver_does() {
             );
         }
         // The stop goes to tsserver, strace's child; strace ends with it.
-        let children = std::fs::read_to_string(format!(
-            "/proc/{0}/task/{0}/children",
-            server.pid()
-        ))
-        .unwrap();
+        let children =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", server.pid())).unwrap();
         let tsserver: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
         // SAFETY: kill(2) on the tsserver this test started (under strace).
         assert_eq!(unsafe { libc::kill(tsserver, libc::SIGTERM) }, 0);
