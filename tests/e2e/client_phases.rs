@@ -382,29 +382,10 @@ fn trickling_reverse_server(gap: Duration) -> u16 {
         for s in l.incoming().take(8) {
             let Ok(mut s) = s else { return };
             thread::spawn(move || {
-                s.set_read_timeout(Some(DEADLINE)).unwrap();
-                let mut buf = Vec::new();
-                let mut tmp = [0u8; 512];
-                let hello = loop {
-                    if let Ok(Some((h, _))) = tsperf_proto::decode_hello(&buf) {
-                        break h;
-                    }
-                    match s.read(&mut tmp) {
-                        Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
-                        _ => return,
-                    }
+                let Some(hello) = read_hello(&mut s) else {
+                    return;
                 };
-                send(
-                    &mut s,
-                    &Frame::Accept {
-                        read_size: hello.chunk,
-                        server_io: tsperf_proto::ServerIo::Blocking,
-                        log: tsperf_proto::LogMode::None,
-                        stdout: tsperf_proto::StdoutKind::Unknown,
-                        length: hello.length,
-                    },
-                );
-                answer_clock_queries(&mut s, hello.clock_queries);
+                accept_hello(&mut s, &hello, hello.length);
                 let bytes = vec![b'y'; (60_000 / gap.as_millis().max(1)) as usize];
                 trickle_out(&mut s, &bytes, gap);
             });

@@ -222,6 +222,23 @@ pub(crate) fn xxh3_of(path: &Path) -> String {
     )
 }
 
+/// Connects to the server on `port`, sends `hello` raw, and reads its first answer: the Accept
+/// (`Ok`) or a refusal's reason. The connection is returned open.
+pub(crate) fn hello_answer(port: u16, hello: &Hello) -> (TcpStream, Result<(), String>) {
+    use std::io::Write;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut bytes = Vec::new();
+    encode_hello(hello, &mut bytes);
+    s.write_all(&bytes).unwrap();
+    let answer = match read_one_frame(&mut s) {
+        Some(Frame::Accept { .. }) => Ok(()),
+        Some(Frame::Refuse { reason, .. }) => Err(reason),
+        other => Err(format!("{other:?}")),
+    };
+    (s, answer)
+}
+
 /// A fake server on 127.0.0.1:0 for one connection: it reads a hello, accepts it, then hands the
 /// socket to `then`. Returns the port.
 pub(crate) fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) -> u16 {
@@ -229,31 +246,44 @@ pub(crate) fn fake_server(then: impl FnOnce(TcpStream, u64) + Send + 'static) ->
     let port = l.local_addr().unwrap().port();
     thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
-        s.set_read_timeout(Some(DEADLINE)).unwrap();
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 512];
-        let hello = loop {
-            if let Ok(Some((h, _))) = decode_hello(&buf) {
-                break h;
-            }
-            let n = s.read(&mut tmp).unwrap();
-            assert!(n > 0, "client closed before its hello");
-            buf.extend_from_slice(&tmp[..n]);
-        };
-        send(
-            &mut s,
-            &Frame::Accept {
-                read_size: hello.chunk,
-                server_io: tsperf_proto::ServerIo::Blocking,
-                log: tsperf_proto::LogMode::None,
-                stdout: tsperf_proto::StdoutKind::Unknown,
-                length: 0,
-            },
-        );
-        answer_clock_queries(&mut s, hello.clock_queries);
+        let hello = read_hello(&mut s).expect("client closed before its hello");
+        accept_hello(&mut s, &hello, 0);
         then(s, hello.length);
     });
     port
+}
+
+/// A fake server's reading of a client's hello (each read within [`DEADLINE`]); `None` if the
+/// client closed or sent something else first.
+pub(crate) fn read_hello(s: &mut TcpStream) -> Option<Hello> {
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 512];
+    loop {
+        if let Ok(Some((h, _))) = decode_hello(&buf) {
+            return Some(h);
+        }
+        match s.read(&mut tmp) {
+            Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+            _ => return None,
+        }
+    }
+}
+
+/// A fake server's Accept of `hello` (a reverse stream's pass of `length` bytes), and its
+/// answers to the clock queries the hello asks for.
+pub(crate) fn accept_hello(s: &mut TcpStream, hello: &Hello, length: u64) {
+    send(
+        s,
+        &Frame::Accept {
+            read_size: hello.chunk,
+            server_io: tsperf_proto::ServerIo::Blocking,
+            log: tsperf_proto::LogMode::None,
+            stdout: tsperf_proto::StdoutKind::Unknown,
+            length,
+        },
+    );
+    answer_clock_queries(s, hello.clock_queries);
 }
 
 pub(crate) fn send(s: &mut TcpStream, f: &Frame) {

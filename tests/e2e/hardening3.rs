@@ -523,35 +523,16 @@ fn a_shutdown_tells_reverse_clients_why() {
 /// A fake reverse server that accepts a pass of `pass` bytes (by default what was asked for),
 /// sends them and then `sent` as its report, with a true end trailer. Returns the port.
 fn reverse_server_reporting(sent: tsperf_proto::sent::Sent, pass: Option<u64>) -> u16 {
-    use tsperf_proto::{Frame, decode_hello, encode_frame};
+    use tsperf_proto::{Frame, encode_frame};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         let Ok((mut s, _)) = l.accept() else { return };
-        s.set_read_timeout(Some(DEADLINE)).unwrap();
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 512];
-        let hello = loop {
-            if let Ok(Some((h, _))) = decode_hello(&buf) {
-                break h;
-            }
-            match s.read(&mut tmp) {
-                Ok(n) if n > 0 => buf.extend_from_slice(&tmp[..n]),
-                _ => return,
-            }
+        let Some(hello) = read_hello(&mut s) else {
+            return;
         };
         let length = pass.unwrap_or(hello.length);
-        send(
-            &mut s,
-            &Frame::Accept {
-                read_size: hello.chunk,
-                server_io: tsperf_proto::ServerIo::Blocking,
-                log: tsperf_proto::LogMode::None,
-                stdout: tsperf_proto::StdoutKind::Unknown,
-                length,
-            },
-        );
-        answer_clock_queries(&mut s, hello.clock_queries);
+        accept_hello(&mut s, &hello, length);
         // A first write of 0 is stamped now, as a server would.
         let first_write_unix_us = match sent.first_write_unix_us {
             0 => tsperf_sys::timing::unix_us_now(),
@@ -577,14 +558,10 @@ fn reverse_server_reporting(sent: tsperf_proto::sent::Sent, pass: Option<u64>) -
     port
 }
 
-/// Issue 32 (7): a reverse stream's Sent frame is checked against the stream as a Report is:
-/// a send time longer than the whole stream took here, a write size other than the one asked
-/// for, a byte count other than the trailer's are refused, naming the figure; before, the
-/// client printed "18446744073 s" and a "16 EiB" write.
-#[test]
-fn an_absurd_sent_report_is_refused() {
-    use tsperf_proto::sent::Sent;
-    let honest = Sent {
+/// A Sent frame an honest server could send for 1 MiB in 10240-byte writes (its first write
+/// stamped when the fake server sends: [`reverse_server_reporting`]).
+fn honest_sent() -> tsperf_proto::sent::Sent {
+    tsperf_proto::sent::Sent {
         bytes: 1 << 20,
         writes: 103,
         partial_writes: 0,
@@ -603,7 +580,17 @@ fn an_absurd_sent_report_is_refused() {
         tcp: Default::default(),
         flight: Default::default(),
         congestion: None,
-    };
+    }
+}
+
+/// Issue 32 (7): a reverse stream's Sent frame is checked against the stream as a Report is:
+/// a send time longer than the whole stream took here, a write size other than the one asked
+/// for, a byte count other than the trailer's are refused, naming the figure; before, the
+/// client printed "18446744073 s" and a "16 EiB" write.
+#[test]
+fn an_absurd_sent_report_is_refused() {
+    use tsperf_proto::sent::Sent;
+    let honest = honest_sent();
     let port = reverse_server_reporting(honest, None);
     let (out, v) = client_json(port, &["-R", "--bytes", "1MiB"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -656,26 +643,7 @@ fn an_absurd_sent_report_is_refused() {
 #[test]
 fn a_sent_report_no_sender_can_make_is_refused() {
     use tsperf_proto::sent::Sent;
-    let honest = Sent {
-        bytes: 1 << 20,
-        writes: 103,
-        partial_writes: 0,
-        would_block: 0,
-        first_write_unix_us: 0,
-        elapsed_ns: 1000,
-        cpu_user_us: 1,
-        cpu_sys_us: 1,
-        on_cpu_ns: None,
-        run_queue_ns: None,
-        source_read_ns: 0,
-        chunk: 10240,
-        sndbuf: 1 << 20,
-        server_io: tsperf_proto::ServerIo::Blocking,
-        boot_id: None,
-        tcp: Default::default(),
-        flight: Default::default(),
-        congestion: None,
-    };
+    let honest = honest_sent();
     let in_2100 = 4_102_444_800_000_000;
     for (bad, figure) in [
         (
@@ -782,8 +750,8 @@ fn a_failed_timed_run_counts_the_run_not_one_pass() {
     assert!(error.contains("of a timed run"), "{v:#}");
 }
 
-/// The first frame a raw hello for stream `index` of a session of `count` (`id`), announcing
-/// `length` bytes, gets: the Accept's tag (1) or a refusal's reason.
+/// The first answer to a raw hello for stream `index` of a session of `count` (`id`),
+/// announcing `length` bytes ([`hello_answer`]).
 fn session_hello(
     port: u16,
     id: [u8; 16],
@@ -792,26 +760,14 @@ fn session_hello(
     length: u64,
     reverse: bool,
 ) -> (std::net::TcpStream, Result<(), String>) {
-    use tsperf_proto::{Frame, Hello, Session, encode_hello};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    let mut hello = Vec::new();
-    encode_hello(
-        &Hello {
-            reverse,
-            clock_queries: 0,
-            session: Session { id, index, count },
-            ..Hello::stream(length, 10240, if reverse { "" } else { "s.bin" })
-        },
-        &mut hello,
-    );
-    s.write_all(&hello).unwrap();
-    let answer = match read_one_frame(&mut s) {
-        Some(Frame::Accept { .. }) => Ok(()),
-        Some(Frame::Refuse { reason, .. }) => Err(reason),
-        other => Err(format!("{other:?}")),
+    use tsperf_proto::{Hello, Session};
+    let hello = Hello {
+        reverse,
+        clock_queries: 0,
+        session: Session { id, index, count },
+        ..Hello::stream(length, 10240, if reverse { "" } else { "s.bin" })
     };
-    (s, answer)
+    hello_answer(port, &hello)
 }
 
 /// Issue 32 (7): `--max-bytes` bounds a session's streams together as well as each, and a

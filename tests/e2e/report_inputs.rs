@@ -98,6 +98,13 @@ fn hostile_grid(dir: &Path, float: Option<f64>, int: Option<&Value>) {
     std::fs::copy(committed().join("setup.json"), dir.join("setup.json")).unwrap();
 }
 
+/// The committed verdicts and their machine, copied into `dir`.
+fn with_verdicts(dir: &Path) {
+    for name in ["verdicts.jsonl", "verdicts-machine.json"] {
+        std::fs::copy(committed().join(name), dir.join(name)).unwrap();
+    }
+}
+
 /// Issue 51 (3, 4): every number of a grid run at 0, negative, 5e-324 or 1.7e308 (valid JSON)
 /// gets a table or a clear error from `tsreport DIR` and from `--compare` either way round. A
 /// rate of 1.7e308 or 5e-324 made the log axis ~2^31 ticks long (a hang, memory growing);
@@ -165,16 +172,7 @@ fn special_files_in_place_of_its_inputs_are_refused() {
         ] {
             let dir = tmp.path().join(format!("{n}-{kind}"));
             hostile_grid(&dir, None, None);
-            std::fs::copy(
-                committed().join("verdicts.jsonl"),
-                dir.join("verdicts.jsonl"),
-            )
-            .unwrap();
-            std::fs::copy(
-                committed().join("verdicts-machine.json"),
-                dir.join("verdicts-machine.json"),
-            )
-            .unwrap();
+            with_verdicts(&dir);
             let at = dir.join(input);
             std::fs::remove_file(&at).unwrap();
             match make {
@@ -215,16 +213,7 @@ fn planted_symlinks_are_replaced_not_written_through() {
     let victim = tmp.path().join("victim.txt");
     let dir = tmp.path().join("grid");
     hostile_grid(&dir, None, None);
-    std::fs::copy(
-        committed().join("verdicts.jsonl"),
-        dir.join("verdicts.jsonl"),
-    )
-    .unwrap();
-    std::fs::copy(
-        committed().join("verdicts-machine.json"),
-        dir.join("verdicts-machine.json"),
-    )
-    .unwrap();
+    with_verdicts(&dir);
     let d = dir.to_str().unwrap();
     let good = committed();
     let g = good.to_str().unwrap();

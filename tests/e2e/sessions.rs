@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::path::Path;
 
 use crate::common::*;
-use tsperf_proto::{Frame, Hello, Session, encode_hello};
+use tsperf_proto::{Frame, Hello, Session};
 
 const MODELS: [&[&str]; 3] = [&[], &["--blocking"], &["--threads", "2"]];
 
@@ -28,25 +28,13 @@ fn served_stripe(
     count: u8,
     name: &str,
 ) -> (TcpStream, Result<(), String>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    let mut hello = Vec::new();
-    encode_hello(
-        &Hello {
-            reverse: true,
-            clock_queries: 0,
-            session: Session { id, index, count },
-            ..Hello::stream(0, 10240, name)
-        },
-        &mut hello,
-    );
-    s.write_all(&hello).unwrap();
-    let answer = match read_one_frame(&mut s) {
-        Some(Frame::Accept { .. }) => Ok(()),
-        Some(Frame::Refuse { reason, .. }) => Err(reason),
-        other => Err(format!("{other:?}")),
+    let hello = Hello {
+        reverse: true,
+        clock_queries: 0,
+        session: Session { id, index, count },
+        ..Hello::stream(0, 10240, name)
     };
-    (s, answer)
+    hello_answer(port, &hello)
 }
 
 /// Issue 51 (1): `--max-bytes` bounds a served file's session whole. An 8 MiB file asked for

@@ -11,8 +11,7 @@
 //!   written through.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -31,33 +30,9 @@ pub const MOST: f64 = 1e16;
 /// Reads the input `path`: a regular file of at most [`MOST_BYTES`], as text.
 pub fn read_input(path: &Path) -> Result<String> {
     let shown = path.display();
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .with_context(|| format!("cannot read '{shown}'"))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot read '{shown}'"))?;
-    if !meta.is_file() {
-        bail!("cannot read '{shown}': it is not a regular file (a results file was expected)");
-    }
-    if meta.len() > MOST_BYTES {
-        bail!(
-            "cannot read '{shown}': it has {} bytes, more than the {MOST_BYTES} a results file \
-             may have",
-            meta.len()
-        );
-    }
-    let mut text = String::new();
-    // The size was checked; a file that grows meanwhile is read no further than the bound.
-    file.take(MOST_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("cannot read '{shown}' (as UTF-8 text)"))?;
-    if text.len() as u64 > MOST_BYTES {
-        bail!("cannot read '{shown}': it grew past {MOST_BYTES} bytes while it was read");
-    }
-    Ok(text)
+    let bytes = tsperf_sys::input::read_regular(path, MOST_BYTES)
+        .with_context(|| format!("cannot read '{shown}' (a results file was expected)"))?;
+    String::from_utf8(bytes).with_context(|| format!("cannot read '{shown}' as UTF-8 text"))
 }
 
 /// Parses `text` as a `T`, refusing a figure past [`MOST`] with its field's name.

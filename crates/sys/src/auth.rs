@@ -34,30 +34,11 @@ impl Key {
     /// Reads a key file (its bytes, with a trailing newline removed). Returns the key and, for a
     /// file others may read, a warning to print.
     pub fn load(path: &Path) -> Result<(Key, Option<String>)> {
-        use std::io::Read as _;
-        use std::os::unix::fs::OpenOptionsExt;
         let shown = path.display();
-        // Opened without waiting: a FIFO with no writer is refused, not waited on (issue 51).
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(path)
+        let mut bytes = crate::input::read_regular(path, MAX_KEY_FILE)
             .with_context(|| format!("cannot read key file '{shown}'"))?;
-        let meta = file
-            .metadata()
-            .with_context(|| format!("cannot read key file '{shown}'"))?;
-        if !meta.is_file() {
-            bail!("cannot read key file '{shown}': it is not a regular file");
-        }
-        if meta.len() > MAX_KEY_FILE {
-            bail!(
-                "key file '{shown}' has {} bytes: expected a secret of at most {MAX_KEY_FILE}",
-                meta.len()
-            );
-        }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read key file '{shown}'"))?;
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("cannot read key file '{shown}'"))?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }

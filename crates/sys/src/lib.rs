@@ -1,7 +1,8 @@
 //! tsperf's contact with the operating system, one concern a module: sockets and the names
 //! and addresses of hosts ([`net`]), the kernel's view of a TCP connection ([`tcpinfo`]) and its congestion control
 //! ([`congestion`]),
-//! clocks and CPU time ([`timing`]), the file a client sends ([`source`]) and the one `tsgen`
+//! clocks and CPU time ([`timing`]), files a user names that may be anything ([`input`]), the
+//! file a client sends ([`source`]) and the one `tsgen`
 //! writes ([`testdata`]), a helper thread's descriptor table of its own ([`fdtable`]), the
 //! pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]), and
 //! peer text made safe for a terminal ([`text`]).
@@ -11,6 +12,7 @@ pub mod congestion;
 pub mod direct;
 pub mod fdtable;
 pub mod host;
+pub mod input;
 pub mod mark;
 pub mod net;
 pub mod source;
