@@ -175,3 +175,37 @@ fn once_refuses_a_connection_beyond_its_run() {
         );
     }
 }
+
+/// Issue 51 (7): a `--once` run whose other connections never come (its client died after
+/// opening one of two) does not hold the server: once the one that came has ended, the server
+/// waits the hello timeout for the rest, then exits 1, in every model.
+#[test]
+fn once_does_not_wait_for_ever_for_a_run_cut_short() {
+    use std::io::Read;
+    for model in MODELS {
+        let mut args = vec!["--once", "--hello-timeout", "1"];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let hello = Hello {
+            reverse: true,
+            clock_queries: 0,
+            session: Session {
+                id: [5; 16],
+                index: 0,
+                count: 2,
+            },
+            ..Hello::stream(64 << 10, 10240, "")
+        };
+        let (mut first, answer) = hello_answer(server.port, &hello);
+        assert_eq!(answer, Ok(()), "{model:?}");
+        let mut all = Vec::new();
+        first.read_to_end(&mut all).unwrap();
+        drop(first);
+        assert_eq!(
+            server.wait_exit(),
+            Some(1),
+            "{model:?}: {}",
+            server.stderr()
+        );
+    }
+}

@@ -68,6 +68,14 @@ impl Run {
         }
     }
 
+    /// Each connection of the run that came has ended, and more are due: the patience runs.
+    fn waiting(&self) -> bool {
+        self.result.is_none()
+            && self.key.is_some()
+            && self.ended == self.members.len()
+            && self.members.len() < usize::from(self.expected)
+    }
+
     fn over(&mut self, now: Instant, patience: Duration) -> Option<bool> {
         if self.result.is_some() {
             return self.result;
@@ -97,6 +105,12 @@ impl Once {
     /// The connection from `peer` ended, `completed` or not.
     pub(crate) fn ended(&self, peer: SocketAddr, completed: bool, now: Instant) {
         self.lock().ended(peer, completed, now);
+    }
+
+    /// True while the run waits for connections of it that have not come, all that came
+    /// having ended: it is over after the patience unless one comes.
+    pub(crate) fn waiting(&self) -> bool {
+        self.lock().waiting()
     }
 
     /// The run's result once it is over: true if each of its connections came and completed.
@@ -187,7 +201,9 @@ mod tests {
 
         let mut r = Run::default();
         r.join(addr(1, 1), &of(7, 0, 3, false)).unwrap();
+        assert!(!r.waiting(), "one of it is still going");
         r.ended(addr(1, 1), true, t);
+        assert!(r.waiting());
         assert_eq!(r.over(t + PATIENCE / 2, PATIENCE), None);
         assert_eq!(r.over(t + PATIENCE, PATIENCE), Some(false));
     }

@@ -105,16 +105,21 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
 }
 
 /// With `--once`: the connection from `peer` ended with `outcome`; the accept is woken once the
-/// run is over, now or (a connection of it that never came) after the patience.
+/// run is over, now or (a connection of it that never came) after the patience, which a thread
+/// of its own waits out only then (never for a connection refused: a peer that connects again
+/// and again starts no threads).
 fn once_ended(srv: &Server, peer: SocketAddr, outcome: &Outcome) {
-    if srv.once().is_none() {
+    let Some(once) = srv.once() else {
         return;
-    }
+    };
     if srv
         .once_ended(peer, matches!(outcome, Outcome::Complete))
         .is_some()
     {
         srv.wake();
+        return;
+    }
+    if !once.waiting() {
         return;
     }
     let (srv, patience) = (srv.clone(), srv.cfg.policy.hello_timeout);
