@@ -77,9 +77,6 @@ pub struct StreamConfig {
     /// this many bytes ([`tsperf_sys::source::Source::cycled`]), so no length is ever held in
     /// memory.
     pub generated: Option<u64>,
-    /// `file` opened once for every stream of this process that sends it (a load generator's
-    /// thousands of clients), instead of an open per stream.
-    pub shared_file: Option<std::sync::Arc<std::fs::File>>,
     /// The generated stream's period held in memory, sent instead of `file` (which then only
     /// names it): what `--io write` and `writev` send from ([`tsperf_sys::source::Held`]).
     pub held: Option<std::sync::Arc<tsperf_sys::source::Held>>,
@@ -385,10 +382,9 @@ pub fn run_stream(
         Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
         Strategy::Write | Strategy::Sendfile => 1,
     };
-    let source = match (&cfg.held, &cfg.shared_file) {
-        (Some(h), _) => Source::held(h.clone(), &cfg.file, cfg.chunk, batch),
-        (None, Some(f)) => Source::open_shared(f.clone(), &cfg.file, cfg.chunk, batch),
-        (None, None) => Source::open(&cfg.file, cfg.chunk, batch),
+    let source = match &cfg.held {
+        Some(h) => Source::held(h.clone(), &cfg.file, cfg.chunk, batch),
+        None => Source::open(&cfg.file, cfg.chunk, batch),
     }
     .map(|s| match &cfg.name {
         Some(name) => s.named(name.clone()),

@@ -207,7 +207,6 @@ fn stream_config(
             }
         }),
         generated: forward_generated.then(|| stream_len(args)),
-        shared_file: None,
         held,
     };
     Ok((cfg, generated))
@@ -250,7 +249,6 @@ fn latency_config(
         two_way: None,
         name: None,
         generated: None,
-        shared_file: None,
         held: None,
     });
     Ok(latency::LatencyConfig {

@@ -418,9 +418,4 @@ impl Conversation {
             _ => None,
         }
     }
-
-    /// True while the transfer's data is read and its per-read lines go to `log`'s sink.
-    pub fn reading_data(&self) -> bool {
-        matches!(self.state, State::Data { .. })
-    }
 }

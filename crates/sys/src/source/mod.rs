@@ -33,7 +33,6 @@ mod guard;
 mod held;
 mod mapped;
 mod repeat;
-mod shared;
 
 pub use held::Held;
 
@@ -103,8 +102,8 @@ enum Blocks {
     /// Blocks read from the file into one buffer.
     Read {
         buf: Vec<u8>,
-        /// Shared by the sources of one file in a process ([`Source::open_shared`]): reads
-        /// take explicit offsets, never the file's position.
+        /// Shared with the background checksum: reads take explicit offsets, never the
+        /// file's position.
         file: std::sync::Arc<File>,
     },
     /// A period held in memory ([`Held`]): slices of it.
@@ -192,17 +191,7 @@ impl Source {
         batch: u32,
         access: Access,
     ) -> Result<Source> {
-        Source::from_shared(std::sync::Arc::new(file), path, name, chunk, batch, access)
-    }
-
-    pub(super) fn from_shared(
-        file: std::sync::Arc<File>,
-        path: &Path,
-        name: String,
-        chunk: u32,
-        batch: u32,
-        access: Access,
-    ) -> Result<Source> {
+        let file = std::sync::Arc::new(file);
         let meta = file
             .metadata()
             .with_context(|| format!("cannot stat file '{}'", path.display()))?;
