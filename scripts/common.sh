@@ -8,18 +8,23 @@ here() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$caller"
 caller_paths() { caller=$PWD; }
 
 # binaries DIR NAME...: builds the release binaries when DIR is empty (and prints the directory
-# used), or checks that DIR holds every NAME; exits 1 naming a missing one.
+# used), or checks that DIR holds every NAME; exits 1 naming a missing one. tspeers, tsscale and
+# tsverdicts, which measure tsperf itself, are the tsperf-bench package's (never shipped).
 binaries() {
   local dir=$1; shift
   if [[ -z $dir ]]; then
+    local packages=(-p tsperf) b
+    for b in "$@"; do
+      case $b in tspeers | tsscale | tsverdicts) packages=(-p tsperf -p tsperf-bench) ;; esac
+    done
     # Quiet, but not silent: on a fresh clone this takes a minute or two.
     echo "$prog: building the release binaries (cargo build --release; a minute or two on a fresh clone)..." >&2
-    cargo build --release --quiet --bins >&2
+    cargo build --release --quiet --bins "${packages[@]}" >&2
     dir=target/release
   fi
   local b
   for b in "$@"; do
-    [[ -x $dir/$b ]] || { echo "$prog: '$dir/$b' not found: build with cargo build --release" >&2; exit 1; }
+    [[ -x $dir/$b ]] || { echo "$prog: '$dir/$b' not found: build with cargo build --release --workspace" >&2; exit 1; }
   done
   printf '%s' "$dir"
 }

@@ -23,7 +23,7 @@ _tsreport() {
 
     case "${cmd}" in
         tsreport)
-            opts="-h -V --compare --out --verdicts --commit --help --version"
+            opts="-h -V --compare --out --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -34,10 +34,6 @@ _tsreport() {
                     return 0
                     ;;
                 --out)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --commit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

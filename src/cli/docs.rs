@@ -23,9 +23,6 @@ pub fn commands() -> Vec<clap::Command> {
         cli::tsgen::command(),
         cli::tsmatrix::command(),
         cli::tsreport::command(),
-        cli::tspeers::command(),
-        cli::tsscale::command(),
-        cli::tsverdicts::command(),
         <Args as clap::CommandFactory>::command(),
     ]
     .into_iter()
@@ -123,27 +120,6 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[(
             "tsreport results",
             "Render results/matrix.md, matrix.csv and the charts again from results/runs.jsonl.",
-        )],
-    ),
-    (
-        "tspeers",
-        &[(
-            "scripts/peers.sh --reps 5",
-            "tsperf and iperf3 side by side, five alternating runs of each chunk size.",
-        )],
-    ),
-    (
-        "tsscale",
-        &[(
-            "scripts/scale.sh --counts 1,8,64",
-            "1, 8 and 64 concurrent clients against both server models.",
-        )],
-    ),
-    (
-        "tsverdicts",
-        &[(
-            "scripts/verdicts.sh --quick",
-            "The fast subset of the verdict's table, into results/tmp/verdicts.",
         )],
     ),
     (

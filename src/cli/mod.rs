@@ -10,20 +10,15 @@ pub mod docs;
 pub mod tsclient;
 pub mod tsgen;
 pub mod tsmatrix;
-pub mod tspeers;
 pub mod tsreport;
-pub mod tsscale;
 pub mod tsserver;
-pub mod tsverdicts;
 pub(crate) mod values;
 
-use std::io::{self, Write};
-use std::process::ExitCode;
+use std::io;
 
 use tracing_subscriber::EnvFilter;
 
-/// Exit code for a failed run.
-pub const FAILURE: u8 = 1;
+pub use tsperf_sys::program::FAILURE;
 
 /// The diagnostics filter: `RUST_LOG`, or `warn` when unset or invalid.
 pub fn env_filter() -> EnvFilter {
@@ -56,34 +51,7 @@ pub fn init_server_diagnostics(
         .context("cannot install the diagnostics")
 }
 
-/// Runs a program's `run` and turns its result into the exit code: an error is printed as
-/// `prog: error: ...` with its whole cause chain ([`fail`]) and exits 1.
-pub fn main(prog: &str, run: impl FnOnce() -> anyhow::Result<ExitCode>) -> ExitCode {
-    match run() {
-        Ok(code) => code,
-        Err(e) => fail(prog, &e),
-    }
-}
-
-/// Prints `text` on stdout. A closed pipe on stdout is not a crash and not worth a message.
-pub fn print(text: &str) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
-}
-
-/// Prints `prog: error: ...` with the whole cause chain and returns the failure exit code. The
-/// chain may quote the peer (a reason, a name, a decoder's complaint about its bytes), so it is
-/// printed with control and bidi characters escaped ([`tsperf_sys::text::Peer`]).
-pub fn fail(prog: &str, err: &anyhow::Error) -> ExitCode {
-    eprintln!(
-        "{prog}: error: {}",
-        tsperf_sys::text::Peer(&format!("{err:#}"))
-    );
-    ExitCode::from(FAILURE)
-}
+pub use tsperf_sys::program::{bin_dir, fail, file_len, main, print};
 
 /// The shortest timeout a flag takes: below a millisecond no deadline can be kept, and the
 /// error would read "no answer within 0 s".
@@ -256,22 +224,6 @@ pub fn load_key(
 ) -> anyhow::Result<(std::sync::Arc<tsperf_sys::auth::Key>, Option<String>)> {
     let (key, warning) = tsperf_sys::auth::Key::load(path)?;
     Ok((std::sync::Arc::new(key), warning))
-}
-
-/// The directory this program's binary is in, where its sibling binaries (tsserver, tsclient)
-/// are; empty (the current directory) when the system will not say.
-pub fn bin_dir() -> std::path::PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(std::path::PathBuf::from))
-        .unwrap_or_default()
-}
-
-/// The length of the file at `path`, or an error naming it.
-pub fn file_len(path: &std::path::Path) -> anyhow::Result<u64> {
-    std::fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|e| anyhow::anyhow!("cannot read file '{}': {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -10,31 +10,23 @@ use tsperf_lab::report;
 use tsperf_lab::report::markdown;
 
 /// Read DIR/runs.jsonl and DIR/setup.json and write matrix.md, matrix.csv and the SVG charts
-/// into DIR again; print the tables. With --verdicts, read DIR/verdicts.jsonl (from
-/// scripts/verdicts.sh) and write DIR/verdicts.md. With --compare OLD NEW, put two grid runs
+/// into DIR again; print the tables. With --compare OLD NEW, put two grid runs
 /// side by side cell by cell and write compare.md and compare.svg into NEW (or --out).
 #[derive(Parser)]
 #[command(name = "tsreport", version = crate::cli::VERSION)]
 struct Args {
-    /// A results directory written by scripts/matrix.sh (or scripts/verdicts.sh).
+    /// A results directory written by scripts/matrix.sh.
     #[arg(required_unless_present = "compare")]
     dir: Option<PathBuf>,
     /// Compare two grid runs (results directories of scripts/matrix.sh): each cell's ratio of
     /// medians (new / old), the spread of each, and whether the difference is beyond the runs'
     /// own noise (an exact Mann-Whitney U test over the repetitions, p < 0.05). Runs of another
     /// file, chunk set or host pair are refused.
-    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with_all = ["dir", "verdicts"])]
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with = "dir")]
     compare: Option<Vec<PathBuf>>,
     /// With --compare: where compare.md and compare.svg go (default: NEW).
     #[arg(long, requires = "compare", value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Render the verdict's truth table (verdicts.jsonl to verdicts.md) instead of the grid.
-    /// The machine is read from DIR/verdicts-machine.json, written when missing.
-    #[arg(long)]
-    verdicts: bool,
-    /// The tsperf commit, for a verdicts-machine.json written now.
-    #[arg(long, default_value = "unknown")]
-    commit: String,
 }
 
 /// tsreport's command-line definition (its man page and completions are made from it).
@@ -51,9 +43,6 @@ pub fn main() -> ExitCode {
         }
         // Without --compare, clap has required DIR.
         let dir = args.dir.clone().unwrap_or_default();
-        if args.verdicts {
-            return verdicts(&dir, &args.commit);
-        }
         let (setup, runs) = tsperf_lab::folder::read_grid(&dir)?;
         let m = report::aggregate(setup, &runs);
         report::export_all(&m, &dir)?;
@@ -80,13 +69,6 @@ fn compare(
     ] {
         tsperf_lab::folder::write_atomic(&out.join(file), &bytes)?;
     }
-    cli::print(&md)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `tsreport --verdicts DIR`.
-fn verdicts(dir: &std::path::Path, commit: &str) -> anyhow::Result<ExitCode> {
-    let (_, md) = tsperf_lab::verdicts::write_report(dir, commit)?;
     cli::print(&md)?;
     Ok(ExitCode::SUCCESS)
 }

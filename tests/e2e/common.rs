@@ -20,16 +20,156 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 /// An Accept frame on the wire: its header and its 15-byte body (protocol 7).
 pub(crate) const ACCEPT_LEN: usize = 3 + 15;
 
+/// The program `name`: this package's own as cargo built it for the tests; another package's
+/// (tsperf-bench's tests run tsserver and tsclient, the root package's) from the same target
+/// directory, where `cargo test --workspace` builds them before any test runs.
 pub(crate) fn bin(name: &str) -> PathBuf {
-    match name {
-        "tsserver" => PathBuf::from(env!("CARGO_BIN_EXE_tsserver")),
-        "tsclient" => PathBuf::from(env!("CARGO_BIN_EXE_tsclient")),
-        "tsgen" => PathBuf::from(env!("CARGO_BIN_EXE_tsgen")),
-        "tsscale" => PathBuf::from(env!("CARGO_BIN_EXE_tsscale")),
-        "tspeers" => PathBuf::from(env!("CARGO_BIN_EXE_tspeers")),
-        "tsverdicts" => PathBuf::from(env!("CARGO_BIN_EXE_tsverdicts")),
+    let own = match name {
+        "tsserver" => option_env!("CARGO_BIN_EXE_tsserver"),
+        "tsclient" => option_env!("CARGO_BIN_EXE_tsclient"),
+        "tsgen" => option_env!("CARGO_BIN_EXE_tsgen"),
+        "tsmatrix" => option_env!("CARGO_BIN_EXE_tsmatrix"),
+        "tsreport" => option_env!("CARGO_BIN_EXE_tsreport"),
+        "tsdocs" => option_env!("CARGO_BIN_EXE_tsdocs"),
+        "tsscale" => option_env!("CARGO_BIN_EXE_tsscale"),
+        "tspeers" => option_env!("CARGO_BIN_EXE_tspeers"),
+        "tsverdicts" => option_env!("CARGO_BIN_EXE_tsverdicts"),
         other => panic!("unknown binary {other}"),
+    };
+    if let Some(path) = own {
+        return PathBuf::from(path);
     }
+    // The test runs as target/PROFILE/deps/NAME-HASH: the binaries are in target/PROFILE.
+    let exe = std::env::current_exe().expect("the test's own path");
+    let path = exe.parent().and_then(Path::parent).unwrap().join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run the tests with `cargo test --workspace` (it builds every \
+         package's binaries first)",
+        path.display()
+    );
+    path
+}
+
+/// Runs `program` with `args`, killed after `limit`: a hang is a failure, not a wait.
+pub(crate) fn run_within(program: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut cmd = assert_cmd::Command::new(program);
+    cmd.args(args).timeout(limit);
+    let out = cmd.output().expect("run the program");
+    assert!(
+        out.status.code().is_some(),
+        "{} {args:?} was killed (a hang past {limit:?}, or a signal); stderr: {}",
+        program.display(),
+        stderr(&out)
+    );
+    out
+}
+
+/// `prog` ended well: its output (exit 0), or a clear error (exit 1, one `prog:` line naming
+/// what it could not take), never a panic (101) or a usage error for a good command line.
+pub(crate) fn ends_well(out: &Output, prog: &str, what: &str) {
+    let code = out.status.code();
+    let err = stderr(out);
+    assert!(
+        code == Some(0) || (code == Some(1) && err.starts_with(&format!("{prog}: "))),
+        "{what}: exit {code:?}, stderr: {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+/// Makes `at` a file that is not a regular one: a symlink to `/dev/zero` (0, endless), a FIFO
+/// with no writer (1, a read blocks for ever), or a directory (2).
+pub(crate) fn make_special(at: &Path, kind: u8) {
+    match kind {
+        0 => std::os::unix::fs::symlink("/dev/zero", at).unwrap(),
+        1 => {
+            let c = std::ffi::CString::new(at.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        _ => std::fs::create_dir(at).unwrap(),
+    }
+}
+
+/// Every option in `name -h` says what it does.
+pub(crate) fn assert_every_option_has_help(name: &str) {
+    let re_opt = |l: &str| {
+        let t = l.trim_start();
+        (t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", ")))
+            && l.starts_with("  ")
+    };
+    let out = run(bin(name), &["-h"]);
+    assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if !re_opt(l) {
+            continue;
+        }
+        // The description follows the option and its value name after two spaces, or on the
+        // next line when the option is long.
+        let t = l.trim_start();
+        let rest = t.split_once("  ").map_or("", |(_, r)| r.trim());
+        let next = lines.get(i + 1).map_or("", |n| n.trim());
+        let said = if rest.is_empty() && !re_opt(lines.get(i + 1).unwrap_or(&"")) {
+            next
+        } else {
+            rest
+        };
+        let said = said.split("[default:").next().unwrap().trim();
+        assert!(
+            !said.is_empty(),
+            "{name}: no help for '{}'\n{text}",
+            t.trim()
+        );
+    }
+}
+
+/// `name --help` opens with what that program does (`opening`), not its package's description.
+pub(crate) fn assert_describes_itself(name: &str, opening: &str) {
+    let out = run(bin(name), &["--help"]);
+    assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with(opening), "{name}: {text}");
+    assert!(!text.contains("command-line front ends"), "{name}: {text}");
+}
+
+/// The repository's root.
+pub(crate) fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("scripts/common.sh").is_file())
+        .expect("the repository's root")
+        .to_owned()
+}
+
+/// Runs `scripts/NAME` with `args`.
+pub(crate) fn script(name: &str, args: &[&str]) -> Output {
+    run(repo_root().join("scripts").join(name), args)
+}
+
+/// True if a network namespace can be made here (root and iproute2).
+pub(crate) fn can_make_namespaces() -> bool {
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("tsprobe{}-{n}", std::process::id() % 100_000);
+    let ok = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+    }
+    ok
+}
+
+/// A test that needs namespaces, asked to run (`--ignored`), fails where they cannot be made:
+/// it never passes without having run.
+pub(crate) fn needs_namespaces() {
+    assert!(
+        can_make_namespaces(),
+        "cannot create network namespaces here: this test needs root and iproute2"
+    );
 }
 
 /// A running tsserver, killed when dropped. Its stdout and stderr are collected as they come.

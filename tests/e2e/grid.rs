@@ -17,16 +17,8 @@ fn grid_lock() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn bin_dir() -> String {
     bin("tsserver").parent().unwrap().display().to_string()
-}
-
-fn script(name: &str, args: &[&str]) -> std::process::Output {
-    run(root().join("scripts").join(name), args)
 }
 
 /// Processes and tmux sessions a grid could leave behind.
@@ -186,7 +178,7 @@ fn tsreport_rerenders() {
     let out = dir.path().join("r");
     test_file(dir.path(), "small.txt", 1 << 20);
     // Issue 15: relative --out and --file are the caller's, not the repository's.
-    let mut cmd = assert_cmd::Command::new(root().join("scripts/matrix.sh"));
+    let mut cmd = assert_cmd::Command::new(repo_root().join("scripts/matrix.sh"));
     cmd.current_dir(dir.path())
         .args([
             "--quick",
@@ -300,51 +292,6 @@ fn matrix_usage_errors() {
         ],
     );
     assert_fails(&o, 1, "file '/nonexistent/file' not found");
-}
-
-/// tspeers names a file it cannot read.
-#[test]
-fn tspeers_missing_file_named() {
-    let o = run(
-        bin("tspeers"),
-        &[
-            "--file",
-            "/nonexistent/peers-file",
-            "--tsperf-port",
-            "1",
-            "--iperf3-port",
-            "2",
-            "--out",
-            "/nonexistent/out",
-        ],
-    );
-    assert_fails(&o, 1, "cannot read file '/nonexistent/peers-file'");
-}
-
-/// Whether a network namespace can be made here. Each probe has a name of its own: tests run
-/// at once, and two probes of one name made one of them fail (and its test skip, unseen, before
-/// the root tests were ignored rather than skipped).
-fn can_make_namespaces() -> bool {
-    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("tsprobe{}-{n}", std::process::id() % 100_000);
-    let ok = Command::new("ip")
-        .args(["netns", "add", &name])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-    }
-    ok
-}
-
-/// A test that needs namespaces, asked to run (`--ignored`), fails where they cannot be made:
-/// it never passes without having run.
-fn needs_namespaces() {
-    assert!(
-        can_make_namespaces(),
-        "cannot create network namespaces here: this test needs root and iproute2"
-    );
 }
 
 /// Issue 6: the emulated LAN comes up, carries one verified transfer from one namespace to the
@@ -484,7 +431,7 @@ fn interrupted_grid_cleans_up() {
     // empty again after the interrupt.
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut child = Command::new(root().join("scripts/matrix.sh"))
+    let mut child = Command::new(repo_root().join("scripts/matrix.sh"))
         .args([
             "--quick",
             "--out",
@@ -632,7 +579,7 @@ fn quick_grid_between_two_hosts() {
     let run = server.as_ref().map_err(|e| format!("{e:#}")).map(|s| {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &format!("{name}-cli")])
-            .arg(root().join("scripts/matrix.sh"))
+            .arg(repo_root().join("scripts/matrix.sh"))
             .args(["--quick", "--host", "198.18.0.1", "--port"])
             .arg(s.port.to_string())
             .arg("--out")
@@ -713,68 +660,6 @@ fn grid_against_a_server_without_client_log_stops_at_once() {
     assert!(runs.is_empty(), "cells ran before the check: {runs}");
 }
 
-/// Issue 24: tspeers starts its own tsserver when no --tsperf-port is given (its port read
-/// from the listening line by the one parser, the harness's) and writes peers.md and
-/// peers.svg into --out through the exporters. iperf3 here is a stand-in on PATH that prints
-/// the JSON shape tspeers reads: the receiver counted 1000 bytes fewer than the file.
-#[test]
-fn tspeers_starts_its_own_server_and_writes_its_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let len = 200_000u64;
-    let file = test_file(dir.path(), "p.txt", len);
-    let json = format!(
-        r#"{{"end":{{"sum_received":{{"bits_per_second":8388608000,"bytes":{}}}}}}}"#,
-        len - 1000
-    );
-    let (path, _) = stand_in_iperf3(dir.path(), &json);
-    let out_dir = dir.path().join("out");
-    let out = assert_cmd::Command::new(bin("tspeers"))
-        .args([
-            "--file",
-            file.to_str().unwrap(),
-            "--chunks",
-            "10240,102400",
-            "--reps",
-            "1",
-        ])
-        .args(["--iperf3-port", "1", "--out", out_dir.to_str().unwrap()])
-        .env("PATH", path)
-        .timeout(DEADLINE)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let md = std::fs::read_to_string(out_dir.join("peers.md")).unwrap();
-    let row = md
-        .lines()
-        .find(|l| l.starts_with("| 10240 |"))
-        .unwrap_or_else(|| panic!("no 10240 row in {md}"));
-    // 8388608000 bit/s is 1000 MiB/s; tsperf verified; the shortfall named; the verified
-    // floor (the file's bytes looped with xxh3 on both ends) measured beside the bare one.
-    assert!(row.contains("| 1000.0 |"), "{row}");
-    assert!(md.contains("| verified floor MiB/s |"), "{md}");
-    // At 102400 B a hashed block (two chunks) is more than the file holds: the verified
-    // floor loops one block of it instead, and still runs.
-    for chunk in ["10240", "102400"] {
-        let row = md
-            .lines()
-            .find(|l| l.starts_with(&format!("| {chunk} |")))
-            .unwrap_or_else(|| panic!("no {chunk} row in {md}"));
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        let verified_floor: f64 = cells[3].parse().unwrap_or_else(|_| panic!("{row}"));
-        assert!(verified_floor > 0.0, "{row}");
-    }
-    assert!(
-        row.contains("| yes | **199000 of 200000** (99.5%) |"),
-        "{row}"
-    );
-    let svg = std::fs::read_to_string(out_dir.join("peers.svg")).unwrap();
-    assert!(
-        svg.starts_with("<svg") && svg.contains("iperf3 -F"),
-        "{svg:.200}"
-    );
-    assert_eq!(stdout(&out).matches("# tsperf against iperf3").count(), 1);
-}
-
 /// Issue 24: `matrix.sh --quick` without `--out` writes to the scratch directory
 /// results/tmp/quick, never over the committed results/; a full run (and any `--out`) writes
 /// where it says. The scripts run from a copy of the repository's scripts/ with a stand-in
@@ -789,7 +674,11 @@ fn quick_grid_writes_to_scratch() {
     std::fs::create_dir_all(repo.join("testdata")).unwrap();
     std::fs::create_dir_all(&bins).unwrap();
     for f in ["matrix.sh", "common.sh"] {
-        std::fs::copy(root().join("scripts").join(f), repo.join("scripts").join(f)).unwrap();
+        std::fs::copy(
+            repo_root().join("scripts").join(f),
+            repo.join("scripts").join(f),
+        )
+        .unwrap();
     }
     for b in ["tsserver", "tsclient", "tsgen"] {
         std::os::unix::fs::symlink(bin("tsserver").with_file_name(b), bins.join(b)).unwrap();
@@ -919,113 +808,4 @@ fn grid_with_streams_and_reverse() {
         "{csv}"
     );
     assert_eq!(leftovers(), "", "left behind");
-}
-
-/// Runs `tspeers --streams 1,2` with the stand-in iperf3 in `dir` on PATH (it logs its
-/// arguments and prints the JSON shape tspeers reads: 1 Gbit/s received) and `extra` flags.
-fn tspeers_streams(dir: &Path, extra: &[&str]) -> (std::process::Output, String, String) {
-    let file = test_file(dir, "s.txt", 1 << 20);
-    let (path, log) = stand_in_iperf3(
-        dir,
-        r#"{"end":{"sum_received":{"bits_per_second":1000000000}}}"#,
-    );
-    let out_dir = dir.join("out");
-    let out = assert_cmd::Command::new(bin("tspeers"))
-        .args(["--file", file.to_str().unwrap(), "--streams", "1,2"])
-        .args(["--time", "0.3", "--reps", "1", "--iperf3-port", "5201"])
-        .args(["--out", out_dir.to_str().unwrap()])
-        .args(extra)
-        .env("PATH", path)
-        .timeout(DEADLINE)
-        .output()
-        .unwrap();
-    let md = std::fs::read_to_string(out_dir.join("streams.md")).unwrap_or_default();
-    (out, md, std::fs::read_to_string(log).unwrap_or_default())
-}
-
-/// Issue 26 (7): `tspeers --streams` runs tsperf -P N and -R -P N (verified) beside iperf3 with
-/// the same -t, -P and -R, on loopback.
-#[test]
-fn tspeers_streams_on_loopback() {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, md, args) = tspeers_streams(dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let rows: Vec<&str> = md
-        .lines()
-        .filter(|l| l.starts_with("| ") && l.ends_with(" | yes |"))
-        .collect();
-    assert_eq!(rows.len(), 4, "{md}");
-    assert!(md.contains("\n\nLoopback on "), "{md}");
-    assert!(
-        args.contains("-c 127.0.0.1 -p 5201 -J -t 0.3 -P 2 -R"),
-        "{args}"
-    );
-}
-
-/// Issue 26 (7): given --host and the two wraps, `tspeers --streams` runs across the emulated
-/// LAN: the server in one namespace, both clients in the other.
-#[test]
-#[ignore = "needs root: network namespaces (.ci/run runs it as root)"]
-fn tspeers_streams_on_the_emulated_lan() {
-    needs_namespaces();
-    let name = format!("tss{}", std::process::id() % 100_000);
-    let up = script("lan.sh", &["up", "--name", &name]);
-    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
-    let lan = tempfile::tempdir().unwrap();
-    let (srv, cli) = (
-        format!("ip netns exec {name}-srv"),
-        format!("ip netns exec {name}-cli"),
-    );
-    let (out, md, args) = tspeers_streams(
-        lan.path(),
-        &[
-            "--host",
-            "198.18.0.1",
-            "--server-wrap",
-            &srv,
-            "--client-wrap",
-            &cli,
-            "--network",
-            "An emulated LAN",
-        ],
-    );
-    let down = script("lan.sh", &["down", "--name", &name]);
-    assert_eq!(down.status.code(), Some(0), "{}", stderr(&down));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let rows: Vec<&str> = md
-        .lines()
-        .filter(|l| l.starts_with("| ") && l.ends_with(" | yes |"))
-        .collect();
-    assert_eq!(rows.len(), 4, "{md}");
-    assert!(md.contains("\n\nAn emulated LAN on "), "{md}");
-    assert!(
-        args.contains("-c 198.18.0.1 -p 5201 -J -t 0.3 -P 1"),
-        "{args}"
-    );
-    // tbf at 1 Gbit/s: no verified tsperf session beats the wire.
-    for row in rows {
-        let gbit: f64 = row.split(" | ").nth(2).unwrap().parse().unwrap();
-        assert!(gbit > 0.0 && gbit < 1.05, "{row}");
-    }
-}
-
-/// The per-chunk comparison runs on loopback: --host without --streams is refused.
-#[test]
-fn tspeers_host_needs_streams() {
-    let o = run(
-        bin("tspeers"),
-        &[
-            "--iperf3-port",
-            "1",
-            "--host",
-            "198.18.0.1",
-            "--file",
-            "Cargo.toml",
-        ],
-    );
-    assert_fails(
-        &o,
-        1,
-        "--host, --server-wrap and --client-wrap apply to --streams",
-    );
 }

@@ -110,7 +110,7 @@ fn transitive_normal(meta: &serde_json::Value, package: &str) -> BTreeSet<String
 
 /// The crates depend only downwards: proto on nothing of tsperf's, sys and results on proto,
 /// server and client never on each other, lab never on the server, nothing on the root
-/// package; plotters and csv only in the lab.
+/// package; plotters and csv only in the lab and the measuring package.
 #[test]
 fn crates_depend_only_downwards() {
     let meta = metadata();
@@ -131,6 +131,7 @@ fn crates_depend_only_downwards() {
         ("tsperf-server", ["tsperf-client", "tsperf-lab"]),
         ("tsperf-client", ["tsperf-server", "tsperf-lab"]),
         ("tsperf-lab", ["tsperf-server", "tsperf"]),
+        ("tsperf-bench", ["tsperf-server", "tsperf"]),
     ] {
         for n in never {
             assert!(!deps[package].contains(n), "{package} depends on {n}");
@@ -141,10 +142,32 @@ fn crates_depend_only_downwards() {
             !d.contains("tsperf"),
             "{package} depends on the root package"
         );
-        if package != "tsperf-lab" {
+        if package != "tsperf-lab" && package != "tsperf-bench" {
             for drawing in ["plotters", "csv"] {
                 assert!(!d.contains(drawing), "{package} depends on {drawing}");
             }
+        }
+    }
+}
+
+/// How tsperf measures itself (`tsperf-bench`: tspeers, tsscale, tsverdicts) is apart from what
+/// ships: no package depends on it in any way (normal, dev or build), so `cargo tree -p tsperf`
+/// never shows it and the .deb cannot carry it.
+#[test]
+fn nothing_depends_on_the_measuring_package() {
+    let meta = metadata();
+    let packages = meta["packages"].as_array().unwrap();
+    assert!(
+        packages.iter().any(|p| p["name"] == "tsperf-bench"),
+        "tsperf-bench is not in the workspace"
+    );
+    for p in packages {
+        for d in p["dependencies"].as_array().unwrap() {
+            assert_ne!(
+                d["name"], "tsperf-bench",
+                "{} depends on tsperf-bench ({})",
+                p["name"], d["kind"]
+            );
         }
     }
 }

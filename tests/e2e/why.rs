@@ -164,7 +164,7 @@ fn summary_says_why() {
     let dir = tempfile::tempdir().unwrap();
     // Long enough (102-byte chunks) for the kernel's clock to tick and for the shares to be
     // judged (100 ms or more): the verdict is known.
-    let file = test_file(dir.path(), "h.txt", 32 << 20);
+    let file = test_file(dir.path(), "h.txt", 64 << 20);
     let server = Server::start(&["--log", "none"]);
     let port = server.port.to_string();
     // The suite's load tests share the two CPUs: a client held to 74% of a CPU by them reads

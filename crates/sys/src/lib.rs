@@ -4,8 +4,9 @@
 //! clocks and CPU time ([`timing`]), files a user names that may be anything ([`input`]), the
 //! file a client sends ([`source`]) and the one `tsgen`
 //! writes ([`testdata`]), a helper thread's descriptor table of its own ([`fdtable`]), the
-//! pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]), and
-//! peer text made safe for a terminal ([`text`]).
+//! pre-shared key ([`auth`]), the machine's boot id and interfaces ([`host`]), what a descriptor is ([`term`]),
+//! peer text made safe for a terminal ([`text`]), and a program's edges: its output, its
+//! errors and exit code ([`program`]).
 
 pub mod auth;
 pub mod congestion;
@@ -15,6 +16,7 @@ pub mod host;
 pub mod input;
 pub mod mark;
 pub mod net;
+pub mod program;
 pub mod source;
 pub mod tcpinfo;
 pub mod term;

@@ -1,8 +1,9 @@
-//! Issue 51 (3, 4): the results parser and every renderer of the report (tables, CSV, charts,
-//! `--compare`, the verdicts' table) over the committed results with any of their numbers set
-//! to anything JSON can hold: the edges (0, negative, 5e-324, 1.7e308, the integers' ends) and
-//! arbitrary doubles. What parses renders, or fails with an error, and never panics or runs
-//! away (a rate of 1.7e308 made an axis of 2^31 ticks; a negative round trip a panic).
+//! Hostile figures: the committed results with any of their numbers set to anything JSON can
+//! hold, the edges (0, negative, 5e-324, 1.7e308, the integers' ends) and arbitrary doubles.
+//! The grid's parser and every renderer of its report (tables, CSV, charts, `--compare`) must
+//! render what parses, or fail with an error, and never panic or run away (a rate of 1.7e308
+//! made an axis of 2^31 ticks; a negative round trip a panic). `tsperf-bench` holds its own
+//! renderers to the same (feature `testing`).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -10,23 +11,31 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use super::{Run, Setup, aggregate, exporters};
+use super::Setup;
+#[cfg(test)]
+use super::{Run, aggregate, exporters};
 use crate::folder;
 
-/// The committed results' grid runs and verdicts runs, as JSON.
-fn committed() -> &'static (Setup, Vec<Value>, Vec<Value>) {
-    static LINES: OnceLock<(Setup, Vec<Value>, Vec<Value>)> = OnceLock::new();
+/// The committed results' folder.
+fn results() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../results"))
+}
+
+/// The committed results' file `name` (JSON lines), as JSON.
+pub fn committed_lines(name: &str) -> Vec<Value> {
+    std::fs::read_to_string(results().join(name))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The committed grid's setup and runs, as JSON.
+pub fn committed() -> &'static (Setup, Vec<Value>) {
+    static LINES: OnceLock<(Setup, Vec<Value>)> = OnceLock::new();
     LINES.get_or_init(|| {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../results"));
-        let lines = |name: &str| -> Vec<Value> {
-            std::fs::read_to_string(dir.join(name))
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect()
-        };
-        let setup = folder::read_json(&dir.join("setup.json"), "a grid setup").unwrap();
-        (setup, lines("runs.jsonl"), lines("verdicts.jsonl"))
+        let setup = folder::read_json(&results().join("setup.json"), "a grid setup").unwrap();
+        (setup, committed_lines("runs.jsonl"))
     })
 }
 
@@ -49,7 +58,7 @@ fn numbers(v: &Value, at: String, out: &mut Vec<String>) {
 }
 
 /// What a number may be set to: the edges, and any double.
-fn figure() -> impl Strategy<Value = Value> {
+pub fn figure() -> impl Strategy<Value = Value> {
     let edge = prop_oneof![
         Just(Value::from(0)),
         Just(Value::from(0.0)),
@@ -74,7 +83,10 @@ fn figure() -> impl Strategy<Value = Value> {
 /// number of every line, and a figure), each line then parsed as a `T` if it still is one.
 /// Parsed as serde takes them, not as [`folder::parse`] does (which refuses a figure past any
 /// measurement): the renderers must hold on their own.
-fn mutated<T: serde::de::DeserializeOwned>(lines: &[Value], picks: &[(usize, Value)]) -> Vec<T> {
+pub fn mutated<T: serde::de::DeserializeOwned>(
+    lines: &[Value],
+    picks: &[(usize, Value)],
+) -> Vec<T> {
     let mut lines = lines.to_vec();
     let mut places = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -94,6 +106,53 @@ fn mutated<T: serde::de::DeserializeOwned>(lines: &[Value], picks: &[(usize, Val
         .collect()
 }
 
+/// `text`, a JSON-lines file, with every fractional number set to `float` and every integer
+/// to `int` (`None`: left as it was).
+pub fn with_numbers(text: &str, float: Option<f64>, int: Option<&Value>) -> String {
+    fn walk(v: &mut Value, float: Option<f64>, int: Option<&Value>) {
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                if let Some(f) = float {
+                    *v = serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number);
+                }
+            }
+            Value::Number(_) => {
+                if let Some(i) = int {
+                    *v = i.clone();
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, float, int)),
+            Value::Object(o) => o.values_mut().for_each(|x| walk(x, float, int)),
+            _ => {}
+        }
+    }
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            walk(&mut v, float, int);
+            serde_json::to_string(&v).unwrap() + "\n"
+        })
+        .collect()
+}
+
+/// The edges numbers are set to: every fraction at 0, negative, the smallest and the largest
+/// double (the integers as they were, so the runs still parse), and every integer at 0 and at
+/// its largest.
+pub fn edges() -> Vec<(&'static str, Option<f64>, Option<Value>)> {
+    vec![
+        ("zero", Some(0.0), None),
+        ("negative", Some(-1.5), None),
+        ("tiny", Some(5e-324), None),
+        ("huge", Some(1.7e308), None),
+        ("negative-huge", Some(-1.7e308), None),
+        ("integers-zero", None, Some(Value::from(0))),
+        ("integers-max", None, Some(Value::from(u64::MAX))),
+        ("all-zero", Some(0.0), Some(Value::from(0))),
+    ]
+}
+
+#[cfg(test)]
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -103,7 +162,7 @@ proptest! {
         picks in proptest::collection::vec((any::<usize>(), figure()), 1..40),
         every in any::<bool>(),
     ) {
-        let (setup, lines, _) = committed();
+        let (setup, lines) = committed();
         // Either a few numbers anywhere, or one figure in every place it was picked for.
         let picks: Vec<(usize, Value)> = if every {
             let f = picks[0].1.clone();
@@ -123,15 +182,5 @@ proptest! {
                 let _ = crate::compare::chart(&c, "old", "new");
             }
         }
-    }
-
-    /// The verdicts' truth table.
-    #[test]
-    fn the_verdicts_table_takes_any_figure(
-        picks in proptest::collection::vec((any::<usize>(), figure()), 1..40),
-    ) {
-        let (setup, _, lines) = committed();
-        let runs: Vec<crate::verdicts::Run> = mutated(lines, &picks);
-        let _ = crate::verdicts::render(&runs, &setup.machine);
     }
 }

@@ -176,7 +176,7 @@ impl Matrix {
 }
 
 /// A rendering of a report in one format: the grid's [`Matrix`] by default, and the same for
-/// the peers' and the scale runs' reports ([`crate::peers`], [`crate::scale`]).
+/// the reports of `tsperf-bench` (the peers', the scale runs').
 pub trait Exporter<T: ?Sized = Matrix> {
     /// The file name it writes under the output directory.
     fn file_name(&self) -> &'static str;
@@ -222,7 +222,7 @@ pub fn export_all(m: &Matrix, dir: &Path) -> Result<()> {
 }
 
 /// Writes each exporter's file for `report` into `dir`, each atomically (temporary name, then
-/// rename): the grid, the peers and the scale runs all write their reports this way.
+/// rename): the grid and `tsperf-bench`'s reports are all written this way.
 pub fn export<T: ?Sized>(report: &T, exporters: &[Box<dyn Exporter<T>>], dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
     for e in exporters {
@@ -236,8 +236,8 @@ pub fn export<T: ?Sized>(report: &T, exporters: &[Box<dyn Exporter<T>>], dir: &P
 
 #[cfg(test)]
 pub(crate) mod fixture;
-#[cfg(test)]
-mod hostile;
+#[cfg(any(test, feature = "testing"))]
+pub mod hostile;
 
 #[cfg(test)]
 mod tests {

@@ -399,7 +399,7 @@ impl Exporter for LatencySvg {
 
 /// The text of an SVG's nodes, trimmed, after checking that it is well-formed XML: what the
 /// chart tests look for.
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub fn texts(bytes: &[u8]) -> Vec<String> {
     roxmltree::Document::parse(std::str::from_utf8(bytes).expect("UTF-8 SVG"))
         .expect("well-formed SVG")
