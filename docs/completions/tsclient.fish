@@ -1,6 +1,7 @@
 complete -c tsclient -s c -l host -d 'Server host name or address (IPv6 with or without brackets), optionally with :PORT (iperf3\'s `-c HOST`)' -r
 complete -c tsclient -s p -l port -d 'Server port' -r
 complete -c tsclient -s l -l chunk -d 'Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024), as iperf3\'s `-l 128K`' -r
+complete -c tsclient -l chunk-reverse -d 'With --bidir, the size of the server\'s writes, as --chunk sets this client\'s: each direction is then verified at a chunk size of its own. By default the two are equal' -r
 complete -c tsclient -l timeout -d 'Seconds for each phase, as a deadline: connecting, the server\'s answer to the hello, and its report after the last byte (in latency mode: each answer). Also the longest the server may take no data before the transfer fails' -r
 complete -c tsclient -l min-rate -d 'The slowest a sized reverse stream (--reverse, the reverse half of --bidir) may arrive, in bytes a second (suffixes k/KiB/m/MiB/g, binary): it is cut off, with what came, when it has not ended --timeout plus its size at this rate after its first byte, so a server that trickles cannot hold the client. A timed stream ends by its time instead' -r
 complete -c tsclient -l io -d 'How chunks reach the kernel: one write per chunk (the field report\'s way), --batch chunks per writev, or sendfile of one chunk per call from the page cache (zero-copy)' -r -f -a "write\t'One write() per chunk, as the field report\'s client did'

@@ -7,15 +7,15 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tsperf_client::progress::Progress;
+use tsperf_client::spec::{Mode, Ready, RunSpec, StreamsSpec};
 use tsperf_client::{self as client, latency, output};
 use tsperf_proto::DEFAULT_PORT;
-use tsperf_results::strategy::Strategy;
 use tsperf_results::units;
 
 use crate::cli;
 use crate::cli::values::{CodecArg, FramingArg, LogArg, StrategyArg};
 
-mod spec;
+mod lower;
 
 /// Stream FILE to a tsserver in chunks of exactly --chunk bytes; the clock stops when the server
 /// has checksummed every byte. With --latency, ask the server for its clock instead and report
@@ -33,6 +33,10 @@ struct Args {
     /// Bytes per write: 1 to 16 MiB; suffixes k/KiB/m/MiB (k = 1024), as iperf3's `-l 128K`.
     #[arg(short = 'l', long, default_value = "10240", value_parser = units::parse_chunk, value_name = "BYTES")]
     chunk: u32,
+    /// With --bidir, the size of the server's writes, as --chunk sets this client's: each
+    /// direction is then verified at a chunk size of its own. By default the two are equal.
+    #[arg(long, value_parser = units::parse_chunk, value_name = "BYTES")]
+    chunk_reverse: Option<u32>,
     /// Print one JSON object on stdout instead of the human report.
     #[arg(short = 'J', long)]
     json: bool,
@@ -178,6 +182,23 @@ struct Args {
     /// a path.
     #[arg(conflicts_with = "latency")]
     file: Option<PathBuf>,
+    /// The ids of the flags given on the command line, not taken from their defaults: what
+    /// the lowering's checks look at.
+    #[arg(skip)]
+    given: std::collections::BTreeSet<String>,
+}
+
+impl Args {
+    /// The flags of the command line `m`.
+    fn from_matches(m: &clap::ArgMatches) -> Result<Args, clap::Error> {
+        let mut args = Args::from_arg_matches(m)?;
+        args.given = m
+            .ids()
+            .filter(|id| cli::given(m, id.as_str()))
+            .map(|id| id.as_str().to_owned())
+            .collect();
+        Ok(args)
+    }
 }
 
 fn parse_bytes_arg(s: &str) -> Result<u64, String> {
@@ -226,85 +247,6 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Flags that belong to one mode only, by their argument ids, and the mode they belong to.
-const STREAM_ONLY: [&str; 15] = [
-    "parallel",
-    "min_rate",
-    "bidir",
-    "reverse",
-    "bytes",
-    "time",
-    "omit",
-    "chunk",
-    "sndbuf",
-    "congestion",
-    "strategy",
-    "batch",
-    "server_log",
-    "clock_queries",
-    "interval",
-];
-const LATENCY_ONLY: [&str; 8] = [
-    "count",
-    "warmup",
-    "codec",
-    "framing",
-    "nodelay",
-    "reconnect",
-    "busy_poll",
-    "under_load",
-];
-
-/// Refuses (exit 2) a flag given for the mode it does not apply to, and a --host:PORT that
-/// disagrees with --port; returns the host and port to use.
-fn check(m: &clap::ArgMatches, args: &Args) -> (String, u16) {
-    let flag = |id: &str| match id {
-        "strategy" => "--io".to_owned(),
-        id => format!("--{}", id.replace('_', "-")),
-    };
-    let (own, other, mode) = if args.latency {
-        (&STREAM_ONLY[..], "stream transfers", "--latency")
-    } else {
-        (&LATENCY_ONLY[..], "--latency", "a stream transfer")
-    };
-    // With --under-load, the loading stream takes --chunk and --server-log.
-    let loads = |id: &&&str| args.under_load.is_some() && matches!(**id, "chunk" | "server_log");
-    if let Some(id) = own
-        .iter()
-        .filter(|id| !loads(id))
-        .find(|id| cli::given(m, id))
-    {
-        cli::usage_error::<Args>(format!(
-            "{} applies to {other} only, not to {mode}",
-            flag(id)
-        ));
-    }
-    spec::check(m, args);
-    if args.time.is_some() && args.strategy == StrategyArg::Sendfile {
-        cli::usage_error::<Args>(
-            "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
-                .to_owned(),
-        );
-    }
-    if args.batch.is_some() && args.strategy != StrategyArg::Writev {
-        cli::usage_error::<Args>(format!(
-            "--batch applies to --io writev only (this run uses --io {})",
-            Strategy::from(args.strategy)
-        ));
-    }
-    let (host, port) = tsperf_sys::net::split_host(&args.host).unwrap_or_else(|e| {
-        cli::usage_error::<Args>(e);
-    });
-    match port {
-        Some(p) if cli::given(m, "port") && p != args.port => cli::usage_error::<Args>(format!(
-            "--host {} names port {p} but --port says {}: give the port once",
-            args.host, args.port
-        )),
-        Some(p) => (host, p),
-        None => (host, args.port),
-    }
-}
-
 /// tsclient's command-line definition (its man page and completions are made from it).
 pub fn command() -> clap::Command {
     Args::command()
@@ -328,22 +270,27 @@ fn run() -> anyhow::Result<ExitCode> {
     let matches = Args::command()
         .try_get_matches()
         .unwrap_or_else(|e| cli::clap_exit(e));
-    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
-    let (host, port) = check(&matches, &args);
+    let args = Args::from_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
+    let spec = RunSpec::try_from(&args).unwrap_or_else(|u| cli::usage_error::<Args>(u));
     cli::init_diagnostics();
     // The stop handler comes before anything that takes time or may block (the generated
-    // text, a key file): a Ctrl-C from here on prints what there is to print (issue 51).
+    // text, a key file): a Ctrl-C from here on prints what there is to print.
     let mut progress = if args.latency {
         Progress::queries(!args.no_progress)
     } else {
         Progress::new(!args.no_progress)
     };
     on_interrupt(&progress)?;
-    let ran = match spec::lower(&args, host, port) {
-        Ok(Plan::Streams(spec, _generated)) => stream_run(&args, &spec, &mut progress),
-        Ok(Plan::Latency(cfg)) => latency_run(&args, &cfg, &mut progress),
-        Err(e) => Err(e),
-    };
+    let ran = spec.prepare().and_then(|prepared| {
+        for w in &prepared.warnings {
+            eprintln!("tsclient: {w}");
+        }
+        match (&spec.mode, prepared.run) {
+            (Mode::Streams(s), Ready::Streams(run)) => stream_run(&args, s, &run, &mut progress),
+            (_, Ready::Latency(cfg)) => latency_run(&args, &cfg, &mut progress),
+            (Mode::Latency(_), Ready::Streams(_)) => unreachable!("prepared as lowered"),
+        }
+    });
     // A failure with nothing printed yet still prints its object.
     ran.inspect_err(cli::print_failure_json)
 }
@@ -366,19 +313,18 @@ impl Args {
 }
 
 /// The `start` line of `--json-stream`: what the run is.
-fn start_line(args: &Args, chunk: u32, spec: Option<&client::run::RunSpec>) -> String {
+fn start_line(args: &Args, spec: Option<&StreamsSpec>) -> String {
     use client::run::Direction;
     use tsperf_results::json::{Event, StartJson};
-    let (host, port) = spec.map_or((args.host.clone(), args.port), |s| {
-        (s.stream.host.clone(), s.stream.port)
-    });
+    let first = spec.map(StreamsSpec::first);
+    let (host, port) = first.map_or((args.host.clone(), args.port), |s| (s.host.clone(), s.port));
     let start = StartJson {
         tsperf: env!("CARGO_PKG_VERSION").into(),
         mode: if spec.is_some() { "stream" } else { "latency" }.into(),
         host,
         port,
         direction: spec.map(|s| {
-            match s.direction {
+            match s.direction() {
                 Direction::Send => "send",
                 Direction::Receive => "receive",
                 Direction::Both => "both",
@@ -386,31 +332,23 @@ fn start_line(args: &Args, chunk: u32, spec: Option<&client::run::RunSpec>) -> S
             .into()
         }),
         streams: spec.map(|s| s.streams.get()),
-        chunk: spec.map(|_| chunk),
+        chunk: first.map(|s| s.chunk),
         time_s: args.time,
         interval_s: args.interval,
     };
     output::json_line(&Event::Start(start)) + "\n"
 }
 
-/// A run, lowered once from the flags.
-enum Plan {
-    /// A stream run: any direction, any stream count; and the generated stream's in-memory
-    /// file, held open while it runs.
-    Streams(client::run::RunSpec, Option<std::fs::File>),
-    /// Clock queries.
-    Latency(latency::LatencyConfig),
-}
-
 fn stream_run(
     args: &Args,
-    spec: &client::run::RunSpec,
+    spec: &StreamsSpec,
+    run: &client::spec::Run,
     progress: &mut Progress,
 ) -> anyhow::Result<ExitCode> {
     if args.json_stream {
-        cli::print(&start_line(args, spec.stream.chunk, Some(spec)))?;
+        cli::print(&start_line(args, Some(spec)))?;
     }
-    let outcome = client::run::run(spec, progress);
+    let outcome = client::run::run(run, progress);
     let text = if args.json() {
         cli::json_text(&output::json(&outcome))
     } else {
@@ -435,7 +373,7 @@ fn latency_run(
     progress: &mut Progress,
 ) -> anyhow::Result<ExitCode> {
     if args.json_stream {
-        cli::print(&start_line(args, args.chunk, None))?;
+        cli::print(&start_line(args, None))?;
     }
     let mut result = latency::run_latency(cfg, progress);
     // A run that failed before its first answer has no statistics to show people: its error
@@ -454,7 +392,7 @@ fn latency_run(
             eprintln!(
                 "tsclient: interrupted after {} of {}",
                 result.rtt.len(),
-                tsperf_results::units::count(cfg.count, "clock query")
+                tsperf_results::units::count(cfg.spec.count, "clock query")
             );
             Ok(ExitCode::from(cli::INTERRUPTED as u8))
         }

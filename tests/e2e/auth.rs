@@ -1,4 +1,4 @@
-//! Authenticated clients (issue 7): HMAC-SHA256 challenge and response with a pre-shared key.
+//! Authenticated clients: HMAC-SHA256 challenge and response with a pre-shared key.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -10,8 +10,6 @@ use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
 use tsperf_sys::auth::Key;
 
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
-
 fn key_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
@@ -19,7 +17,7 @@ fn key_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     p
 }
 
-/// Issue 7: the right key passes (stream and latency); a wrong key and no key are refused with a
+/// The right key passes (stream and latency); a wrong key and no key are refused with a
 /// clear error on both sides. Both server models.
 #[test]
 fn right_wrong_and_missing_keys() {
@@ -85,7 +83,7 @@ fn right_wrong_and_missing_keys() {
     }
 }
 
-/// Issue 7: an answer recorded from one connection does not open another (fresh challenges).
+/// An answer recorded from one connection does not open another (fresh challenges).
 #[test]
 fn replayed_answer_fails() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,7 +129,7 @@ fn replayed_answer_fails() {
     }
 }
 
-/// Issue 7: a world-readable key file gets a warning; a short or missing one is an error.
+/// A world-readable key file gets a warning; a short or missing one is an error.
 #[test]
 fn key_file_checks() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,7 +170,7 @@ fn key_file_checks() {
     );
 }
 
-/// Issue 14 (10): a key file of only whitespace or NUL bytes is no secret and is refused; a
+/// A key file of only whitespace or NUL bytes is no secret and is refused; a
 /// group-readable key file gets a warning, as a world-readable one does.
 #[test]
 fn blank_and_group_readable_keys() {

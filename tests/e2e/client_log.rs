@@ -1,4 +1,4 @@
-//! Issue 16: the client chooses the server's log sink per transfer (when the server allows it),
+//! The client chooses the server's log sink per transfer (when the server allows it),
 //! the server says where its stdout goes, peers of different protocol versions refuse each other
 //! at once, and a stream transfer measures the clock offset before its data.
 
@@ -6,8 +6,6 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use crate::common::*;
-
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
 /// A per-read log line (`conn=N seq=N bytes=N total=N`) of connection `conn`.
 fn read_line_of(l: &str, conn: &str) -> bool {
@@ -129,13 +127,11 @@ fn client_chooses_each_transfers_sink() {
     }
 }
 
-/// `--server-log` takes none, stdout or file, and latency mode has no server log to choose.
+/// `--server-log` takes none, stdout or file.
 #[test]
 fn server_log_bad_values() {
     let out = client(&["--server-log", "screen", "x"]);
     assert_fails(&out, 2, "screen");
-    let out = client(&["--latency", "--server-log", "file"]);
-    assert_fails(&out, 2, "--server-log");
 }
 
 /// The server says where its stdout goes, as it sees it: a pipe, a file, the null device.
@@ -203,7 +199,7 @@ fn older_protocol_is_refused_by_version() {
         let this = format!("version {}", tsperf_proto::VERSION);
         match read_one_frame(&mut s) {
             Some(tsperf_proto::Frame::Refuse { code, reason }) => {
-                // Issue 24: in the layout every version reads, with the version's code.
+                // In the layout every version reads, with the version's code.
                 assert_eq!(code, tsperf_proto::RefuseCode::Version);
                 assert!(
                     reason.contains("version 2") && reason.contains(&this),
@@ -229,7 +225,7 @@ fn older_protocol_is_refused_by_version() {
             }
             other => panic!("{model:?}: expected a refusal, got {other:?}"),
         }
-        // Issue 26: version 6's stream hello (26 bytes and the name), the last before timed
+        // Version 6's stream hello (26 bytes and the name), the last before timed
         // runs, is refused by version too, before its shorter layout is waited for.
         let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         s.set_read_timeout(Some(DEADLINE)).unwrap();

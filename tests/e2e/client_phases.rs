@@ -1,9 +1,10 @@
-//! Issue 14 (11-16): the client's deadlines, files that would block it, Ctrl-C in latency mode,
-//! JSON on failure, empty files and the address forms a user types.
+//! The client's phases and their deadlines (the hello's answer, the clock queries, each latency
+//! answer, the report, a trickling reverse stream's floor rate, a listener that never answers),
+//! files that would block it, empty files, and the address forms a user types.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ fn frame_bytes(f: &Frame) -> Vec<u8> {
     b
 }
 
-/// Issue 14 (11): the report after the last byte has a deadline: a server that trickles its
+/// The report after the last byte has a deadline: a server that trickles its
 /// report a byte at a time does not keep the client waiting past --timeout.
 #[test]
 fn report_deadline_is_not_reset_by_a_trickle() {
@@ -57,7 +58,7 @@ fn report_deadline_is_not_reset_by_a_trickle() {
     assert_fails(&out, 1, "no report within 1 s of the last byte");
 }
 
-/// Issue 14 (11): the answer to the hello has a deadline too.
+/// The answer to the hello has a deadline too.
 #[test]
 fn hello_answer_deadline_is_not_reset_by_a_trickle() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -88,7 +89,7 @@ fn hello_answer_deadline_is_not_reset_by_a_trickle() {
     assert_fails(&out, 1, "no answer to the hello within 1 s");
 }
 
-/// Issue 14 (11): in latency mode each answer has a deadline.
+/// In latency mode each answer has a deadline.
 #[test]
 fn latency_answer_deadline_is_not_reset_by_a_trickle() {
     let port = fake_server(|mut s, _| {
@@ -120,7 +121,7 @@ fn latency_answer_deadline_is_not_reset_by_a_trickle() {
     assert_fails(&out, 1, "no answer to request 0 within 1 s");
 }
 
-/// Issue 14 (11): a stall is detected --timeout after the server last took data, even when
+/// A stall is detected --timeout after the server last took data, even when
 /// large blocking writes return short: a short write no longer restarts the wait.
 #[test]
 fn stall_is_detected_within_the_timeout_after_short_writes() {
@@ -159,7 +160,7 @@ fn stall_is_detected_within_the_timeout_after_short_writes() {
     );
 }
 
-/// Issue 14 (12): a FIFO (or any file that would block on open) is refused at once.
+/// A FIFO (or any file that would block on open) is refused at once.
 #[test]
 fn fifo_is_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,142 +172,7 @@ fn fifo_is_refused_without_blocking() {
     assert_fails(&out, 1, "is not a regular file");
 }
 
-/// Issue 14 (13): Ctrl-C in latency mode says so, prints the statistics so far, and exits 130,
-/// in human and in JSON form.
-#[test]
-fn latency_interrupt_prints_statistics_so_far() {
-    let server = Server::start(&[]);
-    for json in [false, true] {
-        let mut cmd = Command::new(bin("tsclient"));
-        cmd.args([
-            "--port",
-            &server.port.to_string(),
-            "--latency",
-            "--framing",
-            "split",
-            "--count",
-            "1000",
-            "--warmup",
-            "0",
-        ]);
-        if json {
-            cmd.arg("--json");
-        }
-        let child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Split framing with Nagle on: about 88 ms a query, so a few are done by now.
-        thread::sleep(Duration::from_millis(800));
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-        let out = wait_child(child);
-        assert_fails(&out, 130, "tsclient: interrupted after ");
-        assert!(
-            stderr(&out).contains(" of 1000 clock queries"),
-            "{}",
-            stderr(&out)
-        );
-        let text = stdout(&out);
-        if json {
-            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(v["interrupted"], true, "{v:#}");
-            let n = v["count"].as_u64().unwrap();
-            assert!(n > 0 && n < 1000, "{v:#}");
-            assert!(v["rtt_us"]["p50"].as_f64().unwrap() > 0.0);
-        } else {
-            assert!(text.contains("round trip: min "), "{text}");
-        }
-    }
-}
-
-/// Issue 14 (13): latency mode shows a progress bar on a terminal.
-#[test]
-fn latency_progress_bar_on_a_terminal() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: the `script` command (util-linux) is not installed");
-        return;
-    }
-    let server = Server::start(&[]);
-    let cmd = format!(
-        "{} --port {} --latency --framing split --count 20 --warmup 0",
-        bin("tsclient").display(),
-        server.port
-    );
-    let out = run("script".into(), &["-qefc", &cmd, "/dev/null"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let screen = stdout(&out);
-    assert!(screen.contains("/20 clock queries"), "{screen:?}");
-    assert!(screen.contains("round trip: min "), "{screen:?}");
-}
-
-/// Issue 14 (15): with --json, a failure still prints one JSON object, with the error and what
-/// was measured so far, and keeps the exit code.
-#[test]
-fn json_failure_is_one_object_with_the_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = test_file(dir.path(), "j.txt", 1 << 20);
-    let dead = dead_port();
-    let (out, v) = client_json(dead, &[path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        v["error"].as_str().unwrap().contains("could not connect"),
-        "{v:#}"
-    );
-    assert_eq!(v["mode"], "stream");
-    assert_eq!(v["bytes"], 1 << 20);
-    assert_eq!(v["sent"], 0);
-
-    let (out, v) = client_json(dead, &["--latency", "--count", "3"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(v["mode"], "latency");
-    assert!(v["error"].as_str().unwrap().contains("could not connect"));
-
-    // Cut off mid-transfer: what was sent so far is there.
-    let port = fake_server(|mut s, _| {
-        let mut buf = vec![0u8; 100_000];
-        s.read_exact(&mut buf).unwrap();
-        send(&mut s, &Frame::Abort("enough".into()));
-    });
-    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(v["error"].as_str().unwrap().contains("enough"), "{v:#}");
-    let sent = v["sent"].as_u64().unwrap();
-    assert!((100_000..=1 << 20).contains(&sent), "{v:#}");
-
-    // A failure before anything is measured (a key file that is not there) too.
-    let (out, v) = client_json(
-        dead,
-        &["--auth-key", "/nonexistent/key", path.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        v["error"].as_str().unwrap().contains("/nonexistent/key"),
-        "{v:#}"
-    );
-
-    // A mismatch keeps its full report, with the error beside it.
-    let port = fake_server(|mut s, len| {
-        let mut buf = vec![0u8; len as usize + 8];
-        s.read_exact(&mut buf).unwrap();
-        // A report consistent in itself (issue 23: one that is not is refused), but for
-        // other bytes than the client sent.
-        let report = Report {
-            bytes: len,
-            digest: 1,
-            reads: 1,
-            ..Report::default()
-        };
-        send(&mut s, &Frame::Report(report));
-    });
-    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(v["verified"], false);
-    assert!(v["error"].as_str().unwrap().contains("MISMATCH"), "{v:#}");
-}
-
-/// Issue 14 (16): an empty file has nothing to measure: it is refused, not "verified" at 0 MiB/s.
+/// An empty file has nothing to measure: it is refused, not "verified" at 0 MiB/s.
 #[test]
 fn empty_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -320,7 +186,7 @@ fn has_ipv6() -> bool {
     TcpListener::bind("[::1]:0").is_ok()
 }
 
-/// Issue 14 (16): a default server listens on IPv4 and IPv6 at once; the client takes a host
+/// A default server listens on IPv4 and IPv6 at once; the client takes a host
 /// as a name, an address, a bracketed IPv6 address, or any of those with `:PORT`.
 #[test]
 fn host_forms_and_a_dual_stack_server() {
@@ -352,9 +218,6 @@ fn host_forms_and_a_dual_stack_server() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["verified"], true, "{args:?}");
     }
-    let clash = format!("127.0.0.1:{port}");
-    let out = client(&["--host", &clash, "--port", "1", path.to_str().unwrap()]);
-    assert_fails(&out, 2, "--host");
     assert!(
         server.stderr().starts_with("tsserver: listening on [::]:")
             || server
@@ -394,7 +257,7 @@ fn trickling_reverse_server(gap: Duration) -> u16 {
     port
 }
 
-/// Issue 51 (2): a sized reverse stream has a deadline, its size at the floor rate
+/// A sized reverse stream has a deadline, its size at the floor rate
 /// (`--min-rate`, by default 128 KiB/s) plus `--timeout` after its first byte: a server that
 /// sends a byte every half second held the client for ever, since each read had a timeout
 /// and each read got its byte. `-R`, `-P 2`, the non-blocking client and `--json-stream`, whose
@@ -441,7 +304,7 @@ fn a_trickling_reverse_stream_is_cut_off_at_its_floor_rate() {
     );
 }
 
-/// Issue 51 (2): `--min-rate` bounds a sized stream the server sends, and says so when it is
+/// `--min-rate` bounds a sized stream the server sends, and says so when it is
 /// given where it means nothing; a bad rate names itself.
 #[test]
 fn min_rate_is_refused_where_it_means_nothing() {
@@ -466,4 +329,103 @@ fn min_rate_is_refused_where_it_means_nothing() {
         let out = client(&all);
         assert_fails(&out, 2, words);
     }
+}
+
+/// A fake server that accepts a stream, answers each clock query after `delay`, and keeps
+/// the connection until the client goes.
+fn slow_clock_server(delay: Duration) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let hello = read_hello(&mut s).expect("a hello");
+        send(
+            &mut s,
+            &Frame::Accept {
+                read_size: hello.chunk,
+                server_io: tsperf_proto::ServerIo::Blocking,
+                log: tsperf_proto::LogMode::None,
+                stdout: tsperf_proto::StdoutKind::Unknown,
+                length: 0,
+            },
+        );
+        for _ in 0..hello.clock_queries {
+            let mut q = [0u8; tsperf_proto::CLOCK_QUERY];
+            if s.read_exact(&mut q).is_err() {
+                return;
+            }
+            std::thread::sleep(delay);
+            let seq = u64::from_be_bytes(q[..8].try_into().unwrap());
+            let t = tsperf_proto::clock::TimeResponse {
+                seq,
+                server_recv_unix_ns: 1,
+                server_send_unix_ns: 1,
+            };
+            let mut out = Vec::new();
+            tsperf_proto::encode_frame(&Frame::Time(t), &mut out);
+            if s.write_all(&out).is_err() {
+                return;
+            }
+        }
+        let _ = s.read_to_end(&mut Vec::new());
+    });
+    port
+}
+
+/// The clock queries are one phase with one deadline: a server answering each
+/// after 0.6 s fails four queries under --timeout 1 (before, each query had its own second and
+/// the phase took 2.4 s).
+#[test]
+fn the_clock_phase_has_one_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "c.txt", 1000);
+    let port = slow_clock_server(Duration::from_millis(600)).to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "--timeout",
+        "1",
+        "--clock-queries",
+        "4",
+        file.to_str().unwrap(),
+    ]);
+    assert_fails(&out, 1, "1 of 4 clock queries answered within 1 s");
+}
+
+/// A listener that accepts and never answers is announced after a second or two, not after a
+/// silent `--timeout`: the client says it is connected and waiting for the server's answer.
+#[test]
+fn a_silent_listener_is_announced_before_the_deadline() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let hold = std::thread::spawn(move || {
+        // Accept and keep each connection open, answering nothing, for a bounded time.
+        l.set_nonblocking(true).unwrap();
+        let mut held = Vec::new();
+        let end = std::time::Instant::now() + DEADLINE;
+        while std::time::Instant::now() < end && held.len() < 3 {
+            if let Ok((s, _)) = l.accept() {
+                held.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_secs(8));
+    });
+    for mode in [
+        &["--bytes", "1MiB"][..],
+        &["-R"][..],
+        &["--latency", "--count", "3"][..],
+    ] {
+        let mut args = vec!["--port", &port, "--timeout", "4"];
+        args.extend_from_slice(mode);
+        let out = client(&args);
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("waiting for the server's answer"),
+            "{mode:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    drop(hold);
 }

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tsperf_proto::{Frame, Hello, Mode, Session, decode_hello, encode_frame, encode_hello};
+
+/// The server models most behaviour is checked in: the event loop and a thread per connection.
+pub(crate) const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
+/// Every server model: also the event loop on more than one thread.
+pub(crate) const EVERY_MODEL: [&[&str]; 3] = [&[], &["--blocking"], &["--threads", "2"]];
 
 /// The longest any single step of a test may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
@@ -93,10 +98,13 @@ pub(crate) fn make_special(at: &Path, kind: u8) {
 
 /// Every option in `name -h` says what it does.
 pub(crate) fn assert_every_option_has_help(name: &str) {
+    // An option's line is indented 2 (`  -l, --chunk`) or 6 (`      --json`); a description's
+    // wrapped lines are indented to its column, further.
     let re_opt = |l: &str| {
         let t = l.trim_start();
-        (t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", ")))
-            && l.starts_with("  ")
+        let indent = l.len() - t.len();
+        (indent == 6 && t.starts_with("--"))
+            || (indent == 2 && t.starts_with('-') && t.get(2..4) == Some(", "))
     };
     let out = run(bin(name), &["-h"]);
     assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
@@ -365,18 +373,84 @@ pub(crate) fn xxh3_of(path: &Path) -> String {
 /// Connects to the server on `port`, sends `hello` raw, and reads its first answer: the Accept
 /// (`Ok`) or a refusal's reason. The connection is returned open.
 pub(crate) fn hello_answer(port: u16, hello: &Hello) -> (TcpStream, Result<(), String>) {
-    use std::io::Write;
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    let mut bytes = Vec::new();
-    encode_hello(hello, &mut bytes);
-    s.write_all(&bytes).unwrap();
+    let mut s = raw_hello(port, hello);
     let answer = match read_one_frame(&mut s) {
         Some(Frame::Accept { .. }) => Ok(()),
         Some(Frame::Refuse { reason, .. }) => Err(reason),
         other => Err(format!("{other:?}")),
     };
     (s, answer)
+}
+
+/// A raw client: connected to the server on 127.0.0.1:`port` and `hello` sent, nothing read
+/// yet; its reads time out after [`DEADLINE`].
+pub(crate) fn raw_hello(port: u16, hello: &Hello) -> TcpStream {
+    use std::io::Write;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut bytes = Vec::new();
+    encode_hello(hello, &mut bytes);
+    s.write_all(&bytes).unwrap();
+    s
+}
+
+/// A raw client whose `hello` the server on `port` accepted (the Accept read; anything else
+/// fails the test).
+pub(crate) fn accepted(port: u16, hello: &Hello) -> TcpStream {
+    match hello_answer(port, hello) {
+        (s, Ok(())) => s,
+        (_, Err(answer)) => panic!("hello not accepted: {answer}"),
+    }
+}
+
+/// A raw client's timed stream of `duration_ms` (no clock queries), accepted.
+pub(crate) fn timed_stream(port: u16, duration_ms: u32) -> TcpStream {
+    let hello = Hello {
+        duration_ms,
+        clock_queries: 0,
+        ..Hello::stream(1000, 1000, "t.txt")
+    };
+    accepted(port, &hello)
+}
+
+/// A raw reverse client for the generated stream of `length` bytes in `chunk`-byte writes, its
+/// hello sent (no clock queries); it has read nothing.
+pub(crate) fn reverse_stream(port: u16, length: u64, chunk: u32) -> TcpStream {
+    let hello = Hello {
+        reverse: true,
+        clock_queries: 0,
+        ..Hello::stream(length, chunk, "")
+    };
+    raw_hello(port, &hello)
+}
+
+/// A server slow enough (tiny reads and buffers) that a transfer takes seconds.
+pub(crate) fn slow_server() -> Server {
+    Server::start(&["--read-size", "16", "--rcvbuf", "65536"])
+}
+
+/// A fake server for reverse streams whose data never ends: each connection's hello is
+/// accepted (its length a pass), its clock queries answered, then data sent until the client
+/// goes or `DEADLINE` passes. Returns the port.
+pub(crate) fn endless_reverse_server() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + DEADLINE;
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                s.set_write_timeout(Some(DEADLINE)).unwrap();
+                let Some(hello) = read_hello(&mut s) else {
+                    return;
+                };
+                accept_hello(&mut s, &hello, hello.length);
+                let data = vec![b'x'; 64 << 10];
+                while std::time::Instant::now() < end && s.write_all(&data).is_ok() {}
+            });
+        }
+    });
+    port
 }
 
 /// A fake server on 127.0.0.1:0 for one connection: it reads a hello, accepts it, then hands the
@@ -695,4 +769,19 @@ pub(crate) fn interrupt_client(args: &[&str], after: std::time::Duration) -> std
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     wait_child(child)
+}
+
+/// The xxh3 of the first `len` bytes of the generated stream: the tsgen text of the seed's
+/// size, again and again (what a reverse stream of `--bytes len` carries).
+pub(crate) fn generated_digest(len: u64) -> String {
+    use tsperf_sys::testdata::{SEED_FILE_LEN, text};
+    let pattern = text(SEED_FILE_LEN as usize);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(pattern.len() as u64) as usize;
+        h.update(&pattern[..n]);
+        left -= n as u64;
+    }
+    format!("{:016x}", h.digest())
 }

@@ -1,4 +1,4 @@
-//! Issue 14 (6): the server's stdout and stderr are pipes or terminals that may stop being read
+//! The server's stdout and stderr are pipes or terminals that may stop being read
 //! (a paused pager, a stalled tee). `--log stdout` keeps its back-pressure, so a slow reader
 //! slows the transfers it logs and no log line is ever dropped; but a stuck stdout or stderr
 //! never freezes other connections, or the server, for ever.
@@ -11,8 +11,6 @@ use std::thread;
 use std::time::Duration;
 
 use crate::common::*;
-
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
 /// Reads everything from `r` on a thread; join it for the text.
 fn drain(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
@@ -53,7 +51,7 @@ fn wait_text(text: &Mutex<String>, pred: impl Fn(&str) -> bool) -> String {
     }
 }
 
-/// Issue 14 (6): with `--log stdout` to a pipe nobody reads, the logged transfer waits (the
+/// With `--log stdout` to a pipe nobody reads, the logged transfer waits (the
 /// back-pressure the seed measured), while a latency client and a refused connection are
 /// served; once the pipe is read, the transfer completes and every one of its log lines is there.
 #[test]
@@ -137,7 +135,7 @@ fn summaries(text: &str) -> (usize, usize) {
     (printed, dropped)
 }
 
-/// Issue 14 (6): per-transfer summaries never block the server: a thousand transfers complete
+/// Per-transfer summaries never block the server: a thousand transfers complete
 /// while stdout is not read. Summaries that do not fit in the server's queue are counted and
 /// the count is printed once stdout is read again.
 #[test]
@@ -184,7 +182,7 @@ fn stuck_stdout_does_not_block_summaries() {
     }
 }
 
-/// Issue 14 (6): a stuck stderr (where refusals and failures go) does not block the server
+/// A stuck stderr (where refusals and failures go) does not block the server
 /// either: four thousand refused connections are answered, then a transfer is verified.
 #[test]
 fn stuck_stderr_does_not_block_refusals() {
@@ -224,7 +222,7 @@ fn stuck_stderr_does_not_block_refusals() {
     }
 }
 
-/// Issue 14 (6): SIGTERM ends a server whose stdout is stuck, within its grace period and
+/// SIGTERM ends a server whose stdout is stuck, within its grace period and
 /// a bounded wait, with the logged transfer aborted.
 #[test]
 fn stuck_stdout_does_not_stop_shutdown() {
@@ -252,7 +250,7 @@ fn stuck_stdout_does_not_stop_shutdown() {
     }
 }
 
-/// Issue 14 (6): a logged transfer whose lines stdout takes none of for the idle timeout is
+/// A logged transfer whose lines stdout takes none of for the idle timeout is
 /// ended with that reason (it holds its place no longer than a silent client would), and the
 /// client is told why.
 #[test]

@@ -1,4 +1,4 @@
-//! Hostile input, limits and faults (issue 7): the server keeps serving through all of them, and
+//! Hostile input, limits and faults: the server keeps serving through all of them, and
 //! says why it refuses where the protocol allows.
 
 use std::io::{Read, Write};
@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
-
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
 fn connect(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -44,7 +42,7 @@ fn normal_client_verified(port: u16, dir: &std::path::Path) {
     assert_eq!(v["verified"], true);
 }
 
-/// Issue 7: hostile bytes of every kind against both server models. Each gets a refusal with a
+/// Hostile bytes of every kind against both server models. Each gets a refusal with a
 /// reason where the protocol allows, and a normal client is verified right after.
 #[test]
 fn hostile_bytes_both_models() {
@@ -146,7 +144,7 @@ fn hostile_bytes_both_models() {
     }
 }
 
-/// Issue 7: a transfer larger than --max-bytes is refused before any data flows.
+/// A transfer larger than --max-bytes is refused before any data flows.
 #[test]
 fn max_bytes_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
@@ -168,7 +166,7 @@ fn max_bytes_refused_up_front() {
     }
 }
 
-/// Issue 7: connections beyond --max-clients are refused with a reason, not left hanging; when a
+/// Connections beyond --max-clients are refused with a reason, not left hanging; when a
 /// place frees up, clients get through again.
 #[test]
 fn max_clients_refuses_with_reason() {
@@ -205,7 +203,7 @@ fn max_clients_refuses_with_reason() {
     }
 }
 
-/// Issue 7: a socket that sends no hello is closed at the hello timeout with a reason; one that
+/// A socket that sends no hello is closed at the hello timeout with a reason; one that
 /// stops sending data is closed at the idle timeout and logged as incomplete.
 #[test]
 fn hello_and_idle_timeouts() {
@@ -240,7 +238,7 @@ fn hello_and_idle_timeouts() {
     }
 }
 
-/// Issue 8: once a bulk transfer flows, the server asks to be woken only per 64 KiB
+/// Once a bulk transfer flows, the server asks to be woken only per 64 KiB
 /// (SO_RCVLOWAT). A stream slower than that per idle timeout is still not idle: its bytes are
 /// read and counted. One that then stops is idle, with every byte it sent counted.
 #[test]
@@ -274,7 +272,7 @@ fn slow_stream_below_the_low_water_mark() {
     }
 }
 
-/// Issue 7: 500 idle sockets held open: a real client still gets through, and the idle ones are
+/// 500 idle sockets held open: a real client still gets through, and the idle ones are
 /// closed at the hello timeout.
 #[test]
 fn five_hundred_idle_sockets() {
@@ -294,7 +292,7 @@ fn five_hundred_idle_sockets() {
     }
 }
 
-/// Issue 7: a server killed mid-transfer makes the client exit 1 at once, saying how far it got.
+/// A server killed mid-transfer makes the client exit 1 at once, saying how far it got.
 #[test]
 fn server_killed_mid_transfer() {
     let dir = tempfile::tempdir().unwrap();
@@ -373,7 +371,7 @@ fn file_truncated_mid_send() {
     }
 }
 
-/// Issue 14 (10): a latency hello must carry no name and a chunk of 1, as the specification
+/// A latency hello must carry no name and a chunk of 1, as the specification
 /// says; anything else is refused with a reason, by both models.
 #[test]
 fn latency_hello_with_name_or_chunk_is_refused() {
@@ -395,7 +393,7 @@ fn latency_hello_with_name_or_chunk_is_refused() {
     }
 }
 
-/// Issue 15: both server models say the same words for the same ends of a conversation (they
+/// Both server models say the same words for the same ends of a conversation (they
 /// share one, `server::conversation`): a client that closes without a hello, halfway through
 /// one, before its authentication answer, during the data, and before its digest.
 #[test]
@@ -460,4 +458,129 @@ fn both_models_give_the_same_reasons() {
         "tsserver: incomplete transfer from 't.txt': 100 of 100 bytes, then the client closed before sending its digest",
     ];
     assert_eq!(said[0], expected);
+}
+
+/// After the server resets the connection, the client's count of bytes sent is
+/// every byte the kernel took (at least what the server read), and what it says the server's
+/// TCP acknowledged is no more than that, for every strategy over both transports (`--io writev`
+/// counted only whole batches: "sending 0 of N bytes (the server's TCP acknowledged 0)").
+#[test]
+fn a_reset_says_what_the_server_acknowledged() {
+    const READ: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let file = sparse_file(dir.path(), "reset.bin", 256 << 20);
+    let strategies: [&[&str]; 3] = [&[], &["--io", "writev"], &["--io", "sendfile"]];
+    for strategy in strategies {
+        for transport in [&[][..], &["--nonblocking"][..]] {
+            let port = fake_server(|mut s, _| {
+                let mut buf = vec![0u8; READ];
+                s.read_exact(&mut buf).unwrap();
+                socket2::SockRef::from(&s)
+                    .set_linger(Some(Duration::ZERO))
+                    .unwrap();
+            });
+            // At the default chunk a writev group is 640 KiB: with a small send buffer the reset
+            // comes inside the first.
+            let mut args = vec![
+                "--port".to_owned(),
+                port.to_string(),
+                "--sndbuf".into(),
+                "65536".into(),
+            ];
+            args.extend(strategy.iter().chain(transport).map(|a| a.to_string()));
+            args.push(file.to_str().unwrap().into());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = client(&args);
+            let err = stderr(&out);
+            assert_fails(&out, 1, "connection lost after sending ");
+            let acked: u64 = err
+                .split("the server's TCP acknowledged ")
+                .nth(1)
+                .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{strategy:?} {transport:?}: {err}"));
+            let sent: u64 = err
+                .split("connection lost after sending ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap();
+            assert!(
+                sent >= READ as u64 && acked <= sent,
+                "{strategy:?} {transport:?}: sent {sent}, acknowledged {acked}, the server read \
+                 {READ}: {err}"
+            );
+        }
+    }
+}
+
+/// A served file that shrinks while it is sent ends its own stream, with the
+/// reason the client prints, and nothing else: the server goes on, a transfer beside it
+/// completes, and the next client is served. Before, the server's SIGBUS guard ended the
+/// process ("file ... shrank while it was read", exit 1).
+#[test]
+fn a_served_file_that_shrinks_ends_only_its_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    for model in EVERY_MODEL {
+        let big = served.join("big.bin");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        let mut args = vec!["--serve", served.to_str().unwrap()];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let port = server.port.to_string();
+        // A slow reader (a log line per 102-byte read), so the file is cut mid-stream.
+        let log = dir.path().join("client.log");
+        let _ = std::fs::remove_file(&log);
+        let victim = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &port, "--json", "-R", "big.bin", "--chunk", "102"])
+            .args(["--log", "file", "--log-file", log.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A transfer beside it.
+        let beside = std::process::Command::new(bin("tsclient"))
+            .args([
+                "--port", &port, "--json", "--bytes", "8MiB", "--chunk", "102",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            server.wait_for(|_, _| std::fs::metadata(&log).is_ok_and(|m| m.len() > 10_000)),
+            "{model:?}: the reverse stream never started"
+        );
+        std::fs::File::options()
+            .write(true)
+            .open(&big)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let out = wait_child(victim);
+        assert_eq!(out.status.code(), Some(1), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("\"big.bin\" shrank while it was sent"),
+            "{model:?}: {v:#}"
+        );
+        assert!(!stderr(&out).contains("panicked"));
+        let out = wait_child(beside);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert!(server.running(), "{model:?}: {}", server.stderr());
+        let (out, v) = client_json(server.port, &["--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        assert!(
+            server.wait_for(|_, e| e.contains("shrank while it was sent")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+    }
 }

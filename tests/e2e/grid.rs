@@ -1,4 +1,4 @@
-//! The comparison grid (issue 6): scripts/matrix.sh end to end, its results, its clean-up, and
+//! The comparison grid: scripts/matrix.sh end to end, its results, its clean-up, and
 //! the emulated LAN.
 
 use std::os::unix::process::CommandExt;
@@ -66,7 +66,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
         "{md}"
     );
     assert!(md.contains("stdout went to "), "{md}");
-    // Issue 25: the field report's latency table, a row per client it tried.
+    // The field report's latency table, a row per client it tried.
     assert!(
         md.contains("## The field report's latency, side by side")
             && md.contains(
@@ -92,7 +92,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
         1 + stream_cells + latency_cells,
         "{csv}"
     );
-    // Issue 17: every transfer has a verdict and a time split; the latency table has its rows
+    // Every transfer has a verdict and a time split; the latency table has its rows
     // under load; the timeline is drawn.
     for r in &runs {
         match &r.result {
@@ -132,7 +132,7 @@ fn check_results(out: &Path, stream_cells: usize, latency_cells: usize) {
     assert!(!setup["machine"]["kernel"].as_str().unwrap().is_empty());
 }
 
-/// Issue 6: `matrix.sh --quick` runs all 18 stream cells and the latency cells, writes every
+/// `matrix.sh --quick` runs all 18 stream cells and the latency cells, writes every
 /// result file, and leaves nothing running.
 #[test]
 fn quick_grid_on_loopback() {
@@ -169,7 +169,7 @@ fn quick_grid_on_loopback() {
     assert_eq!(leftovers(), "", "left behind");
 }
 
-/// Issue 6: tsreport renders the same tables again from the raw runs. Issue 8: `--io` adds the
+/// tsreport renders the same tables again from the raw runs. `--io` adds the
 /// client's I/O strategy as a dimension (3 strategies x 2 io x 3 logs at one chunk size).
 #[test]
 fn tsreport_rerenders() {
@@ -177,7 +177,7 @@ fn tsreport_rerenders() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     test_file(dir.path(), "small.txt", 1 << 20);
-    // Issue 15: relative --out and --file are the caller's, not the repository's.
+    // Relative --out and --file are the caller's, not the repository's.
     let mut cmd = assert_cmd::Command::new(repo_root().join("scripts/matrix.sh"));
     cmd.current_dir(dir.path())
         .args([
@@ -228,7 +228,7 @@ fn tsreport_rerenders() {
     assert_fails(&missing, 1, "cannot read");
 }
 
-/// Issue 35 (2): `tsreport --compare OLD NEW` puts two runs side by side (the committed grid
+/// `tsreport --compare OLD NEW` puts two runs side by side (the committed grid
 /// against itself: every ratio 1, none beyond noise) and writes compare.md and compare.svg
 /// (its legend and a bar per cell); runs of another host pair are refused with the reason, and
 /// a missing run names what it could not read.
@@ -265,7 +265,7 @@ fn tsreport_compares_two_runs() {
     assert_eq!(usage.status.code(), Some(2), "{}", stderr(&usage));
 }
 
-/// Issue 6: bad options are usage errors that name the option.
+/// Bad options are usage errors that name the option.
 #[test]
 fn matrix_usage_errors() {
     for (args, needle) in [
@@ -294,7 +294,7 @@ fn matrix_usage_errors() {
     assert_fails(&o, 1, "file '/nonexistent/file' not found");
 }
 
-/// Issue 6: the emulated LAN comes up, carries one verified transfer from one namespace to the
+/// The emulated LAN comes up, carries one verified transfer from one namespace to the
 /// other, and goes away. Needs root (ignored unless asked for).
 #[test]
 #[ignore = "needs root: network namespaces (.ci/run runs it as root)"]
@@ -347,7 +347,7 @@ fn emulated_lan_transfer() {
     assert!(v["gbit_per_s"].as_f64().unwrap() < 1.05, "{v}");
 }
 
-/// Issue 6: lan.sh refuses bad input before touching the network.
+/// Lan.sh refuses bad input before touching the network.
 #[test]
 fn lan_usage_errors() {
     assert_fails(
@@ -365,7 +365,7 @@ fn lan_usage_errors() {
         2,
         "invalid rate 'fast'",
     );
-    // Issue 25: verdicts.sh names the bad input too.
+    // Verdicts.sh names the bad input too.
     assert_fails(
         &script("verdicts.sh", &["--reps", "0"]),
         2,
@@ -376,7 +376,7 @@ fn lan_usage_errors() {
         2,
         "unknown option '--sideways'",
     );
-    // Issue 15: asking for help is not a usage error.
+    // Asking for help is not a usage error.
     for script_name in ["lan.sh", "matrix.sh", "peers.sh", "scale.sh", "verdicts.sh"] {
         let o = script(script_name, &["--help"]);
         assert_eq!(o.status.code(), Some(0), "{script_name}: {}", stderr(&o));
@@ -388,7 +388,7 @@ fn lan_usage_errors() {
     }
 }
 
-/// Issue 15: peers.sh and scale.sh take --bin-dir like matrix.sh, and name a missing binary.
+/// Peers.sh and scale.sh take --bin-dir like matrix.sh, and name a missing binary.
 #[test]
 fn scripts_take_bin_dir() {
     for script_name in ["peers.sh", "scale.sh", "matrix.sh"] {
@@ -420,14 +420,14 @@ fn ctrl_c_once_measuring(child: &mut std::process::Child, out: &Path) -> std::pr
     }
 }
 
-/// Issue 6: Ctrl-C (SIGINT to the script's process group) stops the grid with exit 130 and leaves no server or
+/// Ctrl-C (SIGINT to the script's process group) stops the grid with exit 130 and leaves no server or
 /// tmux session behind.
 #[test]
 fn interrupted_grid_cleans_up() {
     let _grid = grid_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    // Issue 15: the grid's temporary directories go under a TMPDIR of our own, which must be
+    // The grid's temporary directories go under a TMPDIR of our own, which must be
     // empty again after the interrupt.
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
@@ -464,7 +464,7 @@ fn interrupted_grid_cleans_up() {
     );
 }
 
-/// Issue 6: `matrix.sh --quick --lan` runs across the emulated LAN, reports the fraction of the
+/// `matrix.sh --quick --lan` runs across the emulated LAN, reports the fraction of the
 /// line, and removes its namespaces. Needs root (ignored unless asked for).
 #[test]
 #[ignore = "needs root: network namespaces (.ci/run runs it as root)"]
@@ -508,7 +508,7 @@ fn quick_grid_on_emulated_lan() {
     assert_eq!(leftovers(), "", "left behind");
 }
 
-/// Issue 15: tsmatrix run by hand (no --work) removes its own temporary directory on Ctrl-C.
+/// tsmatrix run by hand (no --work) removes its own temporary directory on Ctrl-C.
 #[test]
 fn interrupted_tsmatrix_removes_its_scratch() {
     let _grid = grid_lock();
@@ -541,7 +541,7 @@ fn interrupted_tsmatrix_removes_its_scratch() {
     );
 }
 
-/// Issue 16 (4): the two namespaces as two hosts. One `tsserver --allow-client-log` runs in the
+/// The two namespaces as two hosts. One `tsserver --allow-client-log` runs in the
 /// far namespace (its stdout on a pseudo-terminal); `matrix.sh --quick --host` runs from the
 /// other, with no server of its own. Every cell is verified, all three sinks are present, the
 /// server said its stdout was a terminal, and every transfer's clock offset is within its error
@@ -634,7 +634,7 @@ fn quick_grid_between_two_hosts() {
     assert!(logged.lines().any(|l| l.contains(" seq=")), "{logged}");
 }
 
-/// Issue 23 (13): `matrix.sh --host` against a server that does not let clients choose its log
+/// `matrix.sh --host` against a server that does not let clients choose its log
 /// sink stops before the first cell, saying how to start the server; nothing is measured.
 #[test]
 fn grid_against_a_server_without_client_log_stops_at_once() {
@@ -660,7 +660,7 @@ fn grid_against_a_server_without_client_log_stops_at_once() {
     assert!(runs.is_empty(), "cells ran before the check: {runs}");
 }
 
-/// Issue 24: `matrix.sh --quick` without `--out` writes to the scratch directory
+/// `matrix.sh --quick` without `--out` writes to the scratch directory
 /// results/tmp/quick, never over the committed results/; a full run (and any `--out`) writes
 /// where it says. The scripts run from a copy of the repository's scripts/ with a stand-in
 /// tsmatrix that records its arguments, so nothing is measured and the checkout is untouched.
@@ -720,7 +720,7 @@ fn quick_grid_writes_to_scratch() {
     );
 }
 
-/// Issue 26 (7): `matrix.sh --streams 1,2 --reverse` adds the dimensions: forward sessions of
+/// `matrix.sh --streams 1,2 --reverse` adds the dimensions: forward sessions of
 /// two streams and reverse runs of one and two, each cell recorded with its direction and
 /// streams, every repetition verified, and a streams table beside the seed's.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 34 (2): every mode's `--json` is one typed object. Each run's stdout parses into
+//! Every mode's `--json` is one typed object. Each run's stdout parses into
 //! [`ClientOutput`], as the kind of object its mode prints, and the typed value written back
 //! is the very object printed: no field the types do not know, none they drop.
 
@@ -10,6 +10,8 @@ use tsperf_results::json::{
 };
 
 use crate::common::*;
+use std::io::Read;
+use tsperf_proto::{Frame, Report};
 
 /// The kind of object a run printed, by its type.
 fn kind(o: &ClientOutput) -> String {
@@ -56,6 +58,8 @@ fn parses_as(out: &std::process::Output, expected: &str, code: i32) -> ClientOut
     typed
 }
 
+/// Every mode's `--json` output is one object that parses into its typed shape, with no field
+/// the type does not know.
 #[test]
 fn every_mode_prints_one_typed_object() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,7 +167,7 @@ fn ends(ev: &[Event]) -> usize {
     ev.iter().filter(|e| matches!(e, Event::End(_))).count()
 }
 
-/// Issue 35 (3): `--json-stream` lines parse one by one into a typed [`Event`]: a `start`
+/// `--json-stream` lines parse one by one into a typed [`Event`]: a `start`
 /// first, samples as they come (a session's `sum` after its streams'), and last, exactly once,
 /// the `end` holding the object `--json` prints; for a success, a failure, Ctrl-C and a usage
 /// error alike.
@@ -248,7 +252,7 @@ fn json_stream_lines_parse_one_by_one() {
     assert_eq!(ends(&ev), 1);
 }
 
-/// Issue 51 (9): `-J` inside a cluster of short flags (`-RJ`, `-JR`, `-RJc HOST`) is `--json`
+/// `-J` inside a cluster of short flags (`-RJ`, `-JR`, `-RJc HOST`) is `--json`
 /// from the start: a usage error and an early failure print their one object too.
 #[test]
 fn json_in_a_cluster_of_short_flags_is_seen_at_once() {
@@ -267,7 +271,7 @@ fn json_in_a_cluster_of_short_flags_is_seen_at_once() {
     parses_as(&out, "usage", 2);
 }
 
-/// Issue 51 (9): the stop handler is in place before anything that takes time or may block:
+/// The stop handler is in place before anything that takes time or may block:
 /// a Ctrl-C in the first tens of milliseconds of `--json-stream -t 30` (while the generated
 /// text is made) still ends with the `end` event, and a key file that is a FIFO is refused, not
 /// waited on.
@@ -308,4 +312,172 @@ fn an_early_ctrl_c_still_prints_the_end() {
     );
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(v["error"].as_str().unwrap().contains("key file"), "{v:#}");
+}
+
+/// With --json every exit prints exactly one object on stdout: a usage error
+/// (`"usage": true`, exit 2), a missing or empty --under-load file (exit 1).
+#[test]
+fn every_json_exit_prints_one_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.txt", 100);
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, b"").unwrap();
+    let missing = dir.path().join("missing.txt");
+    let f = file.to_str().unwrap();
+    let port = dead_port().to_string();
+    let cases: [(&[&str], i32, &str, bool); 6] = [
+        (
+            &["--json", "--chunk", "0", f],
+            2,
+            "invalid chunk size '0'",
+            true,
+        ),
+        (&["--json", "--latency", "--bogus"], 2, "--bogus", true),
+        (
+            &["--json", "--batch", "4", f],
+            2,
+            "--batch applies to --io writev only",
+            true,
+        ),
+        (&["--json", "--latency", "--count", "5", f], 2, "", true),
+        (
+            &[
+                "--json",
+                "--latency",
+                "--port",
+                &port,
+                "--under-load",
+                missing.to_str().unwrap(),
+            ],
+            1,
+            "--under-load",
+            false,
+        ),
+        (
+            &[
+                "--json",
+                "--latency",
+                "--port",
+                &port,
+                "--under-load",
+                empty.to_str().unwrap(),
+            ],
+            1,
+            "--under-load",
+            false,
+        ),
+    ];
+    for (args, code, needle, usage) in cases {
+        let out = client(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON object ({e}): {:?}", stdout(&out)));
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(error.contains(needle), "{args:?}: {v:#}");
+        assert_eq!(v["usage"] == true, usage, "{args:?}: {v:#}");
+        assert!(v["mode"].is_string(), "{args:?}: {v:#}");
+    }
+}
+
+/// A failed transfer's JSON keeps its interval samples, exactly when they show
+/// the stall.
+#[test]
+fn a_failed_transfers_json_keeps_its_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_file(dir.path(), "stall.bin", 256 << 20);
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 1 << 20];
+        s.read_exact(&mut buf).unwrap();
+        // A stall, then a reset.
+        std::thread::sleep(Duration::from_millis(300));
+        socket2::SockRef::from(&s)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    });
+    let (out, v) = client_json(
+        port,
+        &[
+            "--interval",
+            "0.02",
+            "--sndbuf",
+            "65536",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        v["error"].as_str().unwrap().contains("connection lost"),
+        "{v:#}"
+    );
+    let samples = v["intervals"].as_array().unwrap();
+    assert!(samples.len() >= 5, "{v:#}");
+    assert!(
+        samples.iter().any(|i| i["bytes"] == 0),
+        "the stall is not in the samples: {v:#}"
+    );
+}
+
+/// With --json, a failure still prints one JSON object, with the error and what
+/// was measured so far, and keeps the exit code.
+#[test]
+fn json_failure_is_one_object_with_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "j.txt", 1 << 20);
+    let dead = dead_port();
+    let (out, v) = client_json(dead, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        v["error"].as_str().unwrap().contains("could not connect"),
+        "{v:#}"
+    );
+    assert_eq!(v["mode"], "stream");
+    assert_eq!(v["bytes"], 1 << 20);
+    assert_eq!(v["sent"], 0);
+
+    let (out, v) = client_json(dead, &["--latency", "--count", "3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(v["mode"], "latency");
+    assert!(v["error"].as_str().unwrap().contains("could not connect"));
+
+    // Cut off mid-transfer: what was sent so far is there.
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).unwrap();
+        send(&mut s, &Frame::Abort("enough".into()));
+    });
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(v["error"].as_str().unwrap().contains("enough"), "{v:#}");
+    let sent = v["sent"].as_u64().unwrap();
+    assert!((100_000..=1 << 20).contains(&sent), "{v:#}");
+
+    // A failure before anything is measured (a key file that is not there) too.
+    let (out, v) = client_json(
+        dead,
+        &["--auth-key", "/nonexistent/key", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        v["error"].as_str().unwrap().contains("/nonexistent/key"),
+        "{v:#}"
+    );
+
+    // A mismatch keeps its full report, with the error beside it.
+    let port = fake_server(|mut s, len| {
+        let mut buf = vec![0u8; len as usize + 8];
+        s.read_exact(&mut buf).unwrap();
+        // A report consistent in itself (one that is not is refused), but for
+        // other bytes than the client sent.
+        let report = Report {
+            bytes: len,
+            digest: 1,
+            reads: 1,
+            ..Report::default()
+        };
+        send(&mut s, &Frame::Report(report));
+    });
+    let (out, v) = client_json(port, &[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(v["verified"], false);
+    assert!(v["error"].as_str().unwrap().contains("MISMATCH"), "{v:#}");
 }

@@ -1,4 +1,4 @@
-//! Issue 24: the structure is enforced, not kept by habit. The crates depend only downwards
+//! The structure is enforced, not kept by habit. The crates depend only downwards
 //! (read from `cargo metadata`), the protocol crate stays pure, and files and functions stay
 //! small. The end-to-end test modules (this directory) are exempt from the size rules: a test
 //! module is a list of cases.
@@ -24,7 +24,7 @@ fn host_triple(cargo: &str) -> String {
         .to_owned()
 }
 
-/// `cargo metadata` of the workspace for this platform, offline. Issue 36: a build fetches only
+/// `cargo metadata` of the workspace for this platform, offline. A build fetches only
 /// this platform's crates, and metadata for every platform needs the others' too (a fresh
 /// clone failed here on `anstyle-wincon`); `.ci/run` runs the suite with a cargo home that holds
 /// only what `cargo fetch --target <host>` brought.
@@ -199,7 +199,7 @@ fn proto_is_pure() {
     );
 }
 
-/// Issue 34 (4): the protocol's code reads no clock: every time is passed in by its driver
+/// The protocol's code reads no clock: every time is passed in by its driver
 /// (quinn-proto's `handle_timeout(now)`). Its tests take one `Instant` as their epoch and move
 /// it by hand, so they are not held to this (test modules: `tests.rs`, `tests/`, `pair.rs`, and a
 /// file's own `mod tests` at its end).
@@ -218,7 +218,7 @@ fn proto_reads_no_clock() {
     }
 }
 
-/// Issue 34 (2): the client's results and the JSON contract are typed end to end: no
+/// The client's results and the JSON contract are typed end to end: no
 /// untyped `serde_json::Value` (or `json!`) where results are built or combined, so a renamed
 /// field is a compile error, never a silent `null`. Tests may read JSON untyped.
 #[test]
@@ -238,7 +238,7 @@ fn client_and_results_have_no_untyped_json() {
     }
 }
 
-/// Issue 34 (3): a server is a value. Nothing of it lives in a process-wide static (no
+/// A server is a value. Nothing of it lives in a process-wide static (no
 /// `static` item, no `thread_local!`) in the server crate: its stop, console, sessions,
 /// counters and log file belong to a `Server`, so two servers in one process stay apart.
 #[test]
@@ -372,7 +372,7 @@ fn files_and_functions_stay_small() {
     assert!(over.is_empty(), "over the limits:\n{}", over.join("\n"));
 }
 
-/// Issue 34 (6): a file of 500 lines or more says in its module doc why it is one piece: a line
+/// A file of 500 lines or more says in its module doc why it is one piece: a line
 /// of its leading `//!` block starts `One piece:`. Seams follow concepts, not a line count.
 fn says_why_one_piece(text: &str) -> bool {
     text.lines().take_while(|l| l.starts_with("//!")).any(|l| {
@@ -465,7 +465,7 @@ fn tracked_files_stay_under_a_mebibyte() {
     assert!(big.is_empty(), "tracked files of 1 MiB or more: {big:?}");
 }
 
-/// Issue 36: a page that sends the reader to a README section (`README "Limits and
+/// A page that sends the reader to a README section (`README "Limits and
 /// security"`) names a heading the README has (the systemd unit, now
 /// packaging/debian/tsserver.service, cited "Security and limits").
 #[test]

@@ -1,4 +1,4 @@
-//! Non-blocking I/O and the event-loop server (issue 3): every transfer verified whichever I/O
+//! Non-blocking I/O and the event-loop server: every transfer verified whichever I/O
 //! model each end uses, short writes handled, and no client able to hold up another.
 
 use std::io::{Read, Write};
@@ -12,7 +12,7 @@ use tsperf_proto::{Frame, decode_frame};
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
 
-/// Issue 3: every chunk size and edge file size, over --nonblocking, against both server models;
+/// Every chunk size and edge file size, over --nonblocking, against both server models;
 /// the blocking client against both models too.
 #[test]
 fn edge_sizes_nonblocking_both_models() {
@@ -40,7 +40,7 @@ fn edge_sizes_nonblocking_both_models() {
     }
 }
 
-/// Issue 3: the seed's 36 MiB file over --nonblocking at each chunk size, against the event loop.
+/// The seed's 36 MiB file over --nonblocking at each chunk size, against the event loop.
 #[test]
 fn seed_file_nonblocking() {
     let server = Server::start(&[]);
@@ -58,7 +58,7 @@ fn seed_file_nonblocking() {
     }
 }
 
-/// Issue 3: with tiny socket buffers a non-blocking client really meets WouldBlock and short
+/// With tiny socket buffers a non-blocking client really meets WouldBlock and short
 /// writes, keeps its place, and the digest still matches, against both server models.
 #[test]
 fn short_writes_keep_their_place() {
@@ -95,7 +95,7 @@ fn short_writes_keep_their_place() {
     }
 }
 
-/// Issue 3: 64 concurrent clients, half blocking and half non-blocking, against the event
+/// 64 concurrent clients, half blocking and half non-blocking, against the event
 /// loop; every one verified.
 #[test]
 fn sixty_four_concurrent_clients() {
@@ -151,7 +151,7 @@ fn stalled_client(port: u16, len: u64, sent: usize) -> TcpStream {
     s
 }
 
-/// Issue 3: a client that sends half its data and stalls does not delay another client's
+/// A client that sends half its data and stalls does not delay another client's
 /// transfer, in either server model.
 #[test]
 fn stalled_client_does_not_delay_others() {
@@ -180,7 +180,7 @@ fn stalled_client_does_not_delay_others() {
     }
 }
 
-/// Issue 3: a client killed mid-transfer is logged as incomplete; the server keeps serving.
+/// A client killed mid-transfer is logged as incomplete; the server keeps serving.
 #[test]
 fn killed_client_leaves_server_serving() {
     let dir = tempfile::tempdir().unwrap();
@@ -225,7 +225,7 @@ fn killed_client_leaves_server_serving() {
     }
 }
 
-/// Issue 8 review: a client that is always ahead of a slow reader (16-byte reads, 4 MiB receive
+/// A client that is always ahead of a slow reader (16-byte reads, 4 MiB receive
 /// buffer, a 256 MiB file) does not keep the event loop to itself: another client's transfer
 /// completes while the first is still running. (Before turns, the loop read the first client
 /// until it ran dry, which it never did under load.)

@@ -1,4 +1,4 @@
-//! The far host's install (issue 35 (1), issue 16 (5)): the Debian package `cargo deb` builds
+//! The far host's install: the Debian package `cargo deb` builds
 //! from packaging/debian/ and Cargo.toml's `[package.metadata.deb]`, and its systemd unit.
 
 use std::path::{Path, PathBuf};
@@ -153,7 +153,7 @@ fn build_package(out: &Path) -> Result<PathBuf, String> {
     Ok(deb)
 }
 
-/// Issue 35 (1): `cargo deb` builds tsperf_VERSION-1_ARCH.deb; `dpkg-deb -c` lists every
+/// `cargo deb` builds tsperf_VERSION-1_ARCH.deb; `dpkg-deb -c` lists every
 /// binary but tsdocs (executable), each one's man page and bash, fish and zsh completions, the
 /// systemd unit and /etc/default/tsserver (a conffile); its postinst makes the tsserver user
 /// and neither enables nor starts the unit; unpacked in a scratch root, its tsserver names the
@@ -340,7 +340,7 @@ fn traced(trace: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
     (calls, families)
 }
 
-/// Issue 51: the packaged unit's sandbox rates below 5 with `systemd-analyze security` (it was
+/// The packaged unit's sandbox rates below 5 with `systemd-analyze security` (it was
 /// 7.9 EXPOSED), and takes nothing tsserver needs: every system call tsserver makes, traced
 /// with strace while it receives (and saves) files, serves a named file, sends the generated
 /// stream (sized, timed, striped, with a congestion control), answers clock queries, checks a

@@ -1,4 +1,4 @@
-//! Parallel sessions (issue 26: `tsclient --parallel N`): the file striped over N connections,
+//! Parallel sessions (`tsclient --parallel N`): the file striped over N connections,
 //! each stripe verified by its own digest, the whole by their covering it; the server groups
 //! the streams by the hello's session id and bounds a session as it bounds its streams.
 
@@ -7,8 +7,6 @@ use std::net::TcpStream;
 
 use crate::common::*;
 use tsperf_proto::{Frame, Hello, Session, encode_hello};
-
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
 /// `-P 4`: four streams, each verified, their stripes summing to the file, a SUM that adds
 /// them; sized and timed (each stream repeats its stripe), in both server models; the server
@@ -214,7 +212,7 @@ fn reverse_parallel_four_verified() {
     }
 }
 
-/// Issue 34 (1): `-P 3 -R NAME` stripes the served file as `-P 3 FILE` stripes a local one:
+/// `-P 3 -R NAME` stripes the served file as `-P 3 FILE` stripes a local one:
 /// the server sends each stream its stripe (its Accept's length the stripe's), each stripe is
 /// verified by its own digest and the stripes cover the file; timed, each repeats its stripe;
 /// a file shorter than the session is refused, saying why; in both server models.

@@ -1,4 +1,4 @@
-//! Issue 14 (9): text that comes from the peer (a refusal or abort reason, a saved path, a file
+//! Text that comes from the peer (a refusal or abort reason, a saved path, a file
 //! name) is printed with control, format and bidi characters escaped, so a hostile peer cannot
 //! clear the screen, retitle the terminal or reorder what a person reads.
 
@@ -21,7 +21,7 @@ fn assert_inert(text: &str, what: &str) {
     }
 }
 
-/// Issue 14 (9): a refusal reason is shown escaped, and still readable.
+/// A refusal reason is shown escaped, and still readable.
 #[test]
 fn client_escapes_a_refusal_reason() {
     let port = fake_refuser(HOSTILE);
@@ -54,7 +54,7 @@ fn fake_refuser(reason: &'static str) -> u16 {
     port
 }
 
-/// Issue 14 (9): an abort reason is shown escaped.
+/// An abort reason is shown escaped.
 #[test]
 fn client_escapes_an_abort_reason() {
     let port = fake_server(|mut s, _| {
@@ -72,7 +72,7 @@ fn client_escapes_an_abort_reason() {
     assert!(err.contains("\\u{1b}]0;owned\\u{7}"), "{err}");
 }
 
-/// Issue 14 (9): a saved path from the server is escaped in the human report and in the JSON
+/// A saved path from the server is escaped in the human report and in the JSON
 /// (where `\u` escapes keep the value exact for a parser).
 #[test]
 fn client_escapes_a_saved_path() {
@@ -113,7 +113,7 @@ fn client_escapes_a_saved_path() {
     }
 }
 
-/// Issue 14 (9): the server prints received file names escaped, in its summary on stdout, in
+/// The server prints received file names escaped, in its summary on stdout, in
 /// its failure lines on stderr and in its log file.
 #[test]
 fn server_escapes_received_names() {

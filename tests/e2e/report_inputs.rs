@@ -1,6 +1,6 @@
 //! `tsreport` on a results folder it did not write: every number at its edge, special files in
 //! place of its inputs, symlinks planted where it writes. A clear error or a sensible table,
-//! never a panic, a hang, or a write outside the folder (issue 51: 3-6).
+//! never a panic, a hang, or a write outside the folder (3-6).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -33,7 +33,7 @@ fn hostile_grid(dir: &Path, float: Option<f64>, int: Option<&Value>) {
     std::fs::copy(committed().join("setup.json"), dir.join("setup.json")).unwrap();
 }
 
-/// Issue 51 (3, 4): every number of a grid run at 0, negative, 5e-324 or 1.7e308 (valid JSON)
+/// Every number of a grid run at 0, negative, 5e-324 or 1.7e308 (valid JSON)
 /// gets a table or a clear error from `tsreport DIR` and from `--compare` either way round. A
 /// rate of 1.7e308 or 5e-324 made the log axis ~2^31 ticks long (a hang, memory growing);
 /// an old cell of 0 an infinite ratio, the same; a negative or huge round trip a panic.
@@ -57,7 +57,7 @@ fn every_number_at_its_edge_gets_a_table_or_an_error() {
     }
 }
 
-/// Issue 51 (5): an input that is not a regular file (a symlink to `/dev/zero`, which grew
+/// An input that is not a regular file (a symlink to `/dev/zero`, which grew
 /// tsreport's memory without bound; a FIFO with no writer, which blocked it for ever; a
 /// directory) is refused at once, naming the file and what was expected.
 #[test]
@@ -92,7 +92,7 @@ fn special_files_in_place_of_its_inputs_are_refused() {
     }
 }
 
-/// Issue 51 (6): a symlink planted where tsreport writes (`compare.md`, `compare.svg`,
+/// A symlink planted where tsreport writes (`compare.md`, `compare.svg`,
 /// `matrix.md`) is replaced, never written through: the file it pointed at is
 /// untouched.
 #[test]

@@ -1,4 +1,4 @@
-//! Reverse streams (issue 26: `tsclient --reverse`): the server sends the generated stream,
+//! Reverse streams (`tsclient --reverse`): the server sends the generated stream,
 //! the client receives, counts, checksums and verifies it against the server's end trailer;
 //! the server bounds what a client may ask of it.
 
@@ -7,6 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use crate::common::*;
+use std::io::Read;
 use tsperf_proto::{Frame, Hello, RefuseCode, encode_hello};
 
 const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "blocking")];
@@ -140,13 +141,9 @@ fn reverse_refusals_name_the_flag() {
     let server = Server::start(&["--max-bytes", "1MiB"]);
     let out = client(&["--port", &server.port.to_string(), "-R", "--bytes", "2MiB"]);
     assert_fails(&out, 1, "(--max-bytes)");
-    let out = client(&["-R", "--io", "writev"]);
-    assert_fails(&out, 2, "--io does not apply to --reverse");
     // A name asks for a served file, which a server without --serve does not have.
     let out = client(&["--port", &server.port.to_string(), "-R", "some.txt"]);
     assert_fails(&out, 1, "serves no files");
-    let out = client(&["--bytes", "1k", "f.txt"]);
-    assert_fails(&out, 2, "--reverse");
     let out = client(&["-R", "--bytes", "0"]);
     assert_fails(&out, 2, "invalid size '0'");
     // A hand-made hello naming a file: a path is refused as a bad name, a plain one because
@@ -282,10 +279,52 @@ fn bidir_verifies_both_directions() {
             }
         }
     }
-    // Issue 36: `--bidir` without FILE sends the generated stream both ways (first_hour.rs);
+    // `--bidir` without FILE sends the generated stream both ways (sending.rs);
     // it used to be refused for want of a FILE.
     let out = client(&["--bidir", "-R", "f.txt"]);
     assert_fails(&out, 2, "cannot be used with");
+}
+
+/// `--bidir --chunk-reverse`: each direction is written at a chunk size of its own (this
+/// client's 1024 B, the server's 128 KiB) and verified at it, alone and as `-P 2` sessions, in
+/// both models.
+#[test]
+fn bidir_takes_a_chunk_each_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "each.txt", 3 << 20);
+    let digest = xxh3_of(&path);
+    for (model, _) in MODELS {
+        let server = Server::start(model);
+        for streams in ["1", "2"] {
+            let args = ["--bidir", "-P", streams, "--chunk", "1024"];
+            let mut args = args.to_vec();
+            args.extend(["--chunk-reverse", "128K", path.to_str().unwrap()]);
+            let (out, v) = client_json(server.port, &args);
+            assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+            // -P 1 is a stream each way; -P 2 a session each way, a SUM and its streams.
+            let (f, r) = (&v["forward"], &v["reverse"]);
+            for (side, chunk) in [(f, 1024), (r, 128 << 10)] {
+                let each = match side["streams"].as_array() {
+                    Some(each) => {
+                        assert_eq!(side["sum"]["verified"], true, "{v:#}");
+                        each.clone()
+                    }
+                    None => vec![side.clone()],
+                };
+                assert_eq!(each.len().to_string(), streams, "{v:#}");
+                for s in each {
+                    assert_eq!(s["chunk"].as_u64(), Some(chunk), "{v:#}");
+                    assert_eq!(s["verified"], true, "{v:#}");
+                }
+            }
+            if streams == "1" {
+                assert_eq!(f["digest"], digest.as_str());
+                assert_eq!(r["bytes"].as_u64(), Some(3 << 20), "{v:#}");
+            } else {
+                assert_eq!(r["sum"]["bytes"].as_u64(), Some(3 << 20), "{v:#}");
+            }
+        }
+    }
 }
 
 /// `tsserver --serve DIR`: a reverse stream naming a file gets that file, verified (its digest
@@ -330,10 +369,6 @@ fn served_files_by_name_and_what_is_refused() {
     let server = Server::start(&["--serve", served.to_str().unwrap(), "--max-bytes", "1MiB"]);
     let out = client(&["--port", &server.port.to_string(), "-R", "tsl.txt"]);
     assert_fails(&out, 1, "this server sends at most 1048576 (--max-bytes)");
-    let out = client(&["-R", "../tsl.txt"]);
-    assert_fails(&out, 2, "not a path");
-    let out = client(&["-R", "tsl.txt", "--bytes", "1k"]);
-    assert_fails(&out, 2, "not both");
 }
 
 /// The receiving end's log sink in reverse: `tsclient --log file` writes the server's lines
@@ -370,10 +405,6 @@ fn reverse_logs_each_read_on_the_client() {
     assert!(lines[0].contains("event=\"start\"") && lines[0].contains("chunk=1000"));
     assert!(lines[1].contains(" conn=1 seq=1 bytes="), "{}", lines[1]);
     assert!(lines.last().unwrap().contains("status=\"complete\""));
-    let out = client(&["--log", "file", "f.txt"]);
-    assert_fails(&out, 2, "--log and --log-file apply to --reverse");
-    let out = client(&["-R", "--log", "stdout", "--json"]);
-    assert_fails(&out, 2, "--log stdout and --json");
 }
 
 /// A reverse stream whose server dies mid-stream fails (exit 1), and with --json its one
@@ -437,4 +468,71 @@ fn bidir_reverse_cpu_is_the_receiving_threads() {
         cpu <= on_cpu * 1.25 + 0.02,
         "reverse cpu {cpu} s against its thread's {on_cpu} s on a CPU (the sender's: {sender} s)"
     );
+}
+
+/// With no clock queries, a reverse stream's data never overtakes its Accept
+/// (the event loop queued the Accept and wrote the data straight to the socket, so the client
+/// read text where the Accept belonged): `-R`, `--bidir` and `-P -R`.
+#[test]
+fn reverse_without_clock_queries_gets_its_accept_first() {
+    for model in EVERY_MODEL {
+        let server = Server::start(model);
+        for mode in [
+            &["-R", "--bytes", "1MiB"][..],
+            &["--bidir", "--bytes", "1MiB"][..],
+            &["-P", "2", "-R", "--bytes", "1MiB"][..],
+        ] {
+            for _ in 0..3 {
+                let mut args = vec!["--clock-queries", "0"];
+                args.extend_from_slice(mode);
+                let (out, v) = client_json(server.port, &args);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{model:?} {mode:?}: {}",
+                    stderr(&out)
+                );
+                let verified = match v["mode"].as_str() {
+                    Some("bidir") => v["reverse"]["verified"].clone(),
+                    Some("parallel-reverse") => v["sum"]["verified"].clone(),
+                    _ => v["verified"].clone(),
+                };
+                assert_eq!(verified, true, "{v:#}");
+            }
+        }
+    }
+}
+
+/// A client that asks its reverse stream to stop with more than one byte (here
+/// 1000, more than the server looks at in a turn) still gets the stream's end: its data up to
+/// the stop, the Sent frame and the trailer, not a reset that loses them, in both models.
+#[test]
+fn many_stop_bytes_still_end_with_the_trailer() {
+    use tsperf_proto::sent::{Closing, REVERSE_TAIL, decode_closing};
+    for model in EVERY_MODEL {
+        let server = Server::start(model);
+        let mut s = reverse_stream(server.port, 1 << 34, 10240);
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut accept = [0u8; ACCEPT_LEN];
+        s.read_exact(&mut accept).unwrap();
+        let mut some = vec![0u8; 1 << 20];
+        s.read_exact(&mut some).unwrap();
+        s.write_all(&[1u8; 1000]).unwrap();
+        let mut rest = Vec::new();
+        let read = s.read_to_end(&mut rest);
+        assert!(read.is_ok(), "{model:?}: {read:?}");
+        assert!(
+            rest.len() >= REVERSE_TAIL,
+            "{model:?}: {} bytes",
+            rest.len()
+        );
+        let tail = &rest[rest.len() - REVERSE_TAIL..];
+        assert!(
+            matches!(
+                decode_closing(&tail[..REVERSE_TAIL - tsperf_proto::END_TRAILER]),
+                Ok(Closing::Sent(_))
+            ),
+            "{model:?}"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! `tsserver --save` (issue 7): files saved whole or not at all, and never outside DIR.
+//! `tsserver --save`: files saved whole or not at all, and never outside DIR.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use crate::common::*;
 use tsperf_proto::{Frame, decode_frame};
-
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
 
 fn names_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -38,7 +36,7 @@ fn hello_reply(port: u16, name: &str, length: u64) -> Frame {
     decode_frame(&reply).unwrap().unwrap().0
 }
 
-/// Issue 7: a saved file has exactly the sent bytes, its path is in the report, no temporary is
+/// A saved file has exactly the sent bytes, its path is in the report, no temporary is
 /// left, an existing name is refused without --overwrite and replaced with it.
 #[test]
 fn saved_whole_and_overwrite_rules() {
@@ -84,7 +82,7 @@ fn saved_whole_and_overwrite_rules() {
     }
 }
 
-/// Issue 7: names that could escape DIR or mislead are refused with a reason, by the protocol
+/// Names that could escape DIR or mislead are refused with a reason, by the protocol
 /// decoder or by the save rules; a 255-byte name is fine.
 #[test]
 fn dangerous_names_refused() {
@@ -130,7 +128,7 @@ fn dangerous_names_refused() {
     assert_eq!(names_in(dir.path()), ["n".repeat(255)]);
 }
 
-/// Issue 7: a symlink planted in DIR is refused as existing, and with --overwrite it is
+/// A symlink planted in DIR is refused as existing, and with --overwrite it is
 /// replaced itself; its target outside DIR is never written.
 #[test]
 fn planted_symlink_is_contained() {
@@ -160,7 +158,7 @@ fn planted_symlink_is_contained() {
     );
 }
 
-/// Issue 7: a client killed mid-transfer leaves no file under the final name and no temporary;
+/// A client killed mid-transfer leaves no file under the final name and no temporary;
 /// a client whose digest disagrees leaves nothing either. The server keeps serving.
 #[test]
 fn failed_transfers_leave_nothing() {
@@ -234,7 +232,7 @@ fn failed_transfers_leave_nothing() {
     }
 }
 
-/// Issue 7: a full disk stops the transfer with the server's reason (the client exits 1), leaves
+/// A full disk stops the transfer with the server's reason (the client exits 1), leaves
 /// nothing in DIR, and the next transfer that fits works. Needs a small tmpfs (root:
 /// ignored unless asked for).
 #[test]
@@ -285,7 +283,7 @@ fn disk_full_is_reported_and_cleaned() {
     }
 }
 
-/// Issue 7: --save on a LAN address warns that anyone can write files; a bad DIR is an error.
+/// --save on a LAN address warns that anyone can write files; a bad DIR is an error.
 #[test]
 fn save_warnings_and_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -325,7 +323,7 @@ fn save_warnings_and_errors() {
     assert_fails(&out, 2, "--save");
 }
 
-/// Issue 14 (9): every Unicode format (Cf) character, bidi control, invisible filler and slash
+/// Every Unicode format (Cf) character, bidi control, invisible filler and slash
 /// look-alike is refused as a save name, including those the first filter missed.
 #[test]
 fn format_characters_and_lookalikes_refused() {

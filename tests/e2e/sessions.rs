@@ -9,8 +9,6 @@ use std::path::Path;
 use crate::common::*;
 use tsperf_proto::{Frame, Hello, Session};
 
-const MODELS: [&[&str]; 3] = [&[], &["--blocking"], &["--threads", "2"]];
-
 /// A server serving `dir` (`--serve`), with `more` and the model's flags.
 fn serving(dir: &Path, more: &[&str], model: &[&str]) -> Server {
     let mut args = vec!["--serve", dir.to_str().unwrap()];
@@ -37,7 +35,7 @@ fn served_stripe(
     hello_answer(port, &hello)
 }
 
-/// Issue 51 (1): `--max-bytes` bounds a served file's session whole. An 8 MiB file asked for
+/// `--max-bytes` bounds a served file's session whole. An 8 MiB file asked for
 /// in 16 stripes of 512 KiB was served in full by a server that sends at most 1 MiB: a named
 /// file's hello announces no length, so the session counted nothing and each stripe was
 /// checked alone.
@@ -45,7 +43,7 @@ fn served_stripe(
 fn max_bytes_bounds_a_served_files_session() {
     let dir = tempfile::tempdir().unwrap();
     test_file(dir.path(), "big.bin", 8 << 20);
-    for model in MODELS {
+    for model in EVERY_MODEL {
         let server = serving(dir.path(), &["--max-bytes", "1MiB"], model);
         let port = server.port.to_string();
         for streams in ["1", "2", "16"] {
@@ -66,14 +64,14 @@ fn max_bytes_bounds_a_served_files_session() {
     }
 }
 
-/// Issue 51 (10): a session's streams read one file. A served file replaced (by rename) with
+/// A session's streams read one file. A served file replaced (by rename) with
 /// another of the same size between two of a session's streams made a session "verified" from
 /// stripes of both; the later stream is refused, naming the change.
 #[test]
 fn a_sessions_streams_read_one_served_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = test_file(dir.path(), "f.bin", 1 << 20);
-    for (n, model) in MODELS.into_iter().enumerate() {
+    for (n, model) in EVERY_MODEL.into_iter().enumerate() {
         let server = serving(dir.path(), &[], model);
         let id = [n as u8 + 1; 16];
         let (_first, answer) = served_stripe(server.port, id, 0, 2, "f.bin");
@@ -96,7 +94,7 @@ fn a_sessions_streams_read_one_served_file() {
     }
 }
 
-/// Issue 51 (7): `--once` serves one client's run, whole: every stream of a `-P` session, both
+/// `--once` serves one client's run, whole: every stream of a `-P` session, both
 /// directions of a `--bidir`, then exits 0 (each verified). The event loop exited when the
 /// first connection ended and cut the others mid-stream (the client read "connection reset"
 /// or "unknown frame tag 110"); `--blocking` reset the second before its hello.
@@ -105,7 +103,7 @@ fn once_serves_one_clients_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "f.bin", 4 << 20);
     let f = file.to_str().unwrap();
-    for model in MODELS {
+    for model in EVERY_MODEL {
         for run in [
             &["-P", "2", f][..],
             &["-R", "-P", "2", "--bytes", "4MiB"][..],
@@ -136,13 +134,13 @@ fn once_serves_one_clients_whole_run() {
     }
 }
 
-/// Issue 51 (7): a connection beyond the `--once` run is refused with a reason (not reset, not
+/// A connection beyond the `--once` run is refused with a reason (not reset, not
 /// served), and the run's own transfer goes on; the server exits with the run's result.
 #[test]
 fn once_refuses_a_connection_beyond_its_run() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "f.bin", 1 << 20);
-    for model in MODELS {
+    for model in EVERY_MODEL {
         let mut args = vec!["--once"];
         args.extend_from_slice(model);
         let mut server = Server::start(&args);
@@ -176,13 +174,13 @@ fn once_refuses_a_connection_beyond_its_run() {
     }
 }
 
-/// Issue 51 (7): a `--once` run whose other connections never come (its client died after
+/// A `--once` run whose other connections never come (its client died after
 /// opening one of two) does not hold the server: once the one that came has ended, the server
 /// waits the hello timeout for the rest, then exits 1, in every model.
 #[test]
 fn once_does_not_wait_for_ever_for_a_run_cut_short() {
     use std::io::Read;
-    for model in MODELS {
+    for model in EVERY_MODEL {
         let mut args = vec!["--once", "--hello-timeout", "1"];
         args.extend_from_slice(model);
         let mut server = Server::start(&args);
@@ -207,5 +205,57 @@ fn once_does_not_wait_for_ever_for_a_run_cut_short() {
             "{model:?}: {}",
             server.stderr()
         );
+    }
+}
+
+/// The first answer to a raw hello for stream `index` of a session of `count` (`id`),
+/// announcing `length` bytes ([`hello_answer`]).
+fn session_hello(
+    port: u16,
+    id: [u8; 16],
+    index: u8,
+    count: u8,
+    length: u64,
+    reverse: bool,
+) -> (std::net::TcpStream, Result<(), String>) {
+    use tsperf_proto::{Hello, Session};
+    let hello = Hello {
+        reverse,
+        clock_queries: 0,
+        session: Session { id, index, count },
+        ..Hello::stream(length, 10240, if reverse { "" } else { "s.bin" })
+    };
+    hello_answer(port, &hello)
+}
+
+/// `--max-bytes` bounds a session's streams together as well as each, and a
+/// session's stream index is taken once: a second stream 0 is refused, in both models and both
+/// directions.
+#[test]
+fn a_session_is_bounded_whole_and_its_indexes_are_its_own() {
+    for model in EVERY_MODEL {
+        let mut args = vec!["--max-bytes", "1MiB"];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        for (n, reverse) in [(1u8, false), (2, true)] {
+            let id = [n; 16];
+            let (_a, first) = session_hello(server.port, id, 0, 3, 600 << 10, reverse);
+            assert_eq!(first, Ok(()), "{model:?}");
+            let (_b, twice) = session_hello(server.port, id, 0, 3, 1000, reverse);
+            let why = twice.unwrap_err();
+            assert!(
+                why.contains("stream 0") && why.contains("already"),
+                "{model:?}: {why}"
+            );
+            let (_c, over) = session_hello(server.port, id, 1, 3, 600 << 10, reverse);
+            let why = over.unwrap_err();
+            assert!(
+                why.contains("session") && why.contains("--max-bytes"),
+                "{model:?}: {why}"
+            );
+            // Another session, or a stream of its own, is not held to this one's count.
+            let (_d, other) = session_hello(server.port, [9 + n; 16], 0, 2, 600 << 10, reverse);
+            assert_eq!(other, Ok(()), "{model:?}");
+        }
     }
 }

@@ -1,14 +1,13 @@
-//! Shutdown on SIGINT/SIGTERM (issue 7): stop accepting, let transfers in flight finish within
+//! Shutdown on SIGINT/SIGTERM: stop accepting, let transfers in flight finish within
 //! the grace period, abort the rest cleanly (no partial file), flush the log, exit 0.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
+use std::io::Write;
 
-const MODELS: [&[&str]; 2] = [&[], &["--blocking"]];
-
-/// Issue 7: a transfer in flight when SIGTERM arrives finishes within the grace period, no new
+/// A transfer in flight when SIGTERM arrives finishes within the grace period, no new
 /// connection is accepted, and the server exits 0 with its log flushed.
 #[test]
 fn in_flight_transfer_finishes() {
@@ -81,7 +80,7 @@ fn slow_saved_transfer(
     (server, child)
 }
 
-/// Issue 7: a transfer that cannot finish within the grace period is aborted with a reason the
+/// A transfer that cannot finish within the grace period is aborted with a reason the
 /// client prints; with --save no partial file is left; the server exits 0.
 #[test]
 fn late_transfer_is_aborted_cleanly() {
@@ -104,7 +103,7 @@ fn late_transfer_is_aborted_cleanly() {
     }
 }
 
-/// Issue 14 (10): a second SIGINT or SIGTERM during the grace period ends the server at once:
+/// A second SIGINT or SIGTERM during the grace period ends the server at once:
 /// the transfer still in flight is aborted with a reason and leaves no partial file.
 #[test]
 fn second_signal_ends_the_grace_at_once() {
@@ -131,7 +130,7 @@ fn second_signal_ends_the_grace_at_once() {
     }
 }
 
-/// Issue 34 (3): a server is a value, its stop its own. Two in one process, each on a port of
+/// A server is a value, its stop its own. Two in one process, each on a port of
 /// its own (one of each model): asked to stop, one returns from `serve` while the other goes on
 /// serving verified transfers, until it is asked too.
 #[test]
@@ -225,7 +224,7 @@ fn a_stop_asked_before_serving_begins_still_stops() {
     }
 }
 
-/// Issue 51 (8): a latency session cut off by a stop hears "the server is shutting down" in its
+/// A latency session cut off by a stop hears "the server is shutting down" in its
 /// own answer stream, in every model and both codecs. The blocking server wrote an Abort frame
 /// where a length-prefixed answer belonged (the client printed "bad message length
 /// 67116288"); the event loop reset the connection with no reason.
@@ -262,5 +261,95 @@ fn a_latency_session_hears_the_shutdown() {
             assert!(stdout(&out).contains("p50"), "{model:?}: {}", stdout(&out));
             assert_eq!(server.wait_exit(), Some(0), "{model:?}");
         }
+    }
+}
+
+/// A reverse stream still going when the server's grace runs out is told why
+/// ("the server is shutting down", in the Sent frame's place), in both models; and the blocking
+/// server's log of a forward transfer it cut off says the same, not that the client closed.
+#[test]
+fn a_shutdown_tells_reverse_clients_why() {
+    for model in EVERY_MODEL {
+        let mut args = vec!["--grace", "0.5"];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        let port = server.port.to_string();
+        let reverse = std::process::Command::new(bin("tsclient"))
+            .args(["--port", &port, "--json", "-R", "-t", "30"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A forward transfer the server reads slowly: still in flight at the cut.
+        let mut forward = timed_stream(server.port, 30_000);
+        let trickle = std::thread::spawn(move || {
+            for _ in 0..100 {
+                if forward.write_all(&[b'x'; 100]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(800));
+        server.signal(libc::SIGTERM);
+        let out = wait_child(reverse);
+        assert_eq!(out.status.code(), Some(1), "{model:?}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("the server is shutting down"),
+            "{model:?}: {v:#}"
+        );
+        trickle.join().unwrap();
+        assert_eq!(server.wait_exit(), Some(0), "{model:?}");
+        let err = server.stderr();
+        let cut: Vec<&str> = err.lines().filter(|l| l.contains("incomplete")).collect();
+        assert_eq!(cut.len(), 2, "{model:?}: {err}");
+        assert!(
+            cut.iter().all(|l| l.contains("shutting down")),
+            "{model:?}: {err}"
+        );
+    }
+}
+
+/// An idle server stops at SIGTERM without promising transfers in flight a grace period (there
+/// are none), in both models; with one in flight it says how many.
+#[test]
+fn an_idle_server_stops_without_talk_of_transfers_in_flight() {
+    for model in MODELS {
+        let mut server = Server::start(model);
+        server.signal(libc::SIGTERM);
+        assert_eq!(server.wait_exit(), Some(0), "{model:?}");
+        let err = server.stderr();
+        assert!(
+            err.contains("tsserver: stopping: no transfers in flight"),
+            "{err}"
+        );
+        assert!(!err.contains("have 5 s to finish"), "{err}");
+    }
+    for model in MODELS {
+        let mut args = vec!["--grace", "30"];
+        args.extend_from_slice(model);
+        let mut server = Server::start(&args);
+        // A connection whose hello was accepted: a transfer in flight.
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        use std::io::Write;
+        s.write_all(&stream_hello(1 << 20, 1024, "slow.txt"))
+            .unwrap();
+        assert!(matches!(
+            read_one_frame(&mut s),
+            Some(tsperf_proto::Frame::Accept { .. })
+        ));
+        server.signal(libc::SIGTERM);
+        assert!(
+            server.wait_for(|_, e| e.contains("tsserver: stopping: 1 connection")),
+            "{model:?}: {}",
+            server.stderr()
+        );
+        drop(s);
+        assert_eq!(server.wait_exit(), Some(0), "{model:?}");
     }
 }

@@ -1,4 +1,4 @@
-//! End-to-end stream transfers (issue 2): real tsserver and tsclient over loopback, every byte
+//! End-to-end stream transfers: real tsserver and tsclient over loopback, every byte
 //! counted and checksummed by both ends.
 
 use std::io::{Read, Write};
@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::common::*;
 use tsperf_proto::{Frame, Hello, Mode, Report, Session, decode_frame, encode_hello};
 
-/// Issue 2: every chunk size with file sizes 1, chunk-1, chunk, chunk+1 and a few chunks (an
-/// empty file is refused: issue 14, tests/client_phases.rs).
+/// Every chunk size with file sizes 1, chunk-1, chunk, chunk+1 and a few chunks (an
+/// empty file is refused: client_phases.rs).
 #[test]
 fn edge_sizes_at_every_chunk() {
     let server = Server::start(&[]);
@@ -30,7 +30,7 @@ fn edge_sizes_at_every_chunk() {
     }
 }
 
-/// Issue 2: the seed's 36 MiB file arrives whole at each chunk size.
+/// The seed's 36 MiB file arrives whole at each chunk size.
 #[test]
 fn seed_file_at_every_chunk() {
     let server = Server::start(&[]);
@@ -44,7 +44,7 @@ fn seed_file_at_every_chunk() {
     }
 }
 
-/// Issue 2: the seed's generator is deterministic; this digest is quoted in committed results.
+/// The seed's generator is deterministic; this digest is quoted in committed results.
 #[test]
 fn seed_file_digest_is_stable() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +55,7 @@ fn seed_file_digest_is_stable() {
     assert_eq!(xxh3_of(&path), "ec40a45bcc9c239d");
 }
 
-/// Issue 2: both ends print the seed's begin / read over / end lines; the client adds a verdict.
+/// Both ends print the seed's begin / read over / end lines; the client adds a verdict.
 #[test]
 fn human_output_has_seed_lines() {
     let server = Server::start(&[]);
@@ -96,7 +96,7 @@ fn human_output_has_seed_lines() {
     );
 }
 
-/// Issue 2: bad file arguments fail with exit 1, a message that names the file, and no panic.
+/// Bad file arguments fail with exit 1, a message that names the file, and no panic.
 #[test]
 fn bad_files_are_clear_errors() {
     let server = Server::start(&[]);
@@ -114,7 +114,7 @@ fn bad_files_are_clear_errors() {
     assert_fails(&out, 1, "not a regular file");
 }
 
-/// Issue 2: a file the user may not read is refused with the OS's reason. Root reads anything,
+/// A file the user may not read is refused with the OS's reason. Root reads anything,
 /// so as root the client runs as `nobody`.
 #[test]
 fn unreadable_file_is_a_clear_error() {
@@ -140,7 +140,7 @@ fn unreadable_file_is_a_clear_error() {
     );
 }
 
-/// Issue 2: chunk 0, an oversized chunk and garbage are usage errors (exit 2) that quote the input.
+/// Chunk 0, an oversized chunk and garbage are usage errors (exit 2) that quote the input.
 #[test]
 fn bad_chunk_sizes_are_usage_errors() {
     for (bad, why) in [
@@ -154,7 +154,7 @@ fn bad_chunk_sizes_are_usage_errors() {
     }
 }
 
-/// Issue 2: nothing listening on the port is exit 1 with the address in the message.
+/// Nothing listening on the port is exit 1 with the address in the message.
 #[test]
 fn nothing_listening() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +164,7 @@ fn nothing_listening() {
     assert_fails(&out, 1, &format!("could not connect to 127.0.0.1:{port}"));
 }
 
-/// Issue 2: a server that closes mid-transfer makes the client fail, saying how far it got.
+/// A server that closes mid-transfer makes the client fail, saying how far it got.
 #[test]
 fn server_closing_mid_transfer() {
     let port = fake_server(|mut s, _| {
@@ -183,7 +183,7 @@ fn server_closing_mid_transfer() {
     );
 }
 
-/// Issue 2: a server that aborts with a reason has its reason shown by the client.
+/// A server that aborts with a reason has its reason shown by the client.
 #[test]
 fn server_abort_reason_is_shown() {
     let port = fake_server(|mut s, _| {
@@ -198,7 +198,7 @@ fn server_abort_reason_is_shown() {
     assert_fails(&out, 1, "disk full");
 }
 
-/// Issue 2: a digest that disagrees is a failure: exit 1, MISMATCH on stderr, verified false.
+/// A digest that disagrees is a failure: exit 1, MISMATCH on stderr, verified false.
 /// On a file that was written to while it was sent, the message says so; on an untouched file
 /// it does not.
 #[test]
@@ -240,7 +240,7 @@ fn mismatch_is_a_failure() {
     }
 }
 
-/// Issue 2: a server that refuses (here: bad hello bytes) gets its reason shown and the server
+/// A server that refuses (here: bad hello bytes) gets its reason shown and the server
 /// keeps serving the next client.
 #[test]
 fn refusals_and_server_survives_garbage() {
@@ -305,7 +305,7 @@ fn refusals_and_server_survives_garbage() {
     );
 }
 
-/// Issue 2: a client that disconnects early is an incomplete transfer; the server goes on, and
+/// A client that disconnects early is an incomplete transfer; the server goes on, and
 /// with --once it exits 1.
 #[test]
 fn early_disconnect_is_incomplete() {
@@ -342,7 +342,7 @@ fn early_disconnect_is_incomplete() {
     );
 }
 
-/// Issue 2: --once exits 0 after one complete transfer.
+/// --once exits 0 after one complete transfer.
 #[test]
 fn once_exits_zero_when_complete() {
     let mut server = Server::start(&["--once"]);
@@ -354,7 +354,7 @@ fn once_exits_zero_when_complete() {
     assert_eq!(server.wait_exit(), Some(0));
 }
 
-/// Issue 2: --read-size overrides the server's read size, and the report says so.
+/// --read-size overrides the server's read size, and the report says so.
 #[test]
 fn read_size_override() {
     let server = Server::start(&["--read-size", "64k"]);
@@ -366,9 +366,9 @@ fn read_size_override() {
     assert_eq!(v["verified"], true);
 }
 
-/// Issue 8: with --log none the server reads in bulk (fewer reads than chunks): 1 MiB in an
+/// With --log none the server reads in bulk (fewer reads than chunks): 1 MiB in an
 /// event loop, whose one block serves all its connections, 256 KiB with --blocking, a block per
-/// connection (issue 33); with a log sink it reads one chunk at a time, as the seed's server did.
+/// connection; with a log sink it reads one chunk at a time, as the seed's server did.
 #[test]
 fn default_read_size_follows_log_sink() {
     let dir = tempfile::tempdir().unwrap();
@@ -389,7 +389,7 @@ fn default_read_size_follows_log_sink() {
     assert_eq!(v["verified"], true);
 }
 
-/// Issue 2: the committed fixture is the generator's output, byte for byte, and it transfers.
+/// The committed fixture is the generator's output, byte for byte, and it transfers.
 #[test]
 fn committed_fixture_matches_generator() {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tsl-4k.txt");
@@ -405,7 +405,7 @@ fn committed_fixture_matches_generator() {
     assert_verified(&v, &fixture, 102, "blocking", "event-loop");
 }
 
-/// Issue 15: counts of one read as one ("1 write call", "1 read", "1 connection"), on both
+/// Counts of one read as one ("1 write call", "1 read", "1 connection"), on both
 /// ends and in both server models.
 #[test]
 fn counts_of_one_are_singular() {

@@ -1,4 +1,4 @@
-//! Timed runs (issue 26: `--time`, `--omit`): the file again and again for a time, every byte
+//! Timed runs (`--time`, `--omit`): the file again and again for a time, every byte
 //! counted and checksummed by the server and the whole run verified; its end is the client's
 //! end trailer and half-close (protocol 7), so the server bounds what it cannot know ahead.
 
@@ -90,8 +90,6 @@ fn omit_leaves_the_start_out_of_the_rate() {
     assert_fails(&out, 2, "--time");
     let out = client(&["-t", "0", path.to_str().unwrap()]);
     assert_fails(&out, 2, "invalid time '0'");
-    let out = client(&["-t", "1", "--io", "sendfile", path.to_str().unwrap()]);
-    assert_fails(&out, 2, "--io sendfile sends the file once");
 }
 
 /// Ctrl-C in a timed run ends it as its time does: the end trailer, the server's report, every
@@ -303,4 +301,32 @@ fn a_logged_timed_run_ends_with_its_time() {
             );
         }
     }
+}
+
+/// A timed run that fails says how far it got in bytes of the run, not "N of" one
+/// pass (it read "4258304 of 4194304 bytes").
+#[test]
+fn a_failed_timed_run_counts_the_run_not_one_pass() {
+    // A server that accepts, takes 4 MiB and resets the connection.
+    let port = fake_server(|mut s, _| {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        while got < 4 << 20 {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = test_file(dir.path(), "pass.bin", 1 << 20);
+    let (out, v) = client_json(
+        port,
+        &["-t", "5", "--clock-queries", "0", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(!error.contains("of 1048576 bytes"), "{v:#}");
+    assert!(error.contains("of a timed run"), "{v:#}");
 }

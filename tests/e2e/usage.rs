@@ -1,43 +1,47 @@
-//! Issue 14 (14): a flag that does not apply to the run it is given to is refused (exit 2, with
+//! A flag that does not apply to the run it is given to is refused (exit 2, with
 //! a message naming it), never silently ignored.
 
 use crate::common::*;
 
-/// Issue 14 (14): client flags of the other mode.
+/// A command line the lowering refuses (its checks are the unit tests of
+/// `src/cli/tsclient/lower.rs`) exits 2 before anything is sent, with clap's usage-error
+/// layout naming the flag, in both modes.
 #[test]
-fn client_flags_of_the_other_mode_are_refused() {
+fn a_refused_command_line_exits_2_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let file = test_file(dir.path(), "u.txt", 10);
     let file = file.to_str().unwrap();
     let port = dead_port().to_string();
-    let cases: [(&[&str], &str); 12] = [
-        (&["--latency", "--chunk", "1024"], "--chunk"),
-        (&["--latency", "--sndbuf", "64k"], "--sndbuf"),
-        (&["--latency", "--io", "writev"], "--io"),
-        (&["--latency", "--batch", "4"], "--batch"),
-        (&["--nodelay", file], "--nodelay"),
-        (&["--count", "5", file], "--count"),
-        (&["--warmup", "1", file], "--warmup"),
-        (&["--codec", "object", file], "--codec"),
-        (&["--framing", "split", file], "--framing"),
-        (&["--reconnect", file], "--reconnect"),
-        (&["--busy-poll", file], "--busy-poll"),
-        (&["--batch", "4", file], "--batch"),
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--latency", "--chunk", "1024"],
+            "--chunk applies to stream transfers only",
+        ),
+        (&["--nodelay", file], "--nodelay applies to --latency only"),
+        (
+            &["-R", "--chunk-reverse", "1k"],
+            "--chunk-reverse sets the server's writes",
+        ),
     ];
-    for (args, flag) in cases {
+    for (args, words) in cases {
         let mut all = vec!["--port", &port];
         all.extend_from_slice(args);
         let out = client(&all);
-        assert_fails(&out, 2, flag);
+        assert_fails(&out, 2, words);
         assert!(
-            stderr(&out).contains("applies to"),
+            stderr(&out).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("Usage: tsclient"),
             "{args:?}: {}",
             stderr(&out)
         );
     }
 }
 
-/// Issue 14 (14): server log flags without the sink they belong to.
+/// Server log flags without the sink they belong to.
 #[test]
 fn server_log_flags_without_their_sink_are_refused() {
     let cases: [(&[&str], &str); 4] = [
@@ -62,7 +66,7 @@ fn server_log_flags_without_their_sink_are_refused() {
     }
 }
 
-/// Issue 15: every option of every binary says what it does in `-h`.
+/// Every option of every binary says what it does in `-h`.
 #[test]
 fn every_option_has_help_text() {
     for name in [
@@ -72,7 +76,7 @@ fn every_option_has_help_text() {
     }
 }
 
-/// Issue 15: tsmatrix takes comma-separated chunk sizes, and its default list parses.
+/// tsmatrix takes comma-separated chunk sizes, and its default list parses.
 #[test]
 fn tsmatrix_chunk_lists() {
     let tsmatrix = bin("tsserver").with_file_name("tsmatrix");
@@ -96,7 +100,7 @@ fn tsmatrix_chunk_lists() {
     );
 }
 
-/// Issue 16 (6): `--bind` takes `HOST:PORT` and `[v6]:PORT` as `--host` does; a port given both
+/// `--bind` takes `HOST:PORT` and `[v6]:PORT` as `--host` does; a port given both
 /// ways must agree.
 #[test]
 fn bind_takes_host_and_port() {
@@ -127,7 +131,7 @@ fn bind_takes_host_and_port() {
     );
 }
 
-/// Issue 24: each program's help (and so its man page) opens with what that program does, not
+/// Each program's help (and so its man page) opens with what that program does, not
 /// the package's description (clap's bare `about` takes Cargo's, which the workspace split set).
 #[test]
 fn each_program_describes_itself() {
@@ -143,7 +147,7 @@ fn each_program_describes_itself() {
     }
 }
 
-/// Issue 24: the committed man pages and completions are what the flags make now (`tsdocs
+/// The committed man pages and completions are what the flags make now (`tsdocs
 /// --check`), so the flag reference cannot drift; a stale or missing file is named and exits 1;
 /// the bash completion loads and offers a program's flags.
 #[test]
@@ -186,7 +190,7 @@ fn generated_docs_match_the_flags() {
     assert_eq!(stdout(&out).trim(), "--nonblocking", "{}", stderr(&out));
 }
 
-/// Issue 35 (5): iperf3's short flags work as iperf3 users type them (`-c HOST`, `-p PORT`,
+/// Iperf3's short flags work as iperf3 users type them (`-c HOST`, `-p PORT`,
 /// `-l 128K`, `-J`), on both ends where they apply, and `--version` names the commit.
 #[test]
 fn iperf3_short_flags_and_a_version_naming_the_commit() {
@@ -228,5 +232,68 @@ fn iperf3_short_flags_and_a_version_naming_the_commit() {
         assert!(text.starts_with(&format!("{prog} 0.")), "{text}");
         let want = head.clone().unwrap_or_else(|| "unknown".to_owned());
         assert!(text.contains(&format!("(commit {want})")), "{text}");
+    }
+}
+
+/// The refusal of a client-chosen sink reads as one sentence; a timeout below a
+/// millisecond is refused by both programs; a bracketed IPv6 address with its zone is a host,
+/// not a usage error.
+#[test]
+fn small_ones_read_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "s.txt", 1000);
+    let server = Server::start(&[]);
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "--server-log",
+        "stdout",
+        file.to_str().unwrap(),
+    ]);
+    assert_fails(
+        &out,
+        1,
+        "does not let clients choose (--server-log stdout was asked for): its operator",
+    );
+    for secs in ["1e-300", "0.0009", "0"] {
+        let out = client(&["--timeout", secs, file.to_str().unwrap()]);
+        assert_fails(
+            &out,
+            2,
+            &format!("invalid timeout '{secs}': expected seconds from 0.001"),
+        );
+        let out = run(bin("tsserver"), &["--idle-timeout", secs]);
+        assert_fails(&out, 2, &format!("invalid timeout '{secs}'"));
+    }
+    let out = client(&[
+        "--host",
+        "[fe80::1%lo]:9",
+        "--timeout",
+        "1",
+        file.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("invalid host"), "{err}");
+}
+
+/// Settings that cannot mean anything are refused with the reason (exit 2):
+/// `--max-bytes 0`, and the event loops' `--threads` and `--accept` with `--blocking`, which
+/// has none; before, the first refused every transfer and the others were ignored.
+#[test]
+fn meaningless_server_settings_are_refused() {
+    for (args, words) in [
+        (&["--max-bytes", "0"][..], "invalid size '0'"),
+        (&["--blocking", "--threads", "2"][..], "--threads"),
+        (&["--blocking", "--accept", "reuseport"][..], "--accept"),
+        (&["--send-buffers", "1k"][..], "at least"),
+    ] {
+        let mut all = vec!["--port", "0", "--bind", "127.0.0.1"];
+        all.extend_from_slice(args);
+        let out = run(bin("tsserver"), &all);
+        assert_fails(&out, 2, words);
+        if args.contains(&"--blocking") {
+            assert!(stderr(&out).contains("--blocking"), "{}", stderr(&out));
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Issue 17: why a transfer went as fast as it did. The verdict (`limited_by`) from both ends'
+//! Why a transfer went as fast as it did. The verdict (`limited_by`) from both ends'
 //! `TCP_INFO`, and the server's time split, over real binaries and sockets.
 
 use std::io::Read;
@@ -309,4 +309,23 @@ fn latency_under_load() {
         1,
         "--under-load: cannot open file",
     );
+}
+
+/// The clock line never prints a bare `unknown` for a one-way time: a figure too small for the
+/// clocks' error bound says so, with the bound.
+#[test]
+fn the_clock_line_says_why_a_one_way_time_is_missing() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    for chunk in ["102", "10240"] {
+        let out = client(&["--port", &port, "--bytes", "4MiB", "--chunk", chunk]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        let clock = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("clock:"))
+            .unwrap_or_else(|| panic!("no clock line: {text}"));
+        assert!(!clock.contains("unknown"), "{clock}");
+        assert!(clock.contains("to the server's first read"), "{clock}");
+    }
 }

@@ -31,7 +31,7 @@ use crate::nonblocking::MioConn;
 use crate::progress::Progress;
 use tsperf_proto::Hello;
 use tsperf_proto::client::latency::{self, Answer, LatencyConversation};
-use tsperf_proto::clock::{Codec, Framing, MAX_MESSAGE, Offset, PREFIX};
+use tsperf_proto::clock::{MAX_MESSAGE, Offset, PREFIX};
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -44,28 +44,8 @@ pub const NAGLE_HINT_NS: u64 = 35_000_000;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct LatencyConfig {
-    /// The server's host name or address.
-    pub host: String,
-    /// The server's port.
-    pub port: u16,
-    /// Queries to measure.
-    pub count: u64,
-    /// Queries made first and not counted.
-    pub warmup: u64,
-    /// How message bodies are encoded.
-    pub codec: Codec,
-    /// One write per message or two.
-    pub framing: Framing,
-    /// TCP_NODELAY on both ends.
-    pub nodelay: bool,
-    /// A new connection for every query.
-    pub reconnect: bool,
-    /// Spin for each answer instead of sleeping in a read (`--busy-poll`).
-    pub busy_poll: bool,
-    /// A mio non-blocking socket instead of a blocking one.
-    pub nonblocking: bool,
-    /// How long each answer may take.
-    pub timeout: Duration,
+    /// What was asked for.
+    pub spec: crate::spec::LatencySpec,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<tsperf_sys::auth::Key>>,
     /// Measure again while this transfer runs (`--under-load`).
@@ -183,8 +163,8 @@ pub enum Stopped {
 impl LatencyResult {
     /// The hint for a result that shows the Nagle/delayed-ACK stall, if it does.
     pub fn hint(&self) -> Option<&'static str> {
-        let exposed =
-            !self.cfg.nodelay && (self.cfg.framing.splits_request() || self.cfg.reconnect);
+        let exposed = !self.cfg.spec.nodelay
+            && (self.cfg.spec.framing.splits_request() || self.cfg.spec.reconnect);
         (exposed && self.rtt.value_at_quantile(0.5) >= NAGLE_HINT_NS).then_some(
             "a median round trip of 35 ms or more with small split writes and Nagle's algorithm on \
              is Nagle meeting delayed ACK: the second write waits for the ACK of the first, and \
@@ -198,8 +178,8 @@ impl LatencyResult {
 /// queries are answered, a stop is asked for ([`interrupt`]), or something fails; what was
 /// measured is returned in every case.
 pub fn run_latency(cfg: &LatencyConfig, progress: &mut Progress) -> LatencyResult {
-    progress.start(cfg.count);
-    let result = if cfg.nonblocking {
+    progress.start(cfg.spec.count);
+    let result = if cfg.spec.nonblocking {
         run::<MioConn>(cfg, progress)
     } else {
         run::<Blocking>(cfg, progress)
@@ -286,7 +266,7 @@ fn under_load<T: Transport>(
         while sending.sent() == 0 && !streamer.is_finished() && Instant::now() < by {
             std::thread::sleep(Duration::from_micros(200));
         }
-        progress.start(cfg.count);
+        progress.start(cfg.spec.count);
         let mut rtt = histogram();
         let running = || !streamer.is_finished();
         let stopped = if running() {
@@ -324,10 +304,10 @@ fn measure<T: Transport>(
     go: &dyn Fn() -> bool,
 ) -> Result<(), Stopped> {
     let mut conn = None;
-    let mut conv = LatencyConversation::new(cfg.codec, cfg.framing);
+    let mut conv = LatencyConversation::new(cfg.spec.codec, cfg.spec.framing);
     let mut out = Vec::with_capacity(PREFIX + MAX_MESSAGE);
     let mut inbuf = vec![0u8; PREFIX + MAX_MESSAGE];
-    for seq in 0..cfg.warmup + cfg.count {
+    for seq in 0..cfg.spec.warmup + cfg.spec.count {
         if interrupt::requested() {
             return Err(Stopped::Interrupted);
         }
@@ -335,11 +315,11 @@ fn measure<T: Transport>(
             return Ok(());
         }
         let start = Instant::now();
-        if cfg.reconnect || conn.is_none() {
-            let count = if cfg.reconnect {
+        if cfg.spec.reconnect || conn.is_none() {
+            let count = if cfg.spec.reconnect {
                 1
             } else {
-                cfg.warmup + cfg.count
+                cfg.spec.warmup + cfg.spec.count
             };
             conn = Some(open::<T>(cfg, count).map_err(Stopped::Failed)?);
         }
@@ -352,17 +332,17 @@ fn measure<T: Transport>(
         };
         sent.with_context(|| format!("cannot send request {seq}"))
             .map_err(Stopped::Failed)?;
-        c.read_by(Some(Instant::now() + cfg.timeout));
-        if cfg.busy_poll {
+        c.read_by(Some(Instant::now() + cfg.spec.timeout));
+        if cfg.spec.busy_poll {
             // The read below then finds the answer (or the error) waiting.
-            let _ = net::spin_until_readable(&*c.socket(), Instant::now() + cfg.timeout);
+            let _ = net::spin_until_readable(&*c.socket(), Instant::now() + cfg.spec.timeout);
         }
-        let answer =
-            read_answer(c, &mut conv, &mut inbuf, seq, cfg.timeout).map_err(Stopped::Failed)?;
-        if cfg.reconnect {
+        let answer = read_answer(c, &mut conv, &mut inbuf, seq, cfg.spec.timeout)
+            .map_err(Stopped::Failed)?;
+        if cfg.spec.reconnect {
             conn = None;
         }
-        if seq < cfg.warmup {
+        if seq < cfg.spec.warmup {
             continue;
         }
         if !go() {
@@ -380,15 +360,15 @@ fn measure<T: Transport>(
 
 /// Connects and has a latency session accepted for `count` requests.
 fn open<T: Transport>(cfg: &LatencyConfig, count: u64) -> Result<T> {
-    let mut c = T::connect(&cfg.host, cfg.port, cfg.timeout)?;
-    c.set_timeout(cfg.timeout)?;
-    if cfg.nodelay {
+    let mut c = T::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)?;
+    c.set_timeout(cfg.spec.timeout)?;
+    if cfg.spec.nodelay {
         c.socket()
             .set_tcp_nodelay(true)
             .context("cannot set TCP_NODELAY")?;
     }
-    let hello = Hello::latency(count, cfg.codec, cfg.framing, cfg.nodelay);
-    let mut conv = tsperf_proto::client::StreamConversation::new(hello, cfg.timeout);
+    let hello = Hello::latency(count, cfg.spec.codec, cfg.spec.framing, cfg.spec.nodelay);
+    let mut conv = tsperf_proto::client::StreamConversation::new(hello, cfg.spec.timeout);
     crate::handshake(&mut c, &mut conv, cfg.auth.as_deref())
         .context("the server did not accept latency mode")?;
     Ok(c)

@@ -26,6 +26,7 @@ pub mod reverse;
 pub mod run;
 mod send;
 mod session;
+pub mod spec;
 mod transfer;
 
 pub use session::{Refused, describe_bytes, handshake, read_frame_within};

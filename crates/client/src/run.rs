@@ -1,14 +1,14 @@
-//! A stream run as data: what to run ([`RunSpec`]: a direction, a stream count, what is sent)
-//! and what came of it ([`Streams`]: a session each way, each of one or more streams, each
+//! A stream run: what runs ([`Run`], prepared from a [`crate::spec::RunSpec`]: a configuration
+//! each way the data goes, a stream count) and what came of it ([`Streams`]: a session each way, each of one or more streams, each
 //! stream's outcome one type with its side). Every combination of direction and stream count
 //! runs through [`run`], is rendered by [`crate::output`] and judged by [`crate::output::finish`],
 //! as iperf3 covers `-R`, `-P` and `--bidir` with one stream type and a sender flag.
 
-use std::num::NonZeroU8;
 use std::time::Duration;
 
 use crate::progress::Progress;
 use crate::reverse::{ReverseResult, run_reverse};
+use crate::spec::Run;
 use crate::{StreamConfig, StreamFailure, StreamResult, run_stream};
 use tsperf_results::verdict::LimitedBy;
 
@@ -21,22 +21,6 @@ pub enum Direction {
     Receive,
     /// Both at once, on connections of their own (`--bidir`).
     Both,
-}
-
-/// A stream run, lowered once from the flags.
-#[derive(Debug, Clone)]
-pub struct RunSpec {
-    /// Every stream's settings; a session's streams differ only in their stripe.
-    pub stream: StreamConfig,
-    /// Which way the data goes.
-    pub direction: Direction,
-    /// Streams each way (`--parallel`): more than one is a session, the data striped.
-    pub streams: NonZeroU8,
-    /// What the server sends a pass (receiving): the generated stream's length; 0 with
-    /// [`RunSpec::served`].
-    pub asked: u64,
-    /// A file the server serves (`--reverse NAME`), instead of the generated stream.
-    pub served: Option<String>,
 }
 
 /// Which end of a stream sent it.
@@ -212,29 +196,21 @@ pub struct Streams {
     pub reverse: Option<Result<Session, String>>,
 }
 
-/// Runs `spec`: its sessions, both at once for [`Direction::Both`] (each on threads of its
-/// own, no progress bar: two would fight over the terminal).
-pub fn run(spec: &RunSpec, progress: &mut Progress) -> Streams {
-    match spec.direction {
-        Direction::Send => Streams {
-            forward: Some(send(spec, &spec.stream, progress)),
-            reverse: None,
-        },
-        Direction::Receive => Streams {
-            forward: None,
-            reverse: Some(receive(spec, &spec.stream, progress)),
-        },
-        Direction::Both => {
-            let run = crate::parallel::session_id();
-            let label = |sending: bool| StreamConfig {
-                live: spec.stream.live.as_ref().map(|l| l.direction(sending)),
-                two_way: Some(run),
-                ..spec.stream.clone()
+/// Runs `run`: its sessions, both at once for [`Direction::Both`] (each on threads of its own,
+/// no progress bar: two would fight over the terminal).
+pub fn run(run: &Run, progress: &mut Progress) -> Streams {
+    match (&run.forward, &run.reverse) {
+        (Some(to), Some(from)) => {
+            let id = crate::parallel::session_id();
+            let label = |cfg: &StreamConfig, sending: bool| StreamConfig {
+                live: cfg.live.as_ref().map(|l| l.direction(sending)),
+                two_way: Some(id),
+                ..cfg.clone()
             };
-            let (to, from) = (label(true), label(false));
+            let (to, from) = (label(to, true), label(from, false));
             std::thread::scope(|s| {
-                let back = s.spawn(|| receive(spec, &from, &mut Progress::new(false)));
-                let forward = send(spec, &to, &mut Progress::new(false));
+                let back = s.spawn(|| receive(run, &from, &mut Progress::new(false)));
+                let forward = send(run, &to, &mut Progress::new(false));
                 let reverse = back
                     .join()
                     .unwrap_or_else(|_| Err("the receiving thread panicked".to_owned()));
@@ -244,11 +220,23 @@ pub fn run(spec: &RunSpec, progress: &mut Progress) -> Streams {
                 }
             })
         }
+        (None, Some(from)) => Streams {
+            forward: None,
+            reverse: Some(receive(run, from, progress)),
+        },
+        (Some(to), None) => Streams {
+            forward: Some(send(run, to, progress)),
+            reverse: None,
+        },
+        (None, None) => Streams {
+            forward: None,
+            reverse: None,
+        },
     }
 }
 
 /// The client's session: FILE (or the generated stream) alone, or striped over the streams.
-fn send(spec: &RunSpec, cfg: &StreamConfig, progress: &mut Progress) -> Result<Session, String> {
+fn send(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Session, String> {
     let n = spec.streams.get();
     if n == 1 {
         let r = run_stream(cfg, progress);
@@ -281,7 +269,7 @@ fn send(spec: &RunSpec, cfg: &StreamConfig, progress: &mut Progress) -> Result<S
 }
 
 /// The server's session: the generated stream (or a served file) alone, or shared out.
-fn receive(spec: &RunSpec, cfg: &StreamConfig, progress: &mut Progress) -> Result<Session, String> {
+fn receive(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Session, String> {
     let n = spec.streams.get();
     let name = spec.served.as_deref().unwrap_or("");
     if n == 1 {

@@ -25,7 +25,7 @@ fn tspeers_missing_file_named() {
     assert_fails(&o, 1, "cannot read file '/nonexistent/peers-file'");
 }
 
-/// Issue 24: tspeers starts its own tsserver when no --tsperf-port is given (its port read
+/// tspeers starts its own tsserver when no --tsperf-port is given (its port read
 /// from the listening line by the one parser, the harness's) and writes peers.md and
 /// peers.svg into --out through the exporters. iperf3 here is a stand-in on PATH that prints
 /// the JSON shape tspeers reads: the receiver counted 1000 bytes fewer than the file.
@@ -109,7 +109,7 @@ fn tspeers_streams(dir: &Path, extra: &[&str]) -> (std::process::Output, String,
     (out, md, std::fs::read_to_string(log).unwrap_or_default())
 }
 
-/// Issue 26 (7): `tspeers --streams` runs tsperf -P N and -R -P N (verified) beside iperf3 with
+/// `tspeers --streams` runs tsperf -P N and -R -P N (verified) beside iperf3 with
 /// the same -t, -P and -R, on loopback.
 #[test]
 fn tspeers_streams_on_loopback() {
@@ -128,7 +128,7 @@ fn tspeers_streams_on_loopback() {
     );
 }
 
-/// Issue 26 (7): given --host and the two wraps, `tspeers --streams` runs across the emulated
+/// Given --host and the two wraps, `tspeers --streams` runs across the emulated
 /// LAN: the server in one namespace, both clients in the other.
 #[test]
 #[ignore = "needs root: network namespaces (.ci/run runs it as root)"]

@@ -1,4 +1,4 @@
-//! Many clients at once (issue 8): tsscale and scripts/scale.sh end to end, every transfer
+//! Many clients at once: tsscale and scripts/scale.sh end to end, every transfer
 //! verified, tables, raw JSON and chart written; bad input refused.
 
 use crate::common::*;
@@ -39,7 +39,7 @@ fn tsscale_writes_table_json_and_chart() {
             r["peak_rss_kib"].as_u64().unwrap(),
         );
         assert!(base > 0 && peak >= base, "{r}");
-        // Issue 33: the server's CPU is the kernel's account at reap, not 10 ms ticks that read
+        // The server's CPU is the kernel's account at reap, not 10 ms ticks that read
         // 0 for small runs; the load generator's own CPU is beside it.
         assert!(r["server_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["generator_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
@@ -131,7 +131,7 @@ fn bad_input_refused() {
     assert!(!out_dir.exists());
 }
 
-/// Issue 33: more clients than the generator opens at once, from two generator threads, against
+/// More clients than the generator opens at once, from two generator threads, against
 /// the real event-loop server: every transfer verified, and the table names the generator.
 #[test]
 fn the_event_driven_generator_verifies_every_transfer() {

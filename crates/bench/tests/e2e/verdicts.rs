@@ -1,5 +1,5 @@
-//! Issue 25: the verdict checked against limits made on purpose. `scripts/verdicts.sh --quick`
-//! (tsverdicts, the typed case table of issue 34)
+//! The verdict checked against limits made on purpose. `scripts/verdicts.sh --quick`
+//! (tsverdicts, a typed table of cases)
 //! makes each limit of the fast subset (a send buffer below one write, a slow log reader, and,
 //! as root, CPU quotas on either end, the sending server's in reverse, and a 100 Mbit link
 //! between two namespaces) and every run must be named rightly. Without root the script skips
@@ -31,6 +31,8 @@ fn make(out: &std::path::Path, cases: &str) -> String {
     stderr(&o)
 }
 
+/// Each limit of the quick subset, made on purpose, is named rightly in one of its runs (the
+/// cases that need root skipped without it, saying why).
 #[test]
 fn made_limits_are_named_rightly() {
     let dir = tempfile::tempdir().unwrap();
@@ -44,7 +46,7 @@ fn made_limits_are_named_rightly() {
     // SAFETY: geteuid(2) takes nothing and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if root && std::path::Path::new("/sys/fs/cgroup/cpu").is_dir() {
-        // Issue 26: in reverse the server sends, so its quota makes the sender CPU-bound.
+        // In reverse the server sends, so its quota makes the sender CPU-bound.
         want.extend(["server-quota", "client-quota", "rev-server-quota"]);
     }
     if root {
@@ -79,7 +81,7 @@ fn made_limits_are_named_rightly() {
     }
 }
 
-/// Issue 34 (5): tsverdicts refuses a case it does not know, naming those it does.
+/// tsverdicts refuses a case it does not know, naming those it does.
 #[test]
 fn an_unknown_case_is_refused_with_the_known_ones() {
     let o = run(bin("tsverdicts"), &["--only", "sndbuf-1,sideways"]);

@@ -13,7 +13,7 @@ use tsperf_results::{json::ClientJson, units};
 
 impl From<&LatencyResult> for LatencyJson {
     fn from(r: &LatencyResult) -> LatencyJson {
-        let c = &r.cfg;
+        let c = &r.cfg.spec;
         let measured = !r.rtt.is_empty();
         LatencyJson {
             tsperf: VERSION.into(),
@@ -36,7 +36,7 @@ impl From<&LatencyResult> for LatencyJson {
                 _ => None,
             },
             under_load: r.loaded.as_ref().map(|l| {
-                let load = c.under_load.as_ref();
+                let load = r.cfg.under_load.as_ref();
                 UnderLoadJson {
                     file: load
                         .and_then(|s| s.file.file_name())
@@ -73,7 +73,7 @@ pub fn latency_json(r: &LatencyResult) -> tsperf_results::json::ClientOutput {
 
 /// The human report: the statistics, a percentile ladder, the clock offset, and any hint.
 pub fn latency_human(r: &LatencyResult) -> String {
-    let c = &r.cfg;
+    let c = &r.cfg.spec;
     let on = |b: bool| if b { "on" } else { "off" };
     let mut s = format!(
         "latency: {} to {} ({} warm-up not counted), codec {:?}, framing {:?}, \
@@ -212,7 +212,7 @@ fn idle_slower(r: &LatencyResult, l: &Loaded) -> Option<String> {
              waking them is part of the round trip{}",
             d(idle),
             d(loaded),
-            if r.cfg.busy_poll {
+            if r.cfg.spec.busy_poll {
                 ""
             } else {
                 " (try --busy-poll, which keeps the client's CPU awake)"

@@ -1,5 +1,6 @@
-//! Issue 33: `tspeers --steady`, the large-write comparison with iperf3, end to end against a
-//! stand-in iperf3 that logs its arguments (the real tsserver and tsclient run every cell).
+//! What is sent, and how: the generated stream (one period in memory, sent without a FILE),
+//! `--one-buffer`, the congestion control each sending end uses, and the reverse receiver's
+//! wake-up mark.
 
 use crate::common::*;
 
@@ -32,13 +33,12 @@ fn peak_rss_kib(cmd: &mut std::process::Command) -> (bool, Vec<u8>, u64) {
     (code.success(), std::fs::read(out.path()).unwrap(), peak)
 }
 
-/// Issue 33: the generated stream is one period in memory, sent again and again: a stream
+/// The generated stream is one period in memory, sent again and again: a stream
 /// many periods long takes the memory of one (it used to be made whole in memory before the
 /// clock, 0.7 s of client CPU per GiB), and its bytes are still the reverse stream's, whole,
 /// in stripes and by sendfile.
 #[test]
 fn the_generated_stream_takes_one_period_of_memory() {
-    use crate::first_hour::generated_digest;
     let server = Server::start(&[]);
     let port = server.port.to_string();
     let len: u64 = 5 * tsperf_sys::testdata::SEED_FILE_LEN + 7;
@@ -290,7 +290,7 @@ fn the_server_sends_with_the_congestion_control_asked_for() {
     }
 }
 
-/// Issue 33: a client receiving a reverse stream on a path of large segments (loopback) raises
+/// A client receiving a reverse stream on a path of large segments (loopback) raises
 /// its receive low-water mark to 256 KiB once its buffer is four times that (a forward stream's
 /// server raises its own to 64 KiB), so each segment the server sends does not wake it (on
 /// loopback the wake-up is the sender's CPU); JSON `client.wake_mark` says which mark it read
@@ -320,5 +320,56 @@ fn a_reverse_receiver_raises_its_wake_mark_on_loopback() {
         let (out, v) = client_json(server.port, &["-R", "--bytes", "1000"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(v["client"]["wake_mark"], 1, "{v}");
+    }
+}
+
+/// A forward run without FILE sends the generated stream, as iperf3 does without -F: `--bytes`
+/// of it (by default the seed's 36 MiB), with `-t` for a time, with `-P` in stripes, with
+/// `--bidir` both ways; the bytes are the ones a reverse stream of the same size carries.
+#[test]
+fn a_forward_run_without_a_file_sends_the_generated_stream() {
+    for model in MODELS {
+        let server = Server::start(model);
+        let (out, v) = client_json(server.port, &["--bytes", "3000001", "--chunk", "1024"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["mode"], "stream");
+        assert_eq!(v["verified"], true, "{v:#}");
+        assert_eq!(v["bytes"].as_u64(), Some(3_000_001));
+        assert_eq!(v["digest"], generated_digest(3_000_001).as_str());
+        assert_eq!(v["server"]["digest"], v["digest"]);
+        assert_eq!(v["file"], "generated");
+
+        // The default size is the seed's file: tsl.txt byte for byte.
+        let (out, v) = client_json(server.port, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(
+            v["bytes"].as_u64(),
+            Some(tsperf_sys::testdata::SEED_FILE_LEN)
+        );
+        assert_eq!(v["digest"], "ec40a45bcc9c239d", "tsl.txt's digest");
+
+        // More than one pattern: the pattern again, as the server's generated stream is.
+        let big = tsperf_sys::testdata::SEED_FILE_LEN + 12345;
+        let (out, v) = client_json(server.port, &["--bytes", &big.to_string()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["digest"], generated_digest(big).as_str());
+
+        let (out, v) = client_json(server.port, &["-t", "0.3", "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true, "{v:#}");
+        assert_eq!(v["timed"]["file_bytes"].as_u64(), Some(1 << 20));
+
+        let (out, v) = client_json(server.port, &["-P", "2", "--bytes", "2MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["mode"], "parallel");
+        assert_eq!(v["sum"]["verified"], true, "{v:#}");
+        assert_eq!(v["sum"]["bytes"].as_u64(), Some(2 << 20));
+
+        let (out, v) = client_json(server.port, &["--bidir", "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["forward"]["verified"], true, "{v:#}");
+        assert_eq!(v["forward"]["digest"], generated_digest(1 << 20).as_str());
+        assert_eq!(v["reverse"]["verified"], true, "{v:#}");
+        assert_eq!(v["reverse"]["digest"], v["forward"]["digest"]);
     }
 }

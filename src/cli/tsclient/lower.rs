@@ -1,0 +1,331 @@
+//! tsclient's flags lowered into the run they ask for ([`RunSpec`]), a pure function: it reads
+//! only the flags, never the system, and refuses what cannot mean anything with a [`Usage`]
+//! error naming the flag (the caller prints it and exits 2). Every check of the flags is here,
+//! each with its unit test.
+
+use std::num::NonZeroU8;
+use std::time::Duration;
+
+use tsperf_client::run::Side;
+use tsperf_client::spec::{LatencySpec, Mode, RunSpec, Source, StreamSpec, StreamsSpec};
+use tsperf_client::{self as client};
+use tsperf_proto::LogMode;
+use tsperf_results::strategy::Strategy;
+use tsperf_sys::testdata::SEED_FILE_LEN;
+
+use super::{Args, LogArg, StrategyArg};
+
+/// A command line that cannot mean anything: what is wrong, naming the flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Refuses with `msg` when `bad`.
+fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
+    if bad { Err(Usage(msg())) } else { Ok(()) }
+}
+
+/// Flags that belong to stream transfers only, by their argument ids.
+const STREAM_ONLY: [&str; 16] = [
+    "parallel",
+    "min_rate",
+    "bidir",
+    "reverse",
+    "bytes",
+    "time",
+    "omit",
+    "chunk",
+    "chunk_reverse",
+    "sndbuf",
+    "congestion",
+    "strategy",
+    "batch",
+    "server_log",
+    "clock_queries",
+    "interval",
+];
+/// Flags that belong to latency runs only.
+const LATENCY_ONLY: [&str; 8] = [
+    "count",
+    "warmup",
+    "codec",
+    "framing",
+    "nodelay",
+    "reconnect",
+    "busy_poll",
+    "under_load",
+];
+
+impl Args {
+    /// The flag `id` was given on the command line (not taken from its default).
+    fn given(&self, id: &str) -> bool {
+        self.given.contains(id)
+    }
+}
+
+/// The flag an argument id is typed as.
+fn flag(id: &str) -> String {
+    match id {
+        "strategy" => "--io".to_owned(),
+        id => format!("--{}", id.replace('_', "-")),
+    }
+}
+
+impl TryFrom<&Args> for RunSpec {
+    type Error = Usage;
+
+    fn try_from(args: &Args) -> Result<RunSpec, Usage> {
+        one_mode(args)?;
+        let (host, port) = host_and_port(args)?;
+        let mode = if args.latency {
+            Mode::Latency(latency(args, host, port))
+        } else {
+            directions(args)?;
+            reverse_takes(args)?;
+            writes(args)?;
+            Mode::Streams(streams(args, host, port))
+        };
+        Ok(RunSpec {
+            mode,
+            auth_key: args.auth_key.clone(),
+        })
+    }
+}
+
+/// A flag of the other mode is refused (with `--under-load`, the loading stream takes
+/// `--chunk` and `--server-log`).
+fn one_mode(args: &Args) -> Result<(), Usage> {
+    let (own, other, mode) = if args.latency {
+        (&STREAM_ONLY[..], "stream transfers", "--latency")
+    } else {
+        (&LATENCY_ONLY[..], "--latency", "a stream transfer")
+    };
+    let loads = |id: &&&str| args.under_load.is_some() && matches!(**id, "chunk" | "server_log");
+    match own.iter().filter(|id| !loads(id)).find(|id| args.given(id)) {
+        Some(id) => Err(Usage(format!(
+            "{} applies to {other} only, not to {mode}",
+            flag(id)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `--host` may name the port; given both ways, they must agree.
+fn host_and_port(args: &Args) -> Result<(String, u16), Usage> {
+    let (host, port) = tsperf_sys::net::split_host(&args.host).map_err(Usage)?;
+    match port {
+        Some(p) if args.given("port") && p != args.port => Err(Usage(format!(
+            "--host {} names port {p} but --port says {}: give the port once",
+            args.host, args.port
+        ))),
+        Some(p) => Ok((host, p)),
+        None => Ok((host, args.port)),
+    }
+}
+
+/// What only a direction, or a sized stream, can take.
+fn directions(args: &Args) -> Result<(), Usage> {
+    let (two_ways, any_reverse) = (args.bidir, args.reverse || args.bidir);
+    refuse(
+        args.bytes.is_some() && !any_reverse && args.file.is_some(),
+        || {
+            "--bytes sizes the generated stream, and a forward run with FILE sends FILE: give \
+             FILE or --bytes, not both (with --reverse or --bidir, --bytes is what the server \
+             sends)"
+                .to_owned()
+        },
+    )?;
+    refuse(
+        args.given("min_rate") && (!any_reverse || args.time.is_some()),
+        || {
+            "--min-rate bounds a sized stream the server sends (--reverse or --bidir, without \
+             --time): a timed stream ends by its time"
+                .to_owned()
+        },
+    )?;
+    refuse(args.chunk_reverse.is_some() && !two_ways, || {
+        "--chunk-reverse sets the server's writes in a --bidir run (with --reverse, --chunk \
+         is the server's)"
+            .to_owned()
+    })?;
+    refuse(
+        !args.reverse && (args.log.is_some() || args.given("log_file")),
+        || {
+            "--log and --log-file apply to --reverse (this end receives); the server's sink is \
+             --server-log"
+                .to_owned()
+        },
+    )?;
+    refuse(args.json() && args.log == Some(LogArg::Stdout), || {
+        "--log stdout and --json both write to stdout: use --log file, or leave out --json"
+            .to_owned()
+    })
+}
+
+/// What `--reverse` cannot take: what the client's writes are (it does not write), and a
+/// served NAME that is a path or comes with `--bytes`.
+fn reverse_takes(args: &Args) -> Result<(), Usage> {
+    if !args.reverse {
+        return Ok(());
+    }
+    if let Some(name) = &args.file {
+        refuse(args.bytes.is_some(), || {
+            "--reverse takes --bytes (the generated stream) or a NAME the server serves, not both"
+                .to_owned()
+        })?;
+        refuse(
+            name.components().count() != 1 || name.file_name().is_none(),
+            || {
+                format!(
+                    "--reverse NAME takes the plain name of a file the server serves (--serve), \
+                     not a path: '{}'",
+                    name.display()
+                )
+            },
+        )?;
+    }
+    for (given, flag) in [
+        (args.given("strategy"), "--io"),
+        (args.batch.is_some(), "--batch"),
+        (args.sndbuf.is_some(), "--sndbuf"),
+        (args.server_log.is_some(), "--server-log"),
+    ] {
+        refuse(given, || {
+            format!(
+                "{flag} does not apply to --reverse (the server sends; --chunk sets its writes)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// How this client writes: sendfile sends a file once; `--batch` is writev's.
+fn writes(args: &Args) -> Result<(), Usage> {
+    refuse(
+        args.time.is_some() && args.strategy == StrategyArg::Sendfile,
+        || {
+            "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
+                .to_owned()
+        },
+    )?;
+    refuse(
+        args.batch.is_some() && args.strategy != StrategyArg::Writev,
+        || {
+            format!(
+                "--batch applies to --io writev only (this run uses --io {})",
+                Strategy::from(args.strategy)
+            )
+        },
+    )
+}
+
+/// Every stream's settings, as one side sends them.
+fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
+    StreamSpec {
+        side,
+        host: host.to_owned(),
+        port,
+        chunk: args.chunk,
+        source: Source::Generated(args.bytes.unwrap_or(SEED_FILE_LEN)),
+        one_buffer: args.one_buffer,
+        strategy: args.strategy.into(),
+        batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
+        timeout: Duration::from_secs_f64(args.timeout),
+        min_rate: args.min_rate,
+        nonblocking: args.nonblocking,
+        sndbuf: args.sndbuf,
+        congestion: args.congestion.clone(),
+        server_log: args.server_log.map(LogMode::from),
+        clock_queries: args.clock_queries,
+        interval: args.interval.map(Duration::from_secs_f64),
+        // Samples as they are taken: lines for people, JSON lines with --json-stream, none
+        // with --json (they are in its one object).
+        live: !args.json || args.json_stream,
+        json_lines: args.json_stream,
+        time: args.time.map(Duration::from_secs_f64),
+        omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
+        log: args.log.map_or(LogMode::None, LogMode::from),
+        log_file: args.log_file.clone(),
+    }
+}
+
+/// A stream run: a spec for each way the data goes.
+fn streams(args: &Args, host: String, port: u16) -> StreamsSpec {
+    let forward = (!args.reverse).then(|| StreamSpec {
+        source: match &args.file {
+            Some(file) => Source::File(file.clone()),
+            None => Source::Generated(args.bytes.unwrap_or(SEED_FILE_LEN)),
+        },
+        ..stream(args, Side::Sent, &host, port)
+    });
+    let reverse = (args.reverse || args.bidir).then(|| StreamSpec {
+        chunk: args.chunk_reverse.unwrap_or(args.chunk),
+        // What the server sends a pass: --bytes, a served NAME, or in a two-way run by
+        // default as much as FILE holds.
+        source: match (&args.file, args.bytes) {
+            (Some(name), None) if args.reverse => {
+                Source::Served(name.to_string_lossy().into_owned())
+            }
+            (Some(file), None) if args.bidir => Source::GeneratedAsLong(file.clone()),
+            (_, bytes) => Source::Generated(bytes.unwrap_or(SEED_FILE_LEN)),
+        },
+        ..stream(args, Side::Received, &host, port)
+    });
+    StreamsSpec {
+        forward,
+        reverse,
+        streams: NonZeroU8::new(args.parallel.unwrap_or(1)).unwrap_or(NonZeroU8::MIN),
+    }
+}
+
+/// A latency run, with its loading stream (`--under-load FILE`: the stream's `--chunk` and
+/// `--server-log`, the rest as a plain stream's).
+fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let under_load = args.under_load.as_ref().map(|file| StreamSpec {
+        side: Side::Sent,
+        host: host.clone(),
+        port,
+        chunk: args.chunk,
+        source: Source::File(file.clone()),
+        one_buffer: false,
+        strategy: Strategy::Write,
+        batch: client::DEFAULT_BATCH,
+        timeout,
+        min_rate: client::DEFAULT_MIN_RATE,
+        nonblocking: args.nonblocking,
+        sndbuf: None,
+        congestion: None,
+        server_log: args.server_log.map(LogMode::from),
+        clock_queries: 0,
+        interval: None,
+        live: false,
+        json_lines: false,
+        time: None,
+        omit: Duration::ZERO,
+        log: LogMode::None,
+        log_file: Default::default(),
+    });
+    LatencySpec {
+        host,
+        port,
+        count: args.count,
+        warmup: args.warmup,
+        codec: args.codec.into(),
+        framing: args.framing.into(),
+        nodelay: args.nodelay,
+        reconnect: args.reconnect,
+        busy_poll: args.busy_poll,
+        nonblocking: args.nonblocking,
+        timeout,
+        under_load,
+    }
+}
+
+#[cfg(test)]
+mod tests;
