@@ -347,7 +347,7 @@ fn emulated_lan_transfer() {
     assert!(v["gbit_per_s"].as_f64().unwrap() < 1.05, "{v}");
 }
 
-/// Lan.sh refuses bad input before touching the network.
+/// `lan.sh` refuses bad input before touching the network.
 #[test]
 fn lan_usage_errors() {
     assert_fails(
@@ -365,7 +365,7 @@ fn lan_usage_errors() {
         2,
         "invalid rate 'fast'",
     );
-    // Verdicts.sh names the bad input too.
+    // verdicts.sh names the bad input too.
     assert_fails(
         &script("verdicts.sh", &["--reps", "0"]),
         2,
@@ -388,7 +388,7 @@ fn lan_usage_errors() {
     }
 }
 
-/// Peers.sh and scale.sh take --bin-dir like matrix.sh, and name a missing binary.
+/// `peers.sh` and `scale.sh` take --bin-dir like matrix.sh, and name a missing binary.
 #[test]
 fn scripts_take_bin_dir() {
     for script_name in ["peers.sh", "scale.sh", "matrix.sh"] {

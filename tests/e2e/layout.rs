@@ -109,7 +109,7 @@ fn transitive_normal(meta: &serde_json::Value, package: &str) -> BTreeSet<String
 }
 
 /// The crates depend only downwards: proto on nothing of tsperf's, sys and results on proto,
-/// server and client never on each other, lab never on the server, nothing on the root
+/// the stream engine on proto and sys (no clap, no JSON), server and client never on each other, lab never on the server, nothing on the root
 /// package; plotters and csv only in the lab and the measuring package.
 #[test]
 fn crates_depend_only_downwards() {
@@ -127,6 +127,18 @@ fn crates_depend_only_downwards() {
     assert_eq!(ours("tsperf-proto"), set(&[]));
     assert_eq!(ours("tsperf-sys"), set(&["tsperf-proto"]));
     assert_eq!(ours("tsperf-results"), set(&["tsperf-proto"]));
+    // The engine: below the client and the server, pure of clap and of the published JSON.
+    assert_eq!(ours("tsperf-stream"), set(&["tsperf-proto", "tsperf-sys"]));
+    let engine = transitive_normal(&meta, "tsperf-stream");
+    for banned in ["clap", "tsperf-results", "mio"] {
+        assert!(!engine.contains(banned), "tsperf-stream pulls in {banned}");
+    }
+    for user in ["tsperf-client", "tsperf-server"] {
+        assert!(
+            deps[user].contains("tsperf-stream"),
+            "{user} does not use the engine"
+        );
+    }
     for (package, never) in [
         ("tsperf-server", ["tsperf-client", "tsperf-lab"]),
         ("tsperf-client", ["tsperf-server", "tsperf-lab"]),

@@ -76,6 +76,14 @@ impl ClientLog {
         self.write(format_args!("seq={seq} bytes={bytes} total={total}"));
     }
 
+    /// The sink.
+    pub fn mode(&self) -> LogMode {
+        match self.sink {
+            Sink::Stdout(_) => LogMode::Stdout,
+            Sink::File(_) => LogMode::File,
+        }
+    }
+
     /// The end line, then everything buffered is written out.
     pub fn end(&mut self, total: u64, reads: u64, status: &str) {
         self.write(format_args!(

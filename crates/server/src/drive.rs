@@ -155,10 +155,11 @@ fn receive_begin(
     let (srv, peer) = (at.srv, at.peer);
     let cfg = &srv.cfg;
     let conn = srv.next_conn();
-    let mut rx = Receiver::new(hello, admitted.read_size, conn, admitted.log);
-    rx.set_log_file(cfg.log_file.clone());
+    let mut rx = crate::receiver::new(hello, admitted.read_size, conn, admitted.log);
+    rx.log_mut().set_file(cfg.log_file.clone());
     // An event loop never waits for stdout: it leaves a logged transfer unread instead.
-    rx.set_console(srv.console().clone(), at.server_io == ServerIo::Blocking);
+    rx.log_mut()
+        .set_stdout(srv.console().clone(), at.server_io == ServerIo::Blocking);
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
@@ -169,7 +170,8 @@ fn receive_begin(
             .map_err(|e| (RefuseCode::Save, save_failed(hello, &e)))?;
         rx.sink = Some(partial);
     }
-    rx.log_start(peer, hello);
+    let read_size = rx.read_size();
+    rx.log_mut().start(peer, hello, read_size);
     Ok(rx)
 }
 

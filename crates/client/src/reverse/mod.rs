@@ -9,7 +9,6 @@
 //! and its digest is the client's own. The clock runs from the first byte received to the end
 //! of the stream: the receiver's view, as the server's is for a forward stream.
 
-use std::hash::Hasher as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -257,8 +256,7 @@ fn receive<T: Transport>(
             pass: accepted.length,
         },
     };
-    let mut tail = Tail::<REVERSE_TAIL>::default();
-    let (read, intervals) = read_sampled(&mut conn, cfg, &mut got, &mut tail, progress);
+    let (read, intervals) = read_sampled(&mut conn, cfg, &mut got, progress);
     got.log_end(read.is_ok());
     if let Err(e) = read {
         return Err(fail(&got, e));
@@ -266,7 +264,7 @@ fn receive<T: Transport>(
     let end_at = Instant::now();
     let span = end_at - hello_at;
     let window_us = clock.map(|c| server_window(c, hello_unix_us, span));
-    let (server, end) = match checked_end(&tail, got.total, cfg.chunk, span, window_us) {
+    let (server, end) = match checked_end(&got.rx, cfg.chunk, span, window_us) {
         Ok(v) => v,
         Err(e) => return Err(fail(&got, e)),
     };
@@ -276,7 +274,7 @@ fn receive<T: Transport>(
     let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
     let sock = conn.socket();
     Ok(ReverseResult {
-        bytes: got.hashed,
+        bytes: got.rx.hashed(),
         asked: accepted.length,
         name: name.to_owned(),
         one_buffer: asks_one_buffer(cfg, name),
@@ -286,9 +284,9 @@ fn receive<T: Transport>(
         begin_unix_us: first_us,
         end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
         elapsed: end_at.duration_since(first_at),
-        digest: got.hasher.finish(),
+        digest: got.rx.digest(),
         end,
-        reads: got.reads,
+        reads: got.rx.reads(),
         cpu: CpuTime::thread().since(cpu),
         sched,
         rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
@@ -299,9 +297,9 @@ fn receive<T: Transport>(
         time: cfg.time,
         interrupted: got.stop_sent,
         log: cfg.log,
-        log_lines: got.log.as_ref().map_or((0, 0), |l| (l.written, l.lost)),
-        log_time: got.log.as_ref().map_or(Duration::ZERO, |l| l.time),
-        read_size: got.read_size,
+        log_lines: got.rx.log_ref().lines(),
+        log_time: got.rx.log_ref().time(),
+        read_size: got.rx.read_size(),
         wake_mark: got.wake_mark,
         omit: cfg.omit,
         omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
@@ -313,13 +311,13 @@ fn receive<T: Transport>(
 /// and trailer, the report checked against the stream; why not, with how far it got, or the
 /// reason the server gave in its report's place.
 fn checked_end(
-    tail: &Tail<REVERSE_TAIL>,
-    total: u64,
+    rx: &read::Rx,
     chunk: u32,
     span: Duration,
     window_us: Option<(u64, u64)>,
 ) -> Result<(Sent, tsperf_proto::end::End)> {
-    let (server, end) = match ending(tail) {
+    let (no_tail, total) = (Tail::default(), rx.bytes());
+    let (server, end) = match ending(rx.tail().unwrap_or(&no_tail)) {
         Ok(v) => v,
         Err(e) if e.is::<Stopped>() => return Err(e),
         Err(e) => {

@@ -1,35 +1,72 @@
-//! Receiving a reverse stream: every read counted and checksummed (the tail held back for the
-//! server's report and end trailer), logged per read with `--log`, sampled with `--interval`,
-//! its omitted start marked with `--omit`, and Ctrl-C passed on as one byte back.
+//! Receiving a reverse stream through the engine ([`tsperf_stream::receive`]): every read
+//! counted and checksummed (the tail held back for the server's report and end trailer),
+//! logged per read with `--log`; here, around it: sampled with `--interval`, its omitted start
+//! marked with `--omit`, its bound kept, and Ctrl-C passed on as one byte back.
 
-use std::hash::Hasher as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use twox_hash::XxHash3_64;
+use tsperf_stream::receive::{Block, NoSave, ReadEnd, ReadLog};
 
 use super::READ_SIZE;
 use crate::progress::Progress;
+use crate::readlog::ClientLog;
 use crate::{StreamConfig, StreamFailure, Transport, interrupt};
-use tsperf_proto::end::Tail;
+use tsperf_proto::LogMode;
 use tsperf_proto::sent::REVERSE_TAIL;
 use tsperf_proto::serve::TIMED_GRACE;
 use tsperf_sys::mark::WakeMark;
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
+/// A reverse stream's per-read log: `--log`'s, or none.
+pub(super) struct RxLog(pub(super) Option<ClientLog>);
+
+impl ReadLog for RxLog {
+    fn mode(&self) -> LogMode {
+        self.0.as_ref().map_or(LogMode::None, ClientLog::mode)
+    }
+    #[inline]
+    fn read(&mut self, seq: u64, bytes: usize, total: u64) {
+        if let Some(log) = &mut self.0 {
+            log.read(seq, bytes, total);
+        }
+    }
+    fn end(&mut self, total: u64, reads: u64, status: &str) {
+        if let Some(log) = &mut self.0 {
+            log.end(total, reads, status);
+        }
+    }
+    fn written(&self) -> u32 {
+        self.0.as_ref().map_or(0, |l| l.written as u32)
+    }
+    fn lost(&self) -> u32 {
+        self.0.as_ref().map_or(0, |l| l.lost as u32)
+    }
+}
+
+impl RxLog {
+    /// Lines written and lost.
+    pub(super) fn lines(&self) -> (u64, u64) {
+        self.0.as_ref().map_or((0, 0), |l| (l.written, l.lost))
+    }
+
+    /// Time spent on the lines.
+    pub(super) fn time(&self) -> Duration {
+        self.0.as_ref().map_or(Duration::ZERO, |l| l.time)
+    }
+}
+
+/// The engine's receiver of a reverse stream: its Sent frame and end trailer held back.
+pub(super) type Rx = tsperf_stream::receive::Receiver<RxLog, NoSave, REVERSE_TAIL>;
+
 /// What the receiving counted so far.
 pub(super) struct Received {
-    pub(super) hasher: XxHash3_64,
-    pub(super) hashed: u64,
-    pub(super) reads: u64,
-    pub(super) total: u64,
+    /// The reads, their count and checksum, the log.
+    pub(super) rx: Rx,
     pub(super) first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
     /// The client asked the server to stop (Ctrl-C).
     pub(super) stop_sent: bool,
-    /// The per-read log, with `--log`.
-    pub(super) log: Option<crate::readlog::ClientLog>,
-    pub(super) read_size: usize,
     /// With `--omit`: what had arrived when the omitted start ended.
     pub(super) omit_mark: Option<(u64, Duration)>,
     /// What the server may send at most ([`Received::bound`]).
@@ -71,12 +108,11 @@ pub(super) fn read_sampled<T: Transport>(
     conn: &mut T,
     cfg: &StreamConfig,
     got: &mut Received,
-    tail: &mut Tail<REVERSE_TAIL>,
     progress: &mut Progress,
 ) -> (Result<()>, Vec<crate::intervals::Interval>) {
     use crate::intervals::{self, Interval};
     let Some(every) = cfg.interval else {
-        return (read_to_end(conn, cfg, got, tail, progress), Vec::new());
+        return (read_to_end(conn, cfg, got, progress), Vec::new());
     };
     use std::os::fd::{AsRawFd, BorrowedFd};
     let fd = conn.socket().as_raw_fd();
@@ -86,7 +122,7 @@ pub(super) fn read_sampled<T: Transport>(
     let print = cfg.live.as_ref().map(|l| l.printer(true, progress));
     let live = print.as_ref().map(|p| p as &(dyn Fn(&Interval) + Sync));
     let (read, samples) = intervals::sample_while(every, sock, &|| counter.sent(), live, || {
-        read_to_end(conn, cfg, got, tail, progress)
+        read_to_end(conn, cfg, got, progress)
     });
     (read, samples.into_iter().map(received_only).collect())
 }
@@ -106,14 +142,9 @@ fn received_only(i: crate::intervals::Interval) -> crate::intervals::Interval {
 impl Received {
     pub(super) fn new() -> Received {
         Received {
-            hasher: XxHash3_64::new(),
-            hashed: 0,
-            reads: 0,
-            total: 0,
+            rx: Rx::new(None, READ_SIZE as u32, RxLog(None)),
             first: None,
             stop_sent: false,
-            log: None,
-            read_size: READ_SIZE,
             omit_mark: None,
             bound: Bound::None,
             wake_mark: 1,
@@ -133,17 +164,8 @@ impl Received {
         }
     }
 
-    /// One read's `data`: counted, checked against the bound, checksummed but for what the
-    /// tail holds back, logged, shown.
-    fn take(
-        &mut self,
-        data: &[u8],
-        cfg: &StreamConfig,
-        tail: &mut Tail<REVERSE_TAIL>,
-        progress: &mut Progress,
-    ) -> Result<()> {
-        self.reads += 1;
-        self.total += data.len() as u64;
+    /// After a read: checked against the bound, its omitted start marked, shown.
+    fn took(&mut self, cfg: &StreamConfig, progress: &mut Progress) -> Result<()> {
         if let Some(why) = self.past_bound() {
             return Err(anyhow!(why));
         }
@@ -152,17 +174,9 @@ impl Received {
             && let Some((at, ..)) = self.first
             && at.elapsed() >= cfg.omit
         {
-            self.omit_mark = Some((self.hashed, at.elapsed()));
+            self.omit_mark = Some((self.rx.hashed(), at.elapsed()));
         }
-        let (hasher, hashed) = (&mut self.hasher, &mut self.hashed);
-        tail.feed(data, |d| {
-            hasher.write(d);
-            *hashed += d.len() as u64;
-        });
-        if let Some(log) = &mut self.log {
-            log.read(self.reads, data.len(), self.total);
-        }
-        progress.update(self.hashed);
+        progress.update(self.rx.hashed());
         Ok(())
     }
 
@@ -176,7 +190,7 @@ impl Received {
                 anyhow!(
                     "the server sent {} of {pass} bytes in {:.1} s, slower than {}/s \
                      (--min-rate) could take: cut off",
-                    self.hashed,
+                    self.rx.hashed(),
                     at.elapsed().as_secs_f64(),
                     tsperf_results::units::size(cfg.min_rate),
                 )
@@ -186,12 +200,12 @@ impl Received {
                  cut off",
                 TIMED_GRACE.as_secs(),
                 run.as_secs_f64(),
-                self.hashed
+                self.rx.hashed()
             ),
             _ => anyhow!(
                 "the server sent nothing for {} s after {} bytes",
                 cfg.timeout.as_secs_f64(),
-                self.hashed
+                self.rx.hashed()
             ),
         }
     }
@@ -199,10 +213,10 @@ impl Received {
     /// What the server is past, if it has sent more than its stream may carry.
     fn past_bound(&self) -> Option<String> {
         match self.bound {
-            Bound::Bytes { pass } if self.total > pass + REVERSE_TAIL as u64 => Some(format!(
+            Bound::Bytes { pass } if self.rx.bytes() > pass + REVERSE_TAIL as u64 => Some(format!(
                 "the server sent more than the {pass} bytes asked for and its end ({REVERSE_TAIL} \
                  bytes): {} arrived; cut off",
-                self.total
+                self.rx.bytes()
             )),
             _ => None,
         }
@@ -210,14 +224,8 @@ impl Received {
 
     /// The log's end line, with `--log`: the stream complete or not.
     pub(super) fn log_end(&mut self, complete: bool) {
-        let (total, reads) = (self.total, self.reads);
-        if let Some(log) = &mut self.log {
-            log.end(
-                total,
-                reads,
-                if complete { "complete" } else { "incomplete" },
-            );
-        }
+        self.rx
+            .log_end(if complete { "complete" } else { "incomplete" });
     }
 
     /// The failure `error` of a stream asked to be `bytes` a pass, with what arrived.
@@ -225,7 +233,7 @@ impl Received {
         StreamFailure {
             name: String::new(),
             bytes: Some(bytes),
-            sent: self.hashed,
+            sent: self.rx.hashed(),
             acked: None,
             elapsed: self.first.map(|(at, ..)| at.elapsed()),
             intervals: Vec::new(),
@@ -244,27 +252,29 @@ pub(super) fn open_log(
     name: &str,
     length: u64,
 ) -> Result<()> {
-    got.log = crate::readlog::ClientLog::open(cfg.log, &cfg.log_file)?;
-    if let Some(log) = &mut got.log {
-        got.read_size = tsperf_proto::serve::default_read_size(
-            cfg.chunk,
-            cfg.log,
-            tsperf_proto::serve::LOG_MIN_READ,
-        ) as usize;
-        log.start(peer, name, length, cfg.chunk, got.read_size);
-    }
+    let Some(mut log) = ClientLog::open(cfg.log, &cfg.log_file)? else {
+        return Ok(());
+    };
+    let read_size = tsperf_proto::serve::default_read_size(
+        cfg.chunk,
+        cfg.log,
+        tsperf_proto::serve::LOG_MIN_READ,
+    );
+    log.start(peer, name, length, cfg.chunk, read_size as usize);
+    got.rx = Rx::new(None, read_size, RxLog(Some(log)));
     Ok(())
 }
 
-/// Reads the stream to its end, counting and checksumming all but what `tail` holds back.
+/// Reads the stream to its end, counting and checksumming all but what the receiver holds
+/// back, a read at a time (each hashed as it comes, checked against the bound, shown).
 fn read_to_end<T: Transport>(
     conn: &mut T,
     cfg: &StreamConfig,
     got: &mut Received,
-    tail: &mut Tail<REVERSE_TAIL>,
     progress: &mut Progress,
 ) -> Result<()> {
-    let mut buf = vec![0u8; got.read_size];
+    let read_size = got.rx.read_size();
+    let mut block = Block::new(read_size, read_size as u64);
     // On a path of large segments (loopback) the reader asks to be woken once per 64 KiB, as
     // the server does for a forward stream, from its first byte on, once its buffer is four
     // times that: on loopback waking the reader is the sending server's CPU. A stream always
@@ -280,29 +290,27 @@ fn read_to_end<T: Transport>(
             conn.write_all(&[1])
                 .context("cannot ask the server to stop")?;
         }
-        match conn.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if got.first.is_none() {
-                    got.begin(conn, cfg, progress);
-                    mark = Some(WakeMark::new(&*conn.socket()));
-                }
-                if let Some(m) = mark.as_mut().filter(|m| m.usable() && !m.raised()) {
-                    m.follow(&*conn.socket(), super::WAKE_MARK);
-                    got.wake_mark = m.get();
-                }
-                got.take(&buf[..n], cfg, tail, progress)?;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if tsperf_sys::net::is_timeout(&e) => return Err(got.silent(cfg)),
-            Err(e) => {
-                let e = anyhow::Error::new(e).context(format!(
+        let end = block.read_once(conn, &mut got.rx);
+        if got.first.is_none() && got.rx.bytes() > 0 {
+            got.begin(conn, cfg, progress);
+            mark = Some(WakeMark::new(&*conn.socket()));
+        }
+        if let Some(m) = mark.as_mut().filter(|m| m.usable() && !m.raised()) {
+            m.follow(&*conn.socket(), super::WAKE_MARK);
+            got.wake_mark = m.get();
+        }
+        match end {
+            ReadEnd::TurnOver => got.took(cfg, progress)?,
+            ReadEnd::Eof | ReadEnd::Ended(_) | ReadEnd::Complete => return Ok(()),
+            ReadEnd::Error(e) if tsperf_sys::net::is_timeout(&e) => return Err(got.silent(cfg)),
+            ReadEnd::Error(e) | ReadEnd::Sink(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
                     "connection lost after receiving {} bytes",
-                    got.hashed
-                ));
-                return Err(e);
+                    got.rx.hashed()
+                )));
             }
+            // A transport that waits never says it would block.
+            ReadEnd::WouldBlock => {}
         }
     }
-    Ok(())
 }

@@ -1,7 +1,10 @@
 //! Counting and checksumming: every byte once, in any read size, never past the announced end.
 
+use super::new as receiver;
 use super::*;
+use std::io;
 use std::io::Read;
+use tsperf_proto::ServerIo;
 
 /// Reads without turn limits: until complete, closed, `WouldBlock`, an error, or a new
 /// low-water mark.
@@ -41,7 +44,7 @@ impl Read for Trickle<'_> {
 fn digest_matches_one_shot() {
     let data: Vec<u8> = (0..700_001u32).map(|i| (i * 7 % 256) as u8).collect();
     for rs in [1u32, 102, 1024, 10240, 300_000] {
-        let mut rx = Receiver::new(&hello(data.len() as u64), rs, 0, LogMode::None);
+        let mut rx = receiver(&hello(data.len() as u64), rs, 0, LogMode::None);
         let mut block = Block::new(rs as usize, data.len() as u64);
         let mut src = Trickle {
             data: &data,
@@ -72,8 +75,8 @@ fn digest_matches_one_shot() {
 #[test]
 fn shared_block_keeps_transfers_apart() {
     let (a, b) = (vec![b'a'; 100_000], vec![b'b'; 70_000]);
-    let mut ra = Receiver::new(&hello(a.len() as u64), 1024, 0, LogMode::None);
-    let mut rb = Receiver::new(&hello(b.len() as u64), 10240, 0, LogMode::None);
+    let mut ra = receiver(&hello(a.len() as u64), 1024, 0, LogMode::None);
+    let mut rb = receiver(&hello(b.len() as u64), 10240, 0, LogMode::None);
     let mut sa = Trickle {
         data: &a,
         piece: 3000,
@@ -103,7 +106,7 @@ fn shared_block_keeps_transfers_apart() {
 #[test]
 fn turns_end_on_a_source_that_never_runs_dry() {
     let len = 3 * TURN_BYTES as u64 + 5;
-    let mut small = Receiver::new(&hello(len), 16, 0, LogMode::None);
+    let mut small = receiver(&hello(len), 16, 0, LogMode::None);
     let mut block = Block::new(16, len);
     let mut src = io::repeat(b'r');
     assert!(matches!(
@@ -113,7 +116,7 @@ fn turns_end_on_a_source_that_never_runs_dry() {
     assert_eq!(small.bytes(), 16 * TURN_READS);
 
     let rs = 256 << 10;
-    let mut rx = Receiver::new(&hello(len), rs as u32, 0, LogMode::None);
+    let mut rx = receiver(&hello(len), rs as u32, 0, LogMode::None);
     // A path of large segments (loopback), where bulk transfers use the low-water mark.
     rx.large_segments = true;
     let mut block = Block::new(rs, len);
@@ -141,7 +144,7 @@ fn turns_end_on_a_source_that_never_runs_dry() {
 /// The receiver never asks for more than the bytes still announced.
 #[test]
 fn never_reads_past_announced_length() {
-    let mut r = Receiver::new(&hello(150), 102, 0, LogMode::None);
+    let mut r = receiver(&hello(150), 102, 0, LogMode::None);
     assert_eq!(r.want(), 102);
     r.count(100);
     assert_eq!(r.want(), 50);
@@ -153,7 +156,7 @@ fn never_reads_past_announced_length() {
 /// An empty transfer is complete at once and reports zero bytes and no timestamps.
 #[test]
 fn empty_transfer() {
-    let r = Receiver::new(&hello(0), 1024, 0, LogMode::None);
+    let r = receiver(&hello(0), 1024, 0, LogMode::None);
     assert!(r.is_complete());
     let rep = r.report(ServerIo::Blocking, 0);
     assert_eq!((rep.bytes, rep.reads, rep.first_byte_unix_us), (0, 0, 0));
@@ -163,7 +166,7 @@ fn empty_transfer() {
 /// A transfer cut short reports what arrived, with the digest of exactly those bytes.
 #[test]
 fn eof_reports_partial() {
-    let mut rx = Receiver::new(&hello(1000), 64, 0, LogMode::None);
+    let mut rx = receiver(&hello(1000), 64, 0, LogMode::None);
     let mut block = Block::new(64, 1000);
     let mut src: &[u8] = b"0123456789";
     assert!(matches!(
@@ -174,40 +177,6 @@ fn eof_reports_partial() {
     assert_eq!(rep.bytes, 10);
     assert_eq!(rep.digest, xxhash_rust::xxh3::xxh3_64(b"0123456789"));
     assert_eq!(rep.last_byte_unix_us, rep.first_byte_unix_us);
-}
-
-/// The time split covers the transfer from its first byte to the last boundary exactly, with
-/// no gap and no overlap, logged or not; a logged transfer's time is divided between read and
-/// log (most of its reads timed as one, every SPLIT_SAMPLE-th apart).
-#[test]
-fn time_split_covers_first_byte_to_last_boundary() {
-    for log in [LogMode::None, LogMode::File] {
-        let reads = 5 * SPLIT_SAMPLE + 3;
-        let mut rx = Receiver::new(&hello(reads * 10), 10, 0, log);
-        for i in 0..reads {
-            if i % 7 == 0 {
-                rx.lap(TimePhase::Wait);
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
-            std::thread::sleep(std::time::Duration::from_micros(20));
-            rx.count(10);
-            rx.hash(&[0; 10]).unwrap();
-        }
-        assert!(rx.is_complete());
-        let (first, last) = (rx.first.unwrap().0, rx.lap_at.unwrap());
-        let split = rx.split();
-        assert_eq!(
-            split.total_ns(),
-            last.duration_since(first).as_nanos() as u64,
-            "{log:?}: {split:?}"
-        );
-        assert!(
-            split.read_ns > 0 && split.hash_ns > 0 && split.wait_ns > 0,
-            "{split:?}"
-        );
-        assert_eq!(split.log_ns > 0, log != LogMode::None, "{log:?}: {split:?}");
-        assert_eq!(rx.report(ServerIo::EventLoop, 0).split, split);
-    }
 }
 
 /// A closed stream (a timed run) is read to its end, in any read size: its last 16 bytes are
@@ -226,7 +195,7 @@ fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
             duration_ms: 1000,
             ..hello(data.len() as u64)
         };
-        let mut rx = Receiver::new(&h, rs, 0, LogMode::None);
+        let mut rx = receiver(&h, rs, 0, LogMode::None);
         let mut block = Block::new(rs as usize, u64::MAX);
         let mut src = Trickle {
             data: &stream,
@@ -251,7 +220,7 @@ fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
         duration_ms: 1000,
         ..hello(10)
     };
-    let mut rx = Receiver::new(&h, 64, 0, LogMode::None);
+    let mut rx = receiver(&h, 64, 0, LogMode::None);
     let mut block = Block::new(64, u64::MAX);
     let mut src: &[u8] = b"short";
     assert!(matches!(
@@ -267,7 +236,7 @@ fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
 #[test]
 fn the_run_queue_wait_ends_with_the_last_byte() {
     let data = vec![7u8; 10_000];
-    let mut rx = Receiver::new(&hello(data.len() as u64), 4096, 0, LogMode::None);
+    let mut rx = receiver(&hello(data.len() as u64), 4096, 0, LogMode::None);
     let mut block = Block::new(4096, data.len() as u64);
     let mut src = Trickle {
         data: &data,

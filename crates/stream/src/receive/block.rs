@@ -2,7 +2,7 @@
 
 use std::io::{self, Read};
 
-use super::{HASH_BLOCK, Receiver, TURN_BYTES, TURN_READS};
+use super::{HASH_BLOCK, ReadLog, Receiver, Save, TURN_BYTES, TURN_READS};
 use tsperf_proto::{LogMode, TimePhase};
 
 /// What one call of [`Block::read_turn`] ended with.
@@ -66,13 +66,21 @@ impl Block {
     /// cannot keep the event loop to itself; or when the transfer wants a new low-water mark).
     /// Everything read is counted and checksummed before this returns, so the block can serve
     /// another connection next.
-    pub fn read_turn<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+    pub fn read_turn<R: Read, L: ReadLog, S: Save, const N: usize>(
+        &mut self,
+        src: &mut R,
+        rx: &mut Receiver<L, S, N>,
+    ) -> ReadEnd {
         self.read_some(src, rx, TURN_READS, TURN_BYTES)
     }
 
     /// One read only (then [`ReadEnd::TurnOver`] if it got data and more is due): the blocking
     /// server reads the first byte of a transfer under a different timeout than the rest.
-    pub fn read_once<R: Read>(&mut self, src: &mut R, rx: &mut Receiver) -> ReadEnd {
+    pub fn read_once<R: Read, L: ReadLog, S: Save, const N: usize>(
+        &mut self,
+        src: &mut R,
+        rx: &mut Receiver<L, S, N>,
+    ) -> ReadEnd {
         self.read_some(src, rx, 1, TURN_BYTES)
     }
 
@@ -85,10 +93,12 @@ impl Block {
         }
     }
 
-    pub(super) fn read_some<R: Read>(
+    /// Reads as [`Block::read_turn`] does, the turn being `max_reads` reads or `max_bytes`
+    /// bytes.
+    pub fn read_some<R: Read, L: ReadLog, S: Save, const N: usize>(
         &mut self,
         src: &mut R,
-        rx: &mut Receiver,
+        rx: &mut Receiver<L, S, N>,
         max_reads: u64,
         max_bytes: usize,
     ) -> ReadEnd {
@@ -141,7 +151,10 @@ impl Block {
         }
     }
 
-    fn flush(&mut self, rx: &mut Receiver) -> io::Result<()> {
+    fn flush<L: ReadLog, S: Save, const N: usize>(
+        &mut self,
+        rx: &mut Receiver<L, S, N>,
+    ) -> io::Result<()> {
         let pos = std::mem::take(&mut self.pos);
         rx.hash(&self.buf[..pos])
     }
