@@ -45,6 +45,3 @@ impl tsperf_stream::receive::Save for Partial {
         Partial::write(self, data)
     }
 }
-
-#[cfg(test)]
-mod tests;
