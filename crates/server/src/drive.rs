@@ -14,8 +14,8 @@ use tsperf_sys::text::Peer;
 
 use crate::console::Stream;
 use crate::receiver::Receiver;
-use crate::sender::Sender;
 use crate::{Outcome, Server, ServerConfig, print_complete, print_failed};
+use tsperf_stream::send::Sender;
 
 /// Performs `step`'s effect, if it has one, and returns the step that follows: the
 /// conversation's answer to what the effect did, or `step` itself when it also carries the

@@ -11,8 +11,8 @@ use anyhow::Result;
 
 use crate::ServerConfig;
 use crate::console::{Console, Stream};
-use crate::sender::pattern::Pattern;
 use crate::sessions::Sessions;
+use tsperf_stream::send::pattern::Pattern;
 
 /// A server: its settings and its state. Clones share the state (a connection's thread holds
 /// one).

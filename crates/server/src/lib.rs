@@ -22,7 +22,6 @@ pub mod outbox;
 pub mod readlog;
 pub mod receiver;
 pub mod save;
-pub mod sender;
 pub mod serve_dir;
 pub mod sessions;
 

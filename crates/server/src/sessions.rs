@@ -65,26 +65,7 @@ impl From<&Report> for Moved {
     }
 }
 
-/// A served file as a session's streams must all find it: the same inode of the same size.
-/// One replaced under its name (a rename) or grown or cut between two streams is another file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileId {
-    dev: u64,
-    ino: u64,
-    len: u64,
-}
-
-impl FileId {
-    /// The file `meta` describes.
-    pub fn of(meta: &std::fs::Metadata) -> FileId {
-        use std::os::unix::fs::MetadataExt;
-        FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            len: meta.len(),
-        }
-    }
-}
+pub use tsperf_stream::send::FileId;
 
 /// What a stream that begins asks of its session.
 #[derive(Debug, Clone, Copy)]

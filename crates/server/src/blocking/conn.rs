@@ -16,8 +16,8 @@ use tsperf_sys::timing::unix_ns_now;
 use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
-use crate::sender::{Heard, SendEnd, Sender};
 use crate::{Outcome, SHUTTING_DOWN, Server, print_failed};
+use tsperf_stream::send::{Heard, SendEnd, Sender};
 
 /// Runs one connection to its end and prints its outcome.
 pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> Outcome {
@@ -144,7 +144,7 @@ impl Conn<'_> {
         if tx.needs_text() {
             tx.give_text(self.srv.text().wait());
         }
-        let mut scratch = vec![0; crate::sender::SCRATCH];
+        let mut scratch = vec![0; tsperf_stream::send::SCRATCH];
         // Issue 32 (4): writes wait a slice of the idle timeout, and the client is idle for as
         // long as its turns keep stalling (a write that waited its slice, or came back with
         // part of a chunk, and less than STALL_BYTES moved: the few bytes a client's kernel

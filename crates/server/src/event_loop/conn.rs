@@ -17,8 +17,8 @@ use tsperf_sys::timing::unix_ns_now;
 use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
-use crate::sender::{Heard, SendEnd, Sender};
 use crate::{Outcome, Server};
+use tsperf_stream::send::{Heard, SendEnd, Sender};
 
 /// What the loop lends the connection it serves: the read block, the read-ahead buffer of a
 /// served file, and the loop's waker (for the generated text being made).

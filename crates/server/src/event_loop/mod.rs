@@ -68,7 +68,7 @@ struct Loop<'a> {
     ready: Vec<usize>,
     /// Logged transfers waiting for room on stdout.
     log_waiters: Vec<usize>,
-    /// Reverse streams waiting for the generated text to be made ([`crate::sender::pattern`]).
+    /// Reverse streams waiting for the generated text to be made ([`tsperf_stream::send::pattern`]).
     text_waiters: Vec<usize>,
     /// A descriptor kept to tell a connection why, when `accept` runs out of them.
     spare: Spare,
@@ -156,7 +156,7 @@ pub fn serve(listener: StdListener, srv: &Server) -> Result<bool> {
         lent: conn::Lent {
             block: Block::new(HASH_BLOCK.max(srv.cfg.policy.bulk_read as usize), u64::MAX)
                 .nonblocking(),
-            scratch: vec![0; crate::sender::SCRATCH],
+            scratch: vec![0; tsperf_stream::send::SCRATCH],
             waker,
         },
         srv,

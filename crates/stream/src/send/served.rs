@@ -19,6 +19,27 @@ use std::time::{Duration, SystemTime};
 
 use super::ahead::Ahead;
 
+/// A served file as a session's streams must all find it: the same inode of the same size.
+/// One replaced under its name (a rename) or grown or cut between two streams is another file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+}
+
+impl FileId {
+    /// The file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+        }
+    }
+}
+
 use tsperf_proto::Session;
 use tsperf_sys::text::Peer;
 
@@ -43,7 +64,7 @@ pub(super) struct Served {
     /// The file's size when it was opened.
     whole: u64,
     /// The file as it was opened, for a session's streams to agree on.
-    id: crate::sessions::FileId,
+    id: FileId,
     /// The checksum, read ahead of the bytes sent.
     sum: Ahead,
     modified: Option<SystemTime>,
@@ -79,7 +100,7 @@ impl Served {
             base,
             len,
             whole: meta.len(),
-            id: crate::sessions::FileId::of(&meta),
+            id: FileId::of(&meta),
             sum: Ahead::new(),
             modified: meta.modified().ok(),
             waited: Duration::ZERO,
@@ -92,7 +113,7 @@ impl Served {
     }
 
     /// The file as it was opened: a session's streams must all read this one.
-    pub(super) fn id(&self) -> crate::sessions::FileId {
+    pub(super) fn id(&self) -> FileId {
         self.id
     }
 

@@ -1,5 +1,6 @@
-//! The server's side of a reverse stream (`tsclient --reverse`): sending, counting,
-//! checksumming and timing what it hands to the socket.
+//! Sending a stream in turns: counting, checksumming and timing what is handed to the socket.
+//! The server's reverse streams (`tsclient --reverse`) send through it, in either of its
+//! models: a blocking thread turns until done, the event loop one turn a wake-up.
 //!
 //! What it sends is the generated stream, or with `--serve DIR` a file of DIR (`served`). The
 //! generated stream is the tsgen text ([`pattern`]: the seed's 36 MiB, made once per server off
@@ -19,6 +20,8 @@
 mod ahead;
 pub mod pattern;
 mod served;
+
+pub use served::FileId;
 
 use std::hash::Hasher as _;
 use std::io::{self, Write};
@@ -102,8 +105,9 @@ pub struct Sender {
     /// The client asked the stream to stop (a byte from it: its Ctrl-C): the data ends at
     /// this turn, as at a timed stream's time.
     stopped: bool,
-    /// Its send buffer's share of the server's budget, given back when the stream ends.
-    budget: Option<crate::budget::Reservation>,
+    /// What the stream holds until it ends (the server's share of its send-buffer budget),
+    /// given back when it is dropped.
+    held: Option<Box<dyn Send>>,
     /// Cut off (the server is stopping): the next turn ends the stream with this reason.
     cut: Option<String>,
 }
@@ -161,7 +165,7 @@ impl Sender {
 
     /// The served file this stream reads, if it reads one: its identity, and its whole size
     /// (what a session of its stripes moves together).
-    pub fn served_file(&self) -> Option<(crate::sessions::FileId, u64)> {
+    pub fn served_file(&self) -> Option<(FileId, u64)> {
         match &self.data {
             Data::Served(s) => Some((s.id(), s.whole())),
             Data::Generated { .. } => None,
@@ -200,7 +204,7 @@ impl Sender {
             flight: Flight::default(),
             next_reading: FLIGHT_EVERY,
             stopped: false,
-            budget: None,
+            held: None,
             cut: None,
         }
     }
@@ -215,9 +219,9 @@ impl Sender {
         self.cut.is_some()
     }
 
-    /// Keeps the stream's share of the send buffer budget until it ends.
-    pub fn hold(&mut self, r: crate::budget::Reservation) {
-        self.budget = Some(r);
+    /// Keeps `what` until the stream ends (the server's share of its send-buffer budget).
+    pub fn hold(&mut self, what: impl Send + 'static) {
+        self.held = Some(Box::new(what));
     }
 
     /// Looks, without waiting, whether the client sent anything: a byte asks the data to stop
