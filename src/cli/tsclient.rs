@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tsperf_client::progress::Progress;
-use tsperf_client::spec::{Mode, Ready, RunSpec, StreamsSpec};
+use tsperf_client::spec::{Ready, RunSpec, StreamsSpec};
 use tsperf_client::{self as client, latency, output};
 use tsperf_proto::DEFAULT_PORT;
 use tsperf_results::units;
@@ -285,10 +285,9 @@ fn run() -> anyhow::Result<ExitCode> {
         for w in &prepared.warnings {
             eprintln!("tsclient: {w}");
         }
-        match (&spec.mode, prepared.run) {
-            (Mode::Streams(s), Ready::Streams(run)) => stream_run(&args, s, &run, &mut progress),
-            (_, Ready::Latency(cfg)) => latency_run(&args, &cfg, &mut progress),
-            (Mode::Latency(_), Ready::Streams(_)) => unreachable!("prepared as lowered"),
+        match prepared.run {
+            Ready::Streams(run) => stream_run(&args, &run, &mut progress),
+            Ready::Latency(cfg) => latency_run(&args, &cfg, &mut progress),
         }
     });
     // A failure with nothing printed yet still prints its object.
@@ -341,12 +340,11 @@ fn start_line(args: &Args, spec: Option<&StreamsSpec>) -> String {
 
 fn stream_run(
     args: &Args,
-    spec: &StreamsSpec,
     run: &client::spec::Run,
     progress: &mut Progress,
 ) -> anyhow::Result<ExitCode> {
     if args.json_stream {
-        cli::print(&start_line(args, Some(spec)))?;
+        cli::print(&start_line(args, Some(&run.spec)))?;
     }
     let outcome = client::run::run(run, progress);
     let text = if args.json() {

@@ -166,9 +166,11 @@ pub struct RunSpec {
     pub auth_key: Option<PathBuf>,
 }
 
-/// A stream run ready to go: each direction's configuration.
+/// A stream run ready to go: what was asked for, and each direction's configuration.
 #[derive(Debug)]
 pub struct Run {
+    /// What was asked for.
+    pub spec: StreamsSpec,
     /// What this client sends, if it sends.
     pub forward: Option<StreamConfig>,
     /// What the server sends, if it does.
@@ -181,17 +183,6 @@ pub struct Run {
     pub served: Option<String>,
     /// The generated stream's in-memory file (for sendfile), held open while it runs.
     _memfd: Option<std::fs::File>,
-}
-
-impl Run {
-    /// Which way the data goes.
-    pub fn direction(&self) -> Direction {
-        match (&self.forward, &self.reverse) {
-            (Some(_), Some(_)) => Direction::Both,
-            (None, Some(_)) => Direction::Receive,
-            _ => Direction::Send,
-        }
-    }
 }
 
 /// A run ready to go, and what the caller should say first (a key file's warning).
@@ -261,6 +252,7 @@ fn prepare_streams(s: &StreamsSpec, auth: &Option<Arc<Key>>) -> Result<Run> {
         _ => (0, None),
     };
     Ok(Run {
+        spec: s.clone(),
         forward,
         reverse,
         streams: s.streams,
