@@ -7,8 +7,6 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::common::*;
-use std::process::{Command, Stdio};
-use std::thread;
 use tsperf_proto::Frame;
 
 /// Ctrl-C during a stream prints what was measured so far, in one JSON object with
@@ -218,17 +216,9 @@ fn ctrl_c_on_an_endless_reverse_session_exits_130() {
         &["-R"][..],
     ] {
         let port = endless_reverse_server().to_string();
-        let child = std::process::Command::new(bin("tsclient"))
-            .args(["--port", &port, "--json", "-t", "60"])
-            .args(mode)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(700));
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-        let out = wait_child(child);
+        let mut args = vec!["--port", &port, "--json", "-t", "60"];
+        args.extend_from_slice(mode);
+        let out = interrupt_client(&args, Duration::from_millis(700));
         assert_eq!(out.status.code(), Some(130), "{mode:?}: {}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{mode:?}: not one JSON object ({e}): {}", stdout(&out)));
@@ -244,32 +234,15 @@ fn ctrl_c_on_an_endless_reverse_session_exits_130() {
 #[test]
 fn latency_interrupt_prints_statistics_so_far() {
     let server = Server::start(&[]);
+    let port = server.port.to_string();
     for json in [false, true] {
-        let mut cmd = Command::new(bin("tsclient"));
-        cmd.args([
-            "--port",
-            &server.port.to_string(),
-            "--latency",
-            "--framing",
-            "split",
-            "--count",
-            "1000",
-            "--warmup",
-            "0",
-        ]);
+        let mut args = vec!["--port", &port, "--latency", "--framing", "split"];
+        args.extend(["--count", "1000", "--warmup", "0"]);
         if json {
-            cmd.arg("--json");
+            args.push("--json");
         }
-        let child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // Split framing with Nagle on: about 88 ms a query, so a few are done by now.
-        thread::sleep(Duration::from_millis(800));
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-        let out = wait_child(child);
+        let out = interrupt_client(&args, Duration::from_millis(800));
         assert_fails(&out, 130, "tsclient: interrupted after ");
         assert!(
             stderr(&out).contains(" of 1000 clock queries"),
@@ -295,17 +268,9 @@ fn interrupt_exits_130() {
     let server = slow_server();
     let dir = tempfile::tempdir().unwrap();
     let path = sparse_file(dir.path(), "big.bin", 256 << 20);
-    let child = Command::new(bin("tsclient"))
-        .args(["--port", &server.port.to_string(), "--sndbuf", "65536"])
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    thread::sleep(Duration::from_millis(300));
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = wait_child(child);
+    let port = server.port.to_string();
+    let args = ["--port", &port, "--sndbuf", "65536", path.to_str().unwrap()];
+    let out = interrupt_client(&args, Duration::from_millis(300));
     assert_fails(&out, 130, "tsclient: interrupted after sending ");
     assert!(
         stderr(&out).contains(&format!("of {} bytes", 256u64 << 20)),

@@ -217,25 +217,10 @@ fn ctrl_c_ends_a_reverse_stream_verified() {
     for (model, _) in MODELS {
         let server = Server::start(model);
         for args in [&["-t", "30"][..], &["--bytes", "60GiB"][..]] {
-            let mut cmd = std::process::Command::new(bin("tsclient"));
-            cmd.args([
-                "--port",
-                &server.port.to_string(),
-                "-R",
-                "--json",
-                "--chunk",
-                "1024",
-            ])
-            .args(args);
-            let child = cmd
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(Duration::from_millis(700));
-            // SAFETY: kill(2) on our own child's pid.
-            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-            let out = wait_child(child);
+            let port = server.port.to_string();
+            let mut all = vec!["--port", &port, "-R", "--json", "--chunk", "1024"];
+            all.extend_from_slice(args);
+            let out = interrupt_client(&all, Duration::from_millis(700));
             assert_fails(&out, 130, "every one verified");
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(v["verified"], true, "{model:?} {args:?}: {v:#}");

@@ -4,7 +4,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -101,21 +100,12 @@ fn ctrl_c_ends_a_timed_run_verified() {
     for (model, _) in MODELS {
         let server = Server::start(model);
         for json in [true, false] {
-            let mut cmd = Command::new(bin("tsclient"));
-            cmd.args(["--port", &server.port.to_string(), "-t", "30"]);
+            let port = server.port.to_string();
+            let mut args = vec!["--port", &port, "-t", "30", path.to_str().unwrap()];
             if json {
-                cmd.arg("--json");
+                args.push("--json");
             }
-            let child = cmd
-                .arg(&path)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            thread::sleep(Duration::from_millis(700));
-            // SAFETY: kill(2) on our own child's pid.
-            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-            let out = wait_child(child);
+            let out = interrupt_client(&args, Duration::from_millis(700));
             assert_fails(&out, 130, "interrupted after");
             let text = stdout(&out);
             if json {
