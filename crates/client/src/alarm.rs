@@ -58,10 +58,11 @@ impl Alarm {
         self.flags[OMIT].load(Ordering::Relaxed)
     }
 
-    /// True once the run's time is up.
-    #[inline]
-    pub(crate) fn up(&self) -> bool {
-        self.flags[END].load(Ordering::Relaxed)
+    /// True once the run's time is up, for whoever looks before each write (the engine's
+    /// sender).
+    pub(crate) fn watch(&self) -> impl Fn() -> bool + Send + 'static {
+        let flags = Arc::clone(&self.flags);
+        move || flags[END].load(Ordering::Relaxed)
     }
 }
 
@@ -74,16 +75,17 @@ mod tests {
     fn raises_the_omit_mark_then_the_end() {
         let t = std::time::Instant::now();
         let a = Alarm::start(Duration::from_millis(30), Duration::from_millis(30));
-        assert!(!a.up());
+        let up = a.watch();
+        assert!(!up());
         while !a.omit_over() {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert!(t.elapsed() >= Duration::from_millis(30));
-        while !a.up() {
+        while !up() {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert!(t.elapsed() >= Duration::from_millis(60));
         let none = Alarm::start(Duration::ZERO, Duration::from_secs(60));
-        assert!(none.omit_over() && !none.up());
+        assert!(none.omit_over() && !none.watch()());
     }
 }

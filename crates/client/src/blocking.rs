@@ -170,7 +170,15 @@ impl Transport for Blocking {
     fn waits(&self) -> (u64, u64) {
         (0, 0)
     }
+}
 
+impl std::os::fd::AsFd for Blocking {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+impl tsperf_stream::send::Sink for Blocking {
     fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
         self.send_with(|s| net::sendfile(s, file, offset, len))
     }

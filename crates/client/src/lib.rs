@@ -31,8 +31,7 @@ mod transfer;
 
 pub use session::{Refused, describe_bytes, handshake, read_frame_within};
 
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,8 +55,7 @@ pub const DEFAULT_MIN_RATE: u64 = 128 << 10;
 
 /// Chunks per `writev` unless `--batch` says otherwise.
 pub const DEFAULT_BATCH: u32 = 64;
-/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
-pub const MAX_BATCH: u32 = 1024;
+pub use tsperf_stream::send::MAX_BATCH;
 
 /// What to send, where, and how.
 #[derive(Debug, Clone)]
@@ -306,7 +304,7 @@ impl StreamResult {
 /// non-blocking transport waits in poll inside them and counts what it waited for. Both give up
 /// on a write once the peer has taken nothing for the timeout, and on a read at the deadline
 /// set with [`Transport::read_by`] (or after the timeout without one).
-pub trait Transport: Read + Write + Sized {
+pub trait Transport: Read + tsperf_stream::send::Sink + Sized {
     /// The JSON's `io` value.
     const IO: ClientIo;
     /// Connects to `host:port` within `timeout` (all its addresses together).
@@ -321,8 +319,6 @@ pub trait Transport: Read + Write + Sized {
     fn read_by(&mut self, deadline: Option<Instant>);
     /// Writes that found the socket full, and wake-ups from poll.
     fn waits(&self) -> (u64, u64);
-    /// Sends up to `len` bytes of `file` from `offset` with `sendfile`, waiting like `write`.
-    fn sendfile(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize>;
 }
 
 /// A stream transfer that did not finish: why, and what it had measured.

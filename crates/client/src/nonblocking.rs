@@ -150,6 +150,11 @@ fn ignore_eintr(e: io::Error) -> io::Result<()> {
 
 impl Read for MioConn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // A deadline holds even while the bytes never stop coming (a reader slower than its
+        // sender never finds the socket empty, so never waits where the deadline is looked at).
+        if self.deadline.is_some_and(|by| Instant::now() >= by) {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
         loop {
             match self.stream.read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => match self.wait(true) {
@@ -220,7 +225,15 @@ impl Transport for MioConn {
     fn waits(&self) -> (u64, u64) {
         (self.would_block, self.polls)
     }
+}
 
+impl std::os::fd::AsFd for MioConn {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+impl tsperf_stream::send::Sink for MioConn {
     fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
         self.send_with(|s| tsperf_sys::net::sendfile(s, file, offset, len))
     }

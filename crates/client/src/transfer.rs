@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::send::{Stop, Tally, send_data};
+use super::send::{Stop, Tally, acknowledged, send_data};
 use super::session::{ask_clock, await_report, handshake, read_frame_within};
 use super::{
     Strategy, StreamConfig, StreamFailure, StreamResult, Transport, WriteStats, intervals,
@@ -69,17 +69,10 @@ impl SoFar {
     }
 }
 
-/// The socket's bytes acknowledged by the peer (`TCP_INFO`), where the kernel says.
-fn acknowledged<T: Transport>(conn: &T) -> Option<u64> {
-    tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())?
-        .sender()
-        .bytes_acked
-}
-
 /// Runs one transfer of `source` over `conn`.
 pub(super) fn transfer<T: Transport>(
     mut conn: T,
-    mut source: Source,
+    source: Source,
     cfg: &StreamConfig,
     progress: &mut Progress,
 ) -> Result<StreamResult, StreamFailure> {
@@ -91,15 +84,17 @@ pub(super) fn transfer<T: Transport>(
         begin: None,
         intervals: Vec::new(),
     };
-    let mut prepared = match prepare(&mut conn, &source, cfg) {
-        Ok(p) => p,
+    let prepared = prepare(&mut conn, &source, cfg)
+        .and_then(|prepared| Ok((prepared, super::send::sender(source, cfg)?)));
+    let (mut prepared, mut tx) = match prepared {
+        Ok(both) => both,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
     let mut start: Option<(Start, Option<u64>)> = None;
     let mut tally = Tally::default();
     let (sent_data, samples) = send_sampled(
         &mut conn,
-        &mut source,
+        &mut tx,
         cfg,
         progress,
         &mut tally,
@@ -115,7 +110,6 @@ pub(super) fn transfer<T: Transport>(
         Err(stop) => {
             let e = match stop {
                 Stop::File(e) => e,
-                Stop::Shrank(at) => source.shrank(at),
                 Stop::Net(e) => lost(&mut conn, e, &so_far, cfg.timeout),
                 Stop::Interrupted => anyhow::anyhow!("interrupted"),
             };
@@ -141,13 +135,13 @@ pub(super) fn transfer<T: Transport>(
         Ok(r) => r,
         Err(e) => return Err(so_far.failed(&conn, e)),
     };
-    let source_changed = server.digest != digest && source.changed();
-    let timed = timed(cfg, &source, &tally, &start);
+    let source_changed = server.digest != digest && tx.changed();
+    let timed = timed(cfg, tx.pass_length(), &tally, &start);
     let sent = Sent {
         digest,
         writes: tally.writes,
         flight: tally.flight,
-        source_read: source.read_time().saturating_sub(start.source_before),
+        source_read: tx.waited().saturating_sub(start.source_before),
         server,
         elapsed,
         source_changed,
@@ -185,7 +179,7 @@ fn end_data<T: Transport>(
 /// acknowledged by its end, where the kernel says, else those sent), an interrupt.
 fn timed(
     cfg: &StreamConfig,
-    source: &Source,
+    file_bytes: u64,
     tally: &Tally,
     start: &Start,
 ) -> Option<crate::Timed> {
@@ -197,8 +191,8 @@ fn timed(
     Some(crate::Timed {
         time,
         omit: cfg.omit,
-        file_bytes: source.len(),
-        passes: tally.sent as f64 / source.len() as f64,
+        file_bytes,
+        passes: tally.sent as f64 / file_bytes as f64,
         omitted,
         interrupted: tally.interrupted,
     })
@@ -361,17 +355,14 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
 /// sending ended and the samples.
 fn send_sampled<T: Transport>(
     conn: &mut T,
-    source: &mut Source,
+    tx: &mut tsperf_stream::send::Sender,
     cfg: &StreamConfig,
     progress: &mut Progress,
     tally: &mut Tally,
     begin: &mut dyn FnMut(&T, Duration),
 ) -> (Result<u64, Stop>, Vec<intervals::Interval>) {
     let Some(every) = cfg.interval else {
-        return (
-            send_data(conn, source, cfg, progress, tally, begin),
-            Vec::new(),
-        );
+        return (send_data(conn, tx, cfg, progress, tally, begin), Vec::new());
     };
     // The sampler reads the socket through its own descriptor number while this thread
     // writes; the socket outlives the scope the sampler runs in.
@@ -386,7 +377,7 @@ fn send_sampled<T: Transport>(
         .as_ref()
         .map(|p| p as &(dyn Fn(&intervals::Interval) + Sync));
     intervals::sample_while(every, sock, &|| counter.sent(), live, || {
-        send_data(conn, source, cfg, progress, tally, begin)
+        send_data(conn, tx, cfg, progress, tally, begin)
     })
 }
 

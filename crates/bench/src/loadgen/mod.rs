@@ -11,15 +11,17 @@
 //! start. Opening is paced ([`OPENING`] handshakes at once) so that the server's listen backlog
 //! never overflows into SYN retransmits, and the clock starts only once every connection of
 //! every generator thread is accepted: the aggregate is of the data, not of connection set-up.
-//! Then each connection writes the file in `chunk`-byte writes (one `write()` per chunk; a short
-//! write keeps its place), sends the digest trailer and waits for the report. A transfer counts
-//! when the server's report has the file's byte count and xxh3 (computed once: every connection
-//! writes from the same buffer). Every wait is bounded: with no progress for `timeout`, every
+//! Then each connection sends the file through the engine's sender
+//! ([`tsperf_stream::send::Sender`], the one tsclient sends with), one `write()` per chunk (a
+//! short write keeps its place), in turns as the socket takes them; then the digest trailer,
+//! and waits for the report. A transfer counts when the server's report has the file's byte
+//! count and xxh3 (computed once: every connection sends the same buffer, so its senders are
+//! told the digest rather than hash it again). Every wait is bounded: with no progress for `timeout`, every
 //! connection not yet done fails, naming its phase.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -27,6 +29,9 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use tsperf_proto::client::{ClientStep, StreamConversation};
 use tsperf_proto::{Hello, decode_frame};
+use tsperf_stream::send::{Call, SendEnd, Sender};
+use tsperf_sys::direct::Direct;
+use tsperf_sys::source::{Held, Source};
 
 /// Handshakes in flight at once, per generator thread: well under any listen backlog.
 pub const OPENING: usize = 64;
@@ -67,13 +72,14 @@ pub struct Outcome {
 pub fn run(load: &Load<'_>) -> Outcome {
     let threads = load.threads.clamp(1, load.clients.max(1));
     let digest = twox_hash::XxHash3_64::oneshot(load.data);
+    let text = Held::of(load.data);
     let barrier = Barrier::new(threads as usize);
     let shards: Vec<Shard> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let count = load.clients / threads + u32::from(t < load.clients % threads);
-                let barrier = &barrier;
-                s.spawn(move || Shard::run(load, digest, count, barrier))
+                let (barrier, text) = (&barrier, &text);
+                s.spawn(move || Shard::run(load, (text, digest), count, barrier))
             })
             .collect();
         handles
@@ -98,33 +104,6 @@ pub fn run(load: &Load<'_>) -> Outcome {
     out
 }
 
-/// Where a connection is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Connecting, its hello sent or going, its accept awaited.
-    Opening,
-    /// Accepted: waiting for the start.
-    Ready,
-    /// Writing the data.
-    Sending,
-    /// The data and the trailer written or going: the report awaited.
-    Reporting,
-    /// Verified, or failed.
-    Done,
-}
-
-impl Phase {
-    fn name(self) -> &'static str {
-        match self {
-            Phase::Opening => "waiting for the server's accept",
-            Phase::Ready => "accepted, waiting for the start",
-            Phase::Sending => "sending the data",
-            Phase::Reporting => "waiting for the report",
-            Phase::Done => "done",
-        }
-    }
-}
-
 /// One transfer.
 struct Conn {
     stream: TcpStream,
@@ -132,8 +111,8 @@ struct Conn {
     phase: Phase,
     /// Protocol bytes (the hello, the trailer) still to write.
     out: Vec<u8>,
-    /// Data bytes written.
-    sent: usize,
+    /// The data's sender.
+    tx: Sender,
     /// Bytes read and not yet a whole frame.
     inbuf: Vec<u8>,
 }
@@ -171,14 +150,14 @@ impl Shard {
     /// Opens `count` connections, waits at `barrier` for every thread's to be accepted, then
     /// sends on all of them and collects their reports. Reaches the barrier whatever happens,
     /// so one thread's failure never leaves the others waiting.
-    fn run(load: &Load<'_>, digest: u64, count: u32, barrier: &Barrier) -> Shard {
+    fn run(load: &Load<'_>, data: (&Arc<Held>, u64), count: u32, barrier: &Barrier) -> Shard {
         let mut shard = Shard {
             start: None,
             end: None,
             verified: 0,
             failures: Vec::new(),
         };
-        let driver = Driver::new(load, digest, count);
+        let driver = Driver::new(load, data, count);
         let mut driver = match driver {
             Ok(d) => d,
             Err(e) => {
@@ -198,6 +177,8 @@ impl Shard {
 /// The connections of one shard and the poll they wait in.
 struct Driver<'a> {
     load: &'a Load<'a>,
+    /// The bytes every connection sends, held once, and their digest.
+    text: &'a Arc<Held>,
     digest: u64,
     count: usize,
     poll: Poll,
@@ -211,9 +192,14 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn new(load: &'a Load<'a>, digest: u64, count: u32) -> Result<Driver<'a>> {
+    fn new(
+        load: &'a Load<'a>,
+        (text, digest): (&'a Arc<Held>, u64),
+        count: u32,
+    ) -> Result<Driver<'a>> {
         Ok(Driver {
             load,
+            text,
             digest,
             count: count as usize,
             poll: Poll::new().context("cannot create a poll")?,
@@ -304,14 +290,17 @@ impl<'a> Driver<'a> {
                 Interest::READABLE | Interest::WRITABLE,
             )
             .context("cannot register a connection")?;
-        let hello = Hello::stream(self.load.data.len() as u64, self.load.chunk, self.load.name);
+        let (name, chunk) = (self.load.name, self.load.chunk);
+        let source = Source::held(self.text.clone(), std::path::Path::new(name), chunk, 1)?;
+        let tx = Sender::local(source, Call::Write, chunk, false)?.known_digest(self.digest);
+        let hello = Hello::stream(self.load.data.len() as u64, chunk, name);
         let conv = StreamConversation::new(hello, self.load.timeout);
         self.conns.push(Conn {
             stream,
             out: conv.hello_bytes(),
             conv,
             phase: Phase::Opening,
-            sent: 0,
+            tx,
             inbuf: Vec::new(),
         });
         self.live += 1;
@@ -385,23 +374,27 @@ impl<'a> Driver<'a> {
         self.read(token)
     }
 
-    /// Writes the protocol bytes due, and in the data phase the data and then the trailer.
+    /// Writes the protocol bytes due, and in the data phase the data (turn after turn of the
+    /// engine's sender, until the socket is full) and then the trailer.
     fn write(&mut self, token: usize) -> io::Result<()> {
-        let (data, chunk, digest) = (self.load.data, self.load.chunk as usize, self.digest);
         let conn = &mut self.conns[token];
         flush(&mut conn.stream, &mut conn.out)?;
         if conn.phase != Phase::Sending {
             return Ok(());
         }
-        while conn.sent < data.len() {
-            // One write per chunk: a short one leaves the rest of its chunk for the next.
-            let end = (conn.sent / chunk + 1) * chunk;
-            let n = retry(|| conn.stream.write(&data[conn.sent..end.min(data.len())]))?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
+        loop {
+            match conn.tx.send_turn(&mut Direct(&mut conn.stream), &mut []) {
+                SendEnd::TurnOver => {}
+                SendEnd::Done => break,
+                SendEnd::WouldBlock => return Err(io::ErrorKind::WouldBlock.into()),
+                SendEnd::Error(e) => return Err(e),
+                SendEnd::Source(e) => return Err(io::Error::other(format!("{e:#}"))),
             }
-            conn.sent += n;
         }
+        let digest = conn
+            .tx
+            .digest(&mut [])
+            .map_err(|e| io::Error::other(format!("{e:#}")))?;
         conn.out.extend_from_slice(&conn.conv.trailer(digest));
         conn.phase = Phase::Reporting;
         flush(&mut conn.stream, &mut conn.out)
@@ -460,7 +453,7 @@ impl<'a> Driver<'a> {
         format!(
             "connection lost ({}, {} of {} bytes sent): {e}",
             conn.phase.name(),
-            conn.sent,
+            conn.tx.sent(),
             self.load.data.len()
         )
     }
@@ -487,6 +480,9 @@ fn retry(mut call: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
         }
     }
 }
+
+mod phase;
+use phase::Phase;
 
 #[cfg(test)]
 mod tests;

@@ -154,7 +154,7 @@ impl Conn<'_> {
         let mut stalled_since: Option<Instant> = None;
         loop {
             if self.srv.stopping_now() {
-                return self.fail_sending(&tx, SHUTTING_DOWN, &mut scratch);
+                return self.fail_sending(&mut tx, SHUTTING_DOWN, &mut scratch);
             }
             match tx.listen(&*self.stream) {
                 Ok(Heard::Closed) => {
@@ -193,7 +193,7 @@ impl Conn<'_> {
                     let closing = match tx.closing(&*self.stream, ServerIo::Blocking, &mut scratch)
                     {
                         Ok(closing) => closing,
-                        Err(why) => return self.fail_sending(&tx, &why, &mut scratch),
+                        Err(why) => return self.fail_sending(&mut tx, &why, &mut scratch),
                     };
                     if let Err(e) = self.stream.write_all(&closing) {
                         return self
@@ -205,14 +205,16 @@ impl Conn<'_> {
                     let _ = tx.listen(&*self.stream);
                     return self.conv.sent_all();
                 }
-                SendEnd::Source(why) => return self.fail_sending(&tx, &why, &mut scratch),
+                SendEnd::Source(why) => {
+                    return self.fail_sending(&mut tx, &format!("{why:#}"), &mut scratch);
+                }
             }
         }
     }
 
     /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
     /// before the connection closes, so the client reads why.
-    fn fail_sending(&mut self, tx: &Sender, why: &str, scratch: &mut [u8]) -> Step {
+    fn fail_sending(&mut self, tx: &mut Sender, why: &str, scratch: &mut [u8]) -> Step {
         let _ = self.stream.write_all(&tx.failing(why, scratch));
         self.conv.send_failed(why)
     }

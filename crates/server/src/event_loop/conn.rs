@@ -253,7 +253,7 @@ impl Conn {
                 }
                 Err(why) => self.fail_sending(&why, &mut lent.scratch),
             },
-            SendEnd::Source(why) => self.fail_sending(&why, &mut lent.scratch),
+            SendEnd::Source(why) => self.fail_sending(&format!("{why:#}"), &mut lent.scratch),
             SendEnd::Error(e) => self
                 .conv
                 .send_failed(&format!("cannot write to the client: {e}")),
@@ -263,7 +263,7 @@ impl Conn {
     /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
     /// before the connection closes, so the client reads why.
     fn fail_sending(&mut self, why: &str, scratch: &mut [u8]) -> Step {
-        if let Some(tx) = self.tx.as_deref() {
+        if let Some(tx) = self.tx.as_deref_mut() {
             self.out.bytes(&tx.failing(why, scratch));
         }
         self.conv.send_failed(why)

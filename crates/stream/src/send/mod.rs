@@ -18,21 +18,22 @@
 //! [`Sender::failing`]: the reason in the Sent frame's place, so the client reads why.
 
 mod ahead;
+mod end;
+mod listen;
+mod local;
 pub mod pattern;
 mod served;
 
+pub use listen::{Heard, LISTEN_MOST};
+pub use local::{Call, MAX_BATCH};
 pub use served::FileId;
 
-use std::hash::Hasher as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use twox_hash::XxHash3_64;
-
-use tsperf_proto::sent::Sent;
+use tsperf_proto::Hello;
 use tsperf_proto::tcp::Flight;
-use tsperf_proto::{Frame, Hello, ServerIo, encode_frame};
 use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
 
 /// One turn of [`Sender::send_turn`]: at most this many writes, and no more once this many
@@ -54,10 +55,22 @@ pub enum SendEnd {
     Done,
     /// A write failed (a blocking socket's timeout included).
     Error(io::Error),
-    /// The data cannot be had (a served file shrank or cannot be read): end the stream with
+    /// The data cannot be had (a file shrank or cannot be read): end the stream with
     /// [`Sender::failing`] and this reason.
-    Source(String),
+    Source(anyhow::Error),
 }
+
+/// The socket a [`Sender`] writes to, as its driver offers it: `write` and `writev` (with the
+/// driver's meaning of a full socket: a blocking wait, or `WouldBlock`), and `sendfile`, which
+/// a driver that waits must wait in as it does in `write`.
+pub trait Sink: Write + std::os::fd::AsFd {
+    /// Sends up to `len` bytes of `file` from `offset`: the bytes the socket took.
+    fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
+        tsperf_sys::net::sendfile(&self.as_fd(), file, offset, len)
+    }
+}
+
+impl<S: Write + std::os::fd::AsFd> Sink for tsperf_sys::direct::Direct<'_, S> {}
 
 /// The buffer a driver lends [`Sender::send_turn`] for a served file's read-ahead: one per
 /// event loop, or per thread of the blocking model.
@@ -78,6 +91,8 @@ enum Data {
     },
     /// A served file (`--serve`): sent by `sendfile`, checksummed as it reads ahead.
     Served(Box<served::Served>),
+    /// A source this end holds (the client's FILE or generated text), sent by its [`Call`].
+    Local(Box<local::Local>),
 }
 
 /// A reverse stream in progress.
@@ -86,8 +101,12 @@ pub struct Sender {
     /// Bytes of one pass.
     length: u64,
     chunk: u64,
-    /// A timed stream's length in time; `None`: one pass.
+    /// A timed stream's length in time.
     time: Option<Duration>,
+    /// Passes repeat until the time is up or a stop comes; else the stream is one pass.
+    repeats: bool,
+    /// Looked at before every write: true stops the data there (a client's clock or Ctrl-C).
+    halt: Option<Box<dyn Fn() -> bool + Send>>,
     until: Option<Instant>,
     /// Where the next write starts in its pass.
     at: u64,
@@ -117,7 +136,7 @@ enum Failure {
     /// The socket's error.
     Io(io::Error),
     /// The data's: why, for the client.
-    Source(String),
+    Source(anyhow::Error),
 }
 
 impl From<io::Error> for Failure {
@@ -126,25 +145,11 @@ impl From<io::Error> for Failure {
     }
 }
 
-/// The most bytes [`Sender::listen`] takes from the client in one look: it should send one.
-pub const LISTEN_MOST: usize = 64 << 10;
-
-/// What the client sent during a reverse stream, looked at once a turn.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Heard {
-    /// Nothing.
-    Nothing,
-    /// A byte: stop the data now (the client's Ctrl-C), end the stream as at its time.
-    Stop,
-    /// The client closed the connection.
-    Closed,
-}
-
 impl Sender {
     /// A reverse stream for `hello`: `hello.length` bytes a pass, `hello.chunk` a write, passes
     /// for `hello.duration_ms` if it is timed.
     pub fn new(hello: &Hello) -> Sender {
-        Sender::with(
+        Sender::from_hello(
             Data::Generated {
                 text: None,
                 sum: ahead::Ahead::new(),
@@ -160,7 +165,11 @@ impl Sender {
     pub fn served(hello: &Hello, file: std::fs::File, name: &str) -> Result<Sender, String> {
         let served = served::Served::new(file, name, hello.session)?;
         let length = served.len();
-        Ok(Sender::with(Data::Served(Box::new(served)), length, hello))
+        Ok(Sender::from_hello(
+            Data::Served(Box::new(served)),
+            length,
+            hello,
+        ))
     }
 
     /// The served file this stream reads, if it reads one: its identity, and its whole size
@@ -168,7 +177,7 @@ impl Sender {
     pub fn served_file(&self) -> Option<(FileId, u64)> {
         match &self.data {
             Data::Served(s) => Some((s.id(), s.whole())),
-            Data::Generated { .. } => None,
+            Data::Generated { .. } | Data::Local(_) => None,
         }
     }
 
@@ -184,13 +193,46 @@ impl Sender {
         }
     }
 
-    fn with(data: Data, length: u64, hello: &Hello) -> Sender {
+    /// A stream of `source`, held by this end, handed over `chunk` bytes at a time by `call`;
+    /// `repeats` for a timed stream, whose passes go on until [`Sender::stop_when`] says (not
+    /// with sendfile: refused).
+    pub fn local(
+        source: tsperf_sys::source::Source,
+        call: Call,
+        chunk: u32,
+        repeats: bool,
+    ) -> anyhow::Result<Sender> {
+        let local = local::Local::new(source, call, chunk, repeats)?;
+        let length = local.len();
+        let mut tx = Sender::with(Data::Local(Box::new(local)), length, chunk, None);
+        tx.repeats = repeats;
+        Ok(tx)
+    }
+
+    /// Says the digest of the held source's bytes is `digest`, known beforehand (a load
+    /// generator's one buffer, sent by every stream), so they are not hashed again: only for a
+    /// stream of one pass by write or writev (otherwise it changes nothing).
+    pub fn known_digest(mut self, digest: u64) -> Sender {
+        if let Data::Local(local) = &mut self.data {
+            local.known(digest);
+        }
+        self
+    }
+
+    fn from_hello(data: Data, length: u64, hello: &Hello) -> Sender {
+        let time =
+            (hello.duration_ms > 0).then(|| Duration::from_millis(u64::from(hello.duration_ms)));
+        Sender::with(data, length, hello.chunk, time)
+    }
+
+    fn with(data: Data, length: u64, chunk: u32, time: Option<Duration>) -> Sender {
         Sender {
             data,
             length,
-            chunk: u64::from(hello.chunk.max(1)),
-            time: (hello.duration_ms > 0)
-                .then(|| Duration::from_millis(u64::from(hello.duration_ms))),
+            chunk: u64::from(chunk.max(1)),
+            time,
+            repeats: time.is_some(),
+            halt: None,
             until: None,
             at: 0,
             sent: 0,
@@ -219,33 +261,15 @@ impl Sender {
         self.cut.is_some()
     }
 
+    /// Makes `halt` looked at before every write: once it says true, the data ends there, as
+    /// at a timed stream's time (a client's clock, its Ctrl-C).
+    pub fn stop_when(&mut self, halt: impl Fn() -> bool + Send + 'static) {
+        self.halt = Some(Box::new(halt));
+    }
+
     /// Keeps `what` until the stream ends (the server's share of its send-buffer budget).
     pub fn hold(&mut self, what: impl Send + 'static) {
         self.held = Some(Box::new(what));
-    }
-
-    /// Looks, without waiting, whether the client sent anything: a byte asks the data to stop
-    /// (it ends at once, as at a timed stream's time); the end of its stream means it has gone.
-    ///
-    /// Everything the client sent is taken (up to [`LISTEN_MOST`] a look), not only its first
-    /// byte: bytes left unread when the stream closes would make the close a reset, and the
-    /// client would lose the stream's end (issue 32).
-    pub fn listen<S: std::os::fd::AsFd>(&mut self, sock: &S) -> io::Result<Heard> {
-        let mut buf = [0u8; 256];
-        let mut heard = Heard::Nothing;
-        let mut taken = 0;
-        while taken < LISTEN_MOST {
-            match tsperf_sys::net::read_now(sock, &mut buf)? {
-                None => break,
-                Some(0) => return Ok(Heard::Closed),
-                Some(n) => {
-                    taken += n;
-                    self.stopped = true;
-                    heard = Heard::Stop;
-                }
-            }
-        }
-        Ok(heard)
     }
 
     /// Bytes a pass sends.
@@ -272,27 +296,22 @@ impl Sender {
         }
         match self.until {
             Some(until) => now >= until,
-            None => self.time.is_none() && self.at == self.length,
+            None => !self.repeats && self.at == self.length,
         }
     }
 
     /// Writes to `w` until the data is done, the socket is full, a write fails, or the turn is
     /// over ([`TURN_WRITES`] writes or [`TURN_BYTES`] bytes). `sock` is read for `TCP_INFO`
     /// about every MiB.
-    pub fn send_turn<W: Write + std::os::fd::AsFd>(
-        &mut self,
-        w: &mut W,
-        scratch: &mut [u8],
-    ) -> SendEnd {
-        let now = Instant::now();
-        if self.first.is_none() {
-            self.first = Some((now, unix_us_now()));
-            self.until = self.time.map(|t| now + t);
-            self.cpu_start = CpuTime::thread();
-            self.sched_start = SchedStat::thread();
+    pub fn send_turn<W: Sink>(&mut self, w: &mut W, scratch: &mut [u8]) -> SendEnd {
+        if self.first.is_none()
+            && let Err(e) = self.begin()
+        {
+            return SendEnd::Source(e);
         }
+        let now = Instant::now();
         if let Some(why) = &self.cut {
-            return SendEnd::Source(why.clone());
+            return SendEnd::Source(anyhow::anyhow!("{why}"));
         }
         if self.done(now) {
             return SendEnd::Done;
@@ -308,16 +327,39 @@ impl Sender {
         end
     }
 
+    /// Readies the first byte (a held source's first block is fetched, or sendfile's checksum
+    /// begun) and starts the stream's clocks: its time, CPU and scheduler figures count from
+    /// here. The first turn does it if the driver has not; a driver that reads its own clocks
+    /// at the first byte calls it first. Returns the time spent waiting for the data so far.
+    pub fn begin(&mut self) -> anyhow::Result<Duration> {
+        let waited = match &mut self.data {
+            Data::Local(local) => local.begin()?,
+            _ => Duration::ZERO,
+        };
+        let now = Instant::now();
+        self.first = Some((now, unix_us_now()));
+        self.until = self.time.map(|t| now + t);
+        // A held source's driver reads its own clocks (the client's are its process's); the
+        // Sent frame's are this thread's.
+        if !matches!(self.data, Data::Local(_)) {
+            self.cpu_start = CpuTime::thread();
+            self.sched_start = SchedStat::thread();
+        }
+        Ok(waited)
+    }
+
     /// The writes of one [`Sender::send_turn`].
-    fn writes_of_turn<W: Write + std::os::fd::AsFd>(
-        &mut self,
-        w: &mut W,
-        scratch: &mut [u8],
-    ) -> SendEnd {
+    fn writes_of_turn<W: Sink>(&mut self, w: &mut W, scratch: &mut [u8]) -> SendEnd {
         let (mut writes, start) = (0u64, self.sent);
         loop {
-            if self.time.is_some() && self.at == self.length {
-                self.next_pass();
+            if self.repeats
+                && self.at == self.length
+                && let Err(e) = self.next_pass()
+            {
+                return SendEnd::Source(e);
+            }
+            if self.halt.as_ref().is_some_and(|halt| halt()) {
+                self.stopped = true;
             }
             if self.at == self.length || self.stopped {
                 return SendEnd::Done;
@@ -343,42 +385,54 @@ impl Sender {
     }
 
     /// A timed stream's next pass, from the start of its data.
-    fn next_pass(&mut self) {
+    fn next_pass(&mut self) -> anyhow::Result<()> {
         self.at = 0;
         match &mut self.data {
             Data::Served(served) => served.next_pass(),
             Data::Generated { sum, .. } => sum.next_pass(),
+            Data::Local(local) => local.next_pass()?,
         }
+        Ok(())
     }
 
     /// One write of the rest of the current chunk (a chunk starts at a multiple of `chunk` in
     /// its pass); what it took is counted (and checksummed: the generated text as it goes, a
     /// served file ahead of the socket).
     #[inline]
-    fn write_once<W: Write + std::os::fd::AsFd>(
-        &mut self,
-        w: &mut W,
-        scratch: &mut [u8],
-    ) -> Result<(), Failure> {
-        let chunk_end = ((self.at / self.chunk + 1) * self.chunk).min(self.length);
-        let want = (chunk_end - self.at) as usize;
-        let n = match &mut self.data {
+    fn write_once<W: Sink>(&mut self, w: &mut W, scratch: &mut [u8]) -> Result<(), Failure> {
+        // A held source cuts its own chunks (from each block's start, with no division).
+        let pass_chunk = |at: u64, chunk: u64, length: u64| {
+            (((at / chunk + 1) * chunk).min(length) - at) as usize
+        };
+        let (n, want) = match &mut self.data {
+            Data::Local(local) => local.send(w, self.at, self.sent)?,
             Data::Generated {
                 text: Some(text),
                 sum,
                 one_buffer,
             } => {
+                let want = pass_chunk(self.at, self.chunk, self.length);
                 let text = pattern::period(text, *one_buffer, self.chunk);
-                pattern::send(w, text, sum, (self.at, self.length), want)?
+                (
+                    pattern::send(w, text, sum, (self.at, self.length), want)?,
+                    want,
+                )
             }
             Data::Generated { text: None, .. } => {
-                return Err(Failure::Source("the generated text is not there".into()));
+                return Err(Failure::Source(anyhow::anyhow!(
+                    "the generated text is not there"
+                )));
             }
-            Data::Served(served) => match served.send(w, self.at, want, scratch) {
-                served::Write::Sent(n) => n,
-                served::Write::Socket(e) => return Err(Failure::Io(e)),
-                served::Write::Source(why) => return Err(Failure::Source(why)),
-            },
+            Data::Served(served) => {
+                let want = pass_chunk(self.at, self.chunk, self.length);
+                match served.send(w, self.at, want, scratch) {
+                    served::Write::Sent(n) => (n, want),
+                    served::Write::Socket(e) => return Err(Failure::Io(e)),
+                    served::Write::Source(why) => {
+                        return Err(Failure::Source(anyhow::anyhow!(why)));
+                    }
+                }
+            }
         };
         if n == 0 {
             return Err(Failure::Io(io::ErrorKind::WriteZero.into()));
@@ -392,20 +446,22 @@ impl Sender {
         Ok(())
     }
 
-    /// The xxh3-64 of everything sent (a served file's last read-ahead may be read again).
-    fn digest(&self, scratch: &mut [u8]) -> Result<u64, String> {
+    /// Writes handed bytes to the socket, and of those the ones it took only in part.
+    pub fn writes(&self) -> (u64, u64) {
+        (self.writes, self.partial_writes)
+    }
+
+    /// The socket's readings during the stream (about every MiB).
+    pub fn flight(&self) -> Flight {
+        self.flight
+    }
+
+    /// Time spent waiting for the data's bytes (a file's reads or page faults, off the CPU).
+    pub fn waited(&self) -> Duration {
         match &self.data {
-            Data::Generated {
-                text: Some(text),
-                sum,
-                one_buffer,
-            } => {
-                let text = pattern::period(text, *one_buffer, self.chunk);
-                Ok(pattern::digest(sum, text, self.at))
-            }
-            // Nothing was sent.
-            Data::Generated { text: None, .. } => Ok(XxHash3_64::new().finish()),
-            Data::Served(served) => served.digest_sent(self.at, scratch),
+            Data::Served(served) => served.waited(),
+            Data::Local(local) => local.waited(),
+            Data::Generated { .. } => Duration::ZERO,
         }
     }
 
@@ -416,82 +472,6 @@ impl Sender {
         if let Some(s) = tsperf_sys::tcpinfo::TcpInfo::of(sock).and_then(|i| i.flight(sndbuf)) {
             self.flight.add(s);
         }
-    }
-
-    /// The bytes that end a stream that could not go on for `why` ([`SendEnd::Source`], a
-    /// shutdown): the reason in the Sent frame's place, then the end trailer of what was sent,
-    /// so the client reads why and can still check the bytes it got.
-    pub fn failing(&self, why: &str, scratch: &mut [u8]) -> Vec<u8> {
-        tsperf_proto::sent::failed_end(
-            why,
-            tsperf_proto::end::End {
-                length: self.sent,
-                digest: self.digest(scratch).unwrap_or(0),
-            },
-        )
-    }
-
-    /// The bytes that end the stream, once the data is done: the Sent frame (what was
-    /// measured) and the end trailer (the bytes sent and their digest). `Err(why)` if it
-    /// cannot end as sent (a served file written to meanwhile): end it with
-    /// [`Sender::failing`].
-    pub fn closing<S: std::os::fd::AsFd>(
-        &self,
-        sock: &S,
-        server_io: ServerIo,
-        scratch: &mut [u8],
-    ) -> Result<Vec<u8>, String> {
-        if let Data::Served(served) = &self.data
-            && let Some(why) = served.changed()
-        {
-            return Err(why);
-        }
-        let digest = self.digest(scratch)?;
-        let cpu = CpuTime::thread().since(self.cpu_start);
-        let sched = self
-            .sched_start
-            .zip(SchedStat::thread())
-            .map(|(a, b)| b.since(a));
-        let (first_at, first_us) = self.first.unwrap_or((Instant::now(), 0));
-        let sent = Sent {
-            bytes: self.sent,
-            writes: self.writes,
-            partial_writes: self.partial_writes,
-            would_block: self.would_block,
-            first_write_unix_us: first_us,
-            elapsed_ns: self.last.map_or(0, |l| {
-                l.saturating_duration_since(first_at).as_nanos() as u64
-            }),
-            cpu_user_us: cpu.user.as_micros() as u64,
-            cpu_sys_us: cpu.sys.as_micros() as u64,
-            on_cpu_ns: sched.map(|s| s.on_cpu.as_nanos() as u64),
-            run_queue_ns: sched.map(|s| s.run_queue.as_nanos() as u64),
-            source_read_ns: match &self.data {
-                Data::Served(served) => served.waited().as_nanos() as u64,
-                Data::Generated { .. } => 0,
-            },
-            chunk: self.chunk,
-            sndbuf: socket2::SockRef::from(sock)
-                .send_buffer_size()
-                .map_or(0, |n| n as u32),
-            server_io,
-            boot_id: tsperf_sys::host::boot_id(),
-            tcp: tsperf_sys::tcpinfo::TcpInfo::of(sock)
-                .map_or_else(Default::default, |i| i.sender()),
-            flight: self.flight,
-            congestion: tsperf_sys::congestion::of(sock)
-                .and_then(|name| tsperf_proto::tcp::Congestion::new(&name)),
-        };
-        let mut out = Vec::with_capacity(tsperf_proto::sent::REVERSE_TAIL);
-        encode_frame(&Frame::Sent(sent), &mut out);
-        out.extend_from_slice(
-            &tsperf_proto::end::End {
-                length: self.sent,
-                digest,
-            }
-            .encode(),
-        );
-        Ok(out)
     }
 }
 

@@ -128,9 +128,9 @@ impl Served {
     }
 
     /// One `sendfile` of up to `want` bytes from `at` in the pass, checksummed first.
-    pub(super) fn send<S: std::os::fd::AsFd>(
+    pub(super) fn send<S: super::Sink>(
         &mut self,
-        sock: &S,
+        sink: &mut S,
         at: u64,
         want: usize,
         scratch: &mut [u8],
@@ -138,7 +138,7 @@ impl Served {
         if let Err(why) = self.hash_ahead(at, at + want as u64, scratch) {
             return Write::Source(why);
         }
-        match tsperf_sys::net::sendfile(sock, &self.file, self.base + at, want) {
+        match sink.sendfile(&self.file, self.base + at, want) {
             // The file ends before the pass does: it shrank after the checksum read it.
             Ok(0) if want > 0 => Write::Source(self.shrank()),
             Ok(n) => Write::Sent(n),

@@ -2,10 +2,14 @@
 //! is that of exactly the bytes the socket took.
 
 use super::*;
+use std::hash::Hasher as _;
+use twox_hash::XxHash3_64;
 
 /// Takes what its pattern says of each write (none, part, all), keeping what it took.
 struct Taker {
     took: Vec<u8>,
+    /// Each call's iovecs' lengths.
+    calls: Vec<Vec<usize>>,
     seed: u64,
     /// A descriptor for the writes' bound (the generated text never uses it).
     null: std::fs::File,
@@ -26,6 +30,7 @@ impl Taker {
     }
 
     fn take(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.calls.push(bufs.iter().map(|b| b.len()).collect());
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         let n = match self.next(4) {
             0 => return Err(io::ErrorKind::WouldBlock.into()),
@@ -39,6 +44,16 @@ impl Taker {
             left -= k;
         }
         Ok(n)
+    }
+}
+
+/// sendfile as the writes: what its pattern says of the file's bytes.
+impl Sink for Taker {
+    fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len];
+        let n = file.read_at(&mut buf, offset)?;
+        self.take(&[io::IoSlice::new(&buf[..n])])
     }
 }
 
@@ -79,6 +94,7 @@ fn the_texts_digest_is_of_what_was_sent_wherever_it_stopped() {
         s.give_text(text.clone());
         let mut w = Taker {
             took: vec![],
+            calls: vec![],
             seed: 0x9e37_79b9_7f4a_7c15 ^ length,
             null: std::fs::File::open("/dev/null").unwrap(),
         };
@@ -86,7 +102,7 @@ fn the_texts_digest_is_of_what_was_sent_wherever_it_stopped() {
         for _ in 0..3000 {
             let before = w.took.len();
             if s.at == s.length {
-                s.next_pass();
+                s.next_pass().unwrap();
             }
             match s.write_once(&mut w, &mut scratch) {
                 Ok(()) => {}
@@ -112,5 +128,71 @@ fn the_texts_digest_is_of_what_was_sent_wherever_it_stopped() {
             .map(|i| period[((i % length) % period.len() as u64) as usize])
             .collect();
         assert!(w.took == want, "length {length}, chunk {chunk}");
+    }
+}
+
+/// A file this end holds, sent by each call, sized and timed, the socket taking all, part or
+/// none of each call: what went out is the file (its passes again and again), each call is
+/// offered at most a chunk (writev: at most a batch of chunk-sized iovecs), and the digest is
+/// of exactly the bytes taken, wherever the stream stopped.
+#[test]
+fn a_held_files_stream_is_the_file_in_chunks_and_its_digest_is_of_what_went() {
+    use std::io::Write as _;
+    let bytes: Vec<u8> = (0..300_007u32).map(|i| (i * 13 % 251) as u8).collect();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(&bytes).unwrap();
+    for (call, chunk, timed) in [
+        (Call::Write, 1024u32, false),
+        (Call::Write, 10_240, true),
+        (Call::Writev(4), 1000, false),
+        (Call::Writev(64), 102, true),
+        (Call::Sendfile, 4096, false),
+    ] {
+        let source = tsperf_sys::source::Source::open(file.path(), chunk, 4).unwrap();
+        let mut s = Sender::local(source, call, chunk, timed).unwrap();
+        let turns = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let seen = turns.clone();
+        // A timed stream runs about three passes.
+        s.stop_when(move || timed && seen.load(std::sync::atomic::Ordering::Relaxed) > 3000);
+        let mut w = Taker {
+            took: vec![],
+            calls: vec![],
+            seed: 0x9e37_79b9_7f4a_7c15 ^ u64::from(chunk),
+            null: std::fs::File::open("/dev/null").unwrap(),
+        };
+        let what = format!("{call:?}, chunk {chunk}, timed {timed}");
+        for _ in 0..200_000 {
+            turns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match s.send_turn(&mut w, &mut []) {
+                SendEnd::Done => break,
+                SendEnd::TurnOver | SendEnd::WouldBlock => {}
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        assert_eq!(s.sent(), w.took.len() as u64, "{what}");
+        if timed {
+            assert!(
+                w.took.len() > 2 * bytes.len(),
+                "{what}: {} sent",
+                w.took.len()
+            );
+        } else {
+            assert_eq!(w.took.len(), bytes.len(), "{what}");
+        }
+        let want: Vec<u8> = (0..w.took.len()).map(|i| bytes[i % bytes.len()]).collect();
+        assert!(w.took == want, "{what}: not the file's bytes");
+        let mut sum = XxHash3_64::new();
+        sum.write(&w.took);
+        assert_eq!(s.digest(&mut []).unwrap(), sum.finish(), "{what}");
+        let most = match call {
+            Call::Writev(batch) => batch as usize,
+            _ => 1,
+        };
+        for c in &w.calls {
+            assert!(
+                c.len() <= most && c.iter().all(|&n| n <= chunk as usize),
+                "{what}: {c:?}"
+            );
+        }
     }
 }

@@ -34,6 +34,7 @@ mod held;
 mod mapped;
 mod repeat;
 
+pub use background::Checksum;
 pub use held::Held;
 
 use mapped::{map, populate};
