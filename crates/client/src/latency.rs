@@ -98,7 +98,7 @@ impl Streams {
         match r {
             Ok(s) => {
                 self.verified += u64::from(s.verified());
-                let rate = tsperf_results::units::mib_per_s(s.bytes, s.elapsed);
+                let rate = tsperf_results::units::mib_per_s(s.measured.bytes, s.measured.elapsed);
                 self.rates.saturating_record(((rate * 1e3) as u64).max(1));
                 let v = s.verdict().limited_by;
                 match self.verdicts.iter_mut().find(|(k, _)| *k == v) {

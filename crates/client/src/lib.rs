@@ -141,6 +141,41 @@ impl StreamConfig {
     }
 }
 
+/// What a stream measured, whichever end sent it: the same names for the same things in both
+/// directions (the rest of each direction's outcome is its two ends' own figures).
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Every byte it moved (a timed run's every pass).
+    pub bytes: u64,
+    /// From the first byte to the end: the report's arrival (sent), the stream's end
+    /// (received).
+    pub elapsed: Duration,
+    /// The first byte, wall clock, µs since the epoch.
+    pub begin_unix_us: u64,
+    /// The end, wall clock.
+    pub end_unix_us: u64,
+    /// This client's xxh3-64 of the bytes.
+    pub digest: u64,
+    /// A timed run's time, passes and omitted start.
+    pub timed: Option<Timed>,
+    /// Samples in time, with `--interval`.
+    pub intervals: Vec<intervals::Interval>,
+}
+
+impl Measured {
+    /// The bytes and the time the rate is of: everything, or a timed run's without its
+    /// omitted start.
+    pub fn rated(&self) -> (u64, Duration) {
+        match self.timed.and_then(|t| t.omitted) {
+            Some((bytes, time)) => (
+                self.bytes.saturating_sub(bytes),
+                self.elapsed.saturating_sub(time),
+            ),
+            None => (self.bytes, self.elapsed),
+        }
+    }
+}
+
 /// What a timed run was, beside its figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timed {
@@ -182,8 +217,8 @@ pub struct WriteStats {
 pub struct StreamResult {
     /// The file's name, as sent.
     pub name: String,
-    /// The bytes sent: the file's size, or a timed run's every pass.
-    pub bytes: u64,
+    /// The bytes, the time, the digest (the client's, of the file), a timed run's passes.
+    pub measured: Measured,
     /// Bytes per write.
     pub chunk: u32,
     /// The client's I/O model.
@@ -194,14 +229,6 @@ pub struct StreamResult {
     pub batch: Option<u32>,
     /// The server's address.
     pub peer: SocketAddr,
-    /// The first data write, wall clock, µs since the epoch.
-    pub begin_unix_us: u64,
-    /// The report's arrival, wall clock.
-    pub end_unix_us: u64,
-    /// From the first data write to the report's arrival.
-    pub elapsed: Duration,
-    /// The client's xxh3-64 of the file.
-    pub digest: u64,
     /// What the client's writes did.
     pub writes: WriteStats,
     /// The client's CPU time during the transfer.
@@ -230,31 +257,15 @@ pub struct StreamResult {
     pub source_read_before: Duration,
     /// The interface the connection leaves by and its speed in Mbit/s, where known.
     pub interface: Option<(String, Option<u64>)>,
-    /// Samples in time, with `--interval`.
-    pub intervals: Vec<intervals::Interval>,
     /// The file's size or modification time changed while it was sent (checked only when the
     /// digests disagree, to say why).
     pub source_changed: bool,
-    /// A timed run's time, passes and omitted start.
-    pub timed: Option<Timed>,
 }
 
 impl StreamResult {
-    /// The bytes and the time the figures are of: everything, or a timed run's without its
-    /// omitted start.
-    pub fn measured(&self) -> (u64, Duration) {
-        match self.timed.and_then(|t| t.omitted) {
-            Some((bytes, time)) => (
-                self.bytes.saturating_sub(bytes),
-                self.elapsed.saturating_sub(time),
-            ),
-            None => (self.bytes, self.elapsed),
-        }
-    }
-
     /// True when the server counted every byte and its digest equals ours.
     pub fn verified(&self) -> bool {
-        self.server.bytes == self.bytes && self.server.digest == self.digest
+        self.server.bytes == self.measured.bytes && self.server.digest == self.measured.digest
     }
 
     /// Both ends run on one machine: a loopback address, or the server's boot id is ours.
@@ -270,14 +281,14 @@ impl StreamResult {
         Evidence {
             tcp: self.tcp,
             flight: self.flight,
-            elapsed: self.elapsed,
+            elapsed: self.measured.elapsed,
             client_cpu: self.cpu.user + self.cpu.sys,
             sender_on_cpu: self.sched.map(|s| s.on_cpu),
             sender_run_queue: self.sched.map(|s| s.run_queue),
             source_read: (self.strategy != Strategy::Sendfile).then_some(self.source_read),
             sndbuf: u64::from(self.sndbuf),
             write_size: u64::from(self.chunk) * u64::from(self.batch.unwrap_or(1)),
-            bytes: self.bytes,
+            bytes: self.measured.bytes,
             line_mbit: self.interface.as_ref().and_then(|(_, speed)| *speed),
             same_host: self.same_host(),
             cpus: tsperf_sys::host::cpus(),

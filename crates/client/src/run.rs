@@ -45,6 +45,14 @@ pub enum Stream {
 pub type Outcome = Result<Stream, StreamFailure>;
 
 impl Stream {
+    /// What it measured, whichever side sent it.
+    pub fn measured(&self) -> &crate::Measured {
+        match self {
+            Stream::Sent(r) => &r.measured,
+            Stream::Received(r) => &r.measured,
+        }
+    }
+
     /// Both ends agree on every byte (a sized reverse stream: and it got what it asked for).
     pub fn verified(&self) -> bool {
         match self {
@@ -55,16 +63,13 @@ impl Stream {
 
     /// Timed, or stopped early by an interrupt: its bytes are not a stripe's whole.
     fn open_ended(&self) -> bool {
-        match self {
-            Stream::Sent(r) => r.timed.is_some(),
-            Stream::Received(r) => r.time.is_some() || r.interrupted,
-        }
+        self.measured().timed.is_some() || self.interrupted()
     }
 
     /// Stopped early by Ctrl-C or SIGTERM, every byte until then verified.
     pub fn interrupted(&self) -> bool {
         match self {
-            Stream::Sent(r) => r.timed.is_some_and(|t| t.interrupted),
+            Stream::Sent(r) => r.measured.timed.is_some_and(|t| t.interrupted),
             Stream::Received(r) => r.interrupted,
         }
     }
@@ -84,22 +89,14 @@ pub(crate) trait Member {
 
 impl Member for Stream {
     fn span_us(&self) -> (u64, u64) {
-        match self {
-            Stream::Sent(r) => (r.begin_unix_us, r.end_unix_us),
-            Stream::Received(r) => (r.begin_unix_us, r.end_unix_us),
-        }
+        let m = Stream::measured(self);
+        (m.begin_unix_us, m.end_unix_us)
     }
     fn moved(&self) -> u64 {
-        match self {
-            Stream::Sent(r) => r.bytes,
-            Stream::Received(r) => r.bytes,
-        }
+        Stream::measured(self).bytes
     }
     fn measured(&self) -> (u64, Duration) {
-        match self {
-            Stream::Sent(r) => r.measured(),
-            Stream::Received(r) => r.measured(),
-        }
+        Stream::measured(self).rated()
     }
     fn limited_by(&self) -> LimitedBy {
         match self {
@@ -244,7 +241,7 @@ fn send(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Sessi
             side: Side::Sent,
             whole: r
                 .as_ref()
-                .map_or_else(|f| f.bytes.unwrap_or(0), |r| r.bytes),
+                .map_or_else(|f| f.bytes.unwrap_or(0), |r| r.measured.bytes),
             streams: vec![r.map(Stream::Sent)],
             striped: false,
             timed: cfg.time.is_some(),

@@ -277,16 +277,20 @@ fn result<T: Transport>(
     (sent.writes.would_block, sent.writes.polls) = conn.waits();
     StreamResult {
         name: so_far.name,
-        bytes: so_far.bytes,
+        measured: crate::Measured {
+            bytes: so_far.bytes,
+            begin_unix_us: start.unix_us,
+            end_unix_us: unix_us_now(),
+            elapsed: sent.elapsed,
+            digest: sent.digest,
+            timed: sent.timed,
+            intervals: so_far.intervals,
+        },
         chunk: cfg.chunk,
         io: T::IO,
         strategy: cfg.strategy,
         batch: (cfg.strategy == Strategy::Writev).then_some(cfg.batch),
         peer: prepared.peer,
-        begin_unix_us: start.unix_us,
-        end_unix_us: unix_us_now(),
-        elapsed: sent.elapsed,
-        digest: sent.digest,
         writes: sent.writes,
         cpu: CpuTime::process().since(start.cpu),
         sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
@@ -307,9 +311,7 @@ fn result<T: Transport>(
             .ok()
             .and_then(|a| a.as_socket())
             .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
-        intervals: so_far.intervals,
         source_changed: sent.source_changed,
-        timed: sent.timed,
     }
 }
 

@@ -190,7 +190,7 @@ fn under_load(s: &mut String, r: &LatencyResult, l: &Loaded) {
             s,
             "  the stream ({} of {}): median {:.1} MiB/s, {}, {}",
             units::count(l.streams.count, "transfer"),
-            units::size(last.bytes),
+            units::size(last.measured.bytes),
             j.stream_mib_per_s.unwrap_or(0.0),
             if j.stream_verified {
                 "verified"

@@ -27,23 +27,23 @@ impl From<&StreamResult> for StreamJson {
         let s = &r.server;
         let nonzero = |v: u64| (v != 0).then_some(v);
         let verdict = r.verdict();
-        let (measured, measured_time) = r.measured();
+        let (measured, measured_time) = r.measured.rated();
         StreamJson {
             tsperf: VERSION.into(),
             file: r.name.clone(),
-            bytes: r.bytes,
+            bytes: r.measured.bytes,
             chunk: r.chunk,
             io: r.io,
             strategy: r.strategy,
             batch: r.batch,
             peer: r.peer.to_string(),
-            elapsed_s: r.elapsed.as_secs_f64(),
-            begin_unix_us: r.begin_unix_us,
-            end_unix_us: r.end_unix_us,
+            elapsed_s: r.measured.elapsed.as_secs_f64(),
+            begin_unix_us: r.measured.begin_unix_us,
+            end_unix_us: r.measured.end_unix_us,
             mib_per_s: units::mib_per_s(measured, measured_time),
             gbit_per_s: units::gbit_per_s(measured, measured_time),
             verified: r.verified(),
-            digest: hex(r.digest),
+            digest: hex(r.measured.digest),
             cpu: Cpu::of(r.cpu.user, r.cpu.sys),
             client: client_side(r),
             server: ServerSide {
@@ -88,8 +88,8 @@ impl From<&StreamResult> for StreamJson {
             },
             limited_by: Some(verdict.limited_by),
             limits: verdict.limits,
-            intervals: r.intervals.clone(),
-            timed: r.timed.map(sections::timed_json),
+            intervals: r.measured.intervals.clone(),
+            timed: r.measured.timed.map(sections::timed_json),
             error: (!r.verified()).then(|| mismatch(r)),
         }
     }
@@ -130,7 +130,7 @@ pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
 /// The one-way times from the client's first byte sent, where the error bound allows.
 fn one_way(r: &StreamResult) -> OneWayJson {
     one_way_of(
-        (r.begin_unix_us, r.end_unix_us),
+        (r.measured.begin_unix_us, r.measured.end_unix_us),
         r.server.first_byte_unix_us,
         r.server.last_byte_unix_us,
         r.clock.map(|c| c.offset),
@@ -233,22 +233,22 @@ fn file_wait(r: &StreamResult) -> String {
 fn stream_human(r: &StreamResult) -> String {
     let s = &r.server;
     let server_elapsed = Duration::from_nanos(s.elapsed_ns);
-    sections::seed_lines(r.begin_unix_us, &r.name, r.end_unix_us)
+    sections::seed_lines(r.measured.begin_unix_us, &r.name, r.measured.end_unix_us)
         + &format!(
             "sent {} in {}: {}, chunk {} B, io {} {}, {}\n\
              \x20 client: {} ({} short){}, cpu {} user + {} sys{}\n\
              \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, \
              log {}, stdout to {}\n",
-            units::size(r.bytes),
-            units::duration(r.elapsed),
-            sections::rate(r.measured()),
+            units::size(r.measured.bytes),
+            units::duration(r.measured.elapsed),
+            sections::rate(r.measured.rated()),
             r.chunk,
             r.io,
             match r.batch {
                 Some(k) => format!("writev of {k}"),
                 None => r.strategy.to_string(),
             },
-            sections::check(r.verified(), r.digest),
+            sections::check(r.verified(), r.measured.digest),
             units::count(r.writes.writes, &format!("{} call", r.strategy)),
             r.writes.partial_writes,
             r.congestion
@@ -266,7 +266,7 @@ fn stream_human(r: &StreamResult) -> String {
             s.log.map_or("?".to_owned(), |v| v.to_string()),
             r.server_stdout.describe(),
         )
-        + &sections::timed(r.timed)
+        + &sections::timed(r.measured.timed)
         + &clock_human(r)
         + &why_human(r)
         + &if s.saved_to.is_empty() {
@@ -337,7 +337,9 @@ fn clock_human(r: &StreamResult) -> String {
     // allow a figure, or a stamp the client's clock cannot place inside the transfer.
     let figure = |v: Option<f64>, server_us: u64| match v {
         Some(v) => us(v),
-        None => match to_client(Some(c.offset), server_us).map(|t| t - r.begin_unix_us as f64) {
+        None => match to_client(Some(c.offset), server_us)
+            .map(|t| t - r.measured.begin_unix_us as f64)
+        {
             Some(t) if t <= err / ONE_WAY_MAX_ERROR => format!(
                 "under {} (a figure needs ten times the ±)",
                 us(err / ONE_WAY_MAX_ERROR)
@@ -368,7 +370,7 @@ fn mismatch(r: &StreamResult) -> String {
     };
     format!(
         "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}{why}",
-        r.bytes, r.digest, r.server.bytes, r.server.digest
+        r.measured.bytes, r.measured.digest, r.server.bytes, r.server.digest
     )
 }
 

@@ -179,17 +179,19 @@ fn standing(d: &Result<Session, String>) -> Standing {
     match &s.streams[0] {
         Ok(Stream::Sent(r)) if !r.verified() => Standing::Failed(mismatch(r)),
         Ok(Stream::Received(r)) if !r.verified() => Standing::Failed(reverse_mismatch(r)),
-        Ok(Stream::Sent(r)) if r.timed.is_some_and(|t| t.interrupted) => Standing::Interrupted(
-            format!(
-                "interrupted after {} of the timed run, every byte verified",
-                units::duration(r.elapsed)
-            ),
-            None,
-        ),
+        Ok(Stream::Sent(r)) if r.measured.timed.is_some_and(|t| t.interrupted) => {
+            Standing::Interrupted(
+                format!(
+                    "interrupted after {} of the timed run, every byte verified",
+                    units::duration(r.measured.elapsed)
+                ),
+                None,
+            )
+        }
         Ok(Stream::Received(r)) if r.interrupted => Standing::Interrupted(
             format!(
                 "interrupted after receiving {} bytes, every one verified",
-                r.bytes
+                r.measured.bytes
             ),
             None,
         ),

@@ -18,18 +18,18 @@ pub(super) fn reverse_object(r: &ReverseResult) -> ReverseJson {
     ReverseJson {
         tsperf: VERSION.into(),
         source: r.source().to_owned(),
-        bytes: r.bytes,
+        bytes: r.measured.bytes,
         asked_bytes: r.asked,
         chunk: r.chunk,
         io: r.io,
         peer: r.peer.to_string(),
-        elapsed_s: r.elapsed.as_secs_f64(),
-        begin_unix_us: r.begin_unix_us,
-        end_unix_us: r.end_unix_us,
-        mib_per_s: units::mib_per_s(r.measured().0, r.measured().1),
-        gbit_per_s: units::gbit_per_s(r.measured().0, r.measured().1),
+        elapsed_s: r.measured.elapsed.as_secs_f64(),
+        begin_unix_us: r.measured.begin_unix_us,
+        end_unix_us: r.measured.end_unix_us,
+        mib_per_s: units::mib_per_s(r.measured.rated().0, r.measured.rated().1),
+        gbit_per_s: units::gbit_per_s(r.measured.rated().0, r.measured.rated().1),
         verified: r.verified(),
-        digest: hex(r.digest),
+        digest: hex(r.measured.digest),
         interrupted: r.interrupted,
         cpu: Cpu::of(r.cpu.user, r.cpu.sys),
         client: ReceiverSide {
@@ -74,8 +74,8 @@ pub(super) fn reverse_object(r: &ReverseResult) -> ReverseJson {
             offset_err_us: r.clock.map(|c| c.offset.err_ns as f64 / 1e3),
             rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
         },
-        timed: r.timed().map(sections::timed_json),
-        intervals: r.intervals.clone(),
+        timed: r.measured.timed.map(sections::timed_json),
+        intervals: r.measured.intervals.clone(),
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,
         error: (!r.verified()).then(|| reverse_mismatch(r)),
@@ -103,11 +103,11 @@ pub(super) fn reverse_mismatch(r: &ReverseResult) -> String {
     format!(
         "NOT VERIFIED: received {} bytes with xxh3 {:016x}; the server says it sent {} with xxh3 \
          {:016x}{}",
-        r.bytes,
-        r.digest,
+        r.measured.bytes,
+        r.measured.digest,
         r.end.length,
         r.end.digest,
-        if r.time.is_none() && r.bytes != r.asked {
+        if r.measured.timed.is_none() && r.measured.bytes != r.asked {
             format!(" ({} were asked for)", r.asked)
         } else {
             String::new()
@@ -118,17 +118,17 @@ pub(super) fn reverse_mismatch(r: &ReverseResult) -> String {
 /// The report for people.
 pub(super) fn reverse_human(r: &ReverseResult) -> String {
     let s = &r.server;
-    sections::seed_lines(r.begin_unix_us, r.source(), r.end_unix_us)
+    sections::seed_lines(r.measured.begin_unix_us, r.source(), r.measured.end_unix_us)
         + &format!(
             "received {} in {}: {}, server writes of {} B, io {}, {}\n\
              \x20 client: {} of up to {} B, cpu {} user + {} sys, log {}\n\
              \x20 server: {} ({} short){}, first to last write {}, cpu {} user + {} sys, io {}\n",
-            units::size(r.bytes),
-            units::duration(r.elapsed),
-            sections::rate(r.measured()),
+            units::size(r.measured.bytes),
+            units::duration(r.measured.elapsed),
+            sections::rate(r.measured.rated()),
             r.chunk,
             r.io,
-            sections::check(r.verified(), r.digest),
+            sections::check(r.verified(), r.measured.digest),
             units::count(r.reads, "read"),
             r.read_size,
             units::duration(r.cpu.user),
@@ -149,7 +149,7 @@ pub(super) fn reverse_human(r: &ReverseResult) -> String {
             units::duration(Duration::from_micros(s.cpu_sys_us)),
             s.server_io,
         )
-        + &sections::timed(r.timed())
+        + &sections::timed(r.measured.timed)
         + &sections::clock(r.clock, "")
         + &sections::verdict(&r.verdict())
 }

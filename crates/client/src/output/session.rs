@@ -2,7 +2,7 @@
 //! them, or the JSON's `streams[]` and `sum`.
 
 use super::{VERSION, entry, sections};
-use crate::run::{Session, Side, Stream};
+use crate::run::{Member, Session, Side, Stream};
 use tsperf_results::json::{SessionJson, SumJson};
 use tsperf_results::units;
 use tsperf_sys::text::Peer;
@@ -39,16 +39,9 @@ pub(super) fn session_human(p: &Session) -> String {
     for (i, s) in p.streams.iter().enumerate() {
         out += &match s {
             Ok(s) => {
-                let checked = match s {
-                    Stream::Sent(r) => sections::check(r.verified(), r.digest),
-                    Stream::Received(r) => sections::check(r.verified(), r.digest),
-                };
-                let (measured, limited_by) = match s {
-                    Stream::Sent(r) => (r.measured(), r.verdict().limited_by),
-                    Stream::Received(r) => (r.measured(), r.verdict().limited_by),
-                };
-                rate_line(&format!("[{i:>3}]{received}"), measured)
-                    + &format!(", {checked}, limited by {limited_by}\n")
+                let checked = sections::check(s.verified(), s.measured().digest);
+                rate_line(&format!("[{i:>3}]{received}"), s.measured().rated())
+                    + &format!(", {checked}, limited by {}\n", s.limited_by())
             }
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };

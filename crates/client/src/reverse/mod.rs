@@ -44,8 +44,10 @@ pub const WAKE_MARK: u32 = READ_SIZE as u32;
 /// Everything measured about one reverse stream, by both ends.
 #[derive(Debug, Clone)]
 pub struct ReverseResult {
-    /// The bytes received (every pass of a timed run).
-    pub bytes: u64,
+    /// The bytes, the time, the digest (the client's, of what arrived), a timed run's passes
+    /// (with `--omit`, the bytes received and the time since the first byte when the omitted
+    /// start ended: the rate is of what came after).
+    pub measured: crate::Measured,
     /// Bytes of one pass: asked for, or the served file's size.
     pub asked: u64,
     /// The served file's name; empty for the generated stream.
@@ -58,14 +60,6 @@ pub struct ReverseResult {
     pub io: super::ClientIo,
     /// The server's address.
     pub peer: SocketAddr,
-    /// The first byte received, wall clock, µs since the epoch.
-    pub begin_unix_us: u64,
-    /// The end of the stream, wall clock.
-    pub end_unix_us: u64,
-    /// From the first byte received to the end of the stream.
-    pub elapsed: Duration,
-    /// The client's xxh3-64 of what it received.
-    pub digest: u64,
     /// The digest and length the server's end trailer gives.
     pub end: tsperf_proto::end::End,
     /// Reads that returned data.
@@ -83,8 +77,6 @@ pub struct ReverseResult {
     pub server: Sent,
     /// The clock offset, when clock queries were made.
     pub clock: Option<Clock>,
-    /// A timed run's time asked for.
-    pub time: Option<Duration>,
     /// Stopped by Ctrl-C or SIGTERM: the client asked the server to end the stream early, and
     /// every byte until then is verified.
     pub interrupted: bool,
@@ -99,46 +91,18 @@ pub struct ReverseResult {
     /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: [`WAKE_MARK`]
     /// once raised on a path of large segments, else 1.
     pub wake_mark: u32,
-    /// The start left out of the figures (`--omit`).
-    pub omit: Duration,
-    /// With `--omit`: the bytes received, and the time since the first byte, when the omitted
-    /// start ended (the rate is of what came after).
-    pub omitted: Option<(u64, Duration)>,
-    /// With `--interval`: what arrived in each interval.
-    pub intervals: Vec<crate::intervals::Interval>,
 }
 
 impl ReverseResult {
     /// True when the server's trailer counts what arrived (a sized run: what was asked) and
     /// its digest is the client's.
     pub fn verified(&self) -> bool {
-        self.end.length == self.bytes
-            && self.server.bytes == self.bytes
-            && self.end.digest == self.digest
-            && (self.time.is_some() || self.interrupted || self.bytes == self.asked)
-    }
-
-    /// The bytes and time the rate is of: all of them, or those after the omitted start.
-    pub fn measured(&self) -> (u64, Duration) {
-        match self.omitted {
-            Some((bytes, at)) => (
-                self.bytes.saturating_sub(bytes),
-                self.elapsed.saturating_sub(at),
-            ),
-            None => (self.bytes, self.elapsed),
-        }
-    }
-
-    /// A timed run's time, passes and omitted start.
-    pub fn timed(&self) -> Option<crate::Timed> {
-        self.time.map(|time| crate::Timed {
-            time,
-            omit: self.omit,
-            file_bytes: self.asked,
-            passes: self.bytes as f64 / self.asked.max(1) as f64,
-            omitted: self.omitted,
-            interrupted: self.interrupted,
-        })
+        self.end.length == self.measured.bytes
+            && self.server.bytes == self.measured.bytes
+            && self.end.digest == self.measured.digest
+            && (self.measured.timed.is_some()
+                || self.interrupted
+                || self.measured.bytes == self.asked)
     }
 
     /// Both ends on one machine.
@@ -154,19 +118,19 @@ impl ReverseResult {
         Evidence {
             tcp: s.tcp,
             flight: s.flight,
-            elapsed: self.elapsed,
+            elapsed: self.measured.elapsed,
             client_cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
             sender_on_cpu: s.on_cpu_ns.map(Duration::from_nanos),
             sender_run_queue: s.run_queue_ns.map(Duration::from_nanos),
             source_read: None,
             sndbuf: u64::from(s.sndbuf),
             write_size: s.chunk,
-            bytes: self.bytes,
+            bytes: self.measured.bytes,
             line_mbit: None,
             same_host: self.same_host(),
             cpus: tsperf_sys::host::cpus(),
             server: Some(ServerTime {
-                total: self.elapsed,
+                total: self.measured.elapsed,
                 cpu: self.cpu.user + self.cpu.sys,
                 run_queue: self.sched.map(|s| s.run_queue),
                 log: self.log_time,
@@ -273,18 +237,31 @@ fn receive<T: Transport>(
     };
     let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
     let sock = conn.socket();
+    let bytes = got.rx.hashed();
+    let timed = cfg.time.map(|time| crate::Timed {
+        time,
+        omit: cfg.omit,
+        file_bytes: accepted.length,
+        passes: bytes as f64 / accepted.length.max(1) as f64,
+        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
+        interrupted: got.stop_sent,
+    });
     Ok(ReverseResult {
-        bytes: got.rx.hashed(),
+        measured: crate::Measured {
+            bytes,
+            begin_unix_us: first_us,
+            end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
+            elapsed: end_at.duration_since(first_at),
+            digest: got.rx.digest(),
+            timed,
+            intervals,
+        },
         asked: accepted.length,
         name: name.to_owned(),
         one_buffer: asks_one_buffer(cfg, name),
         chunk: cfg.chunk,
         io: T::IO,
         peer,
-        begin_unix_us: first_us,
-        end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
-        elapsed: end_at.duration_since(first_at),
-        digest: got.rx.digest(),
         end,
         reads: got.rx.reads(),
         cpu: CpuTime::thread().since(cpu),
@@ -294,16 +271,12 @@ fn receive<T: Transport>(
             .map_or_else(Default::default, |i| i.receiver()),
         server,
         clock,
-        time: cfg.time,
         interrupted: got.stop_sent,
         log: cfg.log,
         log_lines: got.rx.log_ref().lines(),
         log_time: got.rx.log_ref().time(),
         read_size: got.rx.read_size(),
         wake_mark: got.wake_mark,
-        omit: cfg.omit,
-        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
-        intervals,
     })
 }
 
