@@ -237,23 +237,14 @@ fn receive<T: Transport>(
     };
     let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
     let sock = conn.socket();
-    let bytes = got.rx.hashed();
-    let timed = cfg.time.map(|time| crate::Timed {
-        time,
-        omit: cfg.omit,
-        file_bytes: accepted.length,
-        passes: bytes as f64 / accepted.length.max(1) as f64,
-        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
-        interrupted: got.stop_sent,
-    });
     Ok(ReverseResult {
         measured: crate::Measured {
-            bytes,
+            bytes: got.rx.hashed(),
             begin_unix_us: first_us,
             end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
             elapsed: end_at.duration_since(first_at),
             digest: got.rx.digest(),
-            timed,
+            timed: timed(cfg, accepted.length, &got),
             intervals,
         },
         asked: accepted.length,
@@ -277,6 +268,18 @@ fn receive<T: Transport>(
         log_time: got.rx.log_ref().time(),
         read_size: got.rx.read_size(),
         wake_mark: got.wake_mark,
+    })
+}
+
+/// A timed stream's time, its passes of `pass` bytes, its omitted start and a stop.
+fn timed(cfg: &StreamConfig, pass: u64, got: &Received) -> Option<crate::Timed> {
+    cfg.time.map(|time| crate::Timed {
+        time,
+        omit: cfg.omit,
+        file_bytes: pass,
+        passes: got.rx.hashed() as f64 / pass.max(1) as f64,
+        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
+        interrupted: got.stop_sent,
     })
 }
 
