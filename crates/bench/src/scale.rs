@@ -301,8 +301,9 @@ fn markdown(r: &ScaleReport) -> String {
          {}-byte writes, every transfer verified; a fresh `tsserver --log none` per \
          measurement; median of {} (models alternating). The clients are connections of an \
          event-driven load generator ({}, each one `poll` for its share of the connections; \
-         `tsscale --generator-threads`): every connection is opened and accepted first, then \
-         all send at once. Aggregate = all bytes / (that start → the last verified report). \
+         `tsscale --generator-threads`), each connection sending through the stream engine's \
+         sender, as tsclient does: every connection is opened and accepted first, then all \
+         send at once. Aggregate = all bytes / (that start → the last verified report). \
          Load generator CPU: this process's `getrusage` over the measurement. Server CPU: the kernel's account when the server is reaped \
          (`wait4`, microseconds, every thread) less its live threads' `schedstat` once \
          listening; RSS from /proc/PID/status: the baseline is VmRSS once listening, the peak \

@@ -386,9 +386,11 @@ pub fn run_stream(
     cfg: &StreamConfig,
     progress: &mut Progress,
 ) -> Result<StreamResult, StreamFailure> {
-    let batch = match cfg.strategy {
-        Strategy::Writev => cfg.batch.clamp(1, MAX_BATCH),
-        Strategy::Write | Strategy::Sendfile => 1,
+    // Blocks hold whole batches of writev's chunks; one chunk is a batch of the others.
+    let batch = if cfg.strategy == Strategy::Writev {
+        cfg.batch.clamp(1, MAX_BATCH)
+    } else {
+        1
     };
     let source = match &cfg.held {
         Some(h) => Source::held(h.clone(), &cfg.file, cfg.chunk, batch),
