@@ -2,8 +2,9 @@
 # Did a change alter what tsclient prints? Runs every mode (each direction, -P, --bidir, timed,
 # intervals, latency and under load; human, --json and --json-stream) and a set of refused
 # command lines with the binaries of OLD and of NEW, each against a tsserver of its own build on
-# loopback, masks every number (and units, signs, digests, verdicts, bar lengths: what a
-# measurement decides), and prints the differences that are left.
+# loopback, masks every number (and units, signs, digests, verdicts, bar lengths, a number's
+# padding, how many alike interval samples: what a measurement decides), and prints the
+# differences that are left.
 #
 #   scripts/same-output.sh OLD_BIN_DIR NEW_BIN_DIR [--keep DIR]
 #
@@ -14,7 +15,7 @@
 # of a latency run under load) is left out.
 set -euo pipefail
 prog=same-output.sh
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
 (($# == 2 || $# == 4)) || { usage >&2; exit 2; }
 old=$1 new=$2 keep=""
@@ -105,13 +106,20 @@ for pat, to in [
     (r'under N U \(a figure needs ten times the ±\)', 'N U'),
     (r'(for its file|waiting for a CPU) (N%|\?)', r'\1 N%'),
     (r'N transfers? of', 'N transfer of'),
-    (r'": ?null', '": N'),
+    (r'(": ?)null', r'\1N'),
     (r'(window full|send buffer full) (N%|\?)', r'\1 N%'),
     (r'\n  idle pN N U is slower than loaded pN N U:[^\n]*', ''),
     (r',\n *"idle_slower": "[^"]*"', ''),
     (r'(\n +(min|max|pN)) +N U \|', r'\1 N U |'),
+    # A number's width is measured too: the padding before it.
+    (r' {2,}N', ' N'),
+    # How many intervals a timed run's end shows is timing: alike samples count once.
+    (r'(\{[^{}]*\})(,\1)+', r'\1'),
 ]:
     s = re.sub(pat, to, s)
+# Alike lines in a row (a sample each) count once.
+lines = s.split('\n')
+s = '\n'.join(l for i, l in enumerate(lines) if i == 0 or l != lines[i - 1])
 sys.stdout.write(s)
 PY
 }
