@@ -28,6 +28,8 @@ mod send;
 mod session;
 pub mod spec;
 mod transfer;
+#[cfg(test)]
+mod transport_tests;
 
 pub use session::{Refused, describe_bytes, handshake, read_frame_within};
 

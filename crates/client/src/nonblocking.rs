@@ -238,37 +238,3 @@ impl tsperf_stream::send::Sink for MioConn {
         self.send_with(|s| tsperf_sys::net::sendfile(s, file, offset, len))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A socket whose receive low-water mark is above what is waiting polls not readable, yet
-    /// what is waiting is data: when the wait times out the read returns it, as a blocking
-    /// read does, instead of calling a slow sender silent (the reverse receiver raises its mark
-    /// to 64 KiB on loopback).
-    #[test]
-    fn a_read_below_the_mark_returns_what_is_there_at_the_timeout() {
-        // A stop asked for by another test would shut this connection down.
-        let _alone = crate::interrupt::STOP_TESTS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let mut conn = MioConn::connect("127.0.0.1", port, Duration::from_millis(500)).unwrap();
-        let (mut peer, _) = l.accept().unwrap();
-        tsperf_sys::mark::recv_lowat(&*conn.socket(), 64 << 10).unwrap();
-        // The bytes come while the read waits in poll (it finds nothing at first).
-        let late = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
-            peer.write_all(&[7u8; 1000]).unwrap();
-            peer
-        });
-        let mut buf = [0u8; 4096];
-        assert_eq!(conn.read(&mut buf).unwrap(), 1000);
-        let _peer = late.join().unwrap();
-        // Nothing waiting: the timeout is still an error.
-        let e = conn.read(&mut buf).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
-    }
-}
