@@ -1,8 +1,11 @@
-//! Sending a stream in turns: counting, checksumming and timing what is handed to the socket.
-//! The server's reverse streams (`tsclient --reverse`) send through it, in either of its
-//! models: a blocking thread turns until done, the event loop one turn a wake-up.
+//! Sending a stream in turns: counting, checksumming and timing what is handed to the socket,
+//! through a [`Sink`] its driver offers. Every stream tsperf sends goes through it: the
+//! server's reverse streams (`tsclient --reverse`) in either of its models (a blocking thread
+//! turns until done, the event loop one turn a wake-up), the client's streams (a source it
+//! holds, [`Sender::local`]: FILE, a stripe of it, the generated text; its transports wait in
+//! `write`, so it turns until done) and tsscale's load generator (one mio loop for all).
 //!
-//! What it sends is the generated stream, or with `--serve DIR` a file of DIR (`served`). The
+//! A server sends the generated stream, or with `--serve DIR` a file of DIR (`served`). The
 //! generated stream is the tsgen text ([`pattern`]: the seed's 36 MiB, made once per server off
 //! the event loop and shared by every connection, so a connection costs no buffer). One pass is
 //! the hello's `length` bytes of it (the text repeated past 36 MiB); a sized stream is one pass,
