@@ -262,7 +262,7 @@ fn under_load<T: Transport>(
             }
         };
         // The stream's first bytes, within its timeout.
-        let by = Instant::now() + stream.timeout;
+        let by = Instant::now() + stream.spec.timeout;
         while sending.sent() == 0 && !streamer.is_finished() && Instant::now() < by {
             std::thread::sleep(Duration::from_micros(200));
         }

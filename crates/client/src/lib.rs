@@ -43,7 +43,7 @@ use anyhow::Result;
 use crate::progress::Progress;
 use blocking::Blocking;
 use nonblocking::MioConn;
-use tsperf_proto::{LogMode, Report, StdoutKind};
+use tsperf_proto::{Report, StdoutKind};
 use tsperf_sys::auth::Key;
 use tsperf_sys::source::Source;
 use tsperf_sys::timing::CpuTime;
@@ -59,15 +59,13 @@ pub const DEFAULT_MIN_RATE: u64 = 128 << 10;
 pub const DEFAULT_BATCH: u32 = 64;
 pub use tsperf_stream::send::MAX_BATCH;
 
-/// What to send, where, and how.
+/// A stream as it runs: what was asked for ([`spec::StreamSpec`], the flags lowered) and what
+/// running it takes beyond that: the file or generated period made for it, the key, the live
+/// printer, its stripe of a session, a two-way run's id.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
-    /// The server's host name or address.
-    pub host: String,
-    /// The server's port.
-    pub port: u16,
-    /// Bytes per write.
-    pub chunk: u32,
+    /// What was asked for.
+    pub spec: spec::StreamSpec,
     /// The file to send.
     pub file: PathBuf,
     /// The name announced for it instead of its basename: `generated` for the generated stream
@@ -81,44 +79,10 @@ pub struct StreamConfig {
     /// The generated stream's period held in memory, sent instead of `file` (which then only
     /// names it): what `--io write` and `writev` send from ([`tsperf_sys::source::Held`]).
     pub held: Option<std::sync::Arc<tsperf_sys::source::Held>>,
-    /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
-    /// and the longest the server may take no data.
-    pub timeout: Duration,
-    /// The slowest a sized reverse stream may arrive, bytes a second (`--min-rate`): it is cut
-    /// off `timeout` plus its pass at this rate after its first byte ([`DEFAULT_MIN_RATE`]).
-    pub min_rate: u64,
-    /// Use a mio non-blocking socket instead of a blocking one.
-    pub nonblocking: bool,
-    /// Ask the kernel for this send buffer size (SO_SNDBUF).
-    pub sndbuf: Option<u32>,
-    /// Send with this TCP congestion control (`TCP_CONGESTION`, iperf3's `-C`); by default the
-    /// kernel's.
-    pub congestion: Option<String>,
-    /// The generated stream is one `chunk` sent again and again (`--one-buffer`): forward, the
-    /// `file` this client made is one chunk long; in reverse, the hello asks it of the server.
-    pub one_buffer: bool,
     /// The pre-shared key, for a server that asks for one.
     pub auth: Option<std::sync::Arc<Key>>,
-    /// How chunks reach the kernel.
-    pub strategy: Strategy,
-    /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`MAX_BATCH`]).
-    pub batch: u32,
-    /// The server log sink to ask for; `None`: the server's own.
-    pub server_log: Option<LogMode>,
-    /// Clock queries before the data (0 to [`tsperf_proto::MAX_CLOCK_QUERIES`]).
-    pub clock_queries: u8,
-    /// Take a sample this often (`--interval`).
-    pub interval: Option<Duration>,
     /// Print each sample as it is taken (a human run), labelled so.
     pub live: Option<live::Live>,
-    /// A timed run (`--time`): send the file again and again for this long after `omit`.
-    pub time: Option<Duration>,
-    /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
-    pub omit: Duration,
-    /// A reverse stream's per-read log sink, on this end (`--log`), and its file (`--log-file`).
-    pub log: LogMode,
-    /// The file the file sink appends to.
-    pub log_file: PathBuf,
     /// One stream of a `--parallel` session: the stripe of the file it sends (offset, length;
     /// in reverse, its share of the bytes asked for) and its place in the session.
     pub stripe: Option<(u64, u64, tsperf_proto::Session)>,
@@ -389,14 +353,14 @@ pub fn run_stream(
     progress: &mut Progress,
 ) -> Result<StreamResult, StreamFailure> {
     // Blocks hold whole batches of writev's chunks; one chunk is a batch of the others.
-    let batch = if cfg.strategy == Strategy::Writev {
-        cfg.batch.clamp(1, MAX_BATCH)
+    let batch = if cfg.spec.strategy == Strategy::Writev {
+        cfg.spec.batch.clamp(1, MAX_BATCH)
     } else {
         1
     };
     let source = match &cfg.held {
-        Some(h) => Source::held(h.clone(), &cfg.file, cfg.chunk, batch),
-        None => Source::open(&cfg.file, cfg.chunk, batch),
+        Some(h) => Source::held(h.clone(), &cfg.file, cfg.spec.chunk, batch),
+        None => Source::open(&cfg.file, cfg.spec.chunk, batch),
     }
     .map(|s| match &cfg.name {
         Some(name) => s.named(name.clone()),
@@ -411,24 +375,24 @@ pub fn run_stream(
         None => Ok(s),
     })
     .map_err(|e| StreamFailure::before(cfg, None, e))?;
-    if cfg.time.is_some() && cfg.strategy == Strategy::Sendfile {
+    if cfg.spec.time.is_some() && cfg.spec.strategy == Strategy::Sendfile {
         let e = anyhow::anyhow!(
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
         );
         return Err(StreamFailure::before(cfg, Some(source.len()), e));
     }
     // The size is known before anything can fail on the network: a failure's report has it.
-    match cfg.time {
-        Some(time) => progress.start_timed(cfg.omit + time),
+    match cfg.spec.time {
+        Some(time) => progress.start_timed(cfg.spec.omit + time),
         None => progress.start(source.len()),
     }
     let size = Some(source.len());
-    let result = if cfg.nonblocking {
-        MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
+    let result = if cfg.spec.nonblocking {
+        MioConn::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
             .map_err(|e| StreamFailure::before(cfg, size, e))
             .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
     } else {
-        Blocking::connect(&cfg.host, cfg.port, cfg.timeout)
+        Blocking::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
             .map_err(|e| StreamFailure::before(cfg, size, e))
             .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
     };

@@ -89,6 +89,6 @@ pub(crate) fn session(
         streams,
         whole,
         striped: true,
-        timed: cfg.time.is_some(),
+        timed: cfg.spec.time.is_some(),
     }
 }

@@ -244,7 +244,7 @@ fn send(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Sessi
                 .map_or_else(|f| f.bytes.unwrap_or(0), |r| r.measured.bytes),
             streams: vec![r.map(Stream::Sent)],
             striped: false,
-            timed: cfg.time.is_some(),
+            timed: cfg.spec.time.is_some(),
         });
     }
     let len = match cfg.generated {
@@ -277,7 +277,7 @@ fn receive(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Se
             whole: r.as_ref().map_or(asked, |r| r.asked),
             streams: vec![r.map(Stream::Received)],
             striped: false,
-            timed: cfg.time.is_some(),
+            timed: cfg.spec.time.is_some(),
         });
     }
     if spec.served.is_some() {

@@ -38,15 +38,15 @@ pub(super) struct Tally {
 /// The engine's sender of `source` as `cfg` says: its call (`--io`, `--batch`), its chunk, and
 /// passes again and again for a timed run.
 pub(super) fn sender(source: Source, cfg: &StreamConfig) -> anyhow::Result<Sender> {
-    let call = match cfg.strategy {
+    let call = match cfg.spec.strategy {
         Strategy::Write => Call::Write,
-        Strategy::Writev => Call::Writev(cfg.batch),
+        Strategy::Writev => Call::Writev(cfg.spec.batch),
         Strategy::Sendfile => Call::Sendfile,
     };
-    Sender::local(source, call, cfg.chunk, cfg.time.is_some())
+    Sender::local(source, call, cfg.spec.chunk, cfg.spec.time.is_some())
 }
 
-/// Sends every byte of `tx`'s source (a timed run: until `cfg.time` after the omitted start, or
+/// Sends every byte of `tx`'s source (a timed run: until `cfg.spec.time` after the omitted start, or
 /// a stop asked for), counting into `tally`. `begin` is called once, just before the first byte
 /// is handed to the socket, with the time spent waiting for the file so far. Returns the
 /// xxh3-64 of exactly what was sent.
@@ -62,9 +62,9 @@ pub(super) fn send_data<T: Transport>(
     progress.restart();
     begin(conn, waited);
     // A timed run's clock starts at its first byte; Ctrl-C ends it as its time does.
-    let alarm = cfg.time.map(|time| {
+    let alarm = cfg.spec.time.map(|time| {
         super::interrupt::ends_itself();
-        super::alarm::Alarm::start(cfg.omit, time)
+        super::alarm::Alarm::start(cfg.spec.omit, time)
     });
     let up = alarm.as_ref().map(super::alarm::Alarm::watch);
     tx.stop_when(move || super::interrupt::requested() || up.as_ref().is_some_and(|up| up()));
@@ -92,7 +92,7 @@ pub(super) fn send_data<T: Transport>(
     match end {
         SendEnd::Error(e) => return Err(Stop::Net(e)),
         SendEnd::Source(e) => return Err(Stop::File(e)),
-        _ if cfg.time.is_none() && tally.sent < tx.pass_length() => {
+        _ if cfg.spec.time.is_none() && tally.sent < tx.pass_length() => {
             return Err(Stop::Interrupted);
         }
         _ => {}

@@ -53,25 +53,30 @@ pub struct StreamSpec {
     pub chunk: u32,
     /// What is sent.
     pub source: Source,
-    /// The generated stream is one `chunk` sent again and again (`--one-buffer`).
+    /// The generated stream is one `chunk` sent again and again (`--one-buffer`): forward, the
+    /// period this client makes is one chunk long; in reverse, the hello asks it of the server.
     pub one_buffer: bool,
     /// How chunks reach the kernel (this client's writes).
     pub strategy: Strategy,
-    /// Chunks per `writev`.
+    /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`crate::MAX_BATCH`]).
     pub batch: u32,
-    /// Deadline of each phase, and the longest the server may take no data.
+    /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
+    /// and the longest the server may take no data.
     pub timeout: Duration,
-    /// The slowest a sized reverse stream may arrive, bytes a second.
+    /// The slowest a sized reverse stream may arrive, bytes a second (`--min-rate`): it is cut
+    /// off `timeout` plus its pass at this rate after its first byte
+    /// ([`crate::DEFAULT_MIN_RATE`]).
     pub min_rate: u64,
     /// A mio non-blocking socket instead of a blocking one.
     pub nonblocking: bool,
     /// The send buffer to ask for (SO_SNDBUF).
     pub sndbuf: Option<u32>,
-    /// The TCP congestion control to send with.
+    /// The TCP congestion control to send with (`TCP_CONGESTION`, iperf3's `-C`); by default
+    /// the kernel's. In reverse the hello asks it of the server.
     pub congestion: Option<String>,
     /// The server log sink to ask for; `None`: the server's own.
     pub server_log: Option<LogMode>,
-    /// Clock queries before the data.
+    /// Clock queries before the data (0 to [`tsperf_proto::MAX_CLOCK_QUERIES`]).
     pub clock_queries: u8,
     /// A sample this often (`--interval`).
     pub interval: Option<Duration>,
@@ -79,9 +84,9 @@ pub struct StreamSpec {
     pub live: bool,
     /// Printed as JSON lines (`--json-stream`).
     pub json_lines: bool,
-    /// A timed run: this long after `omit`.
+    /// A timed run (`--time`): the data again and again for this long after `omit`.
     pub time: Option<Duration>,
-    /// A timed run's start left out of its figures.
+    /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
     pub omit: Duration,
     /// This end's per-read log sink (receiving), and its file.
     pub log: LogMode,
@@ -318,9 +323,7 @@ impl StreamConfig {
             (None, _) => PathBuf::from(GENERATED),
         };
         let cfg = StreamConfig {
-            host: spec.host.clone(),
-            port: spec.port,
-            chunk: spec.chunk,
+            spec: spec.clone(),
             file,
             name: generated.map(|_| match spec.one_buffer {
                 true => format!("{GENERATED}-one-buffer"),
@@ -328,26 +331,11 @@ impl StreamConfig {
             }),
             generated,
             held,
-            timeout: spec.timeout,
-            min_rate: spec.min_rate,
-            nonblocking: spec.nonblocking,
-            sndbuf: spec.sndbuf,
-            congestion: spec.congestion.clone(),
-            one_buffer: spec.one_buffer,
             auth,
-            strategy: spec.strategy,
-            batch: spec.batch,
-            server_log: spec.server_log,
-            clock_queries: spec.clock_queries,
-            interval: spec.interval,
             live: spec.live.then(|| crate::live::Live {
                 json: spec.json_lines,
                 ..crate::live::Live::default()
             }),
-            time: spec.time,
-            omit: spec.omit,
-            log: spec.log,
-            log_file: spec.log_file.clone(),
             stripe: None,
             two_way: None,
         };

@@ -79,7 +79,7 @@ pub(super) fn transfer<T: Transport>(
     let mut so_far = SoFar {
         name: source.name().to_owned(),
         bytes: source.len(),
-        timed: cfg.time.is_some(),
+        timed: cfg.spec.time.is_some(),
         sent: 0,
         begin: None,
         intervals: Vec::new(),
@@ -110,7 +110,7 @@ pub(super) fn transfer<T: Transport>(
         Err(stop) => {
             let e = match stop {
                 Stop::File(e) => e,
-                Stop::Net(e) => lost(&mut conn, e, &so_far, cfg.timeout),
+                Stop::Net(e) => lost(&mut conn, e, &so_far, cfg.spec.timeout),
                 Stop::Interrupted => anyhow::anyhow!("interrupted"),
             };
             return Err(so_far.failed(&conn, e));
@@ -160,17 +160,17 @@ fn end_data<T: Transport>(
     digest: u64,
     so_far: &mut SoFar,
 ) -> Result<Report> {
-    if cfg.time.is_some() {
+    if cfg.spec.time.is_some() {
         so_far.bytes = tally.sent;
         let end = conv.end(tally.sent, digest);
         conn.write_all(&end)
             .and_then(|()| conn.socket().shutdown(std::net::Shutdown::Write))
-            .map_err(|e| lost(conn, e, so_far, cfg.timeout))
+            .map_err(|e| lost(conn, e, so_far, cfg.spec.timeout))
             .and_then(|()| await_report(conn, conv))
     } else {
         let trailer = conv.trailer(digest);
         conn.write_all(&trailer)
-            .map_err(|e| lost(conn, e, so_far, cfg.timeout))
+            .map_err(|e| lost(conn, e, so_far, cfg.spec.timeout))
             .and_then(|()| await_report(conn, conv))
     }
 }
@@ -183,14 +183,14 @@ fn timed(
     tally: &Tally,
     start: &Start,
 ) -> Option<crate::Timed> {
-    let time = cfg.time?;
+    let time = cfg.spec.time?;
     let omitted = tally
         .omit_mark
-        .filter(|_| !cfg.omit.is_zero())
+        .filter(|_| !cfg.spec.omit.is_zero())
         .map(|mark| omitted_start(mark, start.at, start.acked));
     Some(crate::Timed {
         time,
-        omit: cfg.omit,
+        omit: cfg.spec.omit,
         file_bytes,
         passes: tally.sent as f64 / file_bytes as f64,
         omitted,
@@ -286,10 +286,10 @@ fn result<T: Transport>(
             timed: sent.timed,
             intervals: so_far.intervals,
         },
-        chunk: cfg.chunk,
+        chunk: cfg.spec.chunk,
         io: T::IO,
-        strategy: cfg.strategy,
-        batch: (cfg.strategy == Strategy::Writev).then_some(cfg.batch),
+        strategy: cfg.spec.strategy,
+        batch: (cfg.spec.strategy == Strategy::Writev).then_some(cfg.spec.batch),
         peer: prepared.peer,
         writes: sent.writes,
         cpu: CpuTime::process().since(start.cpu),
@@ -319,28 +319,28 @@ fn result<T: Transport>(
 /// queries. The conversation goes on after the data, to the report.
 fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> Result<Prepared> {
     let peer = conn.peer().context("cannot read the server's address")?;
-    conn.set_timeout(cfg.timeout)?;
-    if let Some(n) = cfg.sndbuf {
+    conn.set_timeout(cfg.spec.timeout)?;
+    if let Some(n) = cfg.spec.sndbuf {
         conn.socket()
             .set_send_buffer_size(n as usize)
             .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
     }
-    if let Some(name) = &cfg.congestion {
+    if let Some(name) = &cfg.spec.congestion {
         tsperf_sys::congestion::set(&*conn.socket(), name)
             .with_context(|| format!("--congestion {name}"))?;
     }
-    let duration_ms = cfg.time.map_or(0, |t| {
-        u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)
+    let duration_ms = cfg.spec.time.map_or(0, |t| {
+        u32::try_from((t + cfg.spec.omit).as_millis().max(1)).unwrap_or(u32::MAX)
     });
     let hello = Hello {
-        log: cfg.server_log,
-        clock_queries: cfg.clock_queries,
+        log: cfg.spec.server_log,
+        clock_queries: cfg.spec.clock_queries,
         duration_ms,
         session: cfg.session(),
         two_way: cfg.two_way.is_some(),
-        ..Hello::stream(source.len(), cfg.chunk, source.name())
+        ..Hello::stream(source.len(), cfg.spec.chunk, source.name())
     };
-    let mut conv = StreamConversation::new(hello, cfg.timeout);
+    let mut conv = StreamConversation::new(hello, cfg.spec.timeout);
     let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
         .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
     let clock = ask_clock(conn, &mut conv)
@@ -363,7 +363,7 @@ fn send_sampled<T: Transport>(
     tally: &mut Tally,
     begin: &mut dyn FnMut(&T, Duration),
 ) -> (Result<u64, Stop>, Vec<intervals::Interval>) {
-    let Some(every) = cfg.interval else {
+    let Some(every) = cfg.spec.interval else {
         return (send_data(conn, tx, cfg, progress, tally, begin), Vec::new());
     };
     // The sampler reads the socket through its own descriptor number while this thread

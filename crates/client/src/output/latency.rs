@@ -41,13 +41,13 @@ impl From<&LatencyResult> for LatencyJson {
                     file: load
                         .and_then(|s| s.file.file_name())
                         .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
-                    chunk: load.map_or(0, |s| s.chunk),
+                    chunk: load.map_or(0, |s| s.spec.chunk),
                     server_log: l
                         .streams
                         .last
                         .as_ref()
                         .and_then(|s| s.server.log)
-                        .or_else(|| load.and_then(|s| s.server_log)),
+                        .or_else(|| load.and_then(|s| s.spec.server_log)),
                     count: l.rtt.len(),
                     rtt_us: (!l.rtt.is_empty()).then(|| Rtt::of(&l.rtt)),
                     p50_ratio: (!l.rtt.is_empty() && measured).then(|| {

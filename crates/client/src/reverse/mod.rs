@@ -159,10 +159,10 @@ impl ReverseResult {
 /// True when the stream asks the server for one buffer (`--one-buffer`): the generated
 /// stream's only, a served file (`name`) is sent as it is.
 fn asks_one_buffer(cfg: &StreamConfig, name: &str) -> bool {
-    cfg.one_buffer && name.is_empty()
+    cfg.spec.one_buffer && name.is_empty()
 }
 
-/// Runs one reverse stream of `bytes` bytes a pass (`cfg.time`: timed) over the transport the
+/// Runs one reverse stream of `bytes` bytes a pass (`cfg.spec.time`: timed) over the transport the
 /// configuration asks for.
 pub fn run_reverse(
     cfg: &StreamConfig,
@@ -180,16 +180,16 @@ pub fn run_reverse(
         interrupted: interrupt::requested(),
         error: e,
     };
-    match cfg.time {
-        Some(time) => progress.start_timed(cfg.omit + time),
+    match cfg.spec.time {
+        Some(time) => progress.start_timed(cfg.spec.omit + time),
         None => progress.start(bytes),
     }
-    let result = if cfg.nonblocking {
-        MioConn::connect(&cfg.host, cfg.port, cfg.timeout)
+    let result = if cfg.spec.nonblocking {
+        MioConn::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
             .map_err(before)
             .and_then(|conn| receive(conn, cfg, bytes, name, progress))
     } else {
-        Blocking::connect(&cfg.host, cfg.port, cfg.timeout)
+        Blocking::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
             .map_err(before)
             .and_then(|conn| receive(conn, cfg, bytes, name, progress))
     };
@@ -214,8 +214,8 @@ fn receive<T: Transport>(
     if let Err(e) = open_log(cfg, &mut got, peer, name, accepted.length) {
         return Err(fail(&got, e));
     }
-    got.bound = match cfg.time {
-        Some(time) => read::Bound::Time(time + cfg.omit),
+    got.bound = match cfg.spec.time {
+        Some(time) => read::Bound::Time(time + cfg.spec.omit),
         None => read::Bound::Bytes {
             pass: accepted.length,
         },
@@ -228,7 +228,7 @@ fn receive<T: Transport>(
     let end_at = Instant::now();
     let span = end_at - hello_at;
     let window_us = clock.map(|c| server_window(c, hello_unix_us, span));
-    let (server, end) = match checked_end(&got.rx, cfg.chunk, span, window_us) {
+    let (server, end) = match checked_end(&got.rx, cfg.spec.chunk, span, window_us) {
         Ok(v) => v,
         Err(e) => return Err(fail(&got, e)),
     };
@@ -250,7 +250,7 @@ fn receive<T: Transport>(
         asked: accepted.length,
         name: name.to_owned(),
         one_buffer: asks_one_buffer(cfg, name),
-        chunk: cfg.chunk,
+        chunk: cfg.spec.chunk,
         io: T::IO,
         peer,
         end,
@@ -263,7 +263,7 @@ fn receive<T: Transport>(
         server,
         clock,
         interrupted: got.stop_sent,
-        log: cfg.log,
+        log: cfg.spec.log,
         log_lines: got.rx.log_ref().lines(),
         log_time: got.rx.log_ref().time(),
         read_size: got.rx.read_size(),
@@ -273,12 +273,12 @@ fn receive<T: Transport>(
 
 /// A timed stream's time, its passes of `pass` bytes, its omitted start and a stop.
 fn timed(cfg: &StreamConfig, pass: u64, got: &Received) -> Option<crate::Timed> {
-    cfg.time.map(|time| crate::Timed {
+    cfg.spec.time.map(|time| crate::Timed {
         time,
-        omit: cfg.omit,
+        omit: cfg.spec.omit,
         file_bytes: pass,
         passes: got.rx.hashed() as f64 / pass.max(1) as f64,
-        omitted: got.omit_mark.filter(|_| !cfg.omit.is_zero()),
+        omitted: got.omit_mark.filter(|_| !cfg.spec.omit.is_zero()),
         interrupted: got.stop_sent,
     })
 }
@@ -333,25 +333,26 @@ fn open<T: Transport>(
     name: &str,
 ) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
     let peer = conn.peer().context("cannot read the server's address")?;
-    conn.set_timeout(cfg.timeout)?;
-    let duration_ms = cfg.time.map_or(0, |t| {
-        u32::try_from((t + cfg.omit).as_millis().max(1)).unwrap_or(u32::MAX)
+    conn.set_timeout(cfg.spec.timeout)?;
+    let duration_ms = cfg.spec.time.map_or(0, |t| {
+        u32::try_from((t + cfg.spec.omit).as_millis().max(1)).unwrap_or(u32::MAX)
     });
     let hello = Hello {
         reverse: true,
         one_buffer: asks_one_buffer(cfg, name),
-        clock_queries: cfg.clock_queries,
+        clock_queries: cfg.spec.clock_queries,
         duration_ms,
         session: cfg.session(),
         two_way: cfg.two_way.is_some(),
         // The server sends: the congestion control asked for is its socket's.
         congestion: cfg
+            .spec
             .congestion
             .as_deref()
             .and_then(tsperf_proto::tcp::Congestion::new),
-        ..Hello::stream(bytes, cfg.chunk, name)
+        ..Hello::stream(bytes, cfg.spec.chunk, name)
     };
-    let mut conv = StreamConversation::new(hello, cfg.timeout);
+    let mut conv = StreamConversation::new(hello, cfg.spec.timeout);
     let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
         .with_context(|| format!("the server at {peer} did not accept the reverse stream"))?;
     if accepted.length == 0 {

@@ -95,8 +95,9 @@ pub(super) enum Bound {
 /// How long a sized stream of `pass` bytes may take from its first byte: `--timeout` (the
 /// server's end) and the pass at the floor rate (`--min-rate`).
 pub(super) fn sized_deadline(pass: u64, cfg: &StreamConfig) -> Duration {
-    let rate = cfg.min_rate.max(1) as f64;
-    cfg.timeout
+    let rate = cfg.spec.min_rate.max(1) as f64;
+    cfg.spec
+        .timeout
         .saturating_add(Duration::try_from_secs_f64(pass as f64 / rate).unwrap_or(Duration::MAX))
 }
 
@@ -111,7 +112,7 @@ pub(super) fn read_sampled<T: Transport>(
     progress: &mut Progress,
 ) -> (Result<()>, Vec<crate::intervals::Interval>) {
     use crate::intervals::{self, Interval};
-    let Some(every) = cfg.interval else {
+    let Some(every) = cfg.spec.interval else {
         return (read_to_end(conn, cfg, got, progress), Vec::new());
     };
     use std::os::fd::{AsRawFd, BorrowedFd};
@@ -170,9 +171,9 @@ impl Received {
             return Err(anyhow!(why));
         }
         if self.omit_mark.is_none()
-            && !cfg.omit.is_zero()
+            && !cfg.spec.omit.is_zero()
             && let Some((at, ..)) = self.first
-            && at.elapsed() >= cfg.omit
+            && at.elapsed() >= cfg.spec.omit
         {
             self.omit_mark = Some((self.rx.hashed(), at.elapsed()));
         }
@@ -192,7 +193,7 @@ impl Received {
                      (--min-rate) could take: cut off",
                     self.rx.hashed(),
                     at.elapsed().as_secs_f64(),
-                    tsperf_results::units::size(cfg.min_rate),
+                    tsperf_results::units::size(cfg.spec.min_rate),
                 )
             }
             (Bound::Time(run), Some((at, ..))) if at.elapsed() >= run + TIMED_GRACE => anyhow!(
@@ -204,7 +205,7 @@ impl Received {
             ),
             _ => anyhow!(
                 "the server sent nothing for {} s after {} bytes",
-                cfg.timeout.as_secs_f64(),
+                cfg.spec.timeout.as_secs_f64(),
                 self.rx.hashed()
             ),
         }
@@ -252,15 +253,15 @@ pub(super) fn open_log(
     name: &str,
     length: u64,
 ) -> Result<()> {
-    let Some(mut log) = ClientLog::open(cfg.log, &cfg.log_file)? else {
+    let Some(mut log) = ClientLog::open(cfg.spec.log, &cfg.spec.log_file)? else {
         return Ok(());
     };
     let read_size = tsperf_proto::serve::default_read_size(
-        cfg.chunk,
-        cfg.log,
+        cfg.spec.chunk,
+        cfg.spec.log,
         tsperf_proto::serve::LOG_MIN_READ,
     );
-    log.start(peer, name, length, cfg.chunk, read_size as usize);
+    log.start(peer, name, length, cfg.spec.chunk, read_size as usize);
     got.rx = Rx::new(None, read_size, RxLog(Some(log)));
     Ok(())
 }
