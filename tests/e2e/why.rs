@@ -273,21 +273,23 @@ fn latency_under_load() {
         std::fs::read_to_string(&log).unwrap().contains("bytes=102"),
         "the stream was logged to the file"
     );
-    // A file far too small to last: it is sent again until the queries are done.
+    // A file far too small to last: it is sent again until the queries are done. Enough
+    // queries that a second stream starts while they run (200 of 6 µs each were over before
+    // one stream's hello, clock queries and report on a fast machine).
     let small = test_file(dir.path(), "small.txt", 4096);
     let (o, v) = client_json(
         server.port,
         &[
             "--latency",
             "--count",
-            "200",
+            "5000",
             "--under-load",
             small.to_str().unwrap(),
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let u = &v["under_load"];
-    assert_eq!(u["count"], 200, "{u}");
+    assert_eq!(u["count"], 5000, "{u}");
     assert!(u["streams"].as_u64().unwrap() > 1, "{u}");
     assert_eq!(u["stream_verified"], true);
     // Without --under-load, a stream's flags stay refused in latency mode.
