@@ -19,7 +19,8 @@ pub(super) enum Stop {
     Interrupted,
 }
 
-/// Bytes sent between two updates of the bar (and of the count `--interval` samples).
+/// The most bytes sent between two updates of the bar and of the count `--interval` samples:
+/// a turn of the engine's sender ends there.
 const SHOW_EVERY: u64 = tsperf_sys::source::BLOCK_TARGET as u64;
 
 /// What sending counted: the calls, the bytes the kernel took, the connection's readings.
@@ -43,7 +44,7 @@ pub(super) fn sender(source: Source, cfg: &StreamConfig) -> anyhow::Result<Sende
         Strategy::Writev => Call::Writev(cfg.spec.batch),
         Strategy::Sendfile => Call::Sendfile,
     };
-    Sender::local(source, call, cfg.spec.chunk, cfg.spec.time.is_some())
+    Ok(Sender::local(source, call, cfg.spec.chunk, cfg.spec.time.is_some())?.turns_of(SHOW_EVERY))
 }
 
 /// Sends every byte of `tx`'s source (a timed run: until `cfg.spec.time` after the omitted start, or
@@ -68,16 +69,12 @@ pub(super) fn send_data<T: Transport>(
     });
     let up = alarm.as_ref().map(super::alarm::Alarm::watch);
     tx.stop_when(move || super::interrupt::requested() || up.as_ref().is_some_and(|up| up()));
-    let mut shown = 0;
     let end = loop {
         match tx.send_turn(conn, &mut []) {
             SendEnd::TurnOver | SendEnd::WouldBlock => {}
             end => break end,
         }
-        if tx.sent() - shown >= SHOW_EVERY {
-            shown = tx.sent();
-            progress.update(shown);
-        }
+        progress.update(tx.sent());
         if let Some(alarm) = &alarm
             && tally.omit_mark.is_none()
             && alarm.omit_over()

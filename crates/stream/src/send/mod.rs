@@ -110,6 +110,8 @@ pub struct Sender {
     repeats: bool,
     /// Looked at before every write: true stops the data there (a client's clock or Ctrl-C).
     halt: Option<Box<dyn Fn() -> bool + Send>>,
+    /// A turn writes no more once this many bytes went ([`TURN_BYTES`], or the driver's).
+    turn_bytes: u64,
     until: Option<Instant>,
     /// Where the next write starts in its pass.
     at: u64,
@@ -212,6 +214,13 @@ impl Sender {
         Ok(tx)
     }
 
+    /// Makes a turn end once `bytes` went (at most [`TURN_BYTES`]): a driver that samples what
+    /// went between turns (the client's bar and `--interval`) is never further behind.
+    pub fn turns_of(mut self, bytes: u64) -> Sender {
+        self.turn_bytes = bytes.clamp(1, TURN_BYTES);
+        self
+    }
+
     /// Says the digest of the held source's bytes is `digest`, known beforehand (a load
     /// generator's one buffer, sent by every stream), so they are not hashed again: only for a
     /// stream of one pass by write or writev (otherwise it changes nothing).
@@ -236,6 +245,7 @@ impl Sender {
             time,
             repeats: time.is_some(),
             halt: None,
+            turn_bytes: TURN_BYTES,
             until: None,
             at: 0,
             sent: 0,
@@ -304,7 +314,7 @@ impl Sender {
     }
 
     /// Writes to `w` until the data is done, the socket is full, a write fails, or the turn is
-    /// over ([`TURN_WRITES`] writes or [`TURN_BYTES`] bytes). `sock` is read for `TCP_INFO`
+    /// over ([`TURN_WRITES`] writes or [`TURN_BYTES`] bytes, or fewer: [`Sender::turns_of`]). `sock` is read for `TCP_INFO`
     /// about every MiB.
     pub fn send_turn<W: Sink>(&mut self, w: &mut W, scratch: &mut [u8]) -> SendEnd {
         if self.first.is_none()
@@ -367,7 +377,7 @@ impl Sender {
             if self.at == self.length || self.stopped {
                 return SendEnd::Done;
             }
-            if writes == TURN_WRITES || self.sent - start >= TURN_BYTES {
+            if writes == TURN_WRITES || self.sent - start >= self.turn_bytes {
                 return SendEnd::TurnOver;
             }
             match self.write_once(w, scratch) {

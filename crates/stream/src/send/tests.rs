@@ -196,3 +196,52 @@ fn a_held_files_stream_is_the_file_in_chunks_and_its_digest_is_of_what_went() {
         }
     }
 }
+
+/// A driver that samples what went (the client's bar and `--interval`) can make turns shorter
+/// than an event loop's: a turn ends once its bytes reach the driver's bound, so the count it
+/// reads between turns is never further behind than that.
+#[test]
+fn a_turn_ends_at_the_drivers_bound() {
+    use std::io::Write as _;
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(&vec![b'x'; 4 << 20]).unwrap();
+    let source = tsperf_sys::source::Source::open(file.path(), 10_240, 1).unwrap();
+    let mut s = Sender::local(source, Call::Write, 10_240, false)
+        .unwrap()
+        .turns_of(64 << 10);
+    // A socket that takes everything it is given.
+    struct All(std::fs::File);
+    impl Write for All {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    impl std::os::fd::AsFd for All {
+        fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+            self.0.as_fd()
+        }
+    }
+    impl Sink for All {}
+    let mut w = All(std::fs::File::open("/dev/null").unwrap());
+    let mut turns = 0;
+    loop {
+        let before = s.sent();
+        let end = s.send_turn(&mut w, &mut []);
+        assert!(
+            s.sent() - before < (64 << 10) + 10_240,
+            "a turn of {}",
+            s.sent() - before
+        );
+        turns += 1;
+        match end {
+            SendEnd::TurnOver => {}
+            SendEnd::Done => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(s.sent(), 4 << 20);
+    assert!(turns >= (4 << 20) / ((64 << 10) + 10_240), "{turns} turns");
+}
