@@ -194,7 +194,13 @@ impl Local {
         let chunk_end = ((at / chunk + 1) * chunk).min(self.source.len());
         let (pos, run) = self.source.file_span(at);
         let want = (chunk_end - at).min(run) as usize;
-        let file = self.source.file().expect("begin checked the file");
+        let Some(file) = self.source.file() else {
+            // `begin` refuses a source held in memory; a driver that skipped it meets this.
+            return Err(Failure::Source(anyhow!(
+                "'{}' is held in memory: sendfile needs a file",
+                self.source.name()
+            )));
+        };
         match sink.sendfile(file, pos, want) {
             Ok(0) => Err(Failure::Source(self.source.shrank(at))),
             Ok(n) => Ok((n, want)),

@@ -14,7 +14,6 @@
 use std::fs::File;
 use std::hash::Hasher as _;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime};
 
 use super::ahead::Ahead;
@@ -154,7 +153,7 @@ impl Served {
         let whole = self.whole;
         self.sum.cover(at, to, self.len, step, &mut |h, from, n| {
             let t = tsperf_sys::timing::OffCpu::start();
-            let got = read_at(file, &mut scratch[..n], base + from);
+            let got = tsperf_sys::source::read_full(file, &mut scratch[..n], base + from);
             *waited += t.stop();
             checked(got, n, file, name, whole)?;
             h.write(&scratch[..n]);
@@ -175,7 +174,7 @@ impl Served {
         let (file, base, name, whole) = (&self.file, self.base, &self.name, self.whole);
         self.sum.digest_sent(at, step, &mut |h, from, n| {
             checked(
-                read_at(file, &mut scratch[..n], base + from),
+                tsperf_sys::source::read_full(file, &mut scratch[..n], base + from),
                 n,
                 file,
                 name,
@@ -240,20 +239,6 @@ fn checked(
 /// own. `None` if a stripe would be empty.
 fn stripe(len: u64, place: Session) -> Option<(u64, u64)> {
     place.stripe(len)
-}
-
-/// Reads until `buf` is full or the file ends at `offset`; the count read.
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]

@@ -404,8 +404,9 @@ fn shrank(path: &Path, at: u64, len: u64) -> anyhow::Error {
     )
 }
 
-/// Reads from `at` until `buf` is full or the file ends; the count read.
-fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+/// Reads from `at` until `buf` is full or the file ends (a call cut short by a signal is
+/// made again); the count read.
+pub fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     use std::os::unix::fs::FileExt;
     let mut got = 0;
     while got < buf.len() {
