@@ -13,6 +13,8 @@
 
 mod alarm;
 pub mod blocking;
+#[cfg(test)]
+mod evidence_tests;
 pub mod interrupt;
 pub mod intervals;
 pub mod latency;

@@ -1,0 +1,232 @@
+//! The verdict's evidence of a stream in both directions, from fixed figures: what each end
+//! measured lands in the same place whichever end sent (the sender's CPU, scheduler figures,
+//! `TCP_INFO`, send buffer and write size; the receiver's time, CPU, log and disk).
+
+use std::time::Duration;
+
+use super::*;
+use tsperf_proto::tcp::{Flight, SenderTcp};
+use tsperf_results::verdict::{Evidence, ServerTime};
+use tsperf_sys::timing::SchedStat;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn sender_tcp() -> SenderTcp {
+    SenderTcp {
+        busy_time_us: Some(900_000),
+        rwnd_limited_us: Some(1_000),
+        snd_cwnd: Some(10),
+        ..SenderTcp::default()
+    }
+}
+
+fn flight() -> Flight {
+    Flight {
+        samples: 7,
+        cwnd_full: 3,
+        ..Flight::default()
+    }
+}
+
+fn measured() -> Measured {
+    Measured {
+        bytes: 1 << 30,
+        elapsed: ms(1000),
+        begin_unix_us: 1_000_000,
+        end_unix_us: 2_000_000,
+        digest: 0xabc,
+        timed: None,
+        intervals: Vec::new(),
+    }
+}
+
+fn peer() -> SocketAddr {
+    "198.18.0.2:7433".parse().unwrap()
+}
+
+pub(crate) fn forward() -> StreamResult {
+    let mut split = tsperf_proto::TimeSplit::default();
+    split.add(tsperf_proto::TimePhase::Read, 700_000_000);
+    split.add(tsperf_proto::TimePhase::Log, 200_000_000);
+    split.add(tsperf_proto::TimePhase::Save, 50_000_000);
+    split.add(tsperf_proto::TimePhase::Fsync, 30_000_000);
+    StreamResult {
+        name: "f".into(),
+        measured: measured(),
+        chunk: 1024,
+        io: ClientIo::Blocking,
+        strategy: Strategy::Writev,
+        batch: Some(8),
+        peer: peer(),
+        writes: WriteStats::default(),
+        cpu: CpuTime {
+            user: ms(100),
+            sys: ms(300),
+        },
+        sndbuf: 4 << 20,
+        congestion: None,
+        read_size: 1 << 18,
+        server_stdout: StdoutKind::Pipe,
+        clock: None,
+        server: Report {
+            bytes: 1 << 30,
+            digest: 0xabc,
+            cpu_user_us: 20_000,
+            cpu_sys_us: 500_000,
+            run_queue_ns: Some(9_000_000),
+            split,
+            ..Report::default()
+        },
+        tcp: sender_tcp(),
+        sched: Some(SchedStat {
+            on_cpu: ms(390),
+            run_queue: ms(12),
+        }),
+        flight: flight(),
+        source_read: ms(40),
+        source_read_before: ms(1),
+        interface: Some(("eth0".into(), Some(1000))),
+        source_changed: false,
+    }
+}
+
+pub(crate) fn reverse() -> reverse::ReverseResult {
+    reverse::ReverseResult {
+        measured: measured(),
+        asked: 1 << 30,
+        name: String::new(),
+        one_buffer: false,
+        chunk: 1024,
+        io: ClientIo::Nonblocking,
+        peer: peer(),
+        end: tsperf_proto::end::End {
+            length: 1 << 30,
+            digest: 0xabc,
+        },
+        reads: 4096,
+        cpu: CpuTime {
+            user: ms(50),
+            sys: ms(250),
+        },
+        sched: Some(SchedStat {
+            on_cpu: ms(299),
+            run_queue: ms(3),
+        }),
+        rcvbuf: 6 << 20,
+        tcp: Default::default(),
+        server: tsperf_proto::sent::Sent {
+            bytes: 1 << 30,
+            writes: 1 << 20,
+            partial_writes: 0,
+            would_block: 0,
+            first_write_unix_us: 999_000,
+            elapsed_ns: 990_000_000,
+            cpu_user_us: 30_000,
+            cpu_sys_us: 600_000,
+            on_cpu_ns: Some(620_000_000),
+            run_queue_ns: Some(5_000_000),
+            source_read_ns: 0,
+            chunk: 1024,
+            sndbuf: 2 << 20,
+            server_io: tsperf_proto::ServerIo::EventLoop,
+            boot_id: None,
+            tcp: sender_tcp(),
+            flight: flight(),
+            congestion: None,
+        },
+        clock: None,
+        interrupted: false,
+        log: tsperf_proto::LogMode::File,
+        log_lines: (4096, 0),
+        log_time: ms(80),
+        read_size: 1 << 18,
+        wake_mark: 1,
+    }
+}
+
+/// A forward stream: the client sends, the server's report is the receiver's time.
+#[test]
+fn a_forward_streams_evidence_is_the_clients_sending_and_the_servers_receiving() {
+    assert_eq!(
+        forward().evidence(),
+        Evidence {
+            tcp: sender_tcp(),
+            flight: flight(),
+            elapsed: ms(1000),
+            client_cpu: ms(400),
+            sender_on_cpu: Some(ms(390)),
+            sender_run_queue: Some(ms(12)),
+            source_read: Some(ms(40)),
+            sndbuf: 4 << 20,
+            write_size: 8 * 1024,
+            bytes: 1 << 30,
+            line_mbit: Some(1000),
+            same_host: false,
+            cpus: tsperf_sys::host::cpus(),
+            server: Some(ServerTime {
+                total: ms(980),
+                cpu: ms(520),
+                run_queue: Some(ms(9)),
+                log: ms(200),
+                disk: ms(80),
+            }),
+            sender_span: None,
+            reverse: false,
+        }
+    );
+    let sendfile = StreamResult {
+        strategy: Strategy::Sendfile,
+        batch: None,
+        ..forward()
+    };
+    let e = sendfile.evidence();
+    assert_eq!(
+        (e.source_read, e.write_size),
+        (None, 1024),
+        "sendfile waits for no read"
+    );
+    let unsplit = StreamResult {
+        server: Report::default(),
+        ..forward()
+    };
+    assert_eq!(
+        unsplit.evidence().server,
+        None,
+        "a report without a time split"
+    );
+}
+
+/// A reverse stream: the server's Sent frame is the sender's, the client's own figures the
+/// receiver's time (its elapsed time, its thread's CPU, its log).
+#[test]
+fn a_reverse_streams_evidence_is_the_servers_sending_and_the_clients_receiving() {
+    assert_eq!(
+        reverse().evidence(),
+        Evidence {
+            tcp: sender_tcp(),
+            flight: flight(),
+            elapsed: ms(1000),
+            client_cpu: ms(630),
+            sender_on_cpu: Some(ms(620)),
+            sender_run_queue: Some(ms(5)),
+            source_read: None,
+            sndbuf: 2 << 20,
+            write_size: 1024,
+            bytes: 1 << 30,
+            line_mbit: None,
+            same_host: false,
+            cpus: tsperf_sys::host::cpus(),
+            server: Some(ServerTime {
+                total: ms(1000),
+                cpu: ms(300),
+                run_queue: Some(ms(3)),
+                log: ms(80),
+                disk: Duration::ZERO,
+            }),
+            sender_span: Some(ms(990)),
+            reverse: true,
+        }
+    );
+}
