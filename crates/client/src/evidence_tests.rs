@@ -4,10 +4,16 @@
 
 use std::time::Duration;
 
+use super::outcome::{
+    Detail, Forward, ReceiverFigures, ReceiverTime, Reverse, SenderFigures, StreamOutcome,
+};
 use super::*;
+use tsperf_proto::end::End;
+use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::{Flight, SenderTcp};
+use tsperf_proto::{Report, StdoutKind};
 use tsperf_results::verdict::{Evidence, ServerTime};
-use tsperf_sys::timing::SchedStat;
+use tsperf_sys::timing::{CpuTime, SchedStat};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -46,103 +52,135 @@ fn peer() -> SocketAddr {
     "198.18.0.2:7433".parse().unwrap()
 }
 
-pub(crate) fn forward() -> StreamResult {
+fn report() -> Report {
     let mut split = tsperf_proto::TimeSplit::default();
     split.add(tsperf_proto::TimePhase::Read, 700_000_000);
     split.add(tsperf_proto::TimePhase::Log, 200_000_000);
     split.add(tsperf_proto::TimePhase::Save, 50_000_000);
     split.add(tsperf_proto::TimePhase::Fsync, 30_000_000);
-    StreamResult {
-        name: "f".into(),
-        measured: measured(),
-        chunk: 1024,
-        io: ClientIo::Blocking,
-        strategy: Strategy::Writev,
-        batch: Some(8),
-        peer: peer(),
-        writes: WriteStats::default(),
-        cpu: CpuTime {
-            user: ms(100),
-            sys: ms(300),
-        },
-        sndbuf: 4 << 20,
-        congestion: None,
-        read_size: 1 << 18,
-        server_stdout: StdoutKind::Pipe,
-        clock: None,
-        server: Report {
-            bytes: 1 << 30,
-            digest: 0xabc,
-            cpu_user_us: 20_000,
-            cpu_sys_us: 500_000,
-            run_queue_ns: Some(9_000_000),
-            split,
-            ..Report::default()
-        },
-        tcp: sender_tcp(),
-        sched: Some(SchedStat {
-            on_cpu: ms(390),
-            run_queue: ms(12),
-        }),
-        flight: flight(),
-        source_read: ms(40),
-        source_read_before: ms(1),
-        interface: Some(("eth0".into(), Some(1000))),
-        source_changed: false,
+    Report {
+        bytes: 1 << 30,
+        digest: 0xabc,
+        cpu_user_us: 20_000,
+        cpu_sys_us: 500_000,
+        run_queue_ns: Some(9_000_000),
+        split,
+        ..Report::default()
     }
 }
 
-pub(crate) fn reverse() -> reverse::ReverseResult {
-    reverse::ReverseResult {
+/// A forward stream as `transfer` makes it: the client's own sending, the server's report.
+pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) -> StreamOutcome {
+    StreamOutcome {
+        name: "f".into(),
         measured: measured(),
-        asked: 1 << 30,
-        name: String::new(),
-        one_buffer: false,
+        sender: SenderFigures {
+            bytes: 1 << 30,
+            writes: WriteStats::default(),
+            cpu: CpuTime {
+                user: ms(100),
+                sys: ms(300),
+            },
+            sched: Some(SchedStat {
+                on_cpu: ms(390),
+                run_queue: ms(12),
+            }),
+            sndbuf: 4 << 20,
+            congestion: None,
+            tcp: sender_tcp(),
+            flight: flight(),
+            write_size: 1024 * u64::from(batch.unwrap_or(1)),
+            source_read: (strategy != Strategy::Sendfile).then_some(ms(40)),
+            span: None,
+        },
+        receiver: ReceiverFigures::from(&report),
+        far: End {
+            length: report.bytes,
+            digest: report.digest,
+        },
         chunk: 1024,
-        io: ClientIo::Nonblocking,
+        io: ClientIo::Blocking,
         peer: peer(),
-        end: tsperf_proto::end::End {
+        boot_id: None,
+        clock: None,
+        interrupted: false,
+        detail: Detail::Sent(Box::new(Forward {
+            strategy,
+            batch,
+            report,
+            server_stdout: StdoutKind::Pipe,
+            source_read_before: ms(1),
+            interface: Some(("eth0".into(), Some(1000))),
+            source_changed: false,
+        })),
+    }
+}
+
+/// A reverse stream as `reverse` makes it: the server's Sent frame, the client's receiving.
+pub(crate) fn reverse() -> StreamOutcome {
+    let sent = Sent {
+        bytes: 1 << 30,
+        writes: 1 << 20,
+        partial_writes: 0,
+        would_block: 0,
+        first_write_unix_us: 999_000,
+        elapsed_ns: 990_000_000,
+        cpu_user_us: 30_000,
+        cpu_sys_us: 600_000,
+        on_cpu_ns: Some(620_000_000),
+        run_queue_ns: Some(5_000_000),
+        source_read_ns: 0,
+        chunk: 1024,
+        sndbuf: 2 << 20,
+        server_io: tsperf_proto::ServerIo::EventLoop,
+        boot_id: None,
+        tcp: sender_tcp(),
+        flight: flight(),
+        congestion: None,
+    };
+    StreamOutcome {
+        name: String::new(),
+        measured: measured(),
+        sender: SenderFigures::from(&sent),
+        receiver: ReceiverFigures {
+            bytes: 1 << 30,
+            digest: 0xabc,
+            reads: 4096,
+            read_size: 1 << 18,
+            cpu: CpuTime {
+                user: ms(50),
+                sys: ms(250),
+            },
+            on_cpu: Some(ms(299)),
+            run_queue: Some(ms(3)),
+            log: Some(tsperf_proto::LogMode::File),
+            log_lines: (4096, 0),
+            time: Some(ReceiverTime {
+                total: ms(1000),
+                log: ms(80),
+                disk: Duration::ZERO,
+            }),
+            span: None,
+            rcvbuf: 6 << 20,
+            tcp: Default::default(),
+        },
+        far: End {
             length: 1 << 30,
             digest: 0xabc,
         },
-        reads: 4096,
-        cpu: CpuTime {
-            user: ms(50),
-            sys: ms(250),
-        },
-        sched: Some(SchedStat {
-            on_cpu: ms(299),
-            run_queue: ms(3),
-        }),
-        rcvbuf: 6 << 20,
-        tcp: Default::default(),
-        server: tsperf_proto::sent::Sent {
-            bytes: 1 << 30,
-            writes: 1 << 20,
-            partial_writes: 0,
-            would_block: 0,
-            first_write_unix_us: 999_000,
-            elapsed_ns: 990_000_000,
-            cpu_user_us: 30_000,
-            cpu_sys_us: 600_000,
-            on_cpu_ns: Some(620_000_000),
-            run_queue_ns: Some(5_000_000),
-            source_read_ns: 0,
-            chunk: 1024,
-            sndbuf: 2 << 20,
-            server_io: tsperf_proto::ServerIo::EventLoop,
-            boot_id: None,
-            tcp: sender_tcp(),
-            flight: flight(),
-            congestion: None,
-        },
+        chunk: 1024,
+        io: ClientIo::Nonblocking,
+        peer: peer(),
+        boot_id: None,
         clock: None,
         interrupted: false,
-        log: tsperf_proto::LogMode::File,
-        log_lines: (4096, 0),
-        log_time: ms(80),
-        read_size: 1 << 18,
-        wake_mark: 1,
+        detail: Detail::Received(Reverse {
+            asked: 1 << 30,
+            one_buffer: false,
+            server_io: sent.server_io,
+            first_write_unix_us: sent.first_write_unix_us,
+            wake_mark: 1,
+        }),
     }
 }
 
@@ -150,7 +188,7 @@ pub(crate) fn reverse() -> reverse::ReverseResult {
 #[test]
 fn a_forward_streams_evidence_is_the_clients_sending_and_the_servers_receiving() {
     assert_eq!(
-        forward().evidence(),
+        forward(Strategy::Writev, Some(8), report()).evidence(),
         Evidence {
             tcp: sender_tcp(),
             flight: flight(),
@@ -176,21 +214,13 @@ fn a_forward_streams_evidence_is_the_clients_sending_and_the_servers_receiving()
             reverse: false,
         }
     );
-    let sendfile = StreamResult {
-        strategy: Strategy::Sendfile,
-        batch: None,
-        ..forward()
-    };
-    let e = sendfile.evidence();
+    let e = forward(Strategy::Sendfile, None, report()).evidence();
     assert_eq!(
         (e.source_read, e.write_size),
         (None, 1024),
         "sendfile waits for no read"
     );
-    let unsplit = StreamResult {
-        server: Report::default(),
-        ..forward()
-    };
+    let unsplit = forward(Strategy::Write, None, Report::default());
     assert_eq!(
         unsplit.evidence().server,
         None,

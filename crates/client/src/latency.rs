@@ -73,7 +73,7 @@ pub struct Streams {
     /// How many completed streams got each verdict.
     verdicts: Vec<(tsperf_results::verdict::LimitedBy, u64)>,
     /// The last stream that completed (its size, its verdict).
-    pub last: Option<crate::StreamResult>,
+    pub last: Option<crate::StreamOutcome>,
     /// The first failure.
     pub error: Option<String>,
 }
@@ -93,7 +93,7 @@ impl Default for Streams {
 
 impl Streams {
     /// Adds one stream's end.
-    pub fn add(&mut self, r: std::result::Result<crate::StreamResult, String>) {
+    pub fn add(&mut self, r: std::result::Result<crate::StreamOutcome, String>) {
         self.count += 1;
         match r {
             Ok(s) => {

@@ -20,6 +20,7 @@ pub mod intervals;
 pub mod latency;
 pub mod live;
 pub mod nonblocking;
+pub mod outcome;
 pub mod output;
 pub mod parallel;
 pub mod progress;
@@ -33,6 +34,7 @@ mod transfer;
 #[cfg(test)]
 mod transport_tests;
 
+pub use outcome::StreamOutcome;
 pub use session::{Refused, describe_bytes, handshake, read_frame_within};
 
 use std::io::{self, Read};
@@ -45,10 +47,8 @@ use anyhow::Result;
 use crate::progress::Progress;
 use blocking::Blocking;
 use nonblocking::MioConn;
-use tsperf_proto::{Report, StdoutKind};
 use tsperf_sys::auth::Key;
 use tsperf_sys::source::Source;
-use tsperf_sys::timing::CpuTime;
 
 pub use tsperf_results::strategy::{ClientIo, Strategy};
 
@@ -180,105 +180,6 @@ pub struct WriteStats {
     pub polls: u64,
 }
 
-/// Everything measured about one transfer, by both ends.
-#[derive(Debug, Clone)]
-pub struct StreamResult {
-    /// The file's name, as sent.
-    pub name: String,
-    /// The bytes, the time, the digest (the client's, of the file), a timed run's passes.
-    pub measured: Measured,
-    /// Bytes per write.
-    pub chunk: u32,
-    /// The client's I/O model.
-    pub io: ClientIo,
-    /// How chunks reached the kernel.
-    pub strategy: Strategy,
-    /// Chunks per call with `writev`; `None` for the other strategies.
-    pub batch: Option<u32>,
-    /// The server's address.
-    pub peer: SocketAddr,
-    /// What the client's writes did.
-    pub writes: WriteStats,
-    /// The client's CPU time during the transfer.
-    pub cpu: CpuTime,
-    /// The send buffer the socket got.
-    pub sndbuf: u32,
-    /// The TCP congestion control the connection sent with, where the kernel says.
-    pub congestion: Option<String>,
-    /// The most bytes one server read asked for.
-    pub read_size: u32,
-    /// What the server's stdout is, as it said in its Accept.
-    pub server_stdout: StdoutKind,
-    /// The clock offset, when clock queries were made.
-    pub clock: Option<Clock>,
-    /// The server's report.
-    pub server: Report,
-    /// The client socket's `TCP_INFO` once the report arrived.
-    pub tcp: tsperf_proto::tcp::SenderTcp,
-    /// The sending thread's time on a CPU and waiting for one during the transfer (Linux).
-    pub sched: Option<tsperf_sys::timing::SchedStat>,
-    /// The connection read about every MiB during the transfer.
-    pub flight: tsperf_proto::tcp::Flight,
-    /// Time waiting for the file's bytes during the transfer.
-    pub source_read: Duration,
-    /// Time waiting for the file's bytes before the first byte went (its first block).
-    pub source_read_before: Duration,
-    /// The interface the connection leaves by and its speed in Mbit/s, where known.
-    pub interface: Option<(String, Option<u64>)>,
-    /// The file's size or modification time changed while it was sent (checked only when the
-    /// digests disagree, to say why).
-    pub source_changed: bool,
-}
-
-impl StreamResult {
-    /// True when the server counted every byte and its digest equals ours.
-    pub fn verified(&self) -> bool {
-        self.server.bytes == self.measured.bytes && self.server.digest == self.measured.digest
-    }
-
-    /// Both ends run on one machine: a loopback address, or the server's boot id is ours.
-    pub fn same_host(&self) -> bool {
-        tsperf_sys::host::same_host(self.peer.ip(), self.server.boot_id)
-    }
-
-    /// Everything the verdict is judged on.
-    pub fn evidence(&self) -> tsperf_results::verdict::Evidence {
-        use tsperf_results::verdict::{Evidence, ServerTime};
-        let s = &self.server;
-        let split = &s.split;
-        Evidence {
-            tcp: self.tcp,
-            flight: self.flight,
-            elapsed: self.measured.elapsed,
-            client_cpu: self.cpu.user + self.cpu.sys,
-            sender_on_cpu: self.sched.map(|s| s.on_cpu),
-            sender_run_queue: self.sched.map(|s| s.run_queue),
-            source_read: (self.strategy != Strategy::Sendfile).then_some(self.source_read),
-            sndbuf: u64::from(self.sndbuf),
-            write_size: u64::from(self.chunk) * u64::from(self.batch.unwrap_or(1)),
-            bytes: self.measured.bytes,
-            line_mbit: self.interface.as_ref().and_then(|(_, speed)| *speed),
-            same_host: self.same_host(),
-            cpus: tsperf_sys::host::cpus(),
-            server: (split.total_ns() > 0).then(|| ServerTime {
-                total: Duration::from_nanos(split.total_ns()),
-                cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
-                run_queue: s.run_queue_ns.map(Duration::from_nanos),
-                log: Duration::from_nanos(split.log_ns),
-                disk: Duration::from_nanos(split.save_ns + split.fsync_ns),
-            }),
-            // The client's figures are over its elapsed time, the span the shares take.
-            sender_span: None,
-            reverse: false,
-        }
-    }
-
-    /// What limited the transfer.
-    pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
-        tsperf_results::verdict::judge(&self.evidence())
-    }
-}
-
 /// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
 /// non-blocking transport waits in poll inside them and counts what it waited for. Both give up
 /// on a write once the peer has taken nothing for the timeout, and on a read at the deadline
@@ -353,7 +254,7 @@ impl std::error::Error for StreamFailure {}
 pub fn run_stream(
     cfg: &StreamConfig,
     progress: &mut Progress,
-) -> Result<StreamResult, StreamFailure> {
+) -> Result<StreamOutcome, StreamFailure> {
     // Blocks hold whole batches of writev's chunks; one chunk is a batch of the others.
     let batch = if cfg.spec.strategy == Strategy::Writev {
         cfg.spec.batch.clamp(1, MAX_BATCH)

@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
+use crate::outcome::{Detail, StreamOutcome};
 use crate::progress::Progress;
-use crate::reverse::{ReverseResult, run_reverse};
+use crate::reverse::run_reverse;
 use crate::spec::Run;
-use crate::{StreamConfig, StreamFailure, StreamResult, run_stream};
+use crate::{StreamConfig, StreamFailure, run_stream};
 use tsperf_results::verdict::LimitedBy;
 
 /// Which way the data goes.
@@ -23,55 +24,15 @@ pub enum Direction {
     Both,
 }
 
-/// Which end of a stream sent it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// This client sent; the server counted and checksummed.
-    Sent,
-    /// The server sent; this client counted and checksummed.
-    Received,
-}
-
-/// What one stream measured, by the side that sent it.
-#[derive(Debug, Clone)]
-pub enum Stream {
-    /// The client sent.
-    Sent(StreamResult),
-    /// The server sent.
-    Received(ReverseResult),
-}
+pub use crate::outcome::Side;
 
 /// A stream's outcome: what it measured, or why it did not finish (and what it had measured).
-pub type Outcome = Result<Stream, StreamFailure>;
+pub type Outcome = Result<StreamOutcome, StreamFailure>;
 
-impl Stream {
-    /// What it measured, whichever side sent it.
-    pub fn measured(&self) -> &crate::Measured {
-        match self {
-            Stream::Sent(r) => &r.measured,
-            Stream::Received(r) => &r.measured,
-        }
-    }
-
-    /// Both ends agree on every byte (a sized reverse stream: and it got what it asked for).
-    pub fn verified(&self) -> bool {
-        match self {
-            Stream::Sent(r) => r.verified(),
-            Stream::Received(r) => r.verified(),
-        }
-    }
-
+impl StreamOutcome {
     /// Timed, or stopped early by an interrupt: its bytes are not a stripe's whole.
     fn open_ended(&self) -> bool {
-        self.measured().timed.is_some() || self.interrupted()
-    }
-
-    /// Stopped early by Ctrl-C or SIGTERM, every byte until then verified.
-    pub fn interrupted(&self) -> bool {
-        match self {
-            Stream::Sent(r) => r.measured.timed.is_some_and(|t| t.interrupted),
-            Stream::Received(r) => r.interrupted,
-        }
+        self.measured.timed.is_some() || self.interrupted
     }
 }
 
@@ -87,22 +48,18 @@ pub(crate) trait Member {
     fn limited_by(&self) -> LimitedBy;
 }
 
-impl Member for Stream {
+impl Member for StreamOutcome {
     fn span_us(&self) -> (u64, u64) {
-        let m = Stream::measured(self);
-        (m.begin_unix_us, m.end_unix_us)
+        (self.measured.begin_unix_us, self.measured.end_unix_us)
     }
     fn moved(&self) -> u64 {
-        Stream::measured(self).bytes
+        self.measured.bytes
     }
     fn measured(&self) -> (u64, Duration) {
-        Stream::measured(self).rated()
+        self.measured.rated()
     }
     fn limited_by(&self) -> LimitedBy {
-        match self {
-            Stream::Sent(r) => r.verdict().limited_by,
-            Stream::Received(r) => r.verdict().limited_by,
-        }
+        self.verdict().limited_by
     }
 }
 
@@ -126,7 +83,7 @@ impl Session {
     /// Every stream verified and, a session, the stripes covering the whole: the server's
     /// passes are the stripes of the whole, and a sized session's bytes are the whole.
     pub fn verified(&self) -> bool {
-        let ok: Vec<&Stream> = self.streams.iter().flatten().collect();
+        let ok: Vec<&StreamOutcome> = self.streams.iter().flatten().collect();
         let n = u8::try_from(self.streams.len()).unwrap_or(u8::MAX);
         let striped_so =
             || self.side == Side::Sent || passes_are_stripes(self.whole, n, &self.passes());
@@ -142,9 +99,9 @@ impl Session {
         self.streams
             .iter()
             .flatten()
-            .filter_map(|s| match s {
-                Stream::Received(r) => Some(r.asked),
-                Stream::Sent(_) => None,
+            .filter_map(|s| match &s.detail {
+                Detail::Received(d) => Some(d.asked),
+                Detail::Sent(_) => None,
             })
             .collect()
     }
@@ -152,7 +109,7 @@ impl Session {
     /// Some stream was stopped early by Ctrl-C or SIGTERM (finished or cut off).
     pub fn interrupted(&self) -> bool {
         self.streams.iter().any(|s| match s {
-            Ok(s) => s.interrupted(),
+            Ok(s) => s.interrupted,
             Err(f) => f.interrupted,
         })
     }
@@ -242,7 +199,7 @@ fn send(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Sessi
             whole: r
                 .as_ref()
                 .map_or_else(|f| f.bytes.unwrap_or(0), |r| r.measured.bytes),
-            streams: vec![r.map(Stream::Sent)],
+            streams: vec![r],
             striped: false,
             timed: cfg.spec.time.is_some(),
         });
@@ -261,7 +218,7 @@ fn send(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Sessi
         &stripes,
         len,
         Side::Sent,
-        |cfg, _| run_stream(cfg, &mut Progress::new(false)).map(Stream::Sent),
+        |cfg, _| run_stream(cfg, &mut Progress::new(false)),
     ))
 }
 
@@ -274,8 +231,11 @@ fn receive(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Se
         let r = run_reverse(cfg, asked, name, progress);
         return Ok(Session {
             side: Side::Received,
-            whole: r.as_ref().map_or(asked, |r| r.asked),
-            streams: vec![r.map(Stream::Received)],
+            whole: match r.as_ref().map(|r| &r.detail) {
+                Ok(Detail::Received(d)) => d.asked,
+                _ => asked,
+            },
+            streams: vec![r],
             striped: false,
             timed: cfg.spec.time.is_some(),
         });
@@ -288,7 +248,7 @@ fn receive(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Se
             &vec![(0, 0); usize::from(n)],
             0,
             Side::Received,
-            |cfg, _| run_reverse(cfg, 0, name, &mut Progress::new(false)).map(Stream::Received),
+            |cfg, _| run_reverse(cfg, 0, name, &mut Progress::new(false)),
         );
         s.whole = s.passes().iter().sum();
         return Ok(s);
@@ -301,7 +261,7 @@ fn receive(spec: &Run, cfg: &StreamConfig, progress: &mut Progress) -> Result<Se
         &stripes,
         asked,
         Side::Received,
-        |cfg, len| run_reverse(cfg, len, "", &mut Progress::new(false)).map(Stream::Received),
+        |cfg, len| run_reverse(cfg, len, "", &mut Progress::new(false)),
     ))
 }
 

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::outcome::{Detail, Forward, ReceiverFigures, SenderFigures, StreamOutcome};
 use super::send::{Stop, Tally, acknowledged, send_data};
 use super::session::{ask_clock, await_report, handshake, read_frame_within};
-use super::{
-    Strategy, StreamConfig, StreamFailure, StreamResult, Transport, WriteStats, intervals,
-};
+use super::{Strategy, StreamConfig, StreamFailure, Transport, WriteStats, intervals};
 use crate::progress::Progress;
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
+use tsperf_proto::end::End;
 use tsperf_proto::{Frame, Hello, Report};
 use tsperf_sys::net;
 use tsperf_sys::source::Source;
@@ -75,7 +75,7 @@ pub(super) fn transfer<T: Transport>(
     source: Source,
     cfg: &StreamConfig,
     progress: &mut Progress,
-) -> Result<StreamResult, StreamFailure> {
+) -> Result<StreamOutcome, StreamFailure> {
     let mut so_far = SoFar {
         name: source.name().to_owned(),
         bytes: source.len(),
@@ -269,13 +269,33 @@ fn result<T: Transport>(
     start: Start,
     so_far: SoFar,
     mut sent: Sent,
-) -> StreamResult {
+) -> StreamOutcome {
     let sched = start
         .sched
         .zip(SchedStat::thread())
         .map(|(a, b)| b.since(a));
     (sent.writes.would_block, sent.writes.polls) = conn.waits();
-    StreamResult {
+    let strategy = cfg.spec.strategy;
+    let batch = (strategy == Strategy::Writev).then_some(cfg.spec.batch);
+    let sock = conn.socket();
+    let sender = SenderFigures {
+        bytes: so_far.bytes,
+        writes: sent.writes,
+        cpu: CpuTime::process().since(start.cpu),
+        sched,
+        sndbuf: sock.send_buffer_size().map_or(0, |n| n as u32),
+        congestion: tsperf_sys::congestion::of(&*sock),
+        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock).map_or_else(Default::default, |i| i.sender()),
+        flight: sent.flight,
+        write_size: u64::from(cfg.spec.chunk) * u64::from(batch.unwrap_or(1)),
+        source_read: (strategy != Strategy::Sendfile).then_some(sent.source_read),
+        span: None,
+    };
+    let receiver = ReceiverFigures {
+        read_size: u64::from(prepared.accepted.read_size),
+        ..ReceiverFigures::from(&sent.server)
+    };
+    StreamOutcome {
         name: so_far.name,
         measured: crate::Measured {
             bytes: so_far.bytes,
@@ -286,32 +306,31 @@ fn result<T: Transport>(
             timed: sent.timed,
             intervals: so_far.intervals,
         },
+        sender,
+        receiver,
+        far: End {
+            length: sent.server.bytes,
+            digest: sent.server.digest,
+        },
         chunk: cfg.spec.chunk,
         io: T::IO,
-        strategy: cfg.spec.strategy,
-        batch: (cfg.spec.strategy == Strategy::Writev).then_some(cfg.spec.batch),
         peer: prepared.peer,
-        writes: sent.writes,
-        cpu: CpuTime::process().since(start.cpu),
-        sndbuf: conn.socket().send_buffer_size().map_or(0, |n| n as u32),
-        congestion: tsperf_sys::congestion::of(&*conn.socket()),
-        read_size: prepared.accepted.read_size,
-        server_stdout: prepared.accepted.stdout,
+        boot_id: sent.server.boot_id,
         clock: prepared.clock,
-        server: sent.server,
-        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*conn.socket())
-            .map_or_else(Default::default, |i| i.sender()),
-        sched,
-        flight: sent.flight,
-        source_read: sent.source_read,
-        source_read_before: start.source_before,
-        interface: conn
-            .socket()
-            .local_addr()
-            .ok()
-            .and_then(|a| a.as_socket())
-            .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
-        source_changed: sent.source_changed,
+        interrupted: sent.timed.is_some_and(|t| t.interrupted),
+        detail: Detail::Sent(Box::new(Forward {
+            strategy,
+            batch,
+            server_stdout: prepared.accepted.stdout,
+            source_read_before: start.source_before,
+            interface: sock
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
+            source_changed: sent.source_changed,
+            report: sent.server,
+        })),
     }
 }
 

@@ -46,7 +46,7 @@ impl From<&LatencyResult> for LatencyJson {
                         .streams
                         .last
                         .as_ref()
-                        .and_then(|s| s.server.log)
+                        .and_then(|s| s.receiver.log)
                         .or_else(|| load.and_then(|s| s.spec.server_log)),
                     count: l.rtt.len(),
                     rtt_us: (!l.rtt.is_empty()).then(|| Rtt::of(&l.rtt)),

@@ -6,116 +6,118 @@
 
 pub use tsperf_results::json;
 
-use std::time::Duration;
-
 use serde::Serialize;
 
-use crate::{StreamFailure, StreamResult};
+use crate::outcome::{Forward, StreamOutcome};
+use crate::{Clock, StreamFailure};
 use json::{
     ClientSide, ClockJson, Cpu, FailureJson, OneWayJson, ServerSide, StreamFailureJson, StreamJson,
     TcpJson, TimeSplitJson,
 };
+use tsperf_proto::Report;
 use tsperf_proto::clock::Offset;
-use tsperf_proto::{LogMode, Report};
 use tsperf_results::units;
-use tsperf_sys::text::{Peer, json_inert};
+use tsperf_sys::text::json_inert;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-impl From<&StreamResult> for StreamJson {
-    fn from(r: &StreamResult) -> StreamJson {
-        let s = &r.server;
-        let nonzero = |v: u64| (v != 0).then_some(v);
-        let verdict = r.verdict();
-        let (measured, measured_time) = r.measured.rated();
-        StreamJson {
-            tsperf: VERSION.into(),
-            file: r.name.clone(),
-            bytes: r.measured.bytes,
-            chunk: r.chunk,
-            io: r.io,
-            strategy: r.strategy,
-            batch: r.batch,
-            peer: r.peer.to_string(),
-            elapsed_s: r.measured.elapsed.as_secs_f64(),
-            begin_unix_us: r.measured.begin_unix_us,
-            end_unix_us: r.measured.end_unix_us,
-            mib_per_s: units::mib_per_s(measured, measured_time),
-            gbit_per_s: units::gbit_per_s(measured, measured_time),
-            verified: r.verified(),
-            digest: hex(r.measured.digest),
+/// A forward stream's object (`mode: "stream"`): the client sent, the server's report is the
+/// receiver's.
+fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
+    let (r, s) = (&o.receiver, &d.report);
+    let nonzero = |v: u64| (v != 0).then_some(v);
+    let verdict = o.verdict();
+    let (measured, measured_time) = o.measured.rated();
+    StreamJson {
+        tsperf: VERSION.into(),
+        file: o.name.clone(),
+        bytes: o.measured.bytes,
+        chunk: o.chunk,
+        io: o.io,
+        strategy: d.strategy,
+        batch: d.batch,
+        peer: o.peer.to_string(),
+        elapsed_s: o.measured.elapsed.as_secs_f64(),
+        begin_unix_us: o.measured.begin_unix_us,
+        end_unix_us: o.measured.end_unix_us,
+        mib_per_s: units::mib_per_s(measured, measured_time),
+        gbit_per_s: units::gbit_per_s(measured, measured_time),
+        verified: o.verified(),
+        digest: hex(o.measured.digest),
+        cpu: Cpu::of(o.sender.cpu.user, o.sender.cpu.sys),
+        client: client_side(o, d),
+        server: ServerSide {
+            bytes: r.bytes,
+            digest: hex(r.digest),
+            reads: r.reads,
+            read_size: r.read_size as u32,
+            io: s.server_io,
+            log: r.log,
+            log_lines: s.log_lines,
+            log_lines_lost: s.log_lines_lost,
+            output_dropped: s.output_dropped,
+            first_byte_unix_us: nonzero(s.first_byte_unix_us),
+            last_byte_unix_us: nonzero(s.last_byte_unix_us),
+            first_byte_client_unix_us: on_client(o, s.first_byte_unix_us),
+            last_byte_client_unix_us: on_client(o, s.last_byte_unix_us),
+            stdout: d.server_stdout,
+            elapsed_s: r.span.unwrap_or_default().as_secs_f64(),
+            wakeups: s.wakeups,
+            rcvbuf: r.rcvbuf,
             cpu: Cpu::of(r.cpu.user, r.cpu.sys),
-            client: client_side(r),
-            server: ServerSide {
-                bytes: s.bytes,
-                digest: hex(s.digest),
-                reads: s.reads,
-                read_size: r.read_size,
-                io: s.server_io,
-                log: s.log,
-                log_lines: s.log_lines,
-                log_lines_lost: s.log_lines_lost,
-                output_dropped: s.output_dropped,
-                first_byte_unix_us: nonzero(s.first_byte_unix_us),
-                last_byte_unix_us: nonzero(s.last_byte_unix_us),
-                first_byte_client_unix_us: on_client(r, s.first_byte_unix_us),
-                last_byte_client_unix_us: on_client(r, s.last_byte_unix_us),
-                stdout: r.server_stdout,
-                elapsed_s: Duration::from_nanos(s.elapsed_ns).as_secs_f64(),
-                wakeups: s.wakeups,
-                rcvbuf: s.rcvbuf,
-                cpu: Cpu::of(
-                    Duration::from_micros(s.cpu_user_us),
-                    Duration::from_micros(s.cpu_sys_us),
-                ),
-                saved_to: s.saved_to.clone(),
-                time_split: TimeSplitJson::of(&s.split),
-                run_queue_s: s.run_queue_ns.map(|ns| ns as f64 / 1e9),
-                same_host: r.same_host(),
-            },
-            clock: ClockJson {
-                queries: r.clock.map_or(0, |c| c.queries),
-                offset_us: r.clock.map(|c| c.offset.offset_ns as f64 / 1e3),
-                offset_err_us: r.clock.map(|c| c.offset.err_ns as f64 / 1e3),
-                rtt_us: r.clock.map(|c| c.rtt_ns as f64 / 1e3),
-            },
-            one_way: one_way(r),
-            tcp: TcpJson {
-                available: r.tcp.available(),
-                client: r.tcp,
-                server: s.tcp,
-                flight: r.flight,
-            },
-            limited_by: Some(verdict.limited_by),
-            limits: verdict.limits,
-            intervals: r.measured.intervals.clone(),
-            timed: r.measured.timed.map(sections::timed_json),
-            error: (!r.verified()).then(|| mismatch(r)),
-        }
+            saved_to: s.saved_to.clone(),
+            time_split: TimeSplitJson::of(&s.split),
+            run_queue_s: r.run_queue.map(|d| d.as_secs_f64()),
+            same_host: o.same_host(),
+        },
+        clock: clock_json(o.clock),
+        one_way: one_way(o, s),
+        tcp: TcpJson {
+            available: o.sender.tcp.available(),
+            client: o.sender.tcp,
+            server: r.tcp,
+            flight: o.sender.flight,
+        },
+        limited_by: Some(verdict.limited_by),
+        limits: verdict.limits,
+        intervals: o.measured.intervals.clone(),
+        timed: o.measured.timed.map(sections::timed_json),
+        error: (!o.verified()).then(|| human::mismatch(o)),
     }
 }
 
-/// What the client counted about its own writes and time.
-fn client_side(r: &StreamResult) -> ClientSide {
+/// The clock queries' figures.
+fn clock_json(c: Option<Clock>) -> ClockJson {
+    ClockJson {
+        queries: c.map_or(0, |c| c.queries),
+        offset_us: c.map(|c| c.offset.offset_ns as f64 / 1e3),
+        offset_err_us: c.map(|c| c.offset.err_ns as f64 / 1e3),
+        rtt_us: c.map(|c| c.rtt_ns as f64 / 1e3),
+    }
+}
+
+/// What the sending client counted about its own writes and time.
+fn client_side(o: &StreamOutcome, d: &Forward) -> ClientSide {
+    let s = &o.sender;
     ClientSide {
-        writes: r.writes.writes,
-        partial_writes: r.writes.partial_writes,
-        would_block: r.writes.would_block,
-        polls: r.writes.polls,
-        sndbuf: r.sndbuf,
-        congestion: r.congestion.clone(),
-        on_cpu_s: r.sched.map(|s| s.on_cpu.as_secs_f64()),
-        run_queue_s: r.sched.map(|s| s.run_queue.as_secs_f64()),
-        source_read_s: r.source_read.as_secs_f64(),
-        source_read_before_s: r.source_read_before.as_secs_f64(),
-        interface: r.interface.as_ref().map(|(name, _)| name.clone()),
-        line_mbit: r.interface.as_ref().and_then(|(_, speed)| *speed),
+        writes: s.writes.writes,
+        partial_writes: s.writes.partial_writes,
+        would_block: s.writes.would_block,
+        polls: s.writes.polls,
+        sndbuf: s.sndbuf,
+        congestion: s.congestion.clone(),
+        on_cpu_s: s.sched.map(|s| s.on_cpu.as_secs_f64()),
+        run_queue_s: s.sched.map(|s| s.run_queue.as_secs_f64()),
+        source_read_s: s.source_read.unwrap_or_default().as_secs_f64(),
+        source_read_before_s: d.source_read_before.as_secs_f64(),
+        interface: d.interface.as_ref().map(|(name, _)| name.clone()),
+        line_mbit: d.interface.as_ref().and_then(|(_, speed)| *speed),
     }
 }
 
 /// A server time (µs since the epoch, 0 for none) on the client's clock, in µs.
-fn on_client(r: &StreamResult, server_unix_us: u64) -> Option<f64> {
-    to_client(r.clock.map(|c| c.offset), server_unix_us)
+fn on_client(o: &StreamOutcome, server_unix_us: u64) -> Option<f64> {
+    to_client(o.clock.map(|c| c.offset), server_unix_us)
 }
 
 fn to_client(offset: Option<Offset>, server_unix_us: u64) -> Option<f64> {
@@ -128,12 +130,12 @@ fn to_client(offset: Option<Offset>, server_unix_us: u64) -> Option<f64> {
 pub const ONE_WAY_MAX_ERROR: f64 = 0.1;
 
 /// The one-way times from the client's first byte sent, where the error bound allows.
-fn one_way(r: &StreamResult) -> OneWayJson {
+fn one_way(o: &StreamOutcome, report: &Report) -> OneWayJson {
     one_way_of(
-        (r.measured.begin_unix_us, r.measured.end_unix_us),
-        r.server.first_byte_unix_us,
-        r.server.last_byte_unix_us,
-        r.clock.map(|c| c.offset),
+        (o.measured.begin_unix_us, o.measured.end_unix_us),
+        report.first_byte_unix_us,
+        report.last_byte_unix_us,
+        o.clock.map(|c| c.offset),
     )
 }
 
@@ -215,165 +217,6 @@ fn stream_failure_object(f: &StreamFailure) -> StreamFailureJson {
     }
 }
 
-/// `, waited 8.91 s for its file (1.02 s before the first byte)` when the file kept the client
-/// waiting at least a millisecond; empty otherwise.
-fn file_wait(r: &StreamResult) -> String {
-    let total = r.source_read + r.source_read_before;
-    if total < Duration::from_millis(1) {
-        return String::new();
-    }
-    format!(
-        ", waited {} for its file ({} before the first byte)",
-        units::duration(total),
-        units::duration(r.source_read_before)
-    )
-}
-
-/// The human report: the seed's three lines, then what both ends saw.
-fn stream_human(r: &StreamResult) -> String {
-    let s = &r.server;
-    let server_elapsed = Duration::from_nanos(s.elapsed_ns);
-    sections::seed_lines(r.measured.begin_unix_us, &r.name, r.measured.end_unix_us)
-        + &format!(
-            "sent {} in {}: {}, chunk {} B, io {} {}, {}\n\
-             \x20 client: {} ({} short){}, cpu {} user + {} sys{}\n\
-             \x20 server: {} of up to {} B, first to last byte {}, cpu {} user + {} sys, io {}, \
-             log {}, stdout to {}\n",
-            units::size(r.measured.bytes),
-            units::duration(r.measured.elapsed),
-            sections::rate(r.measured.rated()),
-            r.chunk,
-            r.io,
-            match r.batch {
-                Some(k) => format!("writev of {k}"),
-                None => r.strategy.to_string(),
-            },
-            sections::check(r.verified(), r.measured.digest),
-            units::count(r.writes.writes, &format!("{} call", r.strategy)),
-            r.writes.partial_writes,
-            r.congestion
-                .as_ref()
-                .map_or(String::new(), |c| format!(", TCP {}", Peer(c))),
-            units::duration(r.cpu.user),
-            units::duration(r.cpu.sys),
-            file_wait(r),
-            units::count(s.reads, "read"),
-            r.read_size,
-            units::duration(server_elapsed),
-            units::duration(Duration::from_micros(s.cpu_user_us)),
-            units::duration(Duration::from_micros(s.cpu_sys_us)),
-            s.server_io.map_or("?".to_owned(), |v| v.to_string()),
-            s.log.map_or("?".to_owned(), |v| v.to_string()),
-            r.server_stdout.describe(),
-        )
-        + &sections::timed(r.measured.timed)
-        + &clock_human(r)
-        + &why_human(r)
-        + &if s.saved_to.is_empty() {
-            String::new()
-        } else {
-            format!("  saved on the server as {}\n", Peer(&s.saved_to))
-        }
-        + &if s.output_dropped == 0 {
-            String::new()
-        } else {
-            format!(
-                "  the server could not print {} of its own output: its stdout or stderr is \
-             not being read\n",
-                units::count(s.output_dropped, "line")
-            )
-        }
-        + &lost_log_lines(s)
-}
-
-/// A line when some of the transfer's per-read log lines could not be written.
-fn lost_log_lines(s: &Report) -> String {
-    if s.log_lines_lost == 0 {
-        return String::new();
-    }
-    let sink = match s.log {
-        Some(LogMode::Stdout) => "its stdout was closed",
-        _ => "the log file could not be written (a full disk?)",
-    };
-    format!(
-        "  the server's log lost {} of {} lines: {sink}\n",
-        units::count(u64::from(s.log_lines_lost), "line"),
-        u64::from(s.log_lines) + u64::from(s.log_lines_lost)
-    )
-}
-
-/// The verdict, its shares, and where the server's time went.
-fn why_human(r: &StreamResult) -> String {
-    let mut out = sections::verdict(&r.verdict());
-    let split = &r.server.split;
-    if split.total_ns() > 0 {
-        let total = split.total_ns() as f64;
-        let parts: Vec<String> = tsperf_proto::TimePhase::ALL
-            .into_iter()
-            .filter(|p| split.get(*p) > 0)
-            .map(|p| match 100.0 * split.get(p) as f64 / total {
-                pct if pct < 0.5 => format!("{} <1%", p.name()),
-                pct => format!("{} {pct:.0}%", p.name()),
-            })
-            .collect();
-        out += &format!(
-            "  server's time ({}): {}\n",
-            units::duration(Duration::from_nanos(split.total_ns())),
-            parts.join(", ")
-        );
-    }
-    out
-}
-
-/// The clock line of the human report: the offset, and the one-way times it allows.
-fn clock_human(r: &StreamResult) -> String {
-    let Some(c) = r.clock else {
-        return sections::clock(None, "");
-    };
-    let w = one_way(r);
-    let err = w.err_us.unwrap_or(0.0);
-    let us = |us: f64| units::duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
-    // A figure left out says why: too near the first byte for the clocks' error bound to
-    // allow a figure, or a stamp the client's clock cannot place inside the transfer.
-    let figure = |v: Option<f64>, server_us: u64| match v {
-        Some(v) => us(v),
-        None => match to_client(Some(c.offset), server_us)
-            .map(|t| t - r.measured.begin_unix_us as f64)
-        {
-            Some(t) if t <= err / ONE_WAY_MAX_ERROR => format!(
-                "under {} (a figure needs ten times the ±)",
-                us(err / ONE_WAY_MAX_ERROR)
-            ),
-            _ => "not placed (the server's stamp falls outside the transfer on this clock)"
-                .to_owned(),
-        },
-    };
-    sections::clock(
-        r.clock,
-        &format!(
-            "; one way from the first byte sent (± {}): to the server's first read {}, to its \
-             last {}",
-            units::duration(Duration::from_secs_f64(err / 1e6)),
-            figure(w.first_byte_us, r.server.first_byte_unix_us),
-            figure(w.last_byte_us, r.server.last_byte_unix_us),
-        ),
-    )
-}
-
-/// Why a finished transfer does not verify, for stderr.
-fn mismatch(r: &StreamResult) -> String {
-    let why = if r.source_changed {
-        "; the file was written to while it was sent, so the bytes read are a mix of its old \
-         and new contents (send a file nothing is writing to)"
-    } else {
-        ""
-    };
-    format!(
-        "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 {:016x}{why}",
-        r.measured.bytes, r.measured.digest, r.server.bytes, r.server.digest
-    )
-}
-
 fn hex(d: u64) -> String {
     format!("{d:016x}")
 }
@@ -387,6 +230,7 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
+mod human;
 mod latency;
 mod render;
 mod reverse;

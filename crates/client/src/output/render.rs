@@ -3,11 +3,13 @@
 //! stream and a SUM line; `--bidir` each direction under its heading. The JSON is one typed
 //! [`ClientOutput`], and [`finish`] judges every run the same way.
 
-use super::reverse::{reverse_failure_object, reverse_mismatch, reverse_object};
+use super::human::{mismatch, stream_human};
+use super::reverse::{reverse_failure_object, reverse_object};
 use super::session::{session_human, session_json};
-use super::{VERSION, mismatch, sections, stream_failure_object, stream_human};
+use super::{VERSION, forward_object, sections, stream_failure_object};
 use crate::StreamFailure;
-use crate::run::{Outcome, Session, Side, Stream, Streams};
+use crate::outcome::Detail;
+use crate::run::{Outcome, Session, Side, Streams};
 use tsperf_results::json::{
     BidirJson, ClientJson, ClientOutput, Direction, FailureJson, Measured, SessionEntry,
     StreamEntry,
@@ -17,8 +19,10 @@ use tsperf_results::units;
 /// One stream's entry: its object, or its failure's, as it prints alone.
 pub(super) fn entry(side: Side, s: &Outcome) -> StreamEntry {
     match (s, side) {
-        (Ok(Stream::Sent(r)), _) => StreamEntry::Done(Measured::Stream(r.into())),
-        (Ok(Stream::Received(r)), _) => StreamEntry::Done(Measured::Reverse(reverse_object(r))),
+        (Ok(o), _) => StreamEntry::Done(match &o.detail {
+            Detail::Sent(d) => Measured::Stream(forward_object(o, d)),
+            Detail::Received(d) => Measured::Reverse(reverse_object(o, d)),
+        }),
         (Err(f), Side::Sent) => StreamEntry::SendFailed(stream_failure_object(f)),
         (Err(f), Side::Received) => StreamEntry::ReceiveFailed(reverse_failure_object(f)),
     }
@@ -95,8 +99,7 @@ fn direction_human(d: &Result<Session, String>, headed: bool) -> String {
         Ok(s) => s,
     };
     match &s.streams[0] {
-        Ok(Stream::Sent(r)) => stream_human(r),
-        Ok(Stream::Received(r)) => super::reverse::reverse_human(r),
+        Ok(o) => stream_human(o),
         Err(f) if headed => format!("  failed: {:#}\n", f.error),
         Err(f) if f.interrupted => sections::interrupted(f, s.side, s.timed),
         Err(_) => String::new(),
@@ -177,22 +180,18 @@ fn standing(d: &Result<Session, String>) -> Standing {
         Ok(s) => s,
     };
     match &s.streams[0] {
-        Ok(Stream::Sent(r)) if !r.verified() => Standing::Failed(mismatch(r)),
-        Ok(Stream::Received(r)) if !r.verified() => Standing::Failed(reverse_mismatch(r)),
-        Ok(Stream::Sent(r)) if r.measured.timed.is_some_and(|t| t.interrupted) => {
-            Standing::Interrupted(
-                format!(
+        Ok(o) if !o.verified() => Standing::Failed(mismatch(o)),
+        Ok(o) if o.interrupted => Standing::Interrupted(
+            match o.side() {
+                Side::Sent => format!(
                     "interrupted after {} of the timed run, every byte verified",
-                    units::duration(r.measured.elapsed)
+                    units::duration(o.measured.elapsed)
                 ),
-                None,
-            )
-        }
-        Ok(Stream::Received(r)) if r.interrupted => Standing::Interrupted(
-            format!(
-                "interrupted after receiving {} bytes, every one verified",
-                r.measured.bytes
-            ),
+                Side::Received => format!(
+                    "interrupted after receiving {} bytes, every one verified",
+                    o.measured.bytes
+                ),
+            },
             None,
         ),
         Ok(_) => Standing::Verified,

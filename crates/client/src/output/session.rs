@@ -2,7 +2,9 @@
 //! them, or the JSON's `streams[]` and `sum`.
 
 use super::{VERSION, entry, sections};
-use crate::run::{Member, Session, Side, Stream};
+use crate::StreamOutcome;
+use crate::outcome::Detail;
+use crate::run::{Member, Session, Side};
 use tsperf_results::json::{SessionJson, SumJson};
 use tsperf_results::units;
 use tsperf_sys::text::Peer;
@@ -39,8 +41,8 @@ pub(super) fn session_human(p: &Session) -> String {
     for (i, s) in p.streams.iter().enumerate() {
         out += &match s {
             Ok(s) => {
-                let checked = sections::check(s.verified(), s.measured().digest);
-                rate_line(&format!("[{i:>3}]{received}"), s.measured().rated())
+                let checked = sections::check(s.verified(), s.measured.digest);
+                rate_line(&format!("[{i:>3}]{received}"), s.measured.rated())
                     + &format!(", {checked}, limited by {}\n", s.limited_by())
             }
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
@@ -74,10 +76,7 @@ fn sent_with(p: &Session) -> String {
         .streams
         .iter()
         .flatten()
-        .filter_map(|s| match s {
-            Stream::Sent(r) => r.congestion.as_ref().map(|c| Peer(c).to_string()),
-            Stream::Received(r) => r.server.congestion.map(|c| c.to_string()),
-        })
+        .filter_map(|s| s.sender.congestion.as_ref().map(|c| Peer(c).to_string()))
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -91,13 +90,12 @@ fn sent_with(p: &Session) -> String {
 /// The seed's begin and end lines, from the first stream's first byte to the last one's end.
 fn stamps(p: &Session) -> String {
     use crate::run::Member;
-    let ok: Vec<&Stream> = p.streams.iter().flatten().collect();
+    let ok: Vec<&StreamOutcome> = p.streams.iter().flatten().collect();
     let begin = ok.iter().map(|s| s.span_us().0).min().unwrap_or(0);
     let end = ok.iter().map(|s| s.span_us().1).max().unwrap_or(0);
     let name = match ok.first() {
-        Some(Stream::Sent(r)) => r.name.as_str(),
-        Some(Stream::Received(r)) if !r.name.is_empty() => r.name.as_str(),
-        Some(Stream::Received(_)) => "generated",
+        Some(s) if matches!(s.detail, Detail::Received(_)) && s.name.is_empty() => "generated",
+        Some(s) => s.name.as_str(),
         None => "?",
     };
     sections::seed_lines(begin, name, end)

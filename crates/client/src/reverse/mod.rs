@@ -16,6 +16,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 mod read;
 
+use super::outcome::{
+    Detail, ReceiverFigures, ReceiverTime, Reverse, SenderFigures, StreamOutcome,
+};
 use super::session::{ask_clock, handshake};
 use super::{StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
@@ -41,121 +44,6 @@ pub const READ_SIZE: usize = 256 << 10;
 /// 0.20 against 0.09 s (0.45), 996 against 1107 MiB/s (1.07).
 pub const WAKE_MARK: u32 = READ_SIZE as u32;
 
-/// Everything measured about one reverse stream, by both ends.
-#[derive(Debug, Clone)]
-pub struct ReverseResult {
-    /// The bytes, the time, the digest (the client's, of what arrived), a timed run's passes
-    /// (with `--omit`, the bytes received and the time since the first byte when the omitted
-    /// start ended: the rate is of what came after).
-    pub measured: crate::Measured,
-    /// Bytes of one pass: asked for, or the served file's size.
-    pub asked: u64,
-    /// The served file's name; empty for the generated stream.
-    pub name: String,
-    /// The generated stream was one buffer, the text's first chunk again and again.
-    pub one_buffer: bool,
-    /// The server's write size.
-    pub chunk: u32,
-    /// The client's I/O model.
-    pub io: super::ClientIo,
-    /// The server's address.
-    pub peer: SocketAddr,
-    /// The digest and length the server's end trailer gives.
-    pub end: tsperf_proto::end::End,
-    /// Reads that returned data.
-    pub reads: u64,
-    /// The receiving thread's CPU time while it received (its own: in `--bidir` or `-R -P` the
-    /// process also holds the other streams' threads).
-    pub cpu: CpuTime,
-    /// The receiving thread's time on a CPU and waiting for one.
-    pub sched: Option<tsperf_sys::timing::SchedStat>,
-    /// The receive buffer the socket had at the end.
-    pub rcvbuf: u32,
-    /// The client socket's `TCP_INFO` at the end: the receiver's view.
-    pub tcp: tsperf_proto::tcp::ReceiverTcp,
-    /// What the server measured while it sent.
-    pub server: Sent,
-    /// The clock offset, when clock queries were made.
-    pub clock: Option<Clock>,
-    /// Stopped by Ctrl-C or SIGTERM: the client asked the server to end the stream early, and
-    /// every byte until then is verified.
-    pub interrupted: bool,
-    /// This end's per-read log sink (`--log`).
-    pub log: tsperf_proto::LogMode,
-    /// Its lines written, and lost (could not be written).
-    pub log_lines: (u64, u64),
-    /// Time spent writing them.
-    pub log_time: Duration,
-    /// The most bytes one read asked for.
-    pub read_size: usize,
-    /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: [`WAKE_MARK`]
-    /// once raised on a path of large segments, else 1.
-    pub wake_mark: u32,
-}
-
-impl ReverseResult {
-    /// True when the server's trailer counts what arrived (a sized run: what was asked) and
-    /// its digest is the client's.
-    pub fn verified(&self) -> bool {
-        self.end.length == self.measured.bytes
-            && self.server.bytes == self.measured.bytes
-            && self.end.digest == self.measured.digest
-            && (self.measured.timed.is_some()
-                || self.interrupted
-                || self.measured.bytes == self.asked)
-    }
-
-    /// Both ends on one machine.
-    pub fn same_host(&self) -> bool {
-        tsperf_sys::host::same_host(self.peer.ip(), self.server.boot_id)
-    }
-
-    /// The verdict's evidence, with the roles turned round: the server sends, the client
-    /// receives.
-    pub fn evidence(&self) -> tsperf_results::verdict::Evidence {
-        use tsperf_results::verdict::{Evidence, ServerTime};
-        let s = &self.server;
-        Evidence {
-            tcp: s.tcp,
-            flight: s.flight,
-            elapsed: self.measured.elapsed,
-            client_cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
-            sender_on_cpu: s.on_cpu_ns.map(Duration::from_nanos),
-            sender_run_queue: s.run_queue_ns.map(Duration::from_nanos),
-            source_read: None,
-            sndbuf: u64::from(s.sndbuf),
-            write_size: s.chunk,
-            bytes: self.measured.bytes,
-            line_mbit: None,
-            same_host: self.same_host(),
-            cpus: tsperf_sys::host::cpus(),
-            server: Some(ServerTime {
-                total: self.measured.elapsed,
-                cpu: self.cpu.user + self.cpu.sys,
-                run_queue: self.sched.map(|s| s.run_queue),
-                log: self.log_time,
-                disk: Duration::ZERO,
-            }),
-            sender_span: Some(Duration::from_nanos(s.elapsed_ns)),
-            reverse: true,
-        }
-    }
-
-    /// What the report calls the source: the served file's name, or the generated stream's.
-    pub fn source(&self) -> &str {
-        match (self.name.is_empty(), self.one_buffer) {
-            (false, _) => &self.name,
-            (true, false) => "generated",
-            (true, true) => "generated-one-buffer",
-        }
-    }
-
-    /// What limited the stream, the roles turned round.
-    pub fn verdict(&self) -> tsperf_results::verdict::Verdict {
-        tsperf_results::verdict::judge(&self.evidence())
-    }
-}
-
 /// True when the stream asks the server for one buffer (`--one-buffer`): the generated
 /// stream's only, a served file (`name`) is sent as it is.
 fn asks_one_buffer(cfg: &StreamConfig, name: &str) -> bool {
@@ -169,7 +57,7 @@ pub fn run_reverse(
     bytes: u64,
     name: &str,
     progress: &mut Progress,
-) -> Result<ReverseResult, StreamFailure> {
+) -> Result<StreamOutcome, StreamFailure> {
     let before = |e: anyhow::Error| StreamFailure {
         name: String::new(),
         bytes: Some(bytes),
@@ -203,7 +91,7 @@ fn receive<T: Transport>(
     bytes: u64,
     name: &str,
     progress: &mut Progress,
-) -> Result<ReverseResult, StreamFailure> {
+) -> Result<StreamOutcome, StreamFailure> {
     let mut got = Received::new();
     let fail = |got: &Received, e: anyhow::Error| got.failed(bytes, e);
     let (hello_at, hello_unix_us) = (Instant::now(), unix_us_now());
@@ -237,37 +125,55 @@ fn receive<T: Transport>(
     };
     let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
     let sock = conn.socket();
-    Ok(ReverseResult {
-        measured: crate::Measured {
-            bytes: got.rx.hashed(),
-            begin_unix_us: first_us,
-            end_unix_us: first_us + end_at.duration_since(first_at).as_micros() as u64,
-            elapsed: end_at.duration_since(first_at),
-            digest: got.rx.digest(),
-            timed: timed(cfg, accepted.length, &got),
-            intervals,
-        },
-        asked: accepted.length,
-        name: name.to_owned(),
-        one_buffer: asks_one_buffer(cfg, name),
-        chunk: cfg.spec.chunk,
-        io: T::IO,
-        peer,
-        end,
+    let elapsed = end_at.duration_since(first_at);
+    let log = got.rx.log_ref();
+    let receiver = ReceiverFigures {
+        bytes: got.rx.hashed(),
+        digest: got.rx.digest(),
         reads: got.rx.reads(),
+        read_size: got.rx.read_size() as u64,
         cpu: CpuTime::thread().since(cpu),
-        sched,
+        on_cpu: sched.map(|s| s.on_cpu),
+        run_queue: sched.map(|s| s.run_queue),
+        log: Some(cfg.spec.log),
+        log_lines: log.lines(),
+        time: Some(ReceiverTime {
+            total: elapsed,
+            log: log.time(),
+            disk: Duration::ZERO,
+        }),
+        span: None,
         rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
         tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
             .map_or_else(Default::default, |i| i.receiver()),
-        server,
+    };
+    Ok(StreamOutcome {
+        measured: crate::Measured {
+            bytes: receiver.bytes,
+            begin_unix_us: first_us,
+            end_unix_us: first_us + elapsed.as_micros() as u64,
+            elapsed,
+            digest: receiver.digest,
+            timed: timed(cfg, accepted.length, &got),
+            intervals,
+        },
+        name: name.to_owned(),
+        sender: SenderFigures::from(&server),
+        receiver,
+        far: end,
+        chunk: cfg.spec.chunk,
+        io: T::IO,
+        peer,
+        boot_id: server.boot_id,
         clock,
         interrupted: got.stop_sent,
-        log: cfg.spec.log,
-        log_lines: got.rx.log_ref().lines(),
-        log_time: got.rx.log_ref().time(),
-        read_size: got.rx.read_size(),
-        wake_mark: got.wake_mark,
+        detail: Detail::Received(Reverse {
+            asked: accepted.length,
+            one_buffer: asks_one_buffer(cfg, name),
+            server_io: server.server_io,
+            first_write_unix_us: server.first_write_unix_us,
+            wake_mark: got.wake_mark,
+        }),
     })
 }
 

@@ -1,0 +1,314 @@
+//! One stream's outcome, whichever end sent it ([`StreamOutcome`]): what the stream measured
+//! ([`Measured`]), the sending end's figures ([`SenderFigures`]) and the receiving end's
+//! ([`ReceiverFigures`]) under one set of names, and the little only one direction has
+//! ([`Detail`]). A forward stream's sender figures are the client's own and its receiver
+//! figures the server's report; a reverse stream's are the server's Sent frame and the
+//! client's own. The verdict's evidence, the check and the report's sender and receiver lines
+//! are each written once, from these.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::{ClientIo, Clock, Measured, Strategy, WriteStats};
+use tsperf_proto::end::End;
+use tsperf_proto::sent::Sent;
+use tsperf_proto::tcp::{Flight, ReceiverTcp, SenderTcp};
+use tsperf_proto::{LogMode, Report, ServerIo, StdoutKind};
+use tsperf_results::verdict::{Evidence, ServerTime, Verdict};
+use tsperf_sys::timing::{CpuTime, SchedStat};
+
+/// Which end of a stream sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// This client sent; the server counted and checksummed.
+    Sent,
+    /// The server sent; this client counted and checksummed.
+    Received,
+}
+
+/// What the sending end measured, whichever end it was.
+#[derive(Debug, Clone, Default)]
+pub struct SenderFigures {
+    /// Data bytes it sent.
+    pub bytes: u64,
+    /// What its writes did (`polls`: the client's only).
+    pub writes: WriteStats,
+    /// Its CPU time while it sent (the client's: the process's; the server's: its thread's).
+    pub cpu: CpuTime,
+    /// The sending thread's time on a CPU and waiting for one.
+    pub sched: Option<SchedStat>,
+    /// The send buffer its socket had.
+    pub sndbuf: u32,
+    /// The TCP congestion control it sent with, where known.
+    pub congestion: Option<String>,
+    /// Its socket's `TCP_INFO` at the end.
+    pub tcp: SenderTcp,
+    /// Its readings about every MiB while it sent.
+    pub flight: Flight,
+    /// Bytes it hands the socket per call (chunk × batch).
+    pub write_size: u64,
+    /// Its wait for the data's bytes while it sent; `None` where not a figure of the verdict's
+    /// (sendfile, which waits in the kernel; a server).
+    pub source_read: Option<Duration>,
+    /// Its own first to last write, where that is not the stream's elapsed time (the server
+    /// sending: its writes end while the client still reads what the buffers held).
+    pub span: Option<Duration>,
+}
+
+impl From<&Sent> for SenderFigures {
+    /// A sending server's figures, from its Sent frame.
+    fn from(s: &Sent) -> SenderFigures {
+        SenderFigures {
+            bytes: s.bytes,
+            writes: WriteStats {
+                writes: s.writes,
+                partial_writes: s.partial_writes,
+                would_block: s.would_block,
+                polls: 0,
+            },
+            cpu: CpuTime {
+                user: Duration::from_micros(s.cpu_user_us),
+                sys: Duration::from_micros(s.cpu_sys_us),
+            },
+            sched: s
+                .on_cpu_ns
+                .zip(s.run_queue_ns)
+                .map(|(on, queue)| SchedStat {
+                    on_cpu: Duration::from_nanos(on),
+                    run_queue: Duration::from_nanos(queue),
+                }),
+            sndbuf: s.sndbuf,
+            congestion: s.congestion.map(|c| c.to_string()),
+            tcp: s.tcp,
+            flight: s.flight,
+            write_size: s.chunk,
+            source_read: None,
+            span: Some(Duration::from_nanos(s.elapsed_ns)),
+        }
+    }
+}
+
+/// What the receiving end measured, whichever end it was.
+#[derive(Debug, Clone, Default)]
+pub struct ReceiverFigures {
+    /// Data bytes it counted.
+    pub bytes: u64,
+    /// Its xxh3-64 of them.
+    pub digest: u64,
+    /// Reads that returned data.
+    pub reads: u64,
+    /// The most bytes one read asked for.
+    pub read_size: u64,
+    /// Its CPU time while it received.
+    pub cpu: CpuTime,
+    /// The receiving thread's time on a CPU, where known.
+    pub on_cpu: Option<Duration>,
+    /// Its time waiting for a CPU, where known.
+    pub run_queue: Option<Duration>,
+    /// Its per-read log sink, where it said.
+    pub log: Option<LogMode>,
+    /// Log lines written, and lost (could not be written).
+    pub log_lines: (u64, u64),
+    /// Where its time went, from its first byte on; `None` where it did not say.
+    pub time: Option<ReceiverTime>,
+    /// Its own first to last byte, where that is not the stream's elapsed time (the server
+    /// receiving).
+    pub span: Option<Duration>,
+    /// The receive buffer its socket had.
+    pub rcvbuf: u32,
+    /// Its socket's `TCP_INFO` at the end.
+    pub tcp: ReceiverTcp,
+}
+
+/// Where a receiver's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReceiverTime {
+    /// All of it, from its first byte.
+    pub total: Duration,
+    /// Writing per-read log lines.
+    pub log: Duration,
+    /// Saving the data: writes and the sync.
+    pub disk: Duration,
+}
+
+impl From<&Report> for ReceiverFigures {
+    /// A receiving server's figures, from its report.
+    fn from(s: &Report) -> ReceiverFigures {
+        let split = &s.split;
+        ReceiverFigures {
+            bytes: s.bytes,
+            digest: s.digest,
+            reads: s.reads,
+            read_size: 0,
+            cpu: CpuTime {
+                user: Duration::from_micros(s.cpu_user_us),
+                sys: Duration::from_micros(s.cpu_sys_us),
+            },
+            on_cpu: None,
+            run_queue: s.run_queue_ns.map(Duration::from_nanos),
+            log: s.log,
+            log_lines: (u64::from(s.log_lines), u64::from(s.log_lines_lost)),
+            time: (split.total_ns() > 0).then(|| ReceiverTime {
+                total: Duration::from_nanos(split.total_ns()),
+                log: Duration::from_nanos(split.log_ns),
+                disk: Duration::from_nanos(split.save_ns + split.fsync_ns),
+            }),
+            span: Some(Duration::from_nanos(s.elapsed_ns)),
+            rcvbuf: s.rcvbuf,
+            tcp: s.tcp,
+        }
+    }
+}
+
+/// What only one direction has.
+#[derive(Debug, Clone)]
+pub enum Detail {
+    /// The client sent.
+    Sent(Box<Forward>),
+    /// The server sent.
+    Received(Reverse),
+}
+
+/// What only a forward stream has: how the client sent, and the server's report whole.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    /// How chunks reached the kernel.
+    pub strategy: Strategy,
+    /// Chunks per call with `writev`.
+    pub batch: Option<u32>,
+    /// The server's report, whole (its stamps, wake-ups, time split, where it saved).
+    pub report: Report,
+    /// What the server's stdout is, as it said in its Accept.
+    pub server_stdout: StdoutKind,
+    /// Waiting for the file's bytes before the first byte went (its first block).
+    pub source_read_before: Duration,
+    /// The interface the connection leaves by and its speed in Mbit/s, where known.
+    pub interface: Option<(String, Option<u64>)>,
+    /// The file changed while it was sent (looked at only when the digests disagree).
+    pub source_changed: bool,
+}
+
+/// What only a reverse stream has: what was asked, the server's I/O and first write.
+#[derive(Debug, Clone)]
+pub struct Reverse {
+    /// Bytes of one pass: asked for, or the served file's size.
+    pub asked: u64,
+    /// The generated stream was one buffer, the text's first chunk again and again.
+    pub one_buffer: bool,
+    /// How the server did its I/O, as its Sent frame says.
+    pub server_io: ServerIo,
+    /// Its first write, its wall clock, µs since the epoch.
+    pub first_write_unix_us: u64,
+    /// The receive low-water mark it read with at the end.
+    pub wake_mark: u32,
+}
+
+/// Everything measured about one stream, by both ends.
+#[derive(Debug, Clone)]
+pub struct StreamOutcome {
+    /// The file's name, as sent; a served file's; empty for the generated stream.
+    pub name: String,
+    /// The bytes, the time, the client's digest, a timed run's passes.
+    pub measured: Measured,
+    /// The sending end's figures.
+    pub sender: SenderFigures,
+    /// The receiving end's figures.
+    pub receiver: ReceiverFigures,
+    /// What the far end says was sent: a forward stream's report (its count and digest), a
+    /// reverse stream's end trailer.
+    pub far: End,
+    /// Bytes per write.
+    pub chunk: u32,
+    /// The client's I/O model.
+    pub io: ClientIo,
+    /// The server's address.
+    pub peer: SocketAddr,
+    /// The server kernel's boot id, where it said.
+    pub boot_id: Option<[u8; 16]>,
+    /// The clock offset, when clock queries were made.
+    pub clock: Option<Clock>,
+    /// Stopped early by Ctrl-C or SIGTERM, every byte until then verified.
+    pub interrupted: bool,
+    /// What only its direction has.
+    pub detail: Detail,
+}
+
+impl StreamOutcome {
+    /// Which end sent.
+    pub fn side(&self) -> Side {
+        match self.detail {
+            Detail::Sent(_) => Side::Sent,
+            Detail::Received(_) => Side::Received,
+        }
+    }
+
+    /// The far end counted what this end did and its digest is this end's; a sized reverse
+    /// stream also got the bytes it asked for.
+    pub fn verified(&self) -> bool {
+        let m = &self.measured;
+        let whole = match &self.detail {
+            Detail::Received(d) => m.timed.is_some() || self.interrupted || m.bytes == d.asked,
+            Detail::Sent(_) => true,
+        };
+        self.far
+            == (End {
+                length: m.bytes,
+                digest: m.digest,
+            })
+            && self.sender.bytes == m.bytes
+            && whole
+    }
+
+    /// Both ends run on one machine: a loopback address, or the server's boot id is ours.
+    pub fn same_host(&self) -> bool {
+        tsperf_sys::host::same_host(self.peer.ip(), self.boot_id)
+    }
+
+    /// What the report calls the source: the file's name, or the generated stream's.
+    pub fn source(&self) -> &str {
+        match (self.name.is_empty(), &self.detail) {
+            (false, _) => &self.name,
+            (true, Detail::Received(d)) if d.one_buffer => "generated-one-buffer",
+            (true, _) => "generated",
+        }
+    }
+
+    /// Everything the verdict is judged on: the sender's figures and the receiver's time,
+    /// whichever end each was.
+    pub fn evidence(&self) -> Evidence {
+        let (s, r) = (&self.sender, &self.receiver);
+        let line_mbit = match &self.detail {
+            Detail::Sent(d) => d.interface.as_ref().and_then(|(_, speed)| *speed),
+            Detail::Received(_) => None,
+        };
+        Evidence {
+            tcp: s.tcp,
+            flight: s.flight,
+            elapsed: self.measured.elapsed,
+            client_cpu: s.cpu.user + s.cpu.sys,
+            sender_on_cpu: s.sched.map(|s| s.on_cpu),
+            sender_run_queue: s.sched.map(|s| s.run_queue),
+            source_read: s.source_read,
+            sndbuf: u64::from(s.sndbuf),
+            write_size: s.write_size,
+            bytes: self.measured.bytes,
+            line_mbit,
+            same_host: self.same_host(),
+            cpus: tsperf_sys::host::cpus(),
+            server: r.time.map(|t| ServerTime {
+                total: t.total,
+                cpu: r.cpu.user + r.cpu.sys,
+                run_queue: r.run_queue,
+                log: t.log,
+                disk: t.disk,
+            }),
+            sender_span: s.span,
+            reverse: self.side() == Side::Received,
+        }
+    }
+
+    /// What limited the stream.
+    pub fn verdict(&self) -> Verdict {
+        tsperf_results::verdict::judge(&self.evidence())
+    }
+}

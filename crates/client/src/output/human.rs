@@ -1,0 +1,257 @@
+//! A lone stream's report for people, whichever end sent it: the seed's lines, a headline, a
+//! line for each end (the client's first) from its figures, then the sections (a timed run,
+//! the clock, the verdict and where the receiver's time went, what the server saved or lost).
+
+use std::time::Duration;
+
+use super::{ONE_WAY_MAX_ERROR, one_way, sections, to_client};
+use crate::outcome::{Detail, Forward, ReceiverFigures, SenderFigures, Side, StreamOutcome};
+use tsperf_proto::LogMode;
+use tsperf_results::units;
+use tsperf_sys::text::Peer;
+
+/// The report of one stream.
+pub(super) fn stream_human(o: &StreamOutcome) -> String {
+    let (client, server) = match o.side() {
+        Side::Sent => (sender_line(o, &o.sender), receiver_line(o, &o.receiver)),
+        Side::Received => (receiver_line(o, &o.receiver), sender_line(o, &o.sender)),
+    };
+    let forward = match &o.detail {
+        Detail::Sent(d) => Some(&**d),
+        Detail::Received(_) => None,
+    };
+    sections::seed_lines(o.measured.begin_unix_us, o.source(), o.measured.end_unix_us)
+        + &headline(o)
+        + &format!("  client: {client}\n  server: {server}\n")
+        + &sections::timed(o.measured.timed)
+        + &forward.map_or_else(|| sections::clock(o.clock, ""), |d| clock_human(o, d))
+        + &sections::verdict(&o.verdict())
+        + &forward.map_or(String::new(), server_after)
+        + &lost_log_lines(o)
+}
+
+/// `sent|received SIZE in TIME: RATE, what each write was, io MODEL, the check`.
+fn headline(o: &StreamOutcome) -> String {
+    let m = &o.measured;
+    let (verb, writes) = match &o.detail {
+        Detail::Sent(d) => (
+            "sent",
+            format!(
+                "chunk {} B, io {} {}",
+                o.chunk,
+                o.io,
+                match d.batch {
+                    Some(k) => format!("writev of {k}"),
+                    None => d.strategy.to_string(),
+                }
+            ),
+        ),
+        Detail::Received(_) => (
+            "received",
+            format!("server writes of {} B, io {}", o.chunk, o.io),
+        ),
+    };
+    format!(
+        "{verb} {} in {}: {}, {writes}, {}\n",
+        units::size(m.bytes),
+        units::duration(m.elapsed),
+        sections::rate(m.rated()),
+        sections::check(o.verified(), m.digest),
+    )
+}
+
+/// The sending end: its writes, its congestion control, its own span, its CPU, the server's
+/// I/O model, the client's wait for its file.
+fn sender_line(o: &StreamOutcome, s: &SenderFigures) -> String {
+    let (call, tail) = match &o.detail {
+        Detail::Sent(d) => (format!("{} call", d.strategy), file_wait(s, d)),
+        Detail::Received(d) => ("write".to_owned(), format!(", io {}", d.server_io)),
+    };
+    format!(
+        "{} ({} short){}{}, cpu {} user + {} sys{tail}",
+        units::count(s.writes.writes, &call),
+        s.writes.partial_writes,
+        s.congestion
+            .as_ref()
+            .map_or(String::new(), |c| format!(", TCP {}", Peer(c))),
+        s.span.map_or(String::new(), |t| format!(
+            ", first to last write {}",
+            units::duration(t)
+        )),
+        units::duration(s.cpu.user),
+        units::duration(s.cpu.sys),
+    )
+}
+
+/// The receiving end: its reads, its own span, its CPU, the server's I/O model, the log, the
+/// server's stdout.
+fn receiver_line(o: &StreamOutcome, r: &ReceiverFigures) -> String {
+    let (io, stdout) = match &o.detail {
+        Detail::Sent(d) => (
+            format!(
+                ", io {}",
+                d.report.server_io.map_or("?".to_owned(), |v| v.to_string())
+            ),
+            format!(", stdout to {}", d.server_stdout.describe()),
+        ),
+        Detail::Received(_) => (String::new(), String::new()),
+    };
+    format!(
+        "{} of up to {} B{}, cpu {} user + {} sys{io}, log {}{stdout}",
+        units::count(r.reads, "read"),
+        r.read_size,
+        r.span.map_or(String::new(), |t| format!(
+            ", first to last byte {}",
+            units::duration(t)
+        )),
+        units::duration(r.cpu.user),
+        units::duration(r.cpu.sys),
+        match (r.log, r.time) {
+            (None, _) => "?".to_owned(),
+            (Some(LogMode::None), _) => "none".to_owned(),
+            (Some(mode), time) => format!(
+                "{mode} ({} lines, {} writing them)",
+                r.log_lines.0,
+                units::duration(time.map_or(Duration::ZERO, |t| t.log))
+            ),
+        },
+    )
+}
+
+/// `, waited 8.91 s for its file (1.02 s before the first byte)` when the file kept the client
+/// waiting at least a millisecond; empty otherwise.
+fn file_wait(s: &SenderFigures, d: &Forward) -> String {
+    let total = s.source_read.unwrap_or_default() + d.source_read_before;
+    if total < Duration::from_millis(1) {
+        return String::new();
+    }
+    format!(
+        ", waited {} for its file ({} before the first byte)",
+        units::duration(total),
+        units::duration(d.source_read_before)
+    )
+}
+
+/// A receiving server's time split, where it saved, the output it could not print.
+fn server_after(d: &Forward) -> String {
+    let (s, mut out) = (&d.report, String::new());
+    let split = &s.split;
+    if split.total_ns() > 0 {
+        let total = split.total_ns() as f64;
+        let parts: Vec<String> = tsperf_proto::TimePhase::ALL
+            .into_iter()
+            .filter(|p| split.get(*p) > 0)
+            .map(|p| match 100.0 * split.get(p) as f64 / total {
+                pct if pct < 0.5 => format!("{} <1%", p.name()),
+                pct => format!("{} {pct:.0}%", p.name()),
+            })
+            .collect();
+        out += &format!(
+            "  server's time ({}): {}\n",
+            units::duration(Duration::from_nanos(split.total_ns())),
+            parts.join(", ")
+        );
+    }
+    if !s.saved_to.is_empty() {
+        out += &format!("  saved on the server as {}\n", Peer(&s.saved_to));
+    }
+    if s.output_dropped > 0 {
+        out += &format!(
+            "  the server could not print {} of its own output: its stdout or stderr is not \
+             being read\n",
+            units::count(u64::from(s.output_dropped), "line")
+        );
+    }
+    out
+}
+
+/// A line when some of the receiver's per-read log lines could not be written.
+fn lost_log_lines(o: &StreamOutcome) -> String {
+    let r = &o.receiver;
+    let (written, lost) = r.log_lines;
+    if lost == 0 {
+        return String::new();
+    }
+    let sink = match r.log {
+        Some(LogMode::Stdout) => "its stdout was closed",
+        _ => "the log file could not be written (a full disk?)",
+    };
+    let whose = match o.side() {
+        Side::Sent => "the server's",
+        Side::Received => "this client's",
+    };
+    format!(
+        "  {whose} log lost {} of {} lines: {sink}\n",
+        units::count(lost, "line"),
+        written + lost
+    )
+}
+
+/// The clock line of a forward stream: the offset, and the one-way times it allows.
+fn clock_human(o: &StreamOutcome, d: &Forward) -> String {
+    let Some(c) = o.clock else {
+        return sections::clock(None, "");
+    };
+    let w = one_way(o, &d.report);
+    let err = w.err_us.unwrap_or(0.0);
+    let us = |us: f64| units::duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
+    // A figure left out says why: too near the first byte for the clocks' error bound to
+    // allow a figure, or a stamp the client's clock cannot place inside the transfer.
+    let figure = |v: Option<f64>, server_us: u64| match v {
+        Some(v) => us(v),
+        None => match to_client(Some(c.offset), server_us)
+            .map(|t| t - o.measured.begin_unix_us as f64)
+        {
+            Some(t) if t <= err / ONE_WAY_MAX_ERROR => format!(
+                "under {} (a figure needs ten times the ±)",
+                us(err / ONE_WAY_MAX_ERROR)
+            ),
+            _ => "not placed (the server's stamp falls outside the transfer on this clock)"
+                .to_owned(),
+        },
+    };
+    sections::clock(
+        o.clock,
+        &format!(
+            "; one way from the first byte sent (± {}): to the server's first read {}, to its \
+             last {}",
+            units::duration(Duration::from_secs_f64(err / 1e6)),
+            figure(w.first_byte_us, d.report.first_byte_unix_us),
+            figure(w.last_byte_us, d.report.last_byte_unix_us),
+        ),
+    )
+}
+
+/// Why a finished stream does not verify, for stderr and the JSON's `error`.
+pub(super) fn mismatch(o: &StreamOutcome) -> String {
+    let m = &o.measured;
+    match &o.detail {
+        Detail::Sent(d) => format!(
+            "MISMATCH: sent {} bytes with xxh3 {:016x}, the server received {} bytes with xxh3 \
+             {:016x}{}",
+            m.bytes,
+            m.digest,
+            o.far.length,
+            o.far.digest,
+            if d.source_changed {
+                "; the file was written to while it was sent, so the bytes read are a mix of \
+                 its old and new contents (send a file nothing is writing to)"
+            } else {
+                ""
+            }
+        ),
+        Detail::Received(d) => format!(
+            "NOT VERIFIED: received {} bytes with xxh3 {:016x}; the server says it sent {} with \
+             xxh3 {:016x}{}",
+            m.bytes,
+            m.digest,
+            o.far.length,
+            o.far.digest,
+            if m.timed.is_none() && m.bytes != d.asked {
+                format!(" ({} were asked for)", d.asked)
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
