@@ -63,7 +63,9 @@ struct Args {
     #[arg(long)]
     nonblocking: bool,
     /// How chunks reach the kernel: one write per chunk (the field report's way), --batch chunks per
-    /// writev, or sendfile of one chunk per call from the page cache (zero-copy).
+    /// writev, or sendfile of one chunk per call from the page cache (zero-copy). With --reverse
+    /// or --bidir, asked of the server for the generated stream it sends (sendfile from an
+    /// in-memory file of it); without, the server's own way.
     #[arg(long = "io", value_enum, default_value_t = StrategyArg::Write, value_name = "STRATEGY")]
     strategy: StrategyArg,
     /// Chunks per writev call with --io writev (1 to 1024).

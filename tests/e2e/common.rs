@@ -662,6 +662,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         session: Session::ALONE,
         two_way: false,
         congestion: None,
+        call: None,
     };
     encode_hello(&hello, &mut b);
     b

@@ -98,7 +98,7 @@ fn every_mode_prints_one_typed_object() {
             "bidir(stream-failed, reverse)",
             1,
         ),
-        (&["-R", "--io", "writev"], "usage", 2),
+        (&["-R", "--sndbuf", "64k"], "usage", 2),
     ];
     for (args, expected, code) in cases {
         parses_as(&json(args), expected, code);

@@ -279,6 +279,7 @@ fn bad_request_does_not_stop_the_server() {
                 session: tsperf_proto::Session::ALONE,
                 two_way: false,
                 congestion: None,
+                call: None,
             },
             &mut hello,
         );

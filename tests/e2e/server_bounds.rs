@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use tsperf_proto::Frame;
+use tsperf_proto::{Frame, Hello};
 
 /// A connection to the server on loopback whose receive buffer is as small as the kernel allows,
 /// so the server's answers back up quickly into the server.
@@ -730,7 +730,13 @@ fn reverse_send_buffers_come_out_of_one_budget() {
         let mut args = vec!["--send-buffers", "9MiB"];
         args.extend_from_slice(model);
         let server = Server::start(&args);
-        let mut held = vec![reverse_stream(server.port, 1 << 30, 10240)];
+        // Accepted (its Accept read) before the next comes: its share is taken by then.
+        let first = Hello {
+            reverse: true,
+            clock_queries: 0,
+            ..Hello::stream(1 << 30, 10240, "")
+        };
+        let mut held = vec![accepted(server.port, &first)];
         // A stream while the autotuned half is taken: a fixed buffer of 256 KiB.
         let (out, v) = client_json(server.port, &["-R", "--bytes", "4MiB"]);
         assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));

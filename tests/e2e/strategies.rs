@@ -224,3 +224,58 @@ fn the_generated_period_is_held_in_memory_but_for_sendfile() {
         }
     }
 }
+
+/// The server sends a generated reverse stream the way `-R --io` asks, in both server models
+/// and both client transports: the tsgen text, verified (its digest a tsgen file's), writev's
+/// calls a batch of chunks each, the JSON naming the strategy asked; one buffer too; without
+/// `--io` the server's own way, no strategy named.
+#[test]
+fn the_server_sends_a_reverse_stream_the_way_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gen.txt");
+    let out = run(bin("tsgen"), &["--size", "3000001", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let digest = xxh3_of(&file);
+    let cases: [(Option<&str>, Option<u64>, &[&str]); 6] = [
+        (None, None, &[]),
+        (Some("write"), None, &[]),
+        (Some("writev"), Some(8), &[]),
+        (Some("sendfile"), None, &["--nonblocking"]),
+        (Some("writev"), Some(4), &["--one-buffer", "--nonblocking"]),
+        (Some("sendfile"), None, &["--one-buffer"]),
+    ];
+    for (args, model) in MODELS {
+        let server = Server::start(args);
+        for (strategy, batch, extra) in cases {
+            let k = batch.map(|k| k.to_string());
+            let mut a = vec!["--reverse", "--bytes", "3000001", "--chunk", "1024"];
+            a.extend(strategy.iter().flat_map(|s| ["--io", s]));
+            a.extend(k.iter().flat_map(|k| ["--batch", k.as_str()]));
+            a.extend(extra);
+            let what = format!("{model} {a:?}");
+            let (out, v) = client_json(server.port, &a);
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+            assert_eq!(v["verified"], true, "{what}: {v:#}");
+            assert_eq!(v["bytes"].as_u64(), Some(3_000_001), "{what}");
+            assert_eq!(v["strategy"].as_str(), strategy, "{what}: {v:#}");
+            assert_eq!(v["batch"].as_u64(), batch, "{what}: {v:#}");
+            if !extra.contains(&"--one-buffer") {
+                assert_eq!(v["digest"], digest.as_str(), "{what}: the tsgen text");
+            }
+            let writes = v["server"]["writes"].as_u64().unwrap();
+            let per_call = 1024 * batch.unwrap_or(1);
+            assert!(
+                writes >= 3_000_001u64.div_ceil(per_call),
+                "{what}: {writes} writes"
+            );
+            // One buffer's period is one chunk: a block, so a call, ends at its end (as the
+            // client's own one buffer does).
+            if batch.is_some() && !extra.contains(&"--one-buffer") {
+                assert!(
+                    writes < 3_000_001u64.div_ceil(1024),
+                    "{what}: {writes} writes, not batches"
+                );
+            }
+        }
+    }
+}

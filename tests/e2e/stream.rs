@@ -279,6 +279,7 @@ fn refusals_and_server_survives_garbage() {
             session: Session::ALONE,
             two_way: false,
             congestion: None,
+            call: None,
         },
         &mut hello,
     );

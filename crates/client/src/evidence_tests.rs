@@ -177,6 +177,8 @@ pub(crate) fn reverse() -> StreamOutcome {
         detail: Detail::Received(Reverse {
             asked: 1 << 30,
             one_buffer: false,
+            strategy: None,
+            batch: None,
             server_io: sent.server_io,
             first_write_unix_us: sent.first_write_unix_us,
             wake_mark: 1,

@@ -256,7 +256,7 @@ pub fn run_stream(
     progress: &mut Progress,
 ) -> Result<StreamOutcome, StreamFailure> {
     // Blocks hold whole batches of writev's chunks; one chunk is a batch of the others.
-    let batch = if cfg.spec.strategy == Strategy::Writev {
+    let batch = if cfg.spec.strategy() == Strategy::Writev {
         cfg.spec.batch.clamp(1, MAX_BATCH)
     } else {
         1
@@ -278,7 +278,7 @@ pub fn run_stream(
         None => Ok(s),
     })
     .map_err(|e| StreamFailure::before(cfg, None, e))?;
-    if cfg.spec.time.is_some() && cfg.spec.strategy == Strategy::Sendfile {
+    if cfg.spec.time.is_some() && cfg.spec.strategy() == Strategy::Sendfile {
         let e = anyhow::anyhow!(
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
         );

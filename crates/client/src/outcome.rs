@@ -195,6 +195,11 @@ pub struct Reverse {
     pub asked: u64,
     /// The generated stream was one buffer, the text's first chunk again and again.
     pub one_buffer: bool,
+    /// How the server was asked to hand its chunks to the kernel (`--io`); `None`: its own
+    /// way.
+    pub strategy: Option<Strategy>,
+    /// Chunks per call with `writev`.
+    pub batch: Option<u32>,
     /// How the server did its I/O, as its Sent frame says.
     pub server_io: ServerIo,
     /// Its first write, its wall clock, µs since the epoch.

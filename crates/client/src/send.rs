@@ -7,7 +7,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{Strategy, StreamConfig, Transport, WriteStats};
+use super::{StreamConfig, Transport, WriteStats};
 use crate::progress::Progress;
 use tsperf_stream::send::{Call, SendEnd, Sender};
 use tsperf_sys::source::Source;
@@ -39,11 +39,7 @@ pub(super) struct Tally {
 /// The engine's sender of `source` as `cfg` says: its call (`--io`, `--batch`), its chunk, and
 /// passes again and again for a timed run.
 pub(super) fn sender(source: Source, cfg: &StreamConfig) -> anyhow::Result<Sender> {
-    let call = match cfg.spec.strategy {
-        Strategy::Write => Call::Write,
-        Strategy::Writev => Call::Writev(cfg.spec.batch),
-        Strategy::Sendfile => Call::Sendfile,
-    };
+    let call = cfg.spec.call().unwrap_or(Call::Write);
     Ok(Sender::local(source, call, cfg.spec.chunk, cfg.spec.time.is_some())?.turns_of(SHOW_EVERY))
 }
 

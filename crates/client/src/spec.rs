@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result};
 use tsperf_proto::LogMode;
 use tsperf_proto::clock::{Codec, Framing};
 use tsperf_results::strategy::Strategy;
+use tsperf_stream::send::Call;
 use tsperf_sys::auth::Key;
 use tsperf_sys::testdata::SEED_FILE_LEN;
 
@@ -56,8 +57,9 @@ pub struct StreamSpec {
     /// The generated stream is one `chunk` sent again and again (`--one-buffer`): forward, the
     /// period this client makes is one chunk long; in reverse, the hello asks it of the server.
     pub one_buffer: bool,
-    /// How chunks reach the kernel (this client's writes).
-    pub strategy: Strategy,
+    /// How chunks reach the kernel (`--io`): this client's writes, or in reverse asked of the
+    /// server; `None`: the sending end's own way (this client's: write).
+    pub strategy: Option<Strategy>,
     /// Chunks per `writev` (with [`Strategy::Writev`]; 1 to [`crate::MAX_BATCH`]).
     pub batch: u32,
     /// Deadline of each phase (connecting, the hello's answer, the report after the last byte),
@@ -285,6 +287,23 @@ fn prepare_latency(l: &LatencySpec, auth: &Option<Arc<Key>>) -> Result<LatencyCo
     })
 }
 
+impl StreamSpec {
+    /// How the sending end hands chunks to the kernel (the one place a strategy becomes the
+    /// engine's call); `None`: its own way.
+    pub fn call(&self) -> Option<Call> {
+        self.strategy.map(|s| match s {
+            Strategy::Write => Call::Write,
+            Strategy::Writev => Call::Writev(self.batch),
+            Strategy::Sendfile => Call::Sendfile,
+        })
+    }
+
+    /// The strategy this client sends by: the one asked for, else write.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy.unwrap_or_default()
+    }
+}
+
 impl StreamConfig {
     /// The configuration `spec` runs with. A forward generated stream is made here: one period
     /// held in memory, or for `--io sendfile` an in-memory file, returned to be held open for
@@ -305,7 +324,7 @@ impl StreamConfig {
         };
         // sendfile sends from a file: the period in an in-memory file; the other ways copy
         // from memory the process holds.
-        let sendfile = spec.strategy == Strategy::Sendfile;
+        let sendfile = spec.strategy == Some(Strategy::Sendfile);
         let memfd = generated
             .filter(|_| sendfile)
             .map(|len| tsperf_sys::testdata::stream_file_of(len, period))

@@ -275,7 +275,7 @@ fn result<T: Transport>(
         .zip(SchedStat::thread())
         .map(|(a, b)| b.since(a));
     (sent.writes.would_block, sent.writes.polls) = conn.waits();
-    let strategy = cfg.spec.strategy;
+    let strategy = cfg.spec.strategy();
     let batch = (strategy == Strategy::Writev).then_some(cfg.spec.batch);
     let sock = conn.socket();
     let sender = SenderFigures {

@@ -1,8 +1,8 @@
 //! Everything a decoder can refuse, each naming the field and the value it saw.
 
 use crate::{
-    MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, MAX_STREAMS, VERSION,
-    clock, tcp::MAX_CONGESTION,
+    MAX_BATCH, MAX_CHUNK, MAX_CLOCK_QUERIES, MAX_FRAME_BODY, MAX_NAME, MAX_REASON, MAX_STREAMS,
+    VERSION, clock, tcp::MAX_CONGESTION,
 };
 
 /// Everything a decoder can refuse. Each names the field and the value it saw.
@@ -51,6 +51,14 @@ pub enum ProtocolError {
          of a stream the server sends (reverse) only"
     )]
     BadCongestion(String),
+    /// The send call is not one, its batch is out of range, or the hello does not ask the
+    /// server to send the generated text, or asks sendfile of a timed stream.
+    #[error(
+        "bad send call {0} (batch {1}): expected 0 (the server's own), 1 (write), 2 (writev of \
+         1 to {MAX_BATCH} chunks) or 3 (sendfile, not for a timed stream), in the hello of a \
+         generated stream the server sends (reverse) only"
+    )]
+    BadCall(u8, u16),
     /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,

@@ -41,6 +41,47 @@ pub struct Hello {
     /// A stream the server sends (reverse): the TCP congestion control it sends with
     /// (`tsclient -R -C ALGO`); `None`: its kernel's default. Version 10.
     pub congestion: Option<crate::tcp::Congestion>,
+    /// A generated stream the server sends (reverse): how it hands its chunks to the kernel
+    /// (`tsclient -R --io`); `None`: the server's own way. Version 12.
+    pub call: Option<Call>,
+}
+
+/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
+pub const MAX_BATCH: u32 = 1024;
+
+/// How a stream's chunks are handed to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// One `write` per chunk.
+    Write,
+    /// One `writev` of this many chunks (1 to [`MAX_BATCH`]), each its own iovec.
+    Writev(u32),
+    /// One `sendfile` per chunk, from a file (never a pass repeated).
+    Sendfile,
+}
+
+impl Call {
+    /// The hello's code and batch: 0 = none (the server's own way), 1 = write, 2 = writev,
+    /// 3 = sendfile; the batch is writev's only.
+    fn code(call: Option<Call>) -> (u8, u16) {
+        match call {
+            None => (0, 0),
+            Some(Call::Write) => (1, 0),
+            Some(Call::Writev(batch)) => (2, u16::try_from(batch).unwrap_or(u16::MAX)),
+            Some(Call::Sendfile) => (3, 0),
+        }
+    }
+
+    /// The call of a hello's code and batch, checked.
+    fn of(code: u8, batch: u16) -> Result<Option<Call>, ProtocolError> {
+        match (code, batch) {
+            (0, 0) => Ok(None),
+            (1, 0) => Ok(Some(Call::Write)),
+            (2, 1..) if u32::from(batch) <= MAX_BATCH => Ok(Some(Call::Writev(u32::from(batch)))),
+            (3, 0) => Ok(Some(Call::Sendfile)),
+            _ => Err(ProtocolError::BadCall(code, batch)),
+        }
+    }
 }
 
 /// The session a stream belongs to: the streams of one `--parallel` run share its id.
@@ -117,6 +158,7 @@ impl Hello {
             session: Session::ALONE,
             two_way: false,
             congestion: None,
+            call: None,
         }
     }
 
@@ -160,6 +202,7 @@ impl Hello {
             session: Session::ALONE,
             two_way: false,
             congestion: None,
+            call: None,
         }
     }
 }
@@ -193,6 +236,9 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.push(h.session.count);
     let congestion = h.congestion.as_ref().map_or("", |c| c.as_str());
     out.push(congestion.len() as u8);
+    let (call, batch) = Call::code(h.call);
+    out.push(call);
+    out.extend_from_slice(&batch.to_be_bytes());
     out.extend_from_slice(h.name.as_bytes());
     out.extend_from_slice(congestion.as_bytes());
 }
@@ -235,15 +281,9 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     if chunk == 0 || chunk > MAX_CHUNK {
         return Err(ProtocolError::BadChunk(chunk));
     }
-    if mode == Mode::Latency && chunk != 1 {
-        return Err(ProtocolError::LatencyChunk(chunk));
-    }
-    if mode == Mode::Latency && name_len != 0 {
-        return Err(ProtocolError::LatencyName(name_len));
-    }
     let duration_ms = be32(&buf[26..30]);
-    if mode == Mode::Latency && duration_ms != 0 {
-        return Err(ProtocolError::LatencyDuration(duration_ms));
+    if mode == Mode::Latency {
+        latency_fields(chunk, name_len, duration_ms)?;
     }
     let session = session_of(buf)?;
     let congestion_len = usize::from(buf[48]);
@@ -260,6 +300,8 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     };
     let congestion = congestion_of(congestion_bytes, mode, flags)?;
     let one_buffer = flags & FLAG_ONE_BUFFER != 0;
+    let generated = mode == Mode::Stream && flags & FLAG_REVERSE != 0 && name.is_empty();
+    let call = call_of(buf, generated, duration_ms)?;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -276,8 +318,34 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         session,
         two_way: flags & FLAG_TWO_WAY != 0,
         congestion,
+        call,
     };
     Ok(Some((hello, at + congestion_len)))
+}
+
+/// A latency hello's stream fields: a chunk of 1, no name, no duration.
+fn latency_fields(chunk: u32, name_len: usize, duration_ms: u32) -> Result<(), ProtocolError> {
+    if chunk != 1 {
+        return Err(ProtocolError::LatencyChunk(chunk));
+    }
+    if name_len != 0 {
+        return Err(ProtocolError::LatencyName(name_len));
+    }
+    if duration_ms != 0 {
+        return Err(ProtocolError::LatencyDuration(duration_ms));
+    }
+    Ok(())
+}
+
+/// The send call at bytes 49-51, checked: one only for the generated stream the server sends
+/// (`generated`), and sendfile only for a stream sized by its length.
+fn call_of(buf: &[u8], generated: bool, duration_ms: u32) -> Result<Option<Call>, ProtocolError> {
+    let (code, batch) = (buf[49], be16(&buf[50..52]));
+    let call = Call::of(code, batch)?;
+    if call.is_some() && !generated || call == Some(Call::Sendfile) && duration_ms > 0 {
+        return Err(ProtocolError::BadCall(code, batch));
+    }
+    Ok(call)
 }
 
 /// The congestion control's name, checked: none, or one in the hello of a stream the server

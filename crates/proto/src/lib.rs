@@ -18,7 +18,7 @@ pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
 
 pub use frame::{decode_frame, encode_frame};
-pub use hello::{Hello, Session, decode_hello, encode_hello, stripes};
+pub use hello::{Call, Hello, MAX_BATCH, Session, decode_hello, encode_hello, stripes};
 
 use std::fmt;
 
@@ -37,7 +37,7 @@ pub const LOOP_READ: u32 = 1 << 20;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 11;
+pub const VERSION: u16 = 12;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -47,7 +47,7 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 49;
+pub const HELLO_FIXED: usize = 52;
 /// Most streams in one session (`--parallel`).
 pub const MAX_STREAMS: u8 = 128;
 /// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the

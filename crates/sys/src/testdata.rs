@@ -164,16 +164,9 @@ pub fn stream_file(len: u64) -> Result<std::fs::File> {
     stream_file_of(len, SEED_FILE_LEN)
 }
 
-/// The generated stream of `len` bytes whose period is `period` bytes of the seed's text (at
-/// most [`SEED_FILE_LEN`]): the same text's first `period` bytes again and again. With a
-/// period of one write (`tsclient --one-buffer`) the client sends one buffer that stays in the
-/// CPU's cache, as iperf3's memory mode does.
-pub fn stream_file_of(len: u64, period: u64) -> Result<std::fs::File> {
+/// An empty in-memory file (`memfd_create`), closed on exec.
+fn memfd() -> Result<std::fs::File> {
     use std::os::fd::FromRawFd;
-    anyhow::ensure!(
-        len > 0,
-        "a generated stream of 0 bytes: expected at least 1 (there is nothing to measure)"
-    );
     // SAFETY: memfd_create(2) with a NUL-terminated name; the descriptor it returns is ours.
     let fd = unsafe { libc::memfd_create(c"tsperf-generated".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
@@ -181,7 +174,28 @@ pub fn stream_file_of(len: u64, period: u64) -> Result<std::fs::File> {
             .context("cannot create an in-memory file for the generated stream");
     }
     // SAFETY: `fd` was just returned by memfd_create and nothing else owns it.
-    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// An in-memory file holding `bytes` (a server's generated text, for sendfile).
+pub fn file_of(bytes: &[u8]) -> Result<std::fs::File> {
+    use std::os::unix::fs::FileExt;
+    let file = memfd()?;
+    file.write_all_at(bytes, 0)
+        .context("cannot write the generated text into its in-memory file")?;
+    Ok(file)
+}
+
+/// The generated stream of `len` bytes whose period is `period` bytes of the seed's text (at
+/// most [`SEED_FILE_LEN`]): the same text's first `period` bytes again and again. With a
+/// period of one write (`tsclient --one-buffer`) the client sends one buffer that stays in the
+/// CPU's cache, as iperf3's memory mode does.
+pub fn stream_file_of(len: u64, period: u64) -> Result<std::fs::File> {
+    anyhow::ensure!(
+        len > 0,
+        "a generated stream of 0 bytes: expected at least 1 (there is nothing to measure)"
+    );
+    let file = memfd()?;
     let period = len.min(period.clamp(1, SEED_FILE_LEN));
     // The text is written a piece at a time from one buffer the CPU's cache holds: the kernel
     // fills fresh pages of the file from it without clearing them first (perf of making it:

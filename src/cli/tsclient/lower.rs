@@ -167,8 +167,9 @@ fn directions(args: &Args) -> Result<(), Usage> {
     })
 }
 
-/// What `--reverse` cannot take: what the client's writes are (it does not write), and a
-/// served NAME that is a path or comes with `--bytes`.
+/// What `--reverse` cannot take: what the client's socket and the server's log are (it
+/// receives), a served NAME that is a path or comes with `--bytes` or `--io` (a served file
+/// goes by the server's sendfile).
 fn reverse_takes(args: &Args) -> Result<(), Usage> {
     if !args.reverse {
         return Ok(());
@@ -188,16 +189,20 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
                 )
             },
         )?;
+        refuse(args.given("strategy"), || {
+            "--io with --reverse sets how the server sends the generated stream (--bytes); a \
+             file it serves goes by its sendfile"
+                .to_owned()
+        })?;
     }
     for (given, flag) in [
-        (args.given("strategy"), "--io"),
-        (args.batch.is_some(), "--batch"),
         (args.sndbuf.is_some(), "--sndbuf"),
         (args.server_log.is_some(), "--server-log"),
     ] {
         refuse(given, || {
             format!(
-                "{flag} does not apply to --reverse (the server sends; --chunk sets its writes)"
+                "{flag} does not apply to --reverse (the server sends; --chunk and --io set its \
+                 writes)"
             )
         })?;
     }
@@ -233,7 +238,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         chunk: args.chunk,
         source: Source::Generated(args.bytes.unwrap_or(SEED_FILE_LEN)),
         one_buffer: args.one_buffer,
-        strategy: args.strategy.into(),
+        strategy: args.given("strategy").then(|| args.strategy.into()),
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
         timeout: Duration::from_secs_f64(args.timeout),
         min_rate: args.min_rate,
@@ -294,7 +299,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         chunk: args.chunk,
         source: Source::File(file.clone()),
         one_buffer: false,
-        strategy: Strategy::Write,
+        strategy: None,
         batch: client::DEFAULT_BATCH,
         timeout,
         min_rate: client::DEFAULT_MIN_RATE,

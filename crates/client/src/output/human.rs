@@ -46,9 +46,18 @@ fn headline(o: &StreamOutcome) -> String {
                 }
             ),
         ),
-        Detail::Received(_) => (
+        Detail::Received(d) => (
             "received",
-            format!("server writes of {} B, io {}", o.chunk, o.io),
+            format!(
+                "server writes of {} B{}, io {}",
+                o.chunk,
+                match (d.strategy, d.batch) {
+                    (_, Some(k)) => format!(" (writev of {k})"),
+                    (Some(s), None) => format!(" ({s})"),
+                    (None, None) => String::new(),
+                },
+                o.io
+            ),
         ),
     };
     format!(

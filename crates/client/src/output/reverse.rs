@@ -23,6 +23,8 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
         bytes: o.measured.bytes,
         asked_bytes: d.asked,
         chunk: o.chunk,
+        strategy: d.strategy,
+        batch: d.batch,
         io: o.io,
         peer: o.peer.to_string(),
         elapsed_s: o.measured.elapsed.as_secs_f64(),

@@ -20,7 +20,7 @@ use super::outcome::{
     Detail, ReceiverFigures, ReceiverTime, Reverse, SenderFigures, StreamOutcome,
 };
 use super::session::{ask_clock, handshake};
-use super::{StreamConfig, StreamFailure, Transport, interrupt};
+use super::{Strategy, StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
 use crate::progress::Progress;
@@ -116,18 +116,63 @@ fn receive<T: Transport>(
     let end_at = Instant::now();
     let span = end_at - hello_at;
     let window_us = clock.map(|c| server_window(c, hello_unix_us, span));
-    let (server, end) = match checked_end(&got.rx, cfg.spec.chunk, span, window_us) {
+    let (server, end) = match checked_end(&got.rx, cfg, span, window_us) {
         Ok(v) => v,
         Err(e) => return Err(fail(&got, e)),
     };
     let Some((first_at, first_us, cpu, sched)) = got.first else {
         return Err(fail(&got, anyhow!("the server sent no data")));
     };
+    let elapsed = end_at.duration_since(first_at);
+    let receiver = receiver_figures(&conn, cfg, &got, elapsed, (cpu, sched));
+    Ok(StreamOutcome {
+        measured: crate::Measured {
+            bytes: receiver.bytes,
+            begin_unix_us: first_us,
+            end_unix_us: first_us + elapsed.as_micros() as u64,
+            elapsed,
+            digest: receiver.digest,
+            timed: timed(cfg, accepted.length, &got),
+            intervals,
+        },
+        name: name.to_owned(),
+        sender: SenderFigures {
+            write_size: u64::from(cfg.spec.chunk) * u64::from(batch(cfg)),
+            ..SenderFigures::from(&server)
+        },
+        receiver,
+        far: end,
+        chunk: cfg.spec.chunk,
+        io: T::IO,
+        peer,
+        boot_id: server.boot_id,
+        clock,
+        interrupted: got.stop_sent,
+        detail: Detail::Received(Reverse {
+            asked: accepted.length,
+            one_buffer: asks_one_buffer(cfg, name),
+            strategy: cfg.spec.strategy,
+            batch: (cfg.spec.strategy == Some(Strategy::Writev)).then(|| batch(cfg)),
+            server_io: server.server_io,
+            first_write_unix_us: server.first_write_unix_us,
+            wake_mark: got.wake_mark,
+        }),
+    })
+}
+
+/// What this client measured while it received, over `elapsed` from the first byte, its
+/// thread's clocks since `cpu` and `sched`.
+fn receiver_figures<T: Transport>(
+    conn: &T,
+    cfg: &StreamConfig,
+    got: &Received,
+    elapsed: Duration,
+    (cpu, sched): (CpuTime, Option<SchedStat>),
+) -> ReceiverFigures {
     let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
     let sock = conn.socket();
-    let elapsed = end_at.duration_since(first_at);
     let log = got.rx.log_ref();
-    let receiver = ReceiverFigures {
+    ReceiverFigures {
         bytes: got.rx.hashed(),
         digest: got.rx.digest(),
         reads: got.rx.reads(),
@@ -146,35 +191,15 @@ fn receive<T: Transport>(
         rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
         tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
             .map_or_else(Default::default, |i| i.receiver()),
-    };
-    Ok(StreamOutcome {
-        measured: crate::Measured {
-            bytes: receiver.bytes,
-            begin_unix_us: first_us,
-            end_unix_us: first_us + elapsed.as_micros() as u64,
-            elapsed,
-            digest: receiver.digest,
-            timed: timed(cfg, accepted.length, &got),
-            intervals,
-        },
-        name: name.to_owned(),
-        sender: SenderFigures::from(&server),
-        receiver,
-        far: end,
-        chunk: cfg.spec.chunk,
-        io: T::IO,
-        peer,
-        boot_id: server.boot_id,
-        clock,
-        interrupted: got.stop_sent,
-        detail: Detail::Received(Reverse {
-            asked: accepted.length,
-            one_buffer: asks_one_buffer(cfg, name),
-            server_io: server.server_io,
-            first_write_unix_us: server.first_write_unix_us,
-            wake_mark: got.wake_mark,
-        }),
-    })
+    }
+}
+
+/// Chunks per call the server was asked for: writev's batch, else 1.
+fn batch(cfg: &StreamConfig) -> u32 {
+    match cfg.spec.call() {
+        Some(tsperf_stream::send::Call::Writev(batch)) => batch,
+        _ => 1,
+    }
 }
 
 /// A timed stream's time, its passes of `pass` bytes, its omitted start and a stop.
@@ -194,7 +219,7 @@ fn timed(cfg: &StreamConfig, pass: u64, got: &Received) -> Option<crate::Timed> 
 /// reason the server gave in its report's place.
 fn checked_end(
     rx: &read::Rx,
-    chunk: u32,
+    cfg: &StreamConfig,
     span: Duration,
     window_us: Option<(u64, u64)>,
 ) -> Result<(Sent, tsperf_proto::end::End)> {
@@ -211,7 +236,8 @@ fn checked_end(
     };
     let seen = reverse::Seen {
         end,
-        chunk,
+        chunk: cfg.spec.chunk,
+        batch: batch(cfg),
         span,
         window_us,
     };
@@ -256,6 +282,8 @@ fn open<T: Transport>(
             .congestion
             .as_deref()
             .and_then(tsperf_proto::tcp::Congestion::new),
+        // The server's writes, as asked (`--io`, `--batch`), else its own way.
+        call: cfg.spec.call(),
         ..Hello::stream(bytes, cfg.spec.chunk, name)
     };
     let mut conv = StreamConversation::new(hello, cfg.spec.timeout);

@@ -73,7 +73,8 @@ pub enum Contradiction {
         trailer: u64,
     },
     /// Its write calls cannot have moved its bytes: each moves at least 1 byte and at most a
-    /// chunk, and no more of them were partial than there were.
+    /// chunk (a batch of them with writev), and no more of them were partial than there
+    /// were.
     Writes {
         /// The report's writes.
         writes: u64,
@@ -110,6 +111,8 @@ pub struct Seen {
     pub end: End,
     /// The write size asked for.
     pub chunk: u32,
+    /// Chunks per call asked for (`writev`'s batch; 1 for the others).
+    pub batch: u32,
     /// From the hello to the end, at the client.
     pub span: Duration,
     /// The hello and the end on the server's clock (µs since the epoch), widened by the clock
@@ -129,8 +132,8 @@ pub const MOST_WINDOW: u64 = 65_535 << 14;
 /// Report is checked: its times lie inside the client's span from the hello to the end (0.1%
 /// and 1 ms of clock-rate tolerance; the kernel's TCP clocks, which tick in jiffies, 20 ms;
 /// the fastest round trip 1 s, as the connection's first may come before the hello), its
-/// write size is the chunk asked for, its byte count is the end trailer's, its writes can have
-/// moved its bytes, its retransmissions, send buffer and window are ones a Linux sender can
+/// write size is the chunk asked for, its byte count is the end trailer's, its writes (of a
+/// chunk, or of a batch of them) can have moved its bytes, its retransmissions, send buffer and window are ones a Linux sender can
 /// have, and its first write falls between the hello and the end on its own clock.
 pub fn check(s: &Sent, seen: &Seen) -> Result<(), Contradiction> {
     times(s, seen.span)?;
@@ -146,7 +149,9 @@ pub fn check(s: &Sent, seen: &Seen) -> Result<(), Contradiction> {
             trailer: seen.end.length,
         });
     }
-    let fewest = s.bytes.div_ceil(s.chunk.max(1));
+    let fewest = s
+        .bytes
+        .div_ceil(s.chunk.max(1) * u64::from(seen.batch.max(1)));
     if s.writes < fewest || s.writes > s.bytes || s.partial_writes > s.writes {
         return Err(Contradiction::Writes {
             writes: s.writes,
@@ -311,6 +316,7 @@ mod tests {
         let seen = |chunk, end| Seen {
             end,
             chunk,
+            batch: 1,
             span,
             window_us: None,
         };
@@ -354,6 +360,7 @@ mod tests {
                 digest: 0,
             },
             chunk: 10240,
+            batch: 1,
             span: Duration::from_secs(2),
             window_us: Some((1_796_000_000_000_000, 1_796_000_002_000_000)),
         };
@@ -412,6 +419,13 @@ mod tests {
             ),
             writes(n, n + 1)
         );
+        // A server asked for writev of 8 chunks moves up to 8 chunks a call.
+        let batched = Seen { batch: 8, ..seen };
+        let fewest = bytes.div_ceil(8 * 10240);
+        let by = |writes| Sent { writes, ..fine };
+        assert_eq!(check(&by(fewest), &batched), Ok(()));
+        assert_eq!(check(&by(fewest - 1), &batched), writes(fewest - 1, 0));
+        assert_eq!(check(&by(fewest), &seen), writes(fewest, 0), "unbatched");
     }
 
     /// Issue 51 (11): figures no Linux sender can have are named: 10^12 retransmissions, a

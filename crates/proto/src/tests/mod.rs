@@ -25,6 +25,7 @@ pub(super) fn hello() -> Hello {
         },
         two_way: true,
         congestion: None,
+        call: None,
     }
 }
 
@@ -93,7 +94,7 @@ fn hello_reports_bytes_used() {
     assert_eq!(decode_hello(&bytes).unwrap().unwrap().1, n);
 }
 
-fn refused(mut edit: impl FnMut(&mut Vec<u8>)) -> ProtocolError {
+pub(super) fn refused(mut edit: impl FnMut(&mut Vec<u8>)) -> ProtocolError {
     let mut b = encoded(&hello());
     edit(&mut b);
     decode_hello(&b).expect_err("should be refused")
@@ -158,65 +159,6 @@ fn hello_refusals() {
         }),
         ProtocolError::BadClockQueries(8)
     );
-}
-
-/// Version 10: a hello that asks the server to send may name the TCP congestion control to
-/// send with; the name travels after the file's, and a bad one is refused as soon as its length
-/// or its bytes show it, as is one in a hello the server does not send for.
-#[test]
-fn hello_carries_the_senders_congestion_control() {
-    use crate::tcp::Congestion;
-    let h = Hello {
-        reverse: true,
-        congestion: Congestion::new("cubic"),
-        ..Hello::stream(1 << 20, 10240, "f.bin")
-    };
-    let bytes = encoded(&h);
-    assert_eq!(bytes[HELLO_FIXED - 1], 5);
-    assert_eq!(&bytes[HELLO_FIXED..], b"f.bincubic");
-    assert_eq!(decode_hello(&bytes), Ok(Some((h.clone(), bytes.len()))));
-    assert_eq!(decode_hello(&bytes[..bytes.len() - 1]), Ok(None));
-    let plain = Hello {
-        reverse: true,
-        ..Hello::stream(1 << 20, 10240, "")
-    };
-    let bytes = encoded(&plain);
-    assert_eq!((bytes.len(), bytes[HELLO_FIXED - 1]), (HELLO_FIXED, 0));
-    assert_eq!(decode_hello(&bytes), Ok(Some((plain, HELLO_FIXED))));
-    assert_eq!(
-        refused(|b| b[HELLO_FIXED - 1] = 16),
-        ProtocolError::CongestionTooLong(16)
-    );
-    let mut bad = encoded(&h);
-    *bad.last_mut().unwrap() = b'/';
-    assert_eq!(
-        decode_hello(&bad),
-        Err(ProtocolError::BadCongestion("cubi/".into()))
-    );
-    // The receiving end's algorithm is not the stream's: a forward or latency hello with one is
-    // refused.
-    let forward = Hello {
-        congestion: Congestion::new("bbr"),
-        ..Hello::stream(1 << 20, 10240, "f.bin")
-    };
-    assert_eq!(
-        decode_hello(&encoded(&forward)),
-        Err(ProtocolError::BadCongestion("bbr".into()))
-    );
-    assert!(
-        ProtocolError::CongestionTooLong(16)
-            .to_string()
-            .contains("at most 15")
-    );
-    for good in ["cubic", "bbr", "reno", "a", "x_y-1", "abcdefghijklmno"] {
-        assert_eq!(
-            Congestion::new(good).map(|c| c.to_string()),
-            Some(good.into())
-        );
-    }
-    for bad in ["", "abcdefghijklmnop", "cu bic", "cubic\0", "é", "a/b"] {
-        assert_eq!(Congestion::new(bad), None, "{bad:?}");
-    }
 }
 
 /// Version 7's fields: an undefined flag, the reverse flag outside stream mode, a stream index
@@ -411,12 +353,18 @@ proptest! {
         chunk in 1..=MAX_CHUNK,
         name in "[a-zA-Z0-9._ é-]{0,60}",
         congestion in "([a-zA-Z0-9_-]{1,15})?",
+        call in 0..4u8,
+        batch in 1..=MAX_BATCH,
     ) {
+        // A call is the generated stream's: a reverse hello with no name.
+        let call = [None, Some(Call::Write), Some(Call::Writev(batch)), Some(Call::Sendfile)]
+            [usize::from(call)];
         let h = Hello {
             clock_queries: (length % 65) as u8,
-            reverse: !congestion.is_empty() || length % 2 == 0,
+            reverse: !congestion.is_empty() || length % 2 == 0 || call.is_some(),
             congestion: crate::tcp::Congestion::new(&congestion),
-            ..Hello::stream(length, chunk, &name)
+            call,
+            ..Hello::stream(length, chunk, if call.is_some() { "" } else { &name })
         };
         let b = encoded(&h);
         prop_assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
@@ -438,6 +386,7 @@ fn offset_estimate_and_bound() {
 }
 
 mod frames;
+mod hello;
 mod report;
 
 /// Issue 34 (4): the specification is the crate's doc and names the version this crate speaks;

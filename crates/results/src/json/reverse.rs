@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ClockJson, Cpu, TimedJson};
-use crate::strategy::ClientIo;
+use crate::strategy::{ClientIo, Strategy};
 use crate::verdict::{LimitedBy, Limits};
 use tsperf_proto::tcp::{Flight, ReceiverTcp, SenderTcp};
 use tsperf_proto::{LogMode, ServerIo};
@@ -22,6 +22,13 @@ pub struct ReverseJson {
     pub asked_bytes: u64,
     /// The server's write size (`--chunk`).
     pub chunk: u32,
+    /// How the server was asked to hand its chunks to the kernel (`--io`); absent: its own way
+    /// (a `write` a chunk, a two-piece `writev` across the text's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+    /// Chunks per call, with `writev` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
     /// The client's I/O model.
     pub io: ClientIo,
     /// The server's address.

@@ -141,8 +141,8 @@ impl Conn<'_> {
         let Some(mut tx) = self.tx.take() else {
             return self.conv.send_failed("no reverse stream was begun");
         };
-        if tx.needs_text() {
-            tx.give_text(self.srv.text().wait());
+        if let Some(wants) = tx.wants() {
+            tx.give(self.srv.text().wait(wants));
         }
         let mut scratch = vec![0; tsperf_stream::send::SCRATCH];
         // Issue 32 (4): writes wait a slice of the idle timeout, and the client is idle for as

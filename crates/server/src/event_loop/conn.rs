@@ -200,12 +200,12 @@ impl Conn {
         let Some(tx) = self.tx.as_deref_mut() else {
             return self.conv.send_failed("no reverse stream was begun");
         };
-        if tx.needs_text() {
+        if let Some(wants) = tx.wants() {
             let waker = lent.waker.clone();
-            match srv.text().ready_or(move || {
+            match srv.text().ready_or(wants, move || {
                 let _ = waker.wake();
             }) {
-                Some(text) => tx.give_text(text),
+                Some(made) => tx.give(made),
                 None => {
                     self.text_wait = true;
                     return Step::default();

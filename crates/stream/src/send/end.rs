@@ -21,6 +21,7 @@ impl Sender {
                 text: Some(text),
                 sum,
                 one_buffer,
+                ..
             } => {
                 let text = pattern::period(text, *one_buffer, self.chunk);
                 Ok(pattern::digest(sum, text, self.at))

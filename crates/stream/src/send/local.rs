@@ -16,23 +16,42 @@ use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
 use std::time::Duration;
 
+use std::path::Path;
+
 use anyhow::{Result, anyhow};
-use tsperf_sys::source::{Checksum, Source};
+use tsperf_sys::source::{Access, Checksum, Source};
 
-use super::{Failure, Sink};
+use super::{Failure, Generated, Sink};
+use tsperf_proto::{Call, MAX_BATCH};
 
-/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
-pub const MAX_BATCH: u32 = 1024;
-
-/// How a stream's chunks are handed to the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    /// One `write` per chunk.
-    Write,
-    /// One `writev` of this many chunks (1 to [`MAX_BATCH`]), each its own iovec.
-    Writev(u32),
-    /// One `sendfile` per chunk, from the source's file (never a pass repeated).
-    Sendfile,
+/// A server's generated stream sent by the `call` its hello asked for: the text it was handed
+/// ([`pattern`](super::pattern): held in memory, or its in-memory file for sendfile) cycled
+/// to `length` bytes a pass of `chunk`-byte writes, its period the first `chunk` bytes with
+/// one buffer.
+pub(super) fn of_text(
+    made: Generated,
+    call: Call,
+    one_buffer: bool,
+    (chunk, length): (u64, u64),
+    repeats: bool,
+) -> Result<Local> {
+    let name = Path::new("generated");
+    let (chunk32, batch) = (
+        u32::try_from(chunk).unwrap_or(u32::MAX),
+        match call {
+            Call::Writev(batch) => batch,
+            _ => 1,
+        },
+    );
+    let source = match made {
+        Generated::Text(text) => Source::held(text, name, chunk32, batch)?,
+        Generated::File(file) => {
+            let file = file.map_err(anyhow::Error::msg)?.try_clone()?;
+            Source::from_file(file, name, String::new(), chunk32, batch, Access::Map)?
+        }
+    };
+    let period = if one_buffer { chunk } else { u64::MAX };
+    Local::new(source.within(period).cycled(length), call, chunk32, repeats)
 }
 
 /// A held source being sent.

@@ -12,7 +12,10 @@
 //! so `--bytes 36MiB` is the seed's `tsl.txt` byte for byte; a timed one repeats passes until
 //! its time is up. Each write is `chunk` bytes, the last of a pass less, as the client's are (a
 //! write across the end of the text is one `writev` of two pieces). With the hello's one
-//! buffer the period is the text's first `chunk` bytes, as iperf3 -R sends one buffer.
+//! buffer the period is the text's first `chunk` bytes, as iperf3 -R sends one buffer. A hello
+//! that asks for a call of its own (`tsclient -R --io`) has the text sent as a held source by
+//! that call, as the client sends its own ([`Sender::give`]; sendfile from the text's in-memory
+//! file).
 //!
 //! When the data is done, [`Sender::closing`] gives the bytes that end the stream: the Sent
 //! frame (these figures) and the end trailer (length and digest). The driver writes them and
@@ -28,8 +31,9 @@ pub mod pattern;
 mod served;
 
 pub use listen::{Heard, LISTEN_MOST};
-pub use local::{Call, MAX_BATCH};
+pub use pattern::{Generated, Wants};
 pub use served::FileId;
+pub use tsperf_proto::{Call, MAX_BATCH};
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -91,6 +95,9 @@ enum Data {
         sum: ahead::Ahead,
         /// The hello's one buffer: the text's first `chunk` bytes are the period.
         one_buffer: bool,
+        /// The hello asked for a call of its own: the text is sent as a [`Data::Local`]
+        /// source, made when the driver hands it over ([`Sender::give`]).
+        call: Option<Call>,
     },
     /// A served file (`--serve`): sent by `sendfile`, checksummed as it reads ahead.
     Served(Box<served::Served>),
@@ -120,6 +127,9 @@ pub struct Sender {
     partial_writes: u64,
     /// Writes that found the socket full.
     pub would_block: u64,
+    /// Its clocks are its thread's, for the Sent frame (a server's stream); a held source's
+    /// driver reads its own.
+    thread_clocks: bool,
     first: Option<(Instant, u64)>,
     last: Option<Instant>,
     cpu_start: CpuTime,
@@ -159,6 +169,7 @@ impl Sender {
                 text: None,
                 sum: ahead::Ahead::new(),
                 one_buffer: hello.one_buffer,
+                call: hello.call,
             },
             hello.length.max(1),
             hello,
@@ -186,18 +197,6 @@ impl Sender {
         }
     }
 
-    /// True while the generated text is still to be handed over ([`Sender::give_text`]).
-    pub fn needs_text(&self) -> bool {
-        matches!(self.data, Data::Generated { text: None, .. })
-    }
-
-    /// Hands over the generated text ([`pattern`]), before the first turn.
-    pub fn give_text(&mut self, t: Arc<tsperf_sys::source::Held>) {
-        if let Data::Generated { text, .. } = &mut self.data {
-            *text = Some(t);
-        }
-    }
-
     /// A stream of `source`, held by this end, handed over `chunk` bytes at a time by `call`;
     /// `repeats` for a timed stream, whose passes go on until [`Sender::stop_when`] says (not
     /// with sendfile: refused).
@@ -211,6 +210,7 @@ impl Sender {
         let length = local.len();
         let mut tx = Sender::with(Data::Local(Box::new(local)), length, chunk, None);
         tx.repeats = repeats;
+        tx.thread_clocks = false;
         Ok(tx)
     }
 
@@ -252,6 +252,7 @@ impl Sender {
             writes: 0,
             partial_writes: 0,
             would_block: 0,
+            thread_clocks: true,
             first: None,
             last: None,
             cpu_start: CpuTime::thread(),
@@ -354,7 +355,7 @@ impl Sender {
         self.until = self.time.map(|t| now + t);
         // A held source's driver reads its own clocks (the client's are its process's); the
         // Sent frame's are this thread's.
-        if !matches!(self.data, Data::Local(_)) {
+        if self.thread_clocks {
             self.cpu_start = CpuTime::thread();
             self.sched_start = SchedStat::thread();
         }
@@ -423,6 +424,7 @@ impl Sender {
                 text: Some(text),
                 sum,
                 one_buffer,
+                ..
             } => {
                 let want = pass_chunk(self.at, self.chunk, self.length);
                 let text = pattern::period(text, *one_buffer, self.chunk);

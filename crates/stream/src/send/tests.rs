@@ -91,7 +91,7 @@ fn the_texts_digest_is_of_what_was_sent_wherever_it_stopped() {
             ..Hello::stream(length, chunk, "")
         };
         let mut s = Sender::new(&hello);
-        s.give_text(text.clone());
+        s.give(Generated::Text(text.clone()));
         let mut w = Taker {
             took: vec![],
             calls: vec![],
@@ -195,6 +195,117 @@ fn a_held_files_stream_is_the_file_in_chunks_and_its_digest_is_of_what_went() {
             );
         }
     }
+}
+
+/// A server's generated stream sent by the call its hello asked for (`tsclient -R --io`): it
+/// wants the text (or for sendfile, its in-memory file), and what goes out is the text cycled
+/// to the pass's length (one buffer: its first chunk), in calls of at most a chunk (writev: a
+/// batch of chunk-sized iovecs), its digest that of exactly the bytes taken; a timed stream's
+/// passes go on until its stop.
+#[test]
+fn a_generated_stream_goes_by_the_call_its_hello_asked_for() {
+    let bytes: Vec<u8> = (0..300_007u32).map(|i| (i * 11 % 251) as u8).collect();
+    let text = tsperf_sys::source::Held::of(&bytes);
+    let file = Arc::new(tsperf_sys::testdata::file_of(&bytes).unwrap());
+    for (call, chunk, length, one_buffer, timed) in [
+        (Call::Write, 1024u32, 700_001u64, false, false),
+        (Call::Writev(8), 1000, 100_000, true, false),
+        (Call::Writev(64), 102, 400_000, false, true),
+        (Call::Sendfile, 4096, 650_000, false, false),
+        (Call::Sendfile, 4096, 50_000, true, false),
+    ] {
+        let hello = Hello {
+            reverse: true,
+            one_buffer,
+            call: Some(call),
+            duration_ms: if timed { 60_000 } else { 0 },
+            ..Hello::stream(length, chunk, "")
+        };
+        let mut s = Sender::new(&hello);
+        let what = format!("{call:?}, chunk {chunk}, one buffer {one_buffer}, timed {timed}");
+        match s.wants() {
+            Some(Wants::File) => s.give(Generated::File(Ok(file.clone()))),
+            Some(Wants::Text) => s.give(Generated::Text(text.clone())),
+            None => panic!("{what}: wants nothing"),
+        }
+        assert_eq!(s.wants(), None, "{what}");
+        assert!(
+            matches!(s.data, Data::Local(_)),
+            "{what}: not a held source"
+        );
+        let w = turned_until_done(&mut s, 0x9e37_79b9_7f4a_7c15 ^ length, timed, &what);
+        if timed {
+            assert!(
+                w.took.len() as u64 > 2 * length,
+                "{what}: {} sent",
+                w.took.len()
+            );
+        } else {
+            assert_eq!(w.took.len() as u64, length, "{what}");
+        }
+        let period = if one_buffer {
+            &bytes[..chunk as usize]
+        } else {
+            &bytes[..]
+        };
+        let want: Vec<u8> = (0..w.took.len() as u64)
+            .map(|i| period[((i % length) % period.len() as u64) as usize])
+            .collect();
+        assert!(w.took == want, "{what}: not the text");
+        let mut sum = XxHash3_64::new();
+        sum.write(&w.took);
+        assert_eq!(s.digest(&mut []).unwrap(), sum.finish(), "{what}");
+        assert!(!s.changed(), "{what}: the text's file did not change");
+        let most = match call {
+            Call::Writev(batch) => batch as usize,
+            _ => 1,
+        };
+        for c in &w.calls {
+            assert!(
+                c.len() <= most && c.iter().all(|&n| n <= chunk as usize),
+                "{what}: {c:?}"
+            );
+        }
+    }
+    // A file that could not be made cuts the stream off with why.
+    let hello = Hello {
+        reverse: true,
+        call: Some(Call::Sendfile),
+        ..Hello::stream(1000, 100, "")
+    };
+    let mut s = Sender::new(&hello);
+    s.give(Generated::File(Err("no memfd here".into())));
+    match s.send_turn(&mut taker(1), &mut []) {
+        SendEnd::Source(e) => assert!(format!("{e:#}").contains("no memfd here"), "{e:#}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn taker(seed: u64) -> Taker {
+    Taker {
+        took: vec![],
+        calls: vec![],
+        seed,
+        null: std::fs::File::open("/dev/null").unwrap(),
+    }
+}
+
+/// Turns `s` until its data is done (a timed stream: stopped after 3000 turns, about three
+/// passes) into a [`Taker`] of `seed`.
+fn turned_until_done(s: &mut Sender, seed: u64, timed: bool, what: &str) -> Taker {
+    let turns = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = turns.clone();
+    s.stop_when(move || timed && seen.load(std::sync::atomic::Ordering::Relaxed) > 3000);
+    let mut w = taker(seed);
+    for _ in 0..200_000 {
+        turns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match s.send_turn(&mut w, &mut []) {
+            SendEnd::Done => return w,
+            SendEnd::TurnOver | SendEnd::WouldBlock => {}
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    panic!("{what}: not done in 200,000 turns")
 }
 
 /// A driver that samples what went (the client's bar and `--interval`) can make turns shorter

@@ -120,6 +120,7 @@ impl Source {
             waited: std::time::Duration::ZERO,
             last_len: 0,
             offset: 0,
+            size: len,
             file_len: len,
             before_last: None,
             cycle: None,

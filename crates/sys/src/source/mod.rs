@@ -132,6 +132,8 @@ pub struct Source {
     /// Where the bytes sent start in the file: 0, or a stripe's start ([`Source::stripe`]).
     offset: u64,
     /// The file's size when opened (a stripe's `len` is less).
+    size: u64,
+    /// What a cycled source repeats: the file's size, or less ([`Source::within`]).
     file_len: u64,
     /// With [`Source::repeat`]: the checksum as it was before the last block, so a run that
     /// stops inside a block can have the digest of exactly what it sent.
@@ -216,6 +218,7 @@ impl Source {
             waited: std::time::Duration::ZERO,
             last_len: 0,
             offset: 0,
+            size: meta.len(),
             file_len: meta.len(),
             before_last: None,
             cycle: None,
@@ -368,7 +371,7 @@ impl Source {
     /// Memory held by the process never changes.
     pub fn changed(&self) -> bool {
         match self.file().map(File::metadata) {
-            Some(Ok(m)) => m.len() != self.file_len || m.modified().ok() != self.modified,
+            Some(Ok(m)) => m.len() != self.size || m.modified().ok() != self.modified,
             _ => false,
         }
     }

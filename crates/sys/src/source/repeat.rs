@@ -63,6 +63,14 @@ impl Source {
         Ok(self)
     }
 
+    /// Takes only the first `period` bytes (at least one) as what [`Source::cycled`] repeats:
+    /// one buffer sent again and again (`--one-buffer`).
+    pub fn within(mut self, period: u64) -> Source {
+        self.file_len = self.file_len.min(period.max(1));
+        self.len = self.len.min(self.file_len);
+        self
+    }
+
     /// The file again and again, `len` bytes in all: the generated stream of any length from
     /// one period of it in memory. Blocks end at the file's end, so each pass but the last ends
     /// with a chunk shorter than the others, as a timed run's passes do. The checksum runs over

@@ -186,17 +186,39 @@ fn reverse_takes_a_name_not_a_path() {
 
 #[test]
 fn what_the_client_writes_does_not_apply_to_reverse() {
-    for (flag, value) in [
-        ("--io", "writev"),
-        ("--batch", "4"),
-        ("--sndbuf", "64k"),
-        ("--server-log", "file"),
-    ] {
+    for (flag, value) in [("--sndbuf", "64k"), ("--server-log", "file")] {
         refused(
             &["-R", flag, value],
             &format!("{flag} does not apply to --reverse"),
         );
     }
+}
+
+/// `-R --io` asks the server to send the generated stream that way (its own way without it);
+/// a file it serves goes by its sendfile, and a timed stream cannot go by sendfile.
+#[test]
+fn reverse_io_is_asked_of_the_server() {
+    let r = streams(&["-R", "--io", "writev", "--batch", "8"])
+        .reverse
+        .unwrap();
+    assert_eq!((r.strategy, r.batch), (Some(Strategy::Writev), 8));
+    assert_eq!(r.call(), Some(tsperf_proto::Call::Writev(8)));
+    let r = streams(&["-R"]).reverse.unwrap();
+    assert_eq!((r.strategy, r.call()), (None, None));
+    let f = streams(&["f.txt"]).forward.unwrap();
+    assert_eq!((f.strategy, f.strategy()), (None, Strategy::Write));
+    refused(
+        &["-R", "--io", "write", "f.bin"],
+        "a file it serves goes by its sendfile",
+    );
+    refused(
+        &["-R", "--batch", "4"],
+        "--batch applies to --io writev only",
+    );
+    refused(
+        &["-R", "-t", "1", "--io", "sendfile"],
+        "--io sendfile sends the file once",
+    );
 }
 
 #[test]
@@ -275,7 +297,7 @@ fn samples_go_where_the_output_does() {
     let f = streams(&["--json-stream", "f.txt"]).forward.unwrap();
     assert!(f.live && f.json_lines);
     let f = streams(&["--io", "sendfile", "f.txt"]).forward.unwrap();
-    assert_eq!(f.strategy, Strategy::Sendfile);
+    assert_eq!(f.strategy, Some(Strategy::Sendfile));
 }
 
 #[test]

@@ -1,0 +1,133 @@
+//! The hello's fields a reverse stream asks the server by: its congestion control (version
+//! 10) and its send call (version 12).
+
+use super::*;
+
+/// Version 12: a hello asking for the generated stream may say how the server hands its chunks
+/// to the kernel (write, writev of a batch, sendfile); none is the server's own way. A call in
+/// any other hello, an unknown code, a batch out of range or with another call, and sendfile
+/// for a timed stream are refused.
+#[test]
+fn hello_carries_the_senders_call() {
+    let asking = |call| Hello {
+        reverse: true,
+        call,
+        ..Hello::stream(1 << 20, 10240, "")
+    };
+    for call in [
+        None,
+        Some(Call::Write),
+        Some(Call::Writev(1)),
+        Some(Call::Writev(MAX_BATCH)),
+        Some(Call::Sendfile),
+    ] {
+        let h = asking(call);
+        let bytes = encoded(&h);
+        assert_eq!(bytes.len(), HELLO_FIXED);
+        assert_eq!(decode_hello(&bytes), Ok(Some((h, HELLO_FIXED))), "{call:?}");
+    }
+    let writev = encoded(&asking(Some(Call::Writev(64))));
+    assert_eq!(&writev[49..52], &[2, 0, 64]);
+    let bad = |call: Option<Call>, edit: &dyn Fn(&mut Hello)| {
+        let mut h = asking(call);
+        edit(&mut h);
+        decode_hello(&encoded(&h))
+    };
+    for (what, got) in [
+        (
+            "a forward stream",
+            bad(Some(Call::Write), &|h| h.reverse = false),
+        ),
+        (
+            "a served file",
+            bad(Some(Call::Write), &|h| h.name = "f.bin".into()),
+        ),
+        ("writev of none", bad(Some(Call::Writev(0)), &|_| ())),
+        (
+            "writev of too many",
+            bad(Some(Call::Writev(MAX_BATCH + 1)), &|_| ()),
+        ),
+        (
+            "sendfile of a timed stream",
+            bad(Some(Call::Sendfile), &|h| h.duration_ms = 1000),
+        ),
+    ] {
+        assert!(
+            matches!(got, Err(ProtocolError::BadCall(..))),
+            "{what}: {got:?}"
+        );
+    }
+    let mut unknown = encoded(&asking(None));
+    unknown[49] = 4;
+    assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadCall(4, 0)));
+    let mut batch_without_writev = encoded(&asking(Some(Call::Write)));
+    batch_without_writev[51] = 8;
+    assert_eq!(
+        decode_hello(&batch_without_writev),
+        Err(ProtocolError::BadCall(1, 8))
+    );
+    assert!(
+        ProtocolError::BadCall(4, 0)
+            .to_string()
+            .contains("writev of 1 to 1024")
+    );
+}
+
+/// Version 10: a hello that asks the server to send may name the TCP congestion control to
+/// send with; the name travels after the file's, and a bad one is refused as soon as its length
+/// or its bytes show it, as is one in a hello the server does not send for.
+#[test]
+fn hello_carries_the_senders_congestion_control() {
+    use crate::tcp::Congestion;
+    let h = Hello {
+        reverse: true,
+        congestion: Congestion::new("cubic"),
+        ..Hello::stream(1 << 20, 10240, "f.bin")
+    };
+    let bytes = encoded(&h);
+    assert_eq!(bytes[48], 5);
+    assert_eq!(&bytes[HELLO_FIXED..], b"f.bincubic");
+    assert_eq!(decode_hello(&bytes), Ok(Some((h.clone(), bytes.len()))));
+    assert_eq!(decode_hello(&bytes[..bytes.len() - 1]), Ok(None));
+    let plain = Hello {
+        reverse: true,
+        ..Hello::stream(1 << 20, 10240, "")
+    };
+    let bytes = encoded(&plain);
+    assert_eq!((bytes.len(), bytes[48]), (HELLO_FIXED, 0));
+    assert_eq!(decode_hello(&bytes), Ok(Some((plain, HELLO_FIXED))));
+    assert_eq!(
+        refused(|b| b[48] = 16),
+        ProtocolError::CongestionTooLong(16)
+    );
+    let mut bad = encoded(&h);
+    *bad.last_mut().unwrap() = b'/';
+    assert_eq!(
+        decode_hello(&bad),
+        Err(ProtocolError::BadCongestion("cubi/".into()))
+    );
+    // The receiving end's algorithm is not the stream's: a forward or latency hello with one is
+    // refused.
+    let forward = Hello {
+        congestion: Congestion::new("bbr"),
+        ..Hello::stream(1 << 20, 10240, "f.bin")
+    };
+    assert_eq!(
+        decode_hello(&encoded(&forward)),
+        Err(ProtocolError::BadCongestion("bbr".into()))
+    );
+    assert!(
+        ProtocolError::CongestionTooLong(16)
+            .to_string()
+            .contains("at most 15")
+    );
+    for good in ["cubic", "bbr", "reno", "a", "x_y-1", "abcdefghijklmno"] {
+        assert_eq!(
+            Congestion::new(good).map(|c| c.to_string()),
+            Some(good.into())
+        );
+    }
+    for bad in ["", "abcdefghijklmnop", "cu bic", "cubic\0", "é", "a/b"] {
+        assert_eq!(Congestion::new(bad), None, "{bad:?}");
+    }
+}
