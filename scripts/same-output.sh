@@ -65,12 +65,13 @@ runs() {
     one $j --latency --count 50
     one $j --latency --count 50 --under-load "$f"
     one $j -R --log file --log-file "$work/c.log" --bytes 1MiB
+    one $j -R --io writev --batch 8 --bytes 1MiB
   done
   one --json-stream -i 0.1 -t 0.3 "$f"
   one --json-stream --latency --count 20
   one --latency --chunk 5
   one --nodelay "$f"
-  one -R --io writev
+  one -R --sndbuf 64k
   one --bytes 1k "$f"
   one -R dir/x
   one -R x --bytes 1k
