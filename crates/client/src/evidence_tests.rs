@@ -4,16 +4,14 @@
 
 use std::time::Duration;
 
-use super::outcome::{
-    Detail, Forward, ReceiverFigures, ReceiverTime, Reverse, SenderFigures, StreamOutcome,
-};
+use super::outcome::{Detail, Forward, ReceiverFigures, ReceiverTime, Reverse, StreamOutcome};
 use super::*;
 use tsperf_proto::end::End;
 use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::{Flight, SenderTcp};
 use tsperf_proto::{Report, StdoutKind};
 use tsperf_results::verdict::{Evidence, ServerTime};
-use tsperf_sys::timing::{CpuTime, SchedStat};
+use tsperf_sys::timing::CpuTime;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -52,6 +50,30 @@ fn peer() -> SocketAddr {
     "198.18.0.2:7433".parse().unwrap()
 }
 
+/// A sending server's Sent frame.
+fn sent() -> Sent {
+    Sent {
+        bytes: 1 << 30,
+        writes: 1 << 20,
+        partial_writes: 0,
+        would_block: 0,
+        first_write_unix_us: 999_000,
+        elapsed_ns: 990_000_000,
+        cpu_user_us: 30_000,
+        cpu_sys_us: 600_000,
+        on_cpu_ns: Some(620_000_000),
+        run_queue_ns: Some(5_000_000),
+        source_read_ns: 0,
+        chunk: 1024,
+        sndbuf: 2 << 20,
+        server_io: tsperf_proto::ServerIo::EventLoop,
+        boot_id: None,
+        tcp: sender_tcp(),
+        flight: flight(),
+        congestion: None,
+    }
+}
+
 fn report() -> Report {
     let mut split = tsperf_proto::TimeSplit::default();
     split.add(tsperf_proto::TimePhase::Read, 700_000_000);
@@ -74,24 +96,15 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
     StreamOutcome {
         name: "f".into(),
         measured: measured(),
-        sender: SenderFigures {
-            bytes: 1 << 30,
-            writes: WriteStats::default(),
-            cpu: CpuTime {
-                user: ms(100),
-                sys: ms(300),
-            },
-            sched: Some(SchedStat {
-                on_cpu: ms(390),
-                run_queue: ms(12),
-            }),
+        sender: Sent {
+            cpu_user_us: 100_000,
+            cpu_sys_us: 300_000,
+            on_cpu_ns: Some(390_000_000),
+            run_queue_ns: Some(12_000_000),
             sndbuf: 4 << 20,
-            congestion: None,
-            tcp: sender_tcp(),
-            flight: flight(),
-            write_size: 1024 * u64::from(batch.unwrap_or(1)),
-            source_read: (strategy != Strategy::Sendfile).then_some(ms(40)),
-            span: None,
+            source_read_ns: 40_000_000,
+            elapsed_ns: 950_000_000,
+            ..sent()
         },
         receiver: ReceiverFigures::from(&report),
         far: End {
@@ -110,6 +123,7 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
             report,
             server_stdout: StdoutKind::Pipe,
             source_read_before: ms(1),
+            polls: 0,
             interface: Some(("eth0".into(), Some(1000))),
             source_changed: false,
         })),
@@ -118,30 +132,11 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
 
 /// A reverse stream as `reverse` makes it: the server's Sent frame, the client's receiving.
 pub(crate) fn reverse() -> StreamOutcome {
-    let sent = Sent {
-        bytes: 1 << 30,
-        writes: 1 << 20,
-        partial_writes: 0,
-        would_block: 0,
-        first_write_unix_us: 999_000,
-        elapsed_ns: 990_000_000,
-        cpu_user_us: 30_000,
-        cpu_sys_us: 600_000,
-        on_cpu_ns: Some(620_000_000),
-        run_queue_ns: Some(5_000_000),
-        source_read_ns: 0,
-        chunk: 1024,
-        sndbuf: 2 << 20,
-        server_io: tsperf_proto::ServerIo::EventLoop,
-        boot_id: None,
-        tcp: sender_tcp(),
-        flight: flight(),
-        congestion: None,
-    };
+    let sent = sent();
     StreamOutcome {
         name: String::new(),
         measured: measured(),
-        sender: SenderFigures::from(&sent),
+        sender: sent,
         receiver: ReceiverFigures {
             bytes: 1 << 30,
             digest: 0xabc,
@@ -179,8 +174,6 @@ pub(crate) fn reverse() -> StreamOutcome {
             one_buffer: false,
             strategy: None,
             batch: None,
-            server_io: sent.server_io,
-            first_write_unix_us: sent.first_write_unix_us,
             wake_mark: 1,
         }),
     }

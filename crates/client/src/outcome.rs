@@ -1,21 +1,22 @@
 //! One stream's outcome, whichever end sent it ([`StreamOutcome`]): what the stream measured
-//! ([`Measured`]), the sending end's figures ([`SenderFigures`]) and the receiving end's
-//! ([`ReceiverFigures`]) under one set of names, and the little only one direction has
-//! ([`Detail`]). A forward stream's sender figures are the client's own and its receiver
+//! ([`Measured`]), the sending end's figures ([`Sent`], the Sent frame's: the engine's sender
+//! makes them at either end) and the receiving end's ([`ReceiverFigures`]) under one set of
+//! names, and the little only one direction has ([`Detail`]). A forward stream's sender
+//! figures are the client's own (its process's CPU, its driver's clocks) and its receiver
 //! figures the server's report; a reverse stream's are the server's Sent frame and the
-//! client's own. The verdict's evidence, the check and the report's sender and receiver lines
-//! are each written once, from these.
+//! client's own. The verdict's evidence, the check, the report's sender and receiver lines and
+//! the JSON's sender object are each written once, from these.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::{ClientIo, Clock, Measured, Strategy, WriteStats};
+use crate::{ClientIo, Clock, Measured, Strategy};
 use tsperf_proto::end::End;
 use tsperf_proto::sent::Sent;
-use tsperf_proto::tcp::{Flight, ReceiverTcp, SenderTcp};
-use tsperf_proto::{LogMode, Report, ServerIo, StdoutKind};
+use tsperf_proto::tcp::ReceiverTcp;
+use tsperf_proto::{LogMode, Report, StdoutKind};
 use tsperf_results::verdict::{Evidence, ServerTime, Verdict};
-use tsperf_sys::timing::{CpuTime, SchedStat};
+use tsperf_sys::timing::CpuTime;
 
 /// Which end of a stream sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,68 +25,6 @@ pub enum Side {
     Sent,
     /// The server sent; this client counted and checksummed.
     Received,
-}
-
-/// What the sending end measured, whichever end it was.
-#[derive(Debug, Clone, Default)]
-pub struct SenderFigures {
-    /// Data bytes it sent.
-    pub bytes: u64,
-    /// What its writes did (`polls`: the client's only).
-    pub writes: WriteStats,
-    /// Its CPU time while it sent (the client's: the process's; the server's: its thread's).
-    pub cpu: CpuTime,
-    /// The sending thread's time on a CPU and waiting for one.
-    pub sched: Option<SchedStat>,
-    /// The send buffer its socket had.
-    pub sndbuf: u32,
-    /// The TCP congestion control it sent with, where known.
-    pub congestion: Option<String>,
-    /// Its socket's `TCP_INFO` at the end.
-    pub tcp: SenderTcp,
-    /// Its readings about every MiB while it sent.
-    pub flight: Flight,
-    /// Bytes it hands the socket per call (chunk × batch).
-    pub write_size: u64,
-    /// Its wait for the data's bytes while it sent; `None` where not a figure of the verdict's
-    /// (sendfile, which waits in the kernel; a server).
-    pub source_read: Option<Duration>,
-    /// Its own first to last write, where that is not the stream's elapsed time (the server
-    /// sending: its writes end while the client still reads what the buffers held).
-    pub span: Option<Duration>,
-}
-
-impl From<&Sent> for SenderFigures {
-    /// A sending server's figures, from its Sent frame.
-    fn from(s: &Sent) -> SenderFigures {
-        SenderFigures {
-            bytes: s.bytes,
-            writes: WriteStats {
-                writes: s.writes,
-                partial_writes: s.partial_writes,
-                would_block: s.would_block,
-                polls: 0,
-            },
-            cpu: CpuTime {
-                user: Duration::from_micros(s.cpu_user_us),
-                sys: Duration::from_micros(s.cpu_sys_us),
-            },
-            sched: s
-                .on_cpu_ns
-                .zip(s.run_queue_ns)
-                .map(|(on, queue)| SchedStat {
-                    on_cpu: Duration::from_nanos(on),
-                    run_queue: Duration::from_nanos(queue),
-                }),
-            sndbuf: s.sndbuf,
-            congestion: s.congestion.map(|c| c.to_string()),
-            tcp: s.tcp,
-            flight: s.flight,
-            write_size: s.chunk,
-            source_read: None,
-            span: Some(Duration::from_nanos(s.elapsed_ns)),
-        }
-    }
 }
 
 /// What the receiving end measured, whichever end it was.
@@ -182,6 +121,8 @@ pub struct Forward {
     pub server_stdout: StdoutKind,
     /// Waiting for the file's bytes before the first byte went (its first block).
     pub source_read_before: Duration,
+    /// Wake-ups from poll (non-blocking only).
+    pub polls: u64,
     /// The interface the connection leaves by and its speed in Mbit/s, where known.
     pub interface: Option<(String, Option<u64>)>,
     /// The file changed while it was sent (looked at only when the digests disagree).
@@ -200,10 +141,6 @@ pub struct Reverse {
     pub strategy: Option<Strategy>,
     /// Chunks per call with `writev`.
     pub batch: Option<u32>,
-    /// How the server did its I/O, as its Sent frame says.
-    pub server_io: ServerIo,
-    /// Its first write, its wall clock, µs since the epoch.
-    pub first_write_unix_us: u64,
     /// The receive low-water mark it read with at the end.
     pub wake_mark: u32,
 }
@@ -215,8 +152,9 @@ pub struct StreamOutcome {
     pub name: String,
     /// The bytes, the time, the client's digest, a timed run's passes.
     pub measured: Measured,
-    /// The sending end's figures.
-    pub sender: SenderFigures,
+    /// The sending end's figures: the client's own (forward), the server's Sent frame
+    /// (reverse).
+    pub sender: Sent,
     /// The receiving end's figures.
     pub receiver: ReceiverFigures,
     /// What the far end says was sent: a forward stream's report (its count and digest), a
@@ -278,24 +216,39 @@ impl StreamOutcome {
         }
     }
 
+    /// Chunks per call the sender made: writev's batch, else 1.
+    pub fn batch(&self) -> u32 {
+        match &self.detail {
+            Detail::Sent(d) => d.batch,
+            Detail::Received(d) => d.batch,
+        }
+        .unwrap_or(1)
+    }
+
     /// Everything the verdict is judged on: the sender's figures and the receiver's time,
-    /// whichever end each was.
+    /// whichever end each was. The sender's wait for its data is the client's file's (not
+    /// sendfile's, which waits in the kernel); its own span, where it is not the stream's
+    /// elapsed time, the server's.
     pub fn evidence(&self) -> Evidence {
         let (s, r) = (&self.sender, &self.receiver);
-        let line_mbit = match &self.detail {
-            Detail::Sent(d) => d.interface.as_ref().and_then(|(_, speed)| *speed),
-            Detail::Received(_) => None,
+        let (line_mbit, source_read, span) = match &self.detail {
+            Detail::Sent(d) => (
+                d.interface.as_ref().and_then(|(_, speed)| *speed),
+                (d.strategy != Strategy::Sendfile).then(|| Duration::from_nanos(s.source_read_ns)),
+                None,
+            ),
+            Detail::Received(_) => (None, None, Some(Duration::from_nanos(s.elapsed_ns))),
         };
         Evidence {
             tcp: s.tcp,
             flight: s.flight,
             elapsed: self.measured.elapsed,
-            client_cpu: s.cpu.user + s.cpu.sys,
-            sender_on_cpu: s.sched.map(|s| s.on_cpu),
-            sender_run_queue: s.sched.map(|s| s.run_queue),
-            source_read: s.source_read,
+            client_cpu: Duration::from_micros(s.cpu_user_us + s.cpu_sys_us),
+            sender_on_cpu: s.on_cpu_ns.map(Duration::from_nanos),
+            sender_run_queue: s.run_queue_ns.map(Duration::from_nanos),
+            source_read,
             sndbuf: u64::from(s.sndbuf),
-            write_size: s.write_size,
+            write_size: s.chunk * u64::from(self.batch()),
             bytes: self.measured.bytes,
             line_mbit,
             same_host: self.same_host(),
@@ -307,7 +260,7 @@ impl StreamOutcome {
                 log: t.log,
                 disk: t.disk,
             }),
-            sender_span: s.span,
+            sender_span: span,
             reverse: self.side() == Side::Received,
         }
     }

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::outcome::{Detail, Forward, ReceiverFigures, SenderFigures, StreamOutcome};
+use super::outcome::{Detail, Forward, ReceiverFigures, StreamOutcome};
 use super::send::{Stop, Tally, acknowledged, send_data};
 use super::session::{ask_clock, await_report, handshake, read_frame_within};
-use super::{Strategy, StreamConfig, StreamFailure, Transport, WriteStats, intervals};
+use super::{Strategy, StreamConfig, StreamFailure, Transport, intervals};
 use crate::progress::Progress;
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::End;
@@ -137,17 +137,16 @@ pub(super) fn transfer<T: Transport>(
     };
     let source_changed = server.digest != digest && tx.changed();
     let timed = timed(cfg, tx.pass_length(), &tally, &start);
-    let sent = Sent {
+    let server_io = server.server_io.unwrap_or(tsperf_proto::ServerIo::Blocking);
+    let done = Done {
         digest,
-        writes: tally.writes,
-        flight: tally.flight,
-        source_read: tx.waited().saturating_sub(start.source_before),
+        figures: tx.figures(&*conn.socket(), server_io),
         server,
         elapsed,
         source_changed,
         timed,
     };
-    Ok(result(&conn, cfg, prepared, start, so_far, sent))
+    Ok(result(&conn, cfg, prepared, start, so_far, done))
 }
 
 /// Ends the data and waits for the report: the digest trailer after a sized stream; after a
@@ -248,52 +247,49 @@ impl Start {
     }
 }
 
-/// How the data went: its digest, the writes, the server's report, the time to it.
-struct Sent {
+/// How the data went: its digest, the engine's figures, the server's report, the time to it.
+struct Done {
     digest: u64,
-    writes: WriteStats,
-    flight: tsperf_proto::tcp::Flight,
-    /// Time waiting for the file after the first byte.
-    source_read: Duration,
+    figures: tsperf_proto::sent::Sent,
     server: Report,
     elapsed: Duration,
     source_changed: bool,
     timed: Option<crate::Timed>,
 }
 
-/// Everything measured about a verified-or-not transfer, once the report is in.
+/// Everything measured about a verified-or-not transfer, once the report is in. The engine's
+/// figures are the sender's, but for the clocks: the process's CPU and the driver's scheduler
+/// figures since the first byte, the transport's waits, the file's wait after the first byte.
 fn result<T: Transport>(
     conn: &T,
     cfg: &StreamConfig,
     prepared: Prepared,
     start: Start,
     so_far: SoFar,
-    mut sent: Sent,
+    done: Done,
 ) -> StreamOutcome {
     let sched = start
         .sched
         .zip(SchedStat::thread())
         .map(|(a, b)| b.since(a));
-    (sent.writes.would_block, sent.writes.polls) = conn.waits();
-    let strategy = cfg.spec.strategy();
-    let batch = (strategy == Strategy::Writev).then_some(cfg.spec.batch);
-    let sock = conn.socket();
-    let sender = SenderFigures {
-        bytes: so_far.bytes,
-        writes: sent.writes,
-        cpu: CpuTime::process().since(start.cpu),
-        sched,
-        sndbuf: sock.send_buffer_size().map_or(0, |n| n as u32),
-        congestion: tsperf_sys::congestion::of(&*sock),
-        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock).map_or_else(Default::default, |i| i.sender()),
-        flight: sent.flight,
-        write_size: u64::from(cfg.spec.chunk) * u64::from(batch.unwrap_or(1)),
-        source_read: (strategy != Strategy::Sendfile).then_some(sent.source_read),
-        span: None,
+    let cpu = CpuTime::process().since(start.cpu);
+    let (would_block, polls) = conn.waits();
+    let sender = tsperf_proto::sent::Sent {
+        cpu_user_us: cpu.user.as_micros() as u64,
+        cpu_sys_us: cpu.sys.as_micros() as u64,
+        on_cpu_ns: sched.map(|s| s.on_cpu.as_nanos() as u64),
+        run_queue_ns: sched.map(|s| s.run_queue.as_nanos() as u64),
+        would_block,
+        source_read_ns: Duration::from_nanos(done.figures.source_read_ns)
+            .saturating_sub(start.source_before)
+            .as_nanos() as u64,
+        ..done.figures
     };
+    let strategy = cfg.spec.strategy();
+    let sock = conn.socket();
     let receiver = ReceiverFigures {
         read_size: u64::from(prepared.accepted.read_size),
-        ..ReceiverFigures::from(&sent.server)
+        ..ReceiverFigures::from(&done.server)
     };
     StreamOutcome {
         name: so_far.name,
@@ -301,35 +297,36 @@ fn result<T: Transport>(
             bytes: so_far.bytes,
             begin_unix_us: start.unix_us,
             end_unix_us: unix_us_now(),
-            elapsed: sent.elapsed,
-            digest: sent.digest,
-            timed: sent.timed,
+            elapsed: done.elapsed,
+            digest: done.digest,
+            timed: done.timed,
             intervals: so_far.intervals,
         },
         sender,
         receiver,
         far: End {
-            length: sent.server.bytes,
-            digest: sent.server.digest,
+            length: done.server.bytes,
+            digest: done.server.digest,
         },
         chunk: cfg.spec.chunk,
         io: T::IO,
         peer: prepared.peer,
-        boot_id: sent.server.boot_id,
+        boot_id: done.server.boot_id,
         clock: prepared.clock,
-        interrupted: sent.timed.is_some_and(|t| t.interrupted),
+        interrupted: done.timed.is_some_and(|t| t.interrupted),
         detail: Detail::Sent(Box::new(Forward {
             strategy,
-            batch,
+            batch: (strategy == Strategy::Writev).then_some(cfg.spec.batch),
             server_stdout: prepared.accepted.stdout,
             source_read_before: start.source_before,
+            polls,
             interface: sock
                 .local_addr()
                 .ok()
                 .and_then(|a| a.as_socket())
                 .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
-            source_changed: sent.source_changed,
-            report: sent.server,
+            source_changed: done.source_changed,
+            report: done.server,
         })),
     }
 }

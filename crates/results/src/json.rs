@@ -20,8 +20,10 @@ pub use events::{Event, IntervalEvent, StartJson, SumEvent};
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 pub use output::ClientOutput;
 mod reverse;
+mod sender;
 mod session;
 pub use reverse::{ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide};
+pub use sender::SenderJson;
 pub use session::{
     BidirJson, Direction, Measured, SessionEntry, SessionJson, StreamEntry, SumJson,
 };
@@ -107,27 +109,9 @@ impl Cpu {
 /// What the client counted about its own writes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientSide {
-    /// Calls of the strategy's system call (write, writev or sendfile) that moved at least one
-    /// byte.
-    pub writes: u64,
-    /// Calls that took fewer bytes than they were offered.
-    pub partial_writes: u64,
-    /// Writes that found the socket full (non-blocking only).
-    pub would_block: u64,
-    /// Wake-ups from poll (non-blocking only).
-    pub polls: u64,
-    /// The send buffer the client's socket got (`SO_SNDBUF`), in bytes.
-    pub sndbuf: u32,
-    /// The TCP congestion control the client sent with (`TCP_CONGESTION`: its `--congestion`,
-    /// else the kernel's default), where the kernel says.
-    #[serde(default)]
-    pub congestion: Option<String>,
-    /// The sending thread on a CPU during the transfer, s (schedstat; version 6 on, as below).
-    #[serde(default)]
-    pub on_cpu_s: Option<f64>,
-    /// The sending thread runnable but waiting for a CPU (a quota's throttling included), s.
-    #[serde(default)]
-    pub run_queue_s: Option<f64>,
+    /// The sender's figures (`polls`: the client's wake-ups from poll, non-blocking only).
+    #[serde(flatten)]
+    pub sender: SenderJson,
     /// Waiting for the file's bytes during the transfer, s.
     #[serde(default)]
     pub source_read_s: f64,

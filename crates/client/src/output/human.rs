@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::{ONE_WAY_MAX_ERROR, one_way, sections, to_client};
-use crate::outcome::{Detail, Forward, ReceiverFigures, SenderFigures, Side, StreamOutcome};
+use crate::outcome::{Detail, Forward, ReceiverFigures, Side, StreamOutcome};
 use tsperf_proto::LogMode;
+use tsperf_proto::sent::Sent;
 use tsperf_results::units;
 use tsperf_sys::text::Peer;
 
@@ -71,24 +72,31 @@ fn headline(o: &StreamOutcome) -> String {
 
 /// The sending end: its writes, its congestion control, its own span, its CPU, the server's
 /// I/O model, the client's wait for its file.
-fn sender_line(o: &StreamOutcome, s: &SenderFigures) -> String {
-    let (call, tail) = match &o.detail {
-        Detail::Sent(d) => (format!("{} call", d.strategy), file_wait(s, d)),
-        Detail::Received(d) => ("write".to_owned(), format!(", io {}", d.server_io)),
+fn sender_line(o: &StreamOutcome, s: &Sent) -> String {
+    let (call, span, tail) = match &o.detail {
+        Detail::Sent(d) => (
+            format!("{} call", d.strategy),
+            String::new(),
+            file_wait(s, d),
+        ),
+        Detail::Received(_) => (
+            "write".to_owned(),
+            format!(
+                ", first to last write {}",
+                units::duration(Duration::from_nanos(s.elapsed_ns))
+            ),
+            format!(", io {}", s.server_io),
+        ),
     };
     format!(
-        "{} ({} short){}{}, cpu {} user + {} sys{tail}",
-        units::count(s.writes.writes, &call),
-        s.writes.partial_writes,
+        "{} ({} short){}{span}, cpu {} user + {} sys{tail}",
+        units::count(s.writes, &call),
+        s.partial_writes,
         s.congestion
             .as_ref()
-            .map_or(String::new(), |c| format!(", TCP {}", Peer(c))),
-        s.span.map_or(String::new(), |t| format!(
-            ", first to last write {}",
-            units::duration(t)
-        )),
-        units::duration(s.cpu.user),
-        units::duration(s.cpu.sys),
+            .map_or(String::new(), |c| format!(", TCP {}", Peer(c.as_str()))),
+        units::duration(Duration::from_micros(s.cpu_user_us)),
+        units::duration(Duration::from_micros(s.cpu_sys_us)),
     )
 }
 
@@ -129,8 +137,8 @@ fn receiver_line(o: &StreamOutcome, r: &ReceiverFigures) -> String {
 
 /// `, waited 8.91 s for its file (1.02 s before the first byte)` when the file kept the client
 /// waiting at least a millisecond; empty otherwise.
-fn file_wait(s: &SenderFigures, d: &Forward) -> String {
-    let total = s.source_read.unwrap_or_default() + d.source_read_before;
+fn file_wait(s: &Sent, d: &Forward) -> String {
+    let total = Duration::from_nanos(s.source_read_ns) + d.source_read_before;
     if total < Duration::from_millis(1) {
         return String::new();
     }

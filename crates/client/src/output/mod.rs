@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::outcome::{Forward, StreamOutcome};
 use crate::{Clock, StreamFailure};
 use json::{
-    ClientSide, ClockJson, Cpu, FailureJson, OneWayJson, ServerSide, StreamFailureJson, StreamJson,
-    TcpJson, TimeSplitJson,
+    ClientSide, ClockJson, Cpu, FailureJson, OneWayJson, SenderJson, ServerSide, StreamFailureJson,
+    StreamJson, TcpJson, TimeSplitJson,
 };
 use tsperf_proto::Report;
 use tsperf_proto::clock::Offset;
@@ -44,7 +44,7 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
         gbit_per_s: units::gbit_per_s(measured, measured_time),
         verified: o.verified(),
         digest: hex(o.measured.digest),
-        cpu: Cpu::of(o.sender.cpu.user, o.sender.cpu.sys),
+        cpu: sender_cpu(&o.sender),
         client: client_side(o, d),
         server: ServerSide {
             bytes: r.bytes,
@@ -86,6 +86,14 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
     }
 }
 
+/// The sender's CPU time.
+fn sender_cpu(s: &tsperf_proto::sent::Sent) -> Cpu {
+    Cpu::of(
+        std::time::Duration::from_micros(s.cpu_user_us),
+        std::time::Duration::from_micros(s.cpu_sys_us),
+    )
+}
+
 /// The clock queries' figures.
 fn clock_json(c: Option<Clock>) -> ClockJson {
     ClockJson {
@@ -100,15 +108,11 @@ fn clock_json(c: Option<Clock>) -> ClockJson {
 fn client_side(o: &StreamOutcome, d: &Forward) -> ClientSide {
     let s = &o.sender;
     ClientSide {
-        writes: s.writes.writes,
-        partial_writes: s.writes.partial_writes,
-        would_block: s.writes.would_block,
-        polls: s.writes.polls,
-        sndbuf: s.sndbuf,
-        congestion: s.congestion.clone(),
-        on_cpu_s: s.sched.map(|s| s.on_cpu.as_secs_f64()),
-        run_queue_s: s.sched.map(|s| s.run_queue.as_secs_f64()),
-        source_read_s: s.source_read.unwrap_or_default().as_secs_f64(),
+        sender: SenderJson {
+            polls: Some(d.polls),
+            ..s.into()
+        },
+        source_read_s: s.source_read_ns as f64 / 1e9,
         source_read_before_s: d.source_read_before.as_secs_f64(),
         interface: d.interface.as_ref().map(|(name, _)| name.clone()),
         line_mbit: d.interface.as_ref().and_then(|(_, speed)| *speed),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::human::mismatch;
-use super::{VERSION, clock_json, hex, sections};
+use super::{VERSION, clock_json, hex, sections, sender_cpu};
 use crate::outcome::{Reverse, StreamOutcome};
 use tsperf_results::json::{
     Cpu, ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide,
@@ -51,17 +51,11 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
         server: SenderSide {
             bytes: s.bytes,
             digest: hex(o.far.digest),
-            writes: s.writes.writes,
-            partial_writes: s.writes.partial_writes,
-            would_block: s.writes.would_block,
-            sndbuf: s.sndbuf,
-            congestion: s.congestion.clone(),
-            io: d.server_io,
-            cpu: Cpu::of(s.cpu.user, s.cpu.sys),
-            on_cpu_s: secs(s.sched.map(|t| t.on_cpu)),
-            run_queue_s: secs(s.sched.map(|t| t.run_queue)),
-            elapsed_s: s.span.unwrap_or_default().as_secs_f64(),
-            first_write_unix_us: d.first_write_unix_us,
+            sender: s.into(),
+            io: s.server_io,
+            cpu: sender_cpu(s),
+            elapsed_s: s.elapsed_ns as f64 / 1e9,
+            first_write_unix_us: s.first_write_unix_us,
             same_host: o.same_host(),
         },
         tcp: ReverseTcpJson {

@@ -7,7 +7,6 @@ use crate::outcome::Detail;
 use crate::run::{Member, Session, Side};
 use tsperf_results::json::{SessionJson, SumJson};
 use tsperf_results::units;
-use tsperf_sys::text::Peer;
 
 /// A session's object: each stream's own and their sum.
 pub(super) fn session_json(p: &Session) -> SessionJson {
@@ -76,7 +75,7 @@ fn sent_with(p: &Session) -> String {
         .streams
         .iter()
         .flatten()
-        .filter_map(|s| s.sender.congestion.as_ref().map(|c| Peer(c).to_string()))
+        .filter_map(|s| s.sender.congestion.map(|c| c.to_string()))
         .collect();
     names.sort_unstable();
     names.dedup();

@@ -16,9 +16,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 mod read;
 
-use super::outcome::{
-    Detail, ReceiverFigures, ReceiverTime, Reverse, SenderFigures, StreamOutcome,
-};
+use super::outcome::{Detail, ReceiverFigures, ReceiverTime, Reverse, StreamOutcome};
 use super::session::{ask_clock, handshake};
 use super::{Strategy, StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
@@ -136,10 +134,7 @@ fn receive<T: Transport>(
             intervals,
         },
         name: name.to_owned(),
-        sender: SenderFigures {
-            write_size: u64::from(cfg.spec.chunk) * u64::from(batch(cfg)),
-            ..SenderFigures::from(&server)
-        },
+        sender: server,
         receiver,
         far: end,
         chunk: cfg.spec.chunk,
@@ -153,8 +148,6 @@ fn receive<T: Transport>(
             one_buffer: asks_one_buffer(cfg, name),
             strategy: cfg.spec.strategy,
             batch: (cfg.spec.strategy == Some(Strategy::Writev)).then(|| batch(cfg)),
-            server_io: server.server_io,
-            first_write_unix_us: server.first_write_unix_us,
             wake_mark: got.wake_mark,
         }),
     })

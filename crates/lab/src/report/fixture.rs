@@ -30,7 +30,7 @@ fn stream_runs() -> Vec<Run> {
                         },
                         ..Default::default()
                     };
-                    s.client.sndbuf = 2626560;
+                    s.client.sender.sndbuf = 2626560;
                     s.server.rcvbuf = 131072;
                     // Stdout cells are the receiver's doing; one 102-byte none rep is
                     // called another way than the others.

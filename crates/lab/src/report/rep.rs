@@ -59,7 +59,7 @@ fn forward(s: &StreamJson) -> Rep {
         gbit_per_s: s.gbit_per_s,
         client_cpu_s: s.cpu.user_s + s.cpu.sys_s,
         verified: s.verified,
-        sndbuf: u64::from(s.client.sndbuf),
+        sndbuf: u64::from(s.client.sender.sndbuf),
         rcvbuf: u64::from(s.server.rcvbuf),
         limited_by: s.limited_by.map(|l| l.to_string()),
         largest: s
@@ -79,7 +79,7 @@ fn reverse(r: &ReverseJson) -> Rep {
         gbit_per_s: r.gbit_per_s,
         client_cpu_s: r.cpu.user_s + r.cpu.sys_s,
         verified: r.verified,
-        sndbuf: u64::from(r.server.sndbuf),
+        sndbuf: u64::from(r.server.sender.sndbuf),
         rcvbuf: u64::from(r.client.rcvbuf),
         limited_by: r.limited_by.map(|l| l.to_string()),
         largest: None,

@@ -138,26 +138,14 @@ pub struct SenderSide {
     pub bytes: u64,
     /// Its end trailer's xxh3-64, hex.
     pub digest: String,
-    /// Write calls that moved bytes.
-    pub writes: u64,
-    /// Of those, calls that took fewer bytes than offered.
-    pub partial_writes: u64,
-    /// Writes that found the socket full.
-    pub would_block: u64,
-    /// The send buffer its socket had.
-    pub sndbuf: u32,
-    /// The TCP congestion control it sent with (the client's `--congestion`, else its
-    /// kernel's default), where it said (protocol 10).
-    #[serde(default)]
-    pub congestion: Option<String>,
+    /// The sender's figures (its congestion control: the client's `--congestion`, else its
+    /// kernel's default, where it said: protocol 10).
+    #[serde(flatten)]
+    pub sender: super::SenderJson,
     /// Its I/O model.
     pub io: ServerIo,
     /// The sending thread's CPU time.
     pub cpu: Cpu,
-    /// Its time on a CPU, in seconds (Linux).
-    pub on_cpu_s: Option<f64>,
-    /// Its time waiting for a CPU, in seconds (Linux).
-    pub run_queue_s: Option<f64>,
     /// From its first write to its last, in seconds.
     pub elapsed_s: f64,
     /// Its first write, its wall clock, µs since the epoch.

@@ -58,31 +58,19 @@ impl Sender {
         )
     }
 
-    /// The bytes that end the stream, once the data is done: the Sent frame (what was
-    /// measured) and the end trailer (the bytes sent and their digest). `Err(why)` if it
-    /// cannot end as sent (a served file written to meanwhile): end it with
-    /// [`Sender::failing`].
-    pub fn closing<S: std::os::fd::AsFd>(
-        &mut self,
-        sock: &S,
-        server_io: ServerIo,
-        scratch: &mut [u8],
-    ) -> Result<Vec<u8>, String> {
-        match &self.data {
-            Data::Served(served) => served.changed().map_or(Ok(()), Err)?,
-            Data::Local(local) if local.changed() => {
-                return Err("the file was written to while it was sent".into());
-            }
-            _ => {}
-        }
-        let digest = self.digest(scratch).map_err(|e| format!("{e:#}"))?;
+    /// What the sending end measured, as the Sent frame carries it: its counts, its thread's
+    /// CPU and scheduler figures since [`Sender::begin`], its socket's `TCP_INFO`, send buffer
+    /// and congestion control now, its readings. A server sends it to its client; a client
+    /// sending its own stream takes it for its result (its CPU is its process's: its driver's
+    /// clocks). `server_io` is the server's model; the boot id is this machine's.
+    pub fn figures<S: std::os::fd::AsFd>(&self, sock: &S, server_io: ServerIo) -> Sent {
         let cpu = CpuTime::thread().since(self.cpu_start);
         let sched = self
             .sched_start
             .zip(SchedStat::thread())
             .map(|(a, b)| b.since(a));
         let (first_at, first_us) = self.first.unwrap_or((Instant::now(), 0));
-        let sent = Sent {
+        Sent {
             bytes: self.sent,
             writes: self.writes,
             partial_writes: self.partial_writes,
@@ -107,7 +95,28 @@ impl Sender {
             flight: self.flight,
             congestion: tsperf_sys::congestion::of(sock)
                 .and_then(|name| tsperf_proto::tcp::Congestion::new(&name)),
-        };
+        }
+    }
+
+    /// The bytes that end the stream, once the data is done: the Sent frame (what was
+    /// measured) and the end trailer (the bytes sent and their digest). `Err(why)` if it
+    /// cannot end as sent (a served file written to meanwhile): end it with
+    /// [`Sender::failing`].
+    pub fn closing<S: std::os::fd::AsFd>(
+        &mut self,
+        sock: &S,
+        server_io: ServerIo,
+        scratch: &mut [u8],
+    ) -> Result<Vec<u8>, String> {
+        match &self.data {
+            Data::Served(served) => served.changed().map_or(Ok(()), Err)?,
+            Data::Local(local) if local.changed() => {
+                return Err("the file was written to while it was sent".into());
+            }
+            _ => {}
+        }
+        let digest = self.digest(scratch).map_err(|e| format!("{e:#}"))?;
+        let sent = self.figures(sock, server_io);
         let mut out = Vec::with_capacity(tsperf_proto::sent::REVERSE_TAIL);
         encode_frame(&Frame::Sent(sent), &mut out);
         out.extend_from_slice(
