@@ -167,19 +167,6 @@ pub const DEFAULT_CLOCK_QUERIES: u8 = 8;
 
 pub use tsperf_proto::client::{Accepted, Clock};
 
-/// Counts of what the client's writes did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteStats {
-    /// Calls (write, writev or sendfile) that moved at least one byte.
-    pub writes: u64,
-    /// Calls that took fewer bytes than offered.
-    pub partial_writes: u64,
-    /// Writes that found the socket full (non-blocking only).
-    pub would_block: u64,
-    /// Wake-ups from poll (non-blocking only).
-    pub polls: u64,
-}
-
 /// A connected socket the transfer runs over. `Read` and `Write` have blocking meaning: the
 /// non-blocking transport waits in poll inside them and counts what it waited for. Both give up
 /// on a write once the peer has taken nothing for the timeout, and on a read at the deadline

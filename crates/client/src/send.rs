@@ -7,7 +7,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{StreamConfig, Transport, WriteStats};
+use super::{StreamConfig, Transport};
 use crate::progress::Progress;
 use tsperf_stream::send::{Call, SendEnd, Sender};
 use tsperf_sys::source::Source;
@@ -23,12 +23,11 @@ pub(super) enum Stop {
 /// a turn of the engine's sender ends there.
 const SHOW_EVERY: u64 = tsperf_sys::source::BLOCK_TARGET as u64;
 
-/// What sending counted: the calls, the bytes the kernel took, the connection's readings.
+/// What sending counted beside the engine's figures: the bytes the kernel took so far, a timed
+/// run's marks.
 #[derive(Default)]
 pub(super) struct Tally {
-    pub(super) writes: WriteStats,
     pub(super) sent: u64,
-    pub(super) flight: tsperf_proto::tcp::Flight,
     /// A timed run: when its omitted start ended, the bytes sent by then, and the socket's
     /// acknowledged bytes then.
     pub(super) omit_mark: Option<(Instant, u64, Option<u64>)>,
@@ -79,8 +78,6 @@ pub(super) fn send_data<T: Transport>(
         }
     };
     tally.sent = tx.sent();
-    (tally.writes.writes, tally.writes.partial_writes) = tx.writes();
-    tally.flight = tx.flight();
     progress.update(tally.sent);
     match end {
         SendEnd::Error(e) => return Err(Stop::Net(e)),

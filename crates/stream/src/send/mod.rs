@@ -461,18 +461,8 @@ impl Sender {
         Ok(())
     }
 
-    /// Writes handed bytes to the socket, and of those the ones it took only in part.
-    pub fn writes(&self) -> (u64, u64) {
-        (self.writes, self.partial_writes)
-    }
-
-    /// The socket's readings during the stream (about every MiB).
-    pub fn flight(&self) -> Flight {
-        self.flight
-    }
-
     /// Time spent waiting for the data's bytes (a file's reads or page faults, off the CPU).
-    pub fn waited(&self) -> Duration {
+    fn waited(&self) -> Duration {
         match &self.data {
             Data::Served(served) => served.waited(),
             Data::Local(local) => local.waited(),
