@@ -181,19 +181,7 @@ fn a_held_files_stream_is_the_file_in_chunks_and_its_digest_is_of_what_went() {
         }
         let want: Vec<u8> = (0..w.took.len()).map(|i| bytes[i % bytes.len()]).collect();
         assert!(w.took == want, "{what}: not the file's bytes");
-        let mut sum = XxHash3_64::new();
-        sum.write(&w.took);
-        assert_eq!(s.digest(&mut []).unwrap(), sum.finish(), "{what}");
-        let most = match call {
-            Call::Writev(batch) => batch as usize,
-            _ => 1,
-        };
-        for c in &w.calls {
-            assert!(
-                c.len() <= most && c.iter().all(|&n| n <= chunk as usize),
-                "{what}: {c:?}"
-            );
-        }
+        digest_and_calls_are_right(&mut s, &w, call, chunk, &what);
     }
 }
 
@@ -252,20 +240,8 @@ fn a_generated_stream_goes_by_the_call_its_hello_asked_for() {
             .map(|i| period[((i % length) % period.len() as u64) as usize])
             .collect();
         assert!(w.took == want, "{what}: not the text");
-        let mut sum = XxHash3_64::new();
-        sum.write(&w.took);
-        assert_eq!(s.digest(&mut []).unwrap(), sum.finish(), "{what}");
+        digest_and_calls_are_right(&mut s, &w, call, chunk, &what);
         assert!(!s.changed(), "{what}: the text's file did not change");
-        let most = match call {
-            Call::Writev(batch) => batch as usize,
-            _ => 1,
-        };
-        for c in &w.calls {
-            assert!(
-                c.len() <= most && c.iter().all(|&n| n <= chunk as usize),
-                "{what}: {c:?}"
-            );
-        }
     }
     // A file that could not be made cuts the stream off with why.
     let hello = Hello {
@@ -278,6 +254,24 @@ fn a_generated_stream_goes_by_the_call_its_hello_asked_for() {
     match s.send_turn(&mut taker(1), &mut []) {
         SendEnd::Source(e) => assert!(format!("{e:#}").contains("no memfd here"), "{e:#}"),
         other => panic!("{other:?}"),
+    }
+}
+
+/// The digest is that of exactly the bytes `w` took, and each call was offered at most a chunk
+/// (writev: at most a batch of chunk-sized iovecs).
+fn digest_and_calls_are_right(s: &mut Sender, w: &Taker, call: Call, chunk: u32, what: &str) {
+    let mut sum = XxHash3_64::new();
+    sum.write(&w.took);
+    assert_eq!(s.digest(&mut []).unwrap(), sum.finish(), "{what}");
+    let most = match call {
+        Call::Writev(batch) => batch as usize,
+        _ => 1,
+    };
+    for c in &w.calls {
+        assert!(
+            c.len() <= most && c.iter().all(|&n| n <= chunk as usize),
+            "{what}: {c:?}"
+        );
     }
 }
 
