@@ -370,6 +370,18 @@ pub(crate) fn xxh3_of(path: &Path) -> String {
     )
 }
 
+/// The digest of the generated stream of `size` bytes, as tsgen writes it to a file.
+pub(crate) fn tsgen_digest(size: u64) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gen.txt");
+    let out = run(
+        bin("tsgen"),
+        &["--size", &size.to_string(), file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    xxh3_of(&file)
+}
+
 /// Connects to the server on `port`, sends `hello` raw, and reads its first answer: the Accept
 /// (`Ok`) or a refusal's reason. The connection is returned open.
 pub(crate) fn hello_answer(port: u16, hello: &Hello) -> (TcpStream, Result<(), String>) {

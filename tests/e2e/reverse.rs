@@ -16,11 +16,7 @@ const MODELS: [(&[&str], &str); 2] = [(&[], "event-loop"), (&["--blocking"], "bl
 /// models, and is the tsgen text byte for byte: its digest is that of a tsgen file of the size.
 #[test]
 fn reverse_receives_the_generated_stream_verified() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gen.txt");
-    let out = run(bin("tsgen"), &["--size", "3000001", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let digest = xxh3_of(&file);
+    let digest = tsgen_digest(3_000_001);
     for (model, server_io) in MODELS {
         let server = Server::start(model);
         for io in [&[][..], &["--nonblocking"][..]] {

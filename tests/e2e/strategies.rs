@@ -231,11 +231,7 @@ fn the_generated_period_is_held_in_memory_but_for_sendfile() {
 /// `--io` the server's own way, no strategy named.
 #[test]
 fn the_server_sends_a_reverse_stream_the_way_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gen.txt");
-    let out = run(bin("tsgen"), &["--size", "3000001", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let digest = xxh3_of(&file);
+    let digest = tsgen_digest(3_000_001);
     let cases: [(Option<&str>, Option<u64>, &[&str]); 6] = [
         (None, None, &[]),
         (Some("write"), None, &[]),
