@@ -360,3 +360,20 @@ fn timeline_panels_of_a_chunk_share_a_scale() {
         scales(&m)
     );
 }
+
+/// A sample past the axes (a hostile runs.jsonl: times and rates of 1.8e19, or below zero) is
+/// drawn at the axis' edge: plotters maps a point to a pixel in an `i32`, and one far past the
+/// axis overflowed it (a panic in a debug build; proptest found it with every number u64::MAX).
+#[test]
+fn timeline_samples_past_the_axes_are_drawn_at_the_edge() {
+    let mut m = super::super::fixture::matrix();
+    let huge = u64::MAX as f64;
+    m.timeline = vec![super::super::Timeline {
+        log: "none".into(),
+        chunk: 1024,
+        io: "blocking".into(),
+        points: vec![(0.0, 1.0, 10.0), (huge, huge, huge), (-huge, -1.0, -huge)],
+    }];
+    let bytes = TimelineSvg.serialize(&m).unwrap();
+    well_formed(&bytes);
+}

@@ -150,10 +150,14 @@ fn draw_panel<DB: DrawingBackend>(
         .iter()
         .filter(|t| t.log == log && t.chunk == scale.chunk)
     {
+        // A sample past the axes is drawn at their edge: plotters maps a point to an `i32`
+        // pixel, and one far past the axis overflows it.
+        let at = |s: f64| s.clamp(0.0, scale.seconds);
+        let rate = |v: f64| v.clamp(0.0, scale.mib_s);
         let steps = t
             .points
             .iter()
-            .flat_map(|&(a, b, v)| [(a, v.min(scale.mib_s)), (b, v.min(scale.mib_s))])
+            .flat_map(|&(a, b, v)| [(at(a), rate(v)), (at(b), rate(v))])
             .collect::<Vec<_>>();
         chart
             .draw_series(LineSeries::new(
