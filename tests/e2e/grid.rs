@@ -764,7 +764,11 @@ fn grid_with_streams_and_reverse() {
             (ClientJson::Stream(s), 1, false) => s.verified,
             (ClientJson::Parallel(p), 2, false) => p.sum.verified && p.forward_streams().len() == 2,
             (ClientJson::Reverse(v), 1, true) => {
-                v.verified && v.client.log.to_string() == log.as_str()
+                v.verified
+                    && v.client
+                        .receiver
+                        .log
+                        .is_some_and(|l| l.to_string() == log.as_str())
             }
             (ClientJson::ParallelReverse(p), 2, true) => {
                 let each = p.reverse_streams();

@@ -517,3 +517,43 @@ fn many_stop_bytes_still_end_with_the_trailer() {
         );
     }
 }
+
+/// A receiver's figures are one object whichever end received: a forward stream's `server` and
+/// a reverse stream's `client` carry the same fields (the Report's, made by the engine's
+/// receiver at either end), each end's receiving thread's time on a CPU among them (a server's
+/// from protocol 13).
+#[test]
+fn a_receivers_figures_are_the_same_fields_at_either_end() {
+    let server = Server::start(&[]);
+    let (out, forward) = client_json(server.port, &["--bytes", "8MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, reverse) = client_json(server.port, &["-R", "--bytes", "8MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for (whose, o) in [
+        ("a forward stream's server", &forward["server"]),
+        ("a reverse stream's client", &reverse["client"]),
+    ] {
+        for key in [
+            "reads",
+            "read_size",
+            "log",
+            "log_lines",
+            "log_lines_lost",
+            "rcvbuf",
+            "on_cpu_s",
+            "run_queue_s",
+        ] {
+            assert!(o.get(key).is_some(), "{whose} has no {key}: {o:#}");
+        }
+        assert!(o["reads"].as_u64().is_some_and(|n| n > 0), "{whose}: {o:#}");
+        assert!(
+            o["read_size"].as_u64().is_some_and(|n| n > 0),
+            "{whose}: {o:#}"
+        );
+        assert_eq!(o["log"], "none", "{whose}: {o:#}");
+        assert!(
+            o["on_cpu_s"].as_f64().is_some_and(|s| s > 0.0),
+            "{whose}: its receiving thread's time on a CPU: {o:#}"
+        );
+    }
+}

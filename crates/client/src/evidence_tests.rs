@@ -4,14 +4,13 @@
 
 use std::time::Duration;
 
-use super::outcome::{Detail, Forward, ReceiverFigures, ReceiverTime, Reverse, StreamOutcome};
+use super::outcome::{Detail, Forward, Reverse, StreamOutcome};
 use super::*;
 use tsperf_proto::end::End;
 use tsperf_proto::sent::Sent;
 use tsperf_proto::tcp::{Flight, SenderTcp};
 use tsperf_proto::{Report, StdoutKind};
 use tsperf_results::verdict::{Evidence, ServerTime};
-use tsperf_sys::timing::CpuTime;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -106,7 +105,6 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
             elapsed_ns: 950_000_000,
             ..sent()
         },
-        receiver: ReceiverFigures::from(&report),
         far: End {
             length: report.bytes,
             digest: report.digest,
@@ -120,13 +118,38 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
         detail: Detail::Sent(Box::new(Forward {
             strategy,
             batch,
-            report,
             server_stdout: StdoutKind::Pipe,
             source_read_before: ms(1),
             polls: 0,
             interface: Some(("eth0".into(), Some(1000))),
             source_changed: false,
         })),
+        receiver: report,
+    }
+}
+
+/// A receiving client's own report, as its engine makes it: its reads, its thread's CPU and
+/// scheduler figures, its log, its time split from the first byte (a little short of the
+/// stream's elapsed time, which runs to the end of the stream's reading).
+fn client_report() -> Report {
+    let mut split = tsperf_proto::TimeSplit::default();
+    split.add(tsperf_proto::TimePhase::Read, 880_000_000);
+    split.add(tsperf_proto::TimePhase::Log, 80_000_000);
+    split.add(tsperf_proto::TimePhase::Wait, 35_000_000);
+    Report {
+        bytes: 1 << 30,
+        digest: 0xabc,
+        reads: 4096,
+        read_size: 1 << 18,
+        cpu_user_us: 50_000,
+        cpu_sys_us: 250_000,
+        on_cpu_ns: Some(299_000_000),
+        run_queue_ns: Some(3_000_000),
+        log: Some(tsperf_proto::LogMode::File),
+        log_lines: 4096,
+        rcvbuf: 6 << 20,
+        split,
+        ..Report::default()
     }
 }
 
@@ -137,28 +160,7 @@ pub(crate) fn reverse() -> StreamOutcome {
         name: String::new(),
         measured: measured(),
         sender: sent,
-        receiver: ReceiverFigures {
-            bytes: 1 << 30,
-            digest: 0xabc,
-            reads: 4096,
-            read_size: 1 << 18,
-            cpu: CpuTime {
-                user: ms(50),
-                sys: ms(250),
-            },
-            on_cpu: Some(ms(299)),
-            run_queue: Some(ms(3)),
-            log: Some(tsperf_proto::LogMode::File),
-            log_lines: (4096, 0),
-            time: Some(ReceiverTime {
-                total: ms(1000),
-                log: ms(80),
-                disk: Duration::ZERO,
-            }),
-            span: None,
-            rcvbuf: 6 << 20,
-            tcp: Default::default(),
-        },
+        receiver: client_report(),
         far: End {
             length: 1 << 30,
             digest: 0xabc,
@@ -223,8 +225,11 @@ fn a_forward_streams_evidence_is_the_clients_sending_and_the_servers_receiving()
     );
 }
 
-/// A reverse stream: the server's Sent frame is the sender's, the client's own figures the
-/// receiver's time (its elapsed time, its thread's CPU, its log).
+/// A reverse stream: the server's Sent frame is the sender's, the client's own report the
+/// receiver's time (its time split, its thread's CPU, its log). Until the client's receiving
+/// figures became a report (protocol 13), the receiver's total was the stream's elapsed time
+/// (1000 ms here) and its log time the log's own clock; now both ends' receivers are judged
+/// on their time split alike (995 ms).
 #[test]
 fn a_reverse_streams_evidence_is_the_servers_sending_and_the_clients_receiving() {
     assert_eq!(
@@ -244,7 +249,7 @@ fn a_reverse_streams_evidence_is_the_servers_sending_and_the_clients_receiving()
             same_host: false,
             cpus: tsperf_sys::host::cpus(),
             server: Some(ServerTime {
-                total: ms(1000),
+                total: ms(995),
                 cpu: ms(300),
                 run_queue: Some(ms(3)),
                 log: ms(80),

@@ -1,10 +1,10 @@
 //! One stream's outcome, whichever end sent it ([`StreamOutcome`]): what the stream measured
 //! ([`Measured`]), the sending end's figures ([`Sent`], the Sent frame's: the engine's sender
-//! makes them at either end) and the receiving end's ([`ReceiverFigures`]) under one set of
-//! names, and the little only one direction has ([`Detail`]). A forward stream's sender
-//! figures are the client's own (its process's CPU, its driver's clocks) and its receiver
-//! figures the server's report; a reverse stream's are the server's Sent frame and the
-//! client's own. The verdict's evidence, the check, the report's sender and receiver lines and
+//! makes them at either end) and the receiving end's ([`Report`], the Report frame's: the
+//! engine's receiver makes them at either end) under one set of names, and the little only
+//! one direction has ([`Detail`]). A forward stream's sender figures are the client's own (its
+//! process's CPU, its driver's clocks) and its receiver figures the server's report; a reverse
+//! stream's are the server's Sent frame and the client's own report. The verdict's evidence, the check, the report's sender and receiver lines and
 //! the JSON's sender object are each written once, from these.
 
 use std::net::SocketAddr;
@@ -13,10 +13,8 @@ use std::time::Duration;
 use crate::{ClientIo, Clock, Measured, Strategy};
 use tsperf_proto::end::End;
 use tsperf_proto::sent::Sent;
-use tsperf_proto::tcp::ReceiverTcp;
-use tsperf_proto::{LogMode, Report, StdoutKind};
+use tsperf_proto::{Report, StdoutKind};
 use tsperf_results::verdict::{Evidence, ServerTime, Verdict};
-use tsperf_sys::timing::CpuTime;
 
 /// Which end of a stream sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,78 +23,6 @@ pub enum Side {
     Sent,
     /// The server sent; this client counted and checksummed.
     Received,
-}
-
-/// What the receiving end measured, whichever end it was.
-#[derive(Debug, Clone, Default)]
-pub struct ReceiverFigures {
-    /// Data bytes it counted.
-    pub bytes: u64,
-    /// Its xxh3-64 of them.
-    pub digest: u64,
-    /// Reads that returned data.
-    pub reads: u64,
-    /// The most bytes one read asked for.
-    pub read_size: u64,
-    /// Its CPU time while it received.
-    pub cpu: CpuTime,
-    /// The receiving thread's time on a CPU, where known.
-    pub on_cpu: Option<Duration>,
-    /// Its time waiting for a CPU, where known.
-    pub run_queue: Option<Duration>,
-    /// Its per-read log sink, where it said.
-    pub log: Option<LogMode>,
-    /// Log lines written, and lost (could not be written).
-    pub log_lines: (u64, u64),
-    /// Where its time went, from its first byte on; `None` where it did not say.
-    pub time: Option<ReceiverTime>,
-    /// Its own first to last byte, where that is not the stream's elapsed time (the server
-    /// receiving).
-    pub span: Option<Duration>,
-    /// The receive buffer its socket had.
-    pub rcvbuf: u32,
-    /// Its socket's `TCP_INFO` at the end.
-    pub tcp: ReceiverTcp,
-}
-
-/// Where a receiver's time went.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ReceiverTime {
-    /// All of it, from its first byte.
-    pub total: Duration,
-    /// Writing per-read log lines.
-    pub log: Duration,
-    /// Saving the data: writes and the sync.
-    pub disk: Duration,
-}
-
-impl From<&Report> for ReceiverFigures {
-    /// A receiving server's figures, from its report.
-    fn from(s: &Report) -> ReceiverFigures {
-        let split = &s.split;
-        ReceiverFigures {
-            bytes: s.bytes,
-            digest: s.digest,
-            reads: s.reads,
-            read_size: 0,
-            cpu: CpuTime {
-                user: Duration::from_micros(s.cpu_user_us),
-                sys: Duration::from_micros(s.cpu_sys_us),
-            },
-            on_cpu: None,
-            run_queue: s.run_queue_ns.map(Duration::from_nanos),
-            log: s.log,
-            log_lines: (u64::from(s.log_lines), u64::from(s.log_lines_lost)),
-            time: (split.total_ns() > 0).then(|| ReceiverTime {
-                total: Duration::from_nanos(split.total_ns()),
-                log: Duration::from_nanos(split.log_ns),
-                disk: Duration::from_nanos(split.save_ns + split.fsync_ns),
-            }),
-            span: Some(Duration::from_nanos(s.elapsed_ns)),
-            rcvbuf: s.rcvbuf,
-            tcp: s.tcp,
-        }
-    }
 }
 
 /// What only one direction has.
@@ -108,15 +34,13 @@ pub enum Detail {
     Received(Reverse),
 }
 
-/// What only a forward stream has: how the client sent, and the server's report whole.
+/// What only a forward stream has: how the client sent, what the server's stdout is.
 #[derive(Debug, Clone)]
 pub struct Forward {
     /// How chunks reached the kernel.
     pub strategy: Strategy,
     /// Chunks per call with `writev`.
     pub batch: Option<u32>,
-    /// The server's report, whole (its stamps, wake-ups, time split, where it saved).
-    pub report: Report,
     /// What the server's stdout is, as it said in its Accept.
     pub server_stdout: StdoutKind,
     /// Waiting for the file's bytes before the first byte went (its first block).
@@ -155,8 +79,9 @@ pub struct StreamOutcome {
     /// The sending end's figures: the client's own (forward), the server's Sent frame
     /// (reverse).
     pub sender: Sent,
-    /// The receiving end's figures.
-    pub receiver: ReceiverFigures,
+    /// The receiving end's figures: the server's report (forward), the client's own (reverse:
+    /// its engine's, made as a server's are).
+    pub receiver: Report,
     /// What the far end says was sent: a forward stream's report (its count and digest), a
     /// reverse stream's end trailer.
     pub far: End,
@@ -253,12 +178,12 @@ impl StreamOutcome {
             line_mbit,
             same_host: self.same_host(),
             cpus: tsperf_sys::host::cpus(),
-            server: r.time.map(|t| ServerTime {
-                total: t.total,
-                cpu: r.cpu.user + r.cpu.sys,
-                run_queue: r.run_queue,
-                log: t.log,
-                disk: t.disk,
+            server: (r.split.total_ns() > 0).then(|| ServerTime {
+                total: Duration::from_nanos(r.split.total_ns()),
+                cpu: Duration::from_micros(r.cpu_user_us + r.cpu_sys_us),
+                run_queue: r.run_queue_ns.map(Duration::from_nanos),
+                log: Duration::from_nanos(r.split.log_ns),
+                disk: Duration::from_nanos(r.split.save_ns + r.split.fsync_ns),
             }),
             sender_span: span,
             reverse: self.side() == Side::Received,

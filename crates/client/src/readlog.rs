@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use tsperf_proto::LogMode;
@@ -26,8 +26,6 @@ pub struct ClientLog {
     pub written: u64,
     /// Lines that could not be written.
     pub lost: u64,
-    /// Time spent formatting and writing lines.
-    pub time: Duration,
 }
 
 impl ClientLog {
@@ -50,7 +48,6 @@ impl ClientLog {
             line: Vec::with_capacity(128),
             written: 0,
             lost: 0,
-            time: Duration::ZERO,
         }))
     }
 
@@ -89,17 +86,14 @@ impl ClientLog {
         self.write(format_args!(
             "event=\"end\" total={total} reads={reads} status={status:?}"
         ));
-        let t = Instant::now();
         if let Sink::File(f) = &mut self.sink
             && f.flush().is_err()
         {
             self.lost += 1;
         }
-        self.time += t.elapsed();
     }
 
     fn write(&mut self, fields: std::fmt::Arguments<'_>) {
-        let t = Instant::now();
         self.line.clear();
         let now = SystemTime::now().max(UNIX_EPOCH);
         // Writing to a Vec cannot fail.
@@ -116,6 +110,5 @@ impl ClientLog {
             Ok(()) => self.written += 1,
             Err(_) => self.lost += 1,
         }
-        self.time += t.elapsed();
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::outcome::{Detail, Forward, ReceiverFigures, StreamOutcome};
+use super::outcome::{Detail, Forward, StreamOutcome};
 use super::send::{Stop, Tally, acknowledged, send_data};
 use super::session::{ask_clock, await_report, handshake, read_frame_within};
 use super::{Strategy, StreamConfig, StreamFailure, Transport, intervals};
@@ -287,10 +287,6 @@ fn result<T: Transport>(
     };
     let strategy = cfg.spec.strategy();
     let sock = conn.socket();
-    let receiver = ReceiverFigures {
-        read_size: u64::from(prepared.accepted.read_size),
-        ..ReceiverFigures::from(&done.server)
-    };
     StreamOutcome {
         name: so_far.name,
         measured: crate::Measured {
@@ -303,7 +299,6 @@ fn result<T: Transport>(
             intervals: so_far.intervals,
         },
         sender,
-        receiver,
         far: End {
             length: done.server.bytes,
             digest: done.server.digest,
@@ -326,8 +321,8 @@ fn result<T: Transport>(
                 .and_then(|a| a.as_socket())
                 .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
             source_changed: done.source_changed,
-            report: done.server,
         })),
+        receiver: done.server,
     }
 }
 

@@ -53,45 +53,13 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             TAG_CHALLENGE
         }
         Frame::Report(r) => {
-            encode_report(r, out);
+            r.encode(out);
             TAG_REPORT
         }
     };
     let body_len = (out.len() - start - FRAME_HEADER) as u16;
     out[start] = tag;
     out[start + 1..start + 3].copy_from_slice(&body_len.to_be_bytes());
-}
-
-/// Appends a Report's body.
-fn encode_report(r: &Report, out: &mut Vec<u8>) {
-    for v in [
-        r.bytes,
-        r.digest,
-        r.first_byte_unix_us,
-        r.last_byte_unix_us,
-        r.elapsed_ns,
-        r.reads,
-        r.wakeups,
-        r.cpu_user_us,
-        r.cpu_sys_us,
-    ] {
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-    out.extend_from_slice(&r.log_lines.to_be_bytes());
-    out.extend_from_slice(&r.rcvbuf.to_be_bytes());
-    out.push(server_io_code(r.server_io));
-    out.push(log_code(r.log));
-    out.extend_from_slice(&r.output_dropped.to_be_bytes());
-    for phase in TimePhase::ALL {
-        out.extend_from_slice(&r.split.get(phase).to_be_bytes());
-    }
-    for v in r.tcp.to_array() {
-        out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
-    }
-    out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
-    out.extend_from_slice(&r.run_queue_ns.unwrap_or(u64::MAX).to_be_bytes());
-    out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
-    put_string(out, &r.saved_to);
 }
 
 /// Decodes one frame from the front of `buf`, with the same contract as [`decode_hello`].
@@ -147,7 +115,7 @@ pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError>
         _ => {
             let saved_to = whole_string(&body[REPORT_FIXED..])
                 .map_err(|e| e.or_len(|n| bad_len(REPORT_FIXED + n)))?;
-            Frame::Report(decode_report(body, saved_to)?)
+            Frame::Report(Report::decode(body, saved_to)?)
         }
     };
     Ok(Some((frame, FRAME_HEADER + len)))
@@ -170,45 +138,6 @@ fn decode_accept(body: &[u8]) -> Result<Frame, ProtocolError> {
     })
 }
 
-/// The fixed part of a Report's body (its size checked) and its `saved_to`; the numbers must
-/// agree ([`Report::check`]).
-fn decode_report(body: &[u8], saved_to: String) -> Result<Report, ProtocolError> {
-    let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
-    let report = Report {
-        bytes: u(0),
-        digest: u(1),
-        first_byte_unix_us: u(2),
-        last_byte_unix_us: u(3),
-        elapsed_ns: u(4),
-        reads: u(5),
-        wakeups: u(6),
-        cpu_user_us: u(7),
-        cpu_sys_us: u(8),
-        log_lines: be32(&body[72..76]),
-        rcvbuf: be32(&body[76..80]),
-        server_io: server_io_from(body[80])?,
-        log: log_from(body[81])?,
-        output_dropped: be32(&body[82..86]),
-        saved_to,
-        split: {
-            let mut split = TimeSplit::default();
-            for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
-                split.add(phase, be64(&body[86 + 8 * i..]));
-            }
-            split
-        },
-        tcp: crate::tcp::ReceiverTcp::from_array(std::array::from_fn(|i| {
-            Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
-        })),
-        log_lines_lost: be32(&body[214..218]),
-        run_queue_ns: Some(be64(&body[218..226])).filter(|v| *v != u64::MAX),
-        boot_id: Some(<[u8; 16]>::try_from(&body[226..242]).expect("16 bytes"))
-            .filter(|id| *id != [0; 16]),
-    };
-    report.check()?;
-    Ok(report)
-}
-
 pub(super) fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
@@ -223,7 +152,7 @@ pub(super) fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(a)
 }
 
-fn put_string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_string(out: &mut Vec<u8>, s: &str) {
     let mut end = s.len().min(MAX_REASON);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -266,14 +195,14 @@ fn whole_string(body: &[u8]) -> Result<String, StringError> {
         .map_err(|_| StringError::Bad(ProtocolError::StringNotUtf8))
 }
 
-fn server_io_code(io: Option<ServerIo>) -> u8 {
+pub(crate) fn server_io_code(io: Option<ServerIo>) -> u8 {
     match io {
         Some(ServerIo::Blocking) | None => 0,
         Some(ServerIo::EventLoop) => 1,
     }
 }
 
-fn server_io_from(v: u8) -> Result<Option<ServerIo>, ProtocolError> {
+pub(crate) fn server_io_from(v: u8) -> Result<Option<ServerIo>, ProtocolError> {
     match v {
         0 => Ok(Some(ServerIo::Blocking)),
         1 => Ok(Some(ServerIo::EventLoop)),
@@ -309,7 +238,7 @@ fn stdout_from(value: u8) -> Result<StdoutKind, ProtocolError> {
         })
 }
 
-fn log_code(log: Option<LogMode>) -> u8 {
+pub(crate) fn log_code(log: Option<LogMode>) -> u8 {
     match log {
         Some(LogMode::None) | None => 0,
         Some(LogMode::Stdout) => 1,
@@ -317,7 +246,7 @@ fn log_code(log: Option<LogMode>) -> u8 {
     }
 }
 
-fn log_from(v: u8) -> Result<Option<LogMode>, ProtocolError> {
+pub(crate) fn log_from(v: u8) -> Result<Option<LogMode>, ProtocolError> {
     match v {
         0 => Ok(Some(LogMode::None)),
         1 => Ok(Some(LogMode::Stdout)),

@@ -37,7 +37,7 @@ pub const LOOP_READ: u32 = 1 << 20;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 12;
+pub const VERSION: u16 = 13;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -64,7 +64,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME + tcp::MAX_CONGESTION;
 
-const REPORT_FIXED: usize = 242;
+const REPORT_FIXED: usize = 254;
 const ACCEPT_BODY: usize = 15;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;

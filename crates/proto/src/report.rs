@@ -1,6 +1,7 @@
 //! The server's report of a transfer ([`Report`]): what it counted, where its time went
 //! ([`TimeSplit`]), and the rule that its numbers agree with one another ([`Report::check`]).
 
+use crate::frame::{be32, be64, log_code, log_from, put_string, server_io_code, server_io_from};
 use crate::{LogMode, ProtocolError, ServerIo};
 
 /// How far the run-queue wait may exceed the time split: the scheduler updates its counts at a
@@ -54,6 +55,11 @@ pub struct Report {
     /// The server's kernel boot id (`/proc/sys/kernel/random/boot_id`): the same as the
     /// client's when both ends run on one machine, and share its CPUs. `None`: not known.
     pub boot_id: Option<[u8; 16]>,
+    /// The most bytes one read asked for (version 13).
+    pub read_size: u32,
+    /// The receiving thread's time on a CPU from its first data byte to its last (Linux
+    /// schedstat), in ns (version 13). `None`: not measured.
+    pub on_cpu_ns: Option<u64>,
 }
 
 impl Report {
@@ -104,6 +110,14 @@ impl Report {
                 format!("{q} ns waiting for a CPU in a transfer whose time split is {total} ns"),
             );
         }
+        if let Some(c) = self.on_cpu_ns
+            && c > total.saturating_add(RUN_QUEUE_SLACK_NS)
+        {
+            return bad(
+                "on_cpu_ns",
+                format!("{c} ns on a CPU in a transfer whose time split is {total} ns"),
+            );
+        }
         let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);
         let most = match self.log {
             Some(LogMode::None) | None => 0,
@@ -119,6 +133,85 @@ impl Report {
             );
         }
         Ok(())
+    }
+}
+
+/// The wire form of a Report (the table "Report body" in the crate's documentation).
+impl Report {
+    /// Appends the body: the fixed part, then `saved_to`.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let r = self;
+        for v in [
+            r.bytes,
+            r.digest,
+            r.first_byte_unix_us,
+            r.last_byte_unix_us,
+            r.elapsed_ns,
+            r.reads,
+            r.wakeups,
+            r.cpu_user_us,
+            r.cpu_sys_us,
+        ] {
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        out.extend_from_slice(&r.log_lines.to_be_bytes());
+        out.extend_from_slice(&r.rcvbuf.to_be_bytes());
+        out.push(server_io_code(r.server_io));
+        out.push(log_code(r.log));
+        out.extend_from_slice(&r.output_dropped.to_be_bytes());
+        for phase in TimePhase::ALL {
+            out.extend_from_slice(&r.split.get(phase).to_be_bytes());
+        }
+        for v in r.tcp.to_array() {
+            out.extend_from_slice(&v.unwrap_or(u64::MAX).to_be_bytes());
+        }
+        out.extend_from_slice(&r.log_lines_lost.to_be_bytes());
+        out.extend_from_slice(&r.run_queue_ns.unwrap_or(u64::MAX).to_be_bytes());
+        out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
+        out.extend_from_slice(&r.read_size.to_be_bytes());
+        out.extend_from_slice(&r.on_cpu_ns.unwrap_or(u64::MAX).to_be_bytes());
+        put_string(out, &r.saved_to);
+    }
+
+    /// The fixed part of a body (its size checked by the caller) and its `saved_to`; the
+    /// numbers must agree ([`Report::check`]).
+    pub(crate) fn decode(body: &[u8], saved_to: String) -> Result<Report, ProtocolError> {
+        let u = |i: usize| be64(&body[i * 8..i * 8 + 8]);
+        let report = Report {
+            bytes: u(0),
+            digest: u(1),
+            first_byte_unix_us: u(2),
+            last_byte_unix_us: u(3),
+            elapsed_ns: u(4),
+            reads: u(5),
+            wakeups: u(6),
+            cpu_user_us: u(7),
+            cpu_sys_us: u(8),
+            log_lines: be32(&body[72..76]),
+            rcvbuf: be32(&body[76..80]),
+            server_io: server_io_from(body[80])?,
+            log: log_from(body[81])?,
+            output_dropped: be32(&body[82..86]),
+            saved_to,
+            split: {
+                let mut split = TimeSplit::default();
+                for (i, phase) in TimePhase::ALL.into_iter().enumerate() {
+                    split.add(phase, be64(&body[86 + 8 * i..]));
+                }
+                split
+            },
+            tcp: crate::tcp::ReceiverTcp::from_array(std::array::from_fn(|i| {
+                Some(be64(&body[134 + 8 * i..])).filter(|v| *v != u64::MAX)
+            })),
+            log_lines_lost: be32(&body[214..218]),
+            run_queue_ns: Some(be64(&body[218..226])).filter(|v| *v != u64::MAX),
+            boot_id: Some(<[u8; 16]>::try_from(&body[226..242]).expect("16 bytes"))
+                .filter(|id| *id != [0; 16]),
+            read_size: be32(&body[242..246]),
+            on_cpu_ns: Some(be64(&body[246..254])).filter(|v| *v != u64::MAX),
+        };
+        report.check()?;
+        Ok(report)
     }
 }
 

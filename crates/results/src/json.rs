@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::strategy::{ClientIo, Strategy};
 use crate::verdict::{LimitedBy, Limits};
 use tsperf_proto::tcp::{ReceiverTcp, SenderTcp};
-use tsperf_proto::{LogMode, ServerIo, StdoutKind};
+use tsperf_proto::{ServerIo, StdoutKind};
 
 mod events;
 mod latency;
@@ -19,9 +19,11 @@ mod output;
 pub use events::{Event, IntervalEvent, StartJson, SumEvent};
 pub use latency::{LatencyJson, Rtt, UnderLoadJson};
 pub use output::ClientOutput;
+mod receiver;
 mod reverse;
 mod sender;
 mod session;
+pub use receiver::ReceiverJson;
 pub use reverse::{ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide};
 pub use sender::SenderJson;
 pub use session::{
@@ -133,20 +135,11 @@ pub struct ServerSide {
     pub bytes: u64,
     /// The xxh3-64 of those bytes, as 16 hex digits.
     pub digest: String,
-    /// Read calls that returned data.
-    pub reads: u64,
-    /// The most bytes one read asked for.
-    pub read_size: u32,
+    /// The receiver's figures (its reads, log, receive buffer, scheduler figures).
+    #[serde(flatten)]
+    pub receiver: ReceiverJson,
     /// How the server did its I/O: `blocking` or `event-loop`.
     pub io: Option<ServerIo>,
-    /// Where this transfer's per-read lines went.
-    pub log: Option<LogMode>,
-    /// Per-read log lines written (for stdout: handed to its queue).
-    pub log_lines: u32,
-    /// Log lines that could not be written (a full disk, a closed stdout). Added with protocol
-    /// version 5.
-    #[serde(default)]
-    pub log_lines_lost: u32,
     /// Added with protocol version 2.
     #[serde(default)]
     pub output_dropped: u32,
@@ -168,8 +161,6 @@ pub struct ServerSide {
     pub elapsed_s: f64,
     /// Event-loop wake-ups for this connection (0 when blocking).
     pub wakeups: u64,
-    /// The receive buffer the server's socket got (`SO_RCVBUF`), in bytes.
-    pub rcvbuf: u32,
     /// The server's CPU time during the transfer.
     pub cpu: Cpu,
     /// Where the server saved the file (`--save`), when it did.
@@ -178,9 +169,6 @@ pub struct ServerSide {
     /// Where the server's time went, from its first data byte to its report.
     #[serde(default)]
     pub time_split: TimeSplitJson,
-    /// Of that, its serving thread runnable but waiting for a CPU, s (version 6 on).
-    #[serde(default)]
-    pub run_queue_s: Option<f64>,
     /// The server runs on this machine (a loopback peer, or its boot id is the client's).
     #[serde(default)]
     pub same_host: bool,

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tracing::warn;
 use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
-use tsperf_proto::{Hello, LogMode, Mode, RefuseCode, Report, ServerIo, TimePhase};
+use tsperf_proto::{Hello, Mode, RefuseCode, Report, ServerIo, TimePhase};
 use tsperf_sys::text::Peer;
 
 use crate::console::Stream;
@@ -281,11 +281,6 @@ fn finish(
     } else {
         "not saved"
     });
-    rx.lap(if rx.log() == LogMode::None {
-        TimePhase::Wait
-    } else {
-        TimePhase::Log
-    });
     match saved {
         Ok(saved_to) => {
             let rcvbuf = tsperf_sys::net::recv_buffer(at.socket);
@@ -294,7 +289,7 @@ fn finish(
             let report = Report {
                 saved_to,
                 output_dropped: at.srv.console().dropped(),
-                ..rx.report_with(at.server_io, rcvbuf, tcp)
+                ..rx.report_with(Some(at.server_io), rcvbuf, tcp)
             };
             print_complete(
                 at.srv.console(),

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::{ONE_WAY_MAX_ERROR, one_way, sections, to_client};
-use crate::outcome::{Detail, Forward, ReceiverFigures, Side, StreamOutcome};
-use tsperf_proto::LogMode;
+use crate::outcome::{Detail, Forward, Side, StreamOutcome};
 use tsperf_proto::sent::Sent;
+use tsperf_proto::{LogMode, Report};
 use tsperf_results::units;
 use tsperf_sys::text::Peer;
 
@@ -25,9 +25,9 @@ pub(super) fn stream_human(o: &StreamOutcome) -> String {
         + &headline(o)
         + &format!("  client: {client}\n  server: {server}\n")
         + &sections::timed(o.measured.timed)
-        + &forward.map_or_else(|| sections::clock(o.clock, ""), |d| clock_human(o, d))
+        + &forward.map_or_else(|| sections::clock(o.clock, ""), |_| clock_human(o))
         + &sections::verdict(&o.verdict())
-        + &forward.map_or(String::new(), server_after)
+        + &forward.map_or(String::new(), |_| server_after(&o.receiver))
         + &lost_log_lines(o)
 }
 
@@ -100,36 +100,36 @@ fn sender_line(o: &StreamOutcome, s: &Sent) -> String {
     )
 }
 
-/// The receiving end: its reads, its own span, its CPU, the server's I/O model, the log, the
-/// server's stdout.
-fn receiver_line(o: &StreamOutcome, r: &ReceiverFigures) -> String {
-    let (io, stdout) = match &o.detail {
+/// The receiving end: its reads, its own span (a server's), its CPU, the server's I/O model,
+/// the log, the server's stdout.
+fn receiver_line(o: &StreamOutcome, r: &Report) -> String {
+    let (span, io, stdout) = match &o.detail {
         Detail::Sent(d) => (
             format!(
+                ", first to last byte {}",
+                units::duration(Duration::from_nanos(r.elapsed_ns))
+            ),
+            format!(
                 ", io {}",
-                d.report.server_io.map_or("?".to_owned(), |v| v.to_string())
+                r.server_io.map_or("?".to_owned(), |v| v.to_string())
             ),
             format!(", stdout to {}", d.server_stdout.describe()),
         ),
-        Detail::Received(_) => (String::new(), String::new()),
+        Detail::Received(_) => Default::default(),
     };
     format!(
-        "{} of up to {} B{}, cpu {} user + {} sys{io}, log {}{stdout}",
+        "{} of up to {} B{span}, cpu {} user + {} sys{io}, log {}{stdout}",
         units::count(r.reads, "read"),
         r.read_size,
-        r.span.map_or(String::new(), |t| format!(
-            ", first to last byte {}",
-            units::duration(t)
-        )),
-        units::duration(r.cpu.user),
-        units::duration(r.cpu.sys),
-        match (r.log, r.time) {
-            (None, _) => "?".to_owned(),
-            (Some(LogMode::None), _) => "none".to_owned(),
-            (Some(mode), time) => format!(
+        units::duration(Duration::from_micros(r.cpu_user_us)),
+        units::duration(Duration::from_micros(r.cpu_sys_us)),
+        match r.log {
+            None => "?".to_owned(),
+            Some(LogMode::None) => "none".to_owned(),
+            Some(mode) => format!(
                 "{mode} ({} lines, {} writing them)",
-                r.log_lines.0,
-                units::duration(time.map_or(Duration::ZERO, |t| t.log))
+                r.log_lines,
+                units::duration(Duration::from_nanos(r.split.log_ns))
             ),
         },
     )
@@ -150,8 +150,8 @@ fn file_wait(s: &Sent, d: &Forward) -> String {
 }
 
 /// A receiving server's time split, where it saved, the output it could not print.
-fn server_after(d: &Forward) -> String {
-    let (s, mut out) = (&d.report, String::new());
+fn server_after(s: &Report) -> String {
+    let mut out = String::new();
     let split = &s.split;
     if split.total_ns() > 0 {
         let total = split.total_ns() as f64;
@@ -185,7 +185,7 @@ fn server_after(d: &Forward) -> String {
 /// A line when some of the receiver's per-read log lines could not be written.
 fn lost_log_lines(o: &StreamOutcome) -> String {
     let r = &o.receiver;
-    let (written, lost) = r.log_lines;
+    let (written, lost) = (u64::from(r.log_lines), u64::from(r.log_lines_lost));
     if lost == 0 {
         return String::new();
     }
@@ -205,11 +205,11 @@ fn lost_log_lines(o: &StreamOutcome) -> String {
 }
 
 /// The clock line of a forward stream: the offset, and the one-way times it allows.
-fn clock_human(o: &StreamOutcome, d: &Forward) -> String {
+fn clock_human(o: &StreamOutcome) -> String {
     let Some(c) = o.clock else {
         return sections::clock(None, "");
     };
-    let w = one_way(o, &d.report);
+    let w = one_way(o, &o.receiver);
     let err = w.err_us.unwrap_or(0.0);
     let us = |us: f64| units::duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
     // A figure left out says why: too near the first byte for the clocks' error bound to
@@ -233,8 +233,8 @@ fn clock_human(o: &StreamOutcome, d: &Forward) -> String {
             "; one way from the first byte sent (± {}): to the server's first read {}, to its \
              last {}",
             units::duration(Duration::from_secs_f64(err / 1e6)),
-            figure(w.first_byte_us, d.report.first_byte_unix_us),
-            figure(w.last_byte_us, d.report.last_byte_unix_us),
+            figure(w.first_byte_us, o.receiver.first_byte_unix_us),
+            figure(w.last_byte_us, o.receiver.last_byte_unix_us),
         ),
     )
 }

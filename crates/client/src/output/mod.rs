@@ -24,7 +24,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// A forward stream's object (`mode: "stream"`): the client sent, the server's report is the
 /// receiver's.
 fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
-    let (r, s) = (&o.receiver, &d.report);
+    let r = &o.receiver;
     let nonzero = |v: u64| (v != 0).then_some(v);
     let verdict = o.verdict();
     let (measured, measured_time) = o.measured.rated();
@@ -49,29 +49,23 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
         server: ServerSide {
             bytes: r.bytes,
             digest: hex(r.digest),
-            reads: r.reads,
-            read_size: r.read_size as u32,
-            io: s.server_io,
-            log: r.log,
-            log_lines: s.log_lines,
-            log_lines_lost: s.log_lines_lost,
-            output_dropped: s.output_dropped,
-            first_byte_unix_us: nonzero(s.first_byte_unix_us),
-            last_byte_unix_us: nonzero(s.last_byte_unix_us),
-            first_byte_client_unix_us: on_client(o, s.first_byte_unix_us),
-            last_byte_client_unix_us: on_client(o, s.last_byte_unix_us),
+            receiver: r.into(),
+            io: r.server_io,
+            output_dropped: r.output_dropped,
+            first_byte_unix_us: nonzero(r.first_byte_unix_us),
+            last_byte_unix_us: nonzero(r.last_byte_unix_us),
+            first_byte_client_unix_us: on_client(o, r.first_byte_unix_us),
+            last_byte_client_unix_us: on_client(o, r.last_byte_unix_us),
             stdout: d.server_stdout,
-            elapsed_s: r.span.unwrap_or_default().as_secs_f64(),
-            wakeups: s.wakeups,
-            rcvbuf: r.rcvbuf,
-            cpu: Cpu::of(r.cpu.user, r.cpu.sys),
-            saved_to: s.saved_to.clone(),
-            time_split: TimeSplitJson::of(&s.split),
-            run_queue_s: r.run_queue.map(|d| d.as_secs_f64()),
+            elapsed_s: r.elapsed_ns as f64 / 1e9,
+            wakeups: r.wakeups,
+            cpu: receiver_cpu(r),
+            saved_to: r.saved_to.clone(),
+            time_split: TimeSplitJson::of(&r.split),
             same_host: o.same_host(),
         },
         clock: clock_json(o.clock),
-        one_way: one_way(o, s),
+        one_way: one_way(o, r),
         tcp: TcpJson {
             available: o.sender.tcp.available(),
             client: o.sender.tcp,
@@ -88,10 +82,17 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
 
 /// The sender's CPU time.
 fn sender_cpu(s: &tsperf_proto::sent::Sent) -> Cpu {
-    Cpu::of(
-        std::time::Duration::from_micros(s.cpu_user_us),
-        std::time::Duration::from_micros(s.cpu_sys_us),
-    )
+    cpu_us(s.cpu_user_us, s.cpu_sys_us)
+}
+
+/// The receiver's CPU time.
+fn receiver_cpu(r: &Report) -> Cpu {
+    cpu_us(r.cpu_user_us, r.cpu_sys_us)
+}
+
+fn cpu_us(user: u64, sys: u64) -> Cpu {
+    use std::time::Duration;
+    Cpu::of(Duration::from_micros(user), Duration::from_micros(sys))
 }
 
 /// The clock queries' figures.

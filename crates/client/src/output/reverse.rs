@@ -1,13 +1,11 @@
 //! A reverse stream's JSON: its object (the client's figures the receiver's, the server's
 //! Sent frame the sender's), or what arrived before it failed.
 
-use std::time::Duration;
-
 use super::human::mismatch;
-use super::{VERSION, clock_json, hex, sections, sender_cpu};
+use super::{VERSION, clock_json, hex, receiver_cpu, sections, sender_cpu};
 use crate::outcome::{Reverse, StreamOutcome};
 use tsperf_results::json::{
-    Cpu, ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide,
+    ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide,
 };
 use tsperf_results::units;
 
@@ -16,7 +14,6 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
     let (s, r) = (&o.sender, &o.receiver);
     let verdict = o.verdict();
     let (rated, rated_time) = o.measured.rated();
-    let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
     ReverseJson {
         tsperf: VERSION.into(),
         source: o.source().to_owned(),
@@ -35,18 +32,11 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
         verified: o.verified(),
         digest: hex(o.measured.digest),
         interrupted: o.interrupted,
-        cpu: Cpu::of(r.cpu.user, r.cpu.sys),
+        cpu: receiver_cpu(r),
         client: ReceiverSide {
-            reads: r.reads,
-            read_size: r.read_size,
-            log: r.log.unwrap_or(tsperf_proto::LogMode::None),
-            log_lines: r.log_lines.0,
-            log_lines_lost: r.log_lines.1,
-            log_s: r.time.map_or(0.0, |t| t.log.as_secs_f64()),
-            rcvbuf: r.rcvbuf,
+            receiver: r.into(),
+            log_s: r.split.log_ns as f64 / 1e9,
             wake_mark: d.wake_mark,
-            on_cpu_s: secs(r.on_cpu),
-            run_queue_s: secs(r.run_queue),
         },
         server: SenderSide {
             bytes: s.bytes,

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 mod read;
 
-use super::outcome::{Detail, ReceiverFigures, ReceiverTime, Reverse, StreamOutcome};
+use super::outcome::{Detail, Reverse, StreamOutcome};
 use super::session::{ask_clock, handshake};
 use super::{Strategy, StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
@@ -29,7 +29,7 @@ use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::{REVERSE_TAIL, Sent};
 use tsperf_sys::text::Peer;
-use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
+use tsperf_sys::timing::unix_us_now;
 
 /// Bytes one read asks for.
 pub const READ_SIZE: usize = 256 << 10;
@@ -118,11 +118,16 @@ fn receive<T: Transport>(
         Ok(v) => v,
         Err(e) => return Err(fail(&got, e)),
     };
-    let Some((first_at, first_us, cpu, sched)) = got.first else {
+    let Some((first_at, first_us)) = got.first else {
         return Err(fail(&got, anyhow!("the server sent no data")));
     };
     let elapsed = end_at.duration_since(first_at);
-    let receiver = receiver_figures(&conn, cfg, &got, elapsed, (cpu, sched));
+    let sock = conn.socket();
+    let receiver = got.rx.report_with(
+        None,
+        sock.recv_buffer_size().map_or(0, |n| n as u32),
+        tsperf_sys::tcpinfo::TcpInfo::of(&*sock).map_or_else(Default::default, |i| i.receiver()),
+    );
     Ok(StreamOutcome {
         measured: crate::Measured {
             bytes: receiver.bytes,
@@ -151,40 +156,6 @@ fn receive<T: Transport>(
             wake_mark: got.wake_mark,
         }),
     })
-}
-
-/// What this client measured while it received, over `elapsed` from the first byte, its
-/// thread's clocks since `cpu` and `sched`.
-fn receiver_figures<T: Transport>(
-    conn: &T,
-    cfg: &StreamConfig,
-    got: &Received,
-    elapsed: Duration,
-    (cpu, sched): (CpuTime, Option<SchedStat>),
-) -> ReceiverFigures {
-    let sched = sched.zip(SchedStat::thread()).map(|(a, b)| b.since(a));
-    let sock = conn.socket();
-    let log = got.rx.log_ref();
-    ReceiverFigures {
-        bytes: got.rx.hashed(),
-        digest: got.rx.digest(),
-        reads: got.rx.reads(),
-        read_size: got.rx.read_size() as u64,
-        cpu: CpuTime::thread().since(cpu),
-        on_cpu: sched.map(|s| s.on_cpu),
-        run_queue: sched.map(|s| s.run_queue),
-        log: Some(cfg.spec.log),
-        log_lines: log.lines(),
-        time: Some(ReceiverTime {
-            total: elapsed,
-            log: log.time(),
-            disk: Duration::ZERO,
-        }),
-        span: None,
-        rcvbuf: sock.recv_buffer_size().map_or(0, |n| n as u32),
-        tcp: tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
-            .map_or_else(Default::default, |i| i.receiver()),
-    }
 }
 
 /// Chunks per call the server was asked for: writev's batch, else 1.

@@ -17,7 +17,7 @@ use tsperf_proto::LogMode;
 use tsperf_proto::sent::REVERSE_TAIL;
 use tsperf_proto::serve::TIMED_GRACE;
 use tsperf_sys::mark::WakeMark;
-use tsperf_sys::timing::{CpuTime, SchedStat, unix_us_now};
+use tsperf_sys::timing::unix_us_now;
 
 /// A reverse stream's per-read log: `--log`'s, or none.
 pub(super) struct RxLog(pub(super) Option<ClientLog>);
@@ -45,18 +45,6 @@ impl ReadLog for RxLog {
     }
 }
 
-impl RxLog {
-    /// Lines written and lost.
-    pub(super) fn lines(&self) -> (u64, u64) {
-        self.0.as_ref().map_or((0, 0), |l| (l.written, l.lost))
-    }
-
-    /// Time spent on the lines.
-    pub(super) fn time(&self) -> Duration {
-        self.0.as_ref().map_or(Duration::ZERO, |l| l.time)
-    }
-}
-
 /// The engine's receiver of a reverse stream: its Sent frame and end trailer held back.
 pub(super) type Rx = tsperf_stream::receive::Receiver<RxLog, NoSave, REVERSE_TAIL>;
 
@@ -64,7 +52,8 @@ pub(super) type Rx = tsperf_stream::receive::Receiver<RxLog, NoSave, REVERSE_TAI
 pub(super) struct Received {
     /// The reads, their count and checksum, the log.
     pub(super) rx: Rx,
-    pub(super) first: Option<(Instant, u64, CpuTime, Option<SchedStat>)>,
+    /// The first byte's instant and wall clock.
+    pub(super) first: Option<(Instant, u64)>,
     /// The client asked the server to stop (Ctrl-C).
     pub(super) stop_sent: bool,
     /// With `--omit`: what had arrived when the omitted start ended.
@@ -156,7 +145,7 @@ impl Received {
     /// time and the grace, a sized one's pass at the floor rate (whatever still comes).
     fn begin<T: Transport>(&mut self, conn: &mut T, cfg: &StreamConfig, progress: &mut Progress) {
         let now = Instant::now();
-        self.first = Some((now, unix_us_now(), CpuTime::thread(), SchedStat::thread()));
+        self.first = Some((now, unix_us_now()));
         progress.restart();
         match self.bound {
             Bound::Time(run) => conn.read_by(Some(now + run + TIMED_GRACE)),

@@ -31,7 +31,7 @@ fn stream_runs() -> Vec<Run> {
                         ..Default::default()
                     };
                     s.client.sender.sndbuf = 2626560;
-                    s.server.rcvbuf = 131072;
+                    s.server.receiver.rcvbuf = 131072;
                     // Stdout cells are the receiver's doing; one 102-byte none rep is
                     // called another way than the others.
                     s.limited_by = Some(match (log, chunk, rep) {

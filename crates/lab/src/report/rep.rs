@@ -60,7 +60,7 @@ fn forward(s: &StreamJson) -> Rep {
         client_cpu_s: s.cpu.user_s + s.cpu.sys_s,
         verified: s.verified,
         sndbuf: u64::from(s.client.sender.sndbuf),
-        rcvbuf: u64::from(s.server.rcvbuf),
+        rcvbuf: u64::from(s.server.receiver.rcvbuf),
         limited_by: s.limited_by.map(|l| l.to_string()),
         largest: s
             .server
@@ -68,7 +68,7 @@ fn forward(s: &StreamJson) -> Rep {
             .largest
             .clone()
             .map(|top| (top, s.server.time_split.largest_pct)),
-        server_log: s.server.log.map(|l| l.to_string()),
+        server_log: s.server.receiver.log.map(|l| l.to_string()),
         client_log: None,
     }
 }
@@ -80,11 +80,11 @@ fn reverse(r: &ReverseJson) -> Rep {
         client_cpu_s: r.cpu.user_s + r.cpu.sys_s,
         verified: r.verified,
         sndbuf: u64::from(r.server.sender.sndbuf),
-        rcvbuf: u64::from(r.client.rcvbuf),
+        rcvbuf: u64::from(r.client.receiver.rcvbuf),
         limited_by: r.limited_by.map(|l| l.to_string()),
         largest: None,
         server_log: None,
-        client_log: Some(r.client.log.to_string()),
+        client_log: r.client.receiver.log.map(|l| l.to_string()),
     }
 }
 

@@ -70,6 +70,8 @@ pub(super) fn report() -> Report {
         },
         run_queue_ns: Some(19),
         boot_id: Some([0xab; 16]),
+        read_size: 262_144,
+        on_cpu_ns: Some(20),
     }
 }
 

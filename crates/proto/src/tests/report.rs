@@ -9,7 +9,7 @@ use super::*;
 fn version_6_report_and_older_peers() {
     let mut b = Vec::new();
     encode_frame(&Frame::Report(report()), &mut b);
-    assert_eq!(b.len(), FRAME_HEADER + 242 + 2 + "/srv/ünïcode".len());
+    assert_eq!(b.len(), FRAME_HEADER + 254 + 2 + "/srv/ünïcode".len());
     assert_eq!(
         decode_frame(&b),
         Ok(Some((Frame::Report(report()), b.len())))
@@ -49,7 +49,7 @@ fn version_6_report_and_older_peers() {
         Err(ProtocolError::BadBodyLength {
             tag: 3,
             len: 88,
-            expected: 244
+            expected: 256
         })
     );
     let mut v4 = vec![3, 0, 216];
@@ -160,6 +160,53 @@ fn more_run_queue_wait_than_the_transfer_is_refused() {
         ..report()
     };
     assert_eq!(empty.check(), Ok(()));
+}
+
+/// Version 13: the report carries the receiver's read size and its thread's time on a CPU (the
+/// figures a receiving client has, so one type serves both ends); a version 12 report (242
+/// fixed bytes) does not decode as one, and time on a CPU beyond the split is refused.
+#[test]
+fn version_13_report_carries_read_size_and_time_on_a_cpu() {
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(report()), &mut b);
+    let Ok(Some((Frame::Report(r), _))) = decode_frame(&b) else {
+        panic!("did not decode");
+    };
+    assert_eq!((r.read_size, r.on_cpu_ns), (262_144, Some(20)));
+    let unknown = Report {
+        on_cpu_ns: None,
+        ..report()
+    };
+    let mut u = Vec::new();
+    encode_frame(&Frame::Report(unknown.clone()), &mut u);
+    assert_eq!(&u[FRAME_HEADER + 246..FRAME_HEADER + 254], &[0xff; 8]);
+    assert_eq!(
+        decode_frame(&u),
+        Ok(Some((Frame::Report(unknown), u.len())))
+    );
+    let mut v12 = vec![3, 0, 244];
+    v12.extend_from_slice(&[0; 244]);
+    assert!(matches!(
+        decode_frame(&v12),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
+    let mut r = report();
+    r.split = TimeSplit {
+        wait_ns: 1_000_000,
+        ..TimeSplit::default()
+    };
+    r.elapsed_ns = 0;
+    r.run_queue_ns = None;
+    r.on_cpu_ns = Some(11_000_001);
+    assert!(matches!(
+        r.check(),
+        Err(ProtocolError::BadReport {
+            field: "on_cpu_ns",
+            ..
+        })
+    ));
+    r.on_cpu_ns = Some(11_000_000);
+    assert_eq!(r.check(), Ok(()));
 }
 
 /// The time split's total and largest share.

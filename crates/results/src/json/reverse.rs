@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::{ClockJson, Cpu, TimedJson};
 use crate::strategy::{ClientIo, Strategy};
 use crate::verdict::{LimitedBy, Limits};
+use tsperf_proto::ServerIo;
 use tsperf_proto::tcp::{Flight, ReceiverTcp, SenderTcp};
-use tsperf_proto::{LogMode, ServerIo};
 
 /// A reverse stream's result (`tsclient --reverse --json`, `mode: "reverse"`): the server sent,
 /// the client received and verified.
@@ -106,29 +106,16 @@ pub struct ReverseFailureJson {
 /// What the receiving client counted (a reverse stream's `client`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverSide {
-    /// Reads that returned data.
-    pub reads: u64,
-    /// The most bytes one read asked for.
-    pub read_size: u64,
-    /// This end's per-read log sink (`--log`).
-    pub log: LogMode,
-    /// Its lines written.
-    pub log_lines: u64,
-    /// Its lines that could not be written.
-    pub log_lines_lost: u64,
-    /// Time spent writing them, in seconds.
+    /// The receiver's figures (its reads, log, receive buffer, scheduler figures).
+    #[serde(flatten)]
+    pub receiver: super::ReceiverJson,
+    /// Time spent writing its log lines, in seconds.
     pub log_s: f64,
-    /// The receive buffer the socket had at the end.
-    pub rcvbuf: u32,
     /// The receive low-water mark it read with at the end (`SO_RCVLOWAT`), bytes: 262144 once
     /// raised on a path of large segments (loopback; 65536 from earlier tsclients), else 1 (0:
     /// from a tsclient before it).
     #[serde(default)]
     pub wake_mark: u32,
-    /// The receiving thread's time on a CPU, in seconds (Linux).
-    pub on_cpu_s: Option<f64>,
-    /// Its time waiting for a CPU, in seconds (Linux).
-    pub run_queue_s: Option<f64>,
 }
 
 /// What the sending server measured (a reverse stream's `server`: its Sent frame).

@@ -24,7 +24,7 @@
 
 use std::hash::Hasher as _;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use twox_hash::XxHash3_64;
 
@@ -230,9 +230,16 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
     }
 
     /// Logs the end of the transfer (when logging), complete or how it stopped, and writes out
-    /// every line still buffered.
+    /// every line still buffered; the time since the last turn is the split's wait, the end
+    /// line's its log.
     pub fn log_end(&mut self, status: &str) {
+        self.lap(TimePhase::Wait);
         self.log.end(self.bytes, self.reads, status);
+        self.lap(if self.log() == LogMode::None {
+            TimePhase::Wait
+        } else {
+            TimePhase::Log
+        });
     }
 
     /// Bytes the next read should ask for: 0 once complete.
@@ -417,13 +424,17 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
 
     /// The report as it stands, complete or not. Every counted byte must have been hashed.
     pub fn report(&self, server_io: ServerIo, rcvbuf: u32) -> Report {
-        self.report_with(server_io, rcvbuf, tsperf_proto::tcp::ReceiverTcp::default())
+        self.report_with(
+            Some(server_io),
+            rcvbuf,
+            tsperf_proto::tcp::ReceiverTcp::default(),
+        )
     }
 
     /// The report, with the socket's `TCP_INFO` (`tcp`).
     pub fn report_with(
         &self,
-        server_io: ServerIo,
+        server_io: Option<ServerIo>,
         rcvbuf: u32,
         tcp: tsperf_proto::tcp::ReceiverTcp,
     ) -> Report {
@@ -434,13 +445,14 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
             "bytes counted but not checksummed"
         );
         let cpu = CpuTime::thread().since(self.cpu_start);
-        let run_queue = self
+        let sched = self
             .sched_start
             .zip(
                 self.sched_end
                     .or_else(tsperf_sys::timing::SchedStat::thread),
             )
-            .map(|(a, b)| b.since(a).run_queue.as_nanos() as u64);
+            .map(|(a, b)| b.since(a));
+        let ns = |d: Duration| d.as_nanos() as u64;
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
@@ -457,13 +469,15 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
             log_lines_lost: self.log.lost(),
             rcvbuf,
             output_dropped: 0,
-            server_io: Some(server_io),
+            server_io,
             log: Some(self.log()),
             saved_to: String::new(),
             split: self.split(),
             tcp,
-            run_queue_ns: run_queue,
+            run_queue_ns: sched.map(|s| ns(s.run_queue)),
             boot_id: tsperf_sys::host::boot_id(),
+            read_size: self.read_size as u32,
+            on_cpu_ns: sched.map(|s| ns(s.on_cpu)),
         }
     }
 }

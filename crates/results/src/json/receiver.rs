@@ -1,0 +1,50 @@
+//! The receiving end's figures in the JSON, one object for both directions.
+
+use serde::{Deserialize, Serialize};
+
+use tsperf_proto::{LogMode, Report};
+
+/// What the receiving end measured, whichever end it was: the same fields in a forward stream's
+/// `server` and a reverse stream's `client` (flattened into each), made from the one figures
+/// type both ends fill ([`Report`], the Report frame's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverJson {
+    /// Read calls that returned data.
+    pub reads: u64,
+    /// The most bytes one read asked for.
+    pub read_size: u32,
+    /// Where its per-read lines went (`--log`; `null`: a server that did not say).
+    pub log: Option<LogMode>,
+    /// Per-read log lines written (for a server's stdout: handed to its queue).
+    pub log_lines: u32,
+    /// Log lines that could not be written (a full disk, a closed stdout). Added with protocol
+    /// version 5.
+    #[serde(default)]
+    pub log_lines_lost: u32,
+    /// The receive buffer its socket had (`SO_RCVBUF`), in bytes.
+    pub rcvbuf: u32,
+    /// The receiving thread on a CPU from its first byte to its last, s (Linux schedstat; a
+    /// server's from protocol version 13).
+    #[serde(default)]
+    pub on_cpu_s: Option<f64>,
+    /// The receiving thread runnable but waiting for a CPU, s (Linux schedstat; a server's from
+    /// protocol version 6).
+    #[serde(default)]
+    pub run_queue_s: Option<f64>,
+}
+
+impl From<&Report> for ReceiverJson {
+    fn from(r: &Report) -> ReceiverJson {
+        let secs = |ns: Option<u64>| ns.map(|ns| ns as f64 / 1e9);
+        ReceiverJson {
+            reads: r.reads,
+            read_size: r.read_size,
+            log: r.log,
+            log_lines: r.log_lines,
+            log_lines_lost: r.log_lines_lost,
+            rcvbuf: r.rcvbuf,
+            on_cpu_s: secs(r.on_cpu_ns),
+            run_queue_s: secs(r.run_queue_ns),
+        }
+    }
+}
