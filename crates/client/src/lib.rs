@@ -24,7 +24,6 @@ pub mod outcome;
 pub mod output;
 pub mod parallel;
 pub mod progress;
-pub mod readlog;
 pub mod reverse;
 pub mod run;
 mod send;

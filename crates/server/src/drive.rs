@@ -158,8 +158,10 @@ fn receive_begin(
     let mut rx = crate::receiver::new(hello, admitted.read_size, conn, admitted.log);
     rx.log_mut().set_file(cfg.log_file.clone());
     // An event loop never waits for stdout: it leaves a logged transfer unread instead.
-    rx.log_mut()
-        .set_stdout(srv.console().clone(), at.server_io == ServerIo::Blocking);
+    rx.log_mut().set_stdout(crate::readlog::ConsoleOut(
+        srv.console().clone(),
+        at.server_io == ServerIo::Blocking,
+    ));
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
@@ -171,7 +173,8 @@ fn receive_begin(
         rx.sink = Some(partial);
     }
     let read_size = rx.read_size();
-    rx.log_mut().start(peer, hello, read_size);
+    rx.log_mut()
+        .start(peer, &hello.name, hello.length, hello.chunk, read_size);
     Ok(rx)
 }
 

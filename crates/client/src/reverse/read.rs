@@ -7,11 +7,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use tsperf_stream::receive::{Block, NoSave, ReadEnd, ReadLog};
+use tsperf_stream::receive::log::{ProcessStdout, TransferLog};
+use tsperf_stream::receive::{Block, NoSave, ReadEnd};
 
 use super::READ_SIZE;
 use crate::progress::Progress;
-use crate::readlog::ClientLog;
 use crate::{StreamConfig, StreamFailure, Transport, interrupt};
 use tsperf_proto::LogMode;
 use tsperf_proto::sent::REVERSE_TAIL;
@@ -19,31 +19,8 @@ use tsperf_proto::serve::TIMED_GRACE;
 use tsperf_sys::mark::WakeMark;
 use tsperf_sys::timing::unix_us_now;
 
-/// A reverse stream's per-read log: `--log`'s, or none.
-pub(super) struct RxLog(pub(super) Option<ClientLog>);
-
-impl ReadLog for RxLog {
-    fn mode(&self) -> LogMode {
-        self.0.as_ref().map_or(LogMode::None, ClientLog::mode)
-    }
-    #[inline]
-    fn read(&mut self, seq: u64, bytes: usize, total: u64) {
-        if let Some(log) = &mut self.0 {
-            log.read(seq, bytes, total);
-        }
-    }
-    fn end(&mut self, total: u64, reads: u64, status: &str) {
-        if let Some(log) = &mut self.0 {
-            log.end(total, reads, status);
-        }
-    }
-    fn written(&self) -> u32 {
-        self.0.as_ref().map_or(0, |l| l.written as u32)
-    }
-    fn lost(&self) -> u32 {
-        self.0.as_ref().map_or(0, |l| l.lost as u32)
-    }
-}
+/// A reverse stream's per-read log (`--log`): the engine's, its stdout lines this process's.
+pub(super) type RxLog = TransferLog<ProcessStdout>;
 
 /// The engine's receiver of a reverse stream: its Sent frame and end trailer held back.
 pub(super) type Rx = tsperf_stream::receive::Receiver<RxLog, NoSave, REVERSE_TAIL>;
@@ -132,7 +109,7 @@ fn received_only(i: crate::intervals::Interval) -> crate::intervals::Interval {
 impl Received {
     pub(super) fn new() -> Received {
         Received {
-            rx: Rx::new(None, READ_SIZE as u32, RxLog(None)),
+            rx: Rx::new(None, READ_SIZE as u32, RxLog::new(LogMode::None, 1)),
             first: None,
             stop_sent: false,
             omit_mark: None,
@@ -242,16 +219,28 @@ pub(super) fn open_log(
     name: &str,
     length: u64,
 ) -> Result<()> {
-    let Some(mut log) = ClientLog::open(cfg.spec.log, &cfg.spec.log_file)? else {
-        return Ok(());
-    };
+    let mut log = RxLog::new(cfg.spec.log, 1);
+    match cfg.spec.log {
+        LogMode::None => return Ok(()),
+        LogMode::Stdout => log.set_stdout(ProcessStdout),
+        LogMode::File => log.set_file(Some(std::sync::Arc::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&cfg.spec.log_file)
+                .with_context(|| {
+                    format!("cannot open log file '{}'", cfg.spec.log_file.display())
+                })?,
+        ))),
+    }
     let read_size = tsperf_proto::serve::default_read_size(
         cfg.spec.chunk,
         cfg.spec.log,
         tsperf_proto::serve::LOG_MIN_READ,
     );
+    let name = if name.is_empty() { "generated" } else { name };
     log.start(peer, name, length, cfg.spec.chunk, read_size as usize);
-    got.rx = Rx::new(None, read_size, RxLog(Some(log)));
+    got.rx = Rx::new(None, read_size, log);
     Ok(())
 }
 

@@ -21,25 +21,6 @@ pub fn new(hello: &Hello, read_size: u32, conn: u64, log: LogMode) -> Receiver {
     Receiver::new(expected, read_size, TransferLog::new(log, conn))
 }
 
-impl tsperf_stream::receive::ReadLog for TransferLog {
-    fn mode(&self) -> LogMode {
-        TransferLog::mode(self)
-    }
-    #[inline]
-    fn read(&mut self, seq: u64, bytes: usize, total: u64) {
-        TransferLog::read(self, seq, bytes, total);
-    }
-    fn end(&mut self, total: u64, reads: u64, status: &str) {
-        TransferLog::end(self, total, reads, status);
-    }
-    fn written(&self) -> u32 {
-        TransferLog::written(self)
-    }
-    fn lost(&self) -> u32 {
-        TransferLog::lost(self)
-    }
-}
-
 impl tsperf_stream::receive::Save for Partial {
     fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
         Partial::write(self, data)

@@ -483,6 +483,7 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
 }
 
 mod block;
+pub mod log;
 pub mod mark;
 
 pub use block::{Block, ReadEnd};
