@@ -13,7 +13,7 @@ use tsperf_proto::DEFAULT_PORT;
 use tsperf_results::units;
 
 use crate::cli;
-use crate::cli::values::{CodecArg, FramingArg, LogArg, StrategyArg};
+use crate::cli::values::{self, CodecArg, FramingArg, LogArg};
 
 mod lower;
 
@@ -66,8 +66,8 @@ struct Args {
     /// writev, or sendfile of one chunk per call from the page cache (zero-copy). With --reverse
     /// or --bidir, asked of the server for the generated stream it sends (sendfile from an
     /// in-memory file of it); without, the server's own way.
-    #[arg(long = "io", value_enum, default_value_t = StrategyArg::Write, value_name = "STRATEGY")]
-    strategy: StrategyArg,
+    #[arg(long = "io", value_parser = values::strategy(), default_value = "write", value_name = "STRATEGY")]
+    strategy: client::Strategy,
     /// Chunks per writev call with --io writev (1 to 1024).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=client::MAX_BATCH as i64), value_name = "K")]
     batch: Option<u32>,

@@ -26,8 +26,8 @@ struct Args {
     #[arg(long, default_value = "102,1024,10240", value_delimiter = ',', value_parser = units::parse_chunk)]
     chunks: Vec<u32>,
     /// tsclient --io strategies to add as a grid dimension, comma-separated.
-    #[arg(long, value_enum, default_value = "write", value_delimiter = ',')]
-    io: Vec<crate::cli::values::StrategyArg>,
+    #[arg(long, value_parser = crate::cli::values::strategy(), default_value = "write", value_delimiter = ',')]
+    io: Vec<tsperf_client::Strategy>,
     /// Requests per latency cell.
     #[arg(long, default_value_t = 1000)]
     latency_count: u64,
@@ -102,7 +102,7 @@ fn run() -> anyhow::Result<ExitCode> {
         file: args.file,
         reps: args.reps,
         chunks: args.chunks,
-        strategies: args.io.into_iter().map(Into::into).collect(),
+        strategies: args.io,
         latency_count: args.latency_count,
         stall_count: args.stall_count,
         host: args.host.map(|h| (h, args.port)),

@@ -50,17 +50,12 @@ mirror! {
     }
 }
 
-mirror! {
-    /// `--io`: how chunks reach the kernel.
-    StrategyArg => Strategy {
-        /// One write() per chunk, as the field report's client did.
-        Write,
-        /// --batch chunks per writev(), each chunk its own buffer of --chunk bytes.
-        Writev,
-        /// sendfile() of --chunk bytes per call, from the page cache to the socket
-        /// (zero-copy); the checksum is computed on a thread of its own.
-        Sendfile,
-    }
+/// `--io`: a [`Strategy`] by its name, each with its help, both the library's (a new strategy
+/// needs nothing here).
+pub(crate) fn strategy() -> impl clap::builder::TypedValueParser<Value = Strategy> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(Strategy::ALL.map(|s| PossibleValue::new(s.as_str()).help(s.help())))
+        .map(|name| Strategy::named(&name).unwrap_or_default())
 }
 
 mirror! {

@@ -291,11 +291,7 @@ impl StreamSpec {
     /// How the sending end hands chunks to the kernel (the one place a strategy becomes the
     /// engine's call); `None`: its own way.
     pub fn call(&self) -> Option<Call> {
-        self.strategy.map(|s| match s {
-            Strategy::Write => Call::Write,
-            Strategy::Writev => Call::Writev(self.batch),
-            Strategy::Sendfile => Call::Sendfile,
-        })
+        self.strategy.map(|s| s.call(self.batch))
     }
 
     /// The strategy this client sends by: the one asked for, else write.

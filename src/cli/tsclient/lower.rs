@@ -13,7 +13,7 @@ use tsperf_proto::LogMode;
 use tsperf_results::strategy::Strategy;
 use tsperf_sys::testdata::SEED_FILE_LEN;
 
-use super::{Args, LogArg, StrategyArg};
+use super::{Args, LogArg};
 
 /// A command line that cannot mean anything: what is wrong, naming the flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,18 +212,18 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
 /// How this client writes: sendfile sends a file once; `--batch` is writev's.
 fn writes(args: &Args) -> Result<(), Usage> {
     refuse(
-        args.time.is_some() && args.strategy == StrategyArg::Sendfile,
+        args.time.is_some() && args.strategy == Strategy::Sendfile,
         || {
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
                 .to_owned()
         },
     )?;
     refuse(
-        args.batch.is_some() && args.strategy != StrategyArg::Writev,
+        args.batch.is_some() && args.strategy != Strategy::Writev,
         || {
             format!(
                 "--batch applies to --io writev only (this run uses --io {})",
-                Strategy::from(args.strategy)
+                args.strategy
             )
         },
     )
@@ -238,7 +238,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         chunk: args.chunk,
         source: Source::Generated(args.bytes.unwrap_or(SEED_FILE_LEN)),
         one_buffer: args.one_buffer,
-        strategy: args.given("strategy").then(|| args.strategy.into()),
+        strategy: args.given("strategy").then_some(args.strategy),
         batch: args.batch.unwrap_or(client::DEFAULT_BATCH),
         timeout: Duration::from_secs_f64(args.timeout),
         min_rate: args.min_rate,
