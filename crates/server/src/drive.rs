@@ -15,7 +15,7 @@ use tsperf_sys::text::Peer;
 use crate::console::Stream;
 use crate::receiver::Receiver;
 use crate::{Outcome, Server, ServerConfig, print_complete, print_failed};
-use tsperf_stream::send::Sender;
+use tsperf_stream::send::{Heard, SendEnd, Sender};
 
 /// Performs `step`'s effect, if it has one, and returns the step that follows: the
 /// conversation's answer to what the effect did, or `step` itself when it also carries the
@@ -312,6 +312,82 @@ fn finish(
             Err(reason)
         }
     }
+}
+
+/// How one turn of a reverse stream's writes went, for the I/O model to act on.
+pub(crate) enum Turned {
+    /// The stream goes on, having moved `moved` bytes; `more`: the turn's share was used and
+    /// the socket may take more; `timed_out`: a write waited its whole timeout (blocking).
+    On {
+        moved: u64,
+        more: bool,
+        timed_out: bool,
+    },
+    /// Every byte is sent: its end (the Sent frame and the trailer) to write, then
+    /// [`Conversation::sent_all`].
+    Closing(Vec<u8>),
+    /// It cannot go on: what to write first (its reason, in the Sent frame's place, so the client
+    /// reads why), then the step that ends it.
+    Over(Option<Vec<u8>>, Box<Step>),
+}
+
+/// One turn of a reverse stream at either I/O model: what the client said (a stop, or its
+/// close), a turn of writes, and at the data's end the stream's end, or why it cannot go on.
+pub(crate) fn send_turn<S: std::io::Write + AsFd>(
+    tx: &mut Sender,
+    conv: &mut Conversation,
+    stream: &mut S,
+    server_io: ServerIo,
+    scratch: &mut [u8],
+) -> Turned {
+    let cannot = |conv: &mut Conversation, what: &str, e: &dyn std::fmt::Display| {
+        Turned::Over(
+            None,
+            Box::new(conv.send_failed(&format!("cannot {what} the client: {e}"))),
+        )
+    };
+    match tx.listen(&*stream) {
+        Ok(Heard::Closed) => {
+            return Turned::Over(
+                None,
+                Box::new(conv.send_failed("the client closed the connection")),
+            );
+        }
+        Err(e) => return cannot(conv, "read from", &e),
+        Ok(Heard::Stop | Heard::Nothing) => {}
+    }
+    let before = tx.sent();
+    let end = tx.send_turn(&mut tsperf_sys::direct::Direct(stream), scratch);
+    let moved = tx.sent() - before;
+    let on = |more, timed_out| Turned::On {
+        moved,
+        more,
+        timed_out,
+    };
+    match end {
+        SendEnd::TurnOver => on(true, false),
+        SendEnd::WouldBlock => on(false, false),
+        SendEnd::Error(e) if tsperf_sys::net::is_timeout(&e) => on(false, true),
+        SendEnd::Error(e) => cannot(conv, "write to", &e),
+        SendEnd::Done => match tx.closing(&*stream, server_io, scratch) {
+            Ok(closing) => Turned::Closing(closing),
+            Err(why) => fail_sending(tx, conv, &why, scratch),
+        },
+        SendEnd::Source(why) => fail_sending(tx, conv, &format!("{why:#}"), scratch),
+    }
+}
+
+/// Ends a reverse stream that cannot go on for `why`.
+pub(crate) fn fail_sending(
+    tx: &mut Sender,
+    conv: &mut Conversation,
+    why: &str,
+    scratch: &mut [u8],
+) -> Turned {
+    Turned::Over(
+        Some(tx.failing(why, scratch)),
+        Box::new(conv.send_failed(why)),
+    )
 }
 
 /// How a turn of reads ended, as the conversation takes it (`stopping`: the server has been

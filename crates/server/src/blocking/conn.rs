@@ -9,15 +9,14 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 use tsperf_proto::serve::{Conversation, DataEnd, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase, encode_frame};
-use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::drive::{Where, challenge, data_end, perform};
+use crate::drive::{self, Turned, Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
 use crate::{Outcome, SHUTTING_DOWN, Server, print_failed};
-use tsperf_stream::send::{Heard, SendEnd, Sender};
+use tsperf_stream::send::Sender;
 
 /// Runs one connection to its end and prints its outcome.
 pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> Outcome {
@@ -153,25 +152,26 @@ impl Conn<'_> {
         let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
         let mut stalled_since: Option<Instant> = None;
         loop {
-            if self.srv.stopping_now() {
-                return self.fail_sending(&mut tx, SHUTTING_DOWN, &mut scratch);
-            }
-            match tx.listen(&*self.stream) {
-                Ok(Heard::Closed) => {
-                    return self.conv.send_failed("the client closed the connection");
+            let stalls = tx.stalls();
+            let turned = if self.srv.stopping_now() {
+                drive::fail_sending(&mut tx, &mut self.conv, SHUTTING_DOWN, &mut scratch)
+            } else {
+                let io = ServerIo::Blocking;
+                drive::send_turn(&mut tx, &mut self.conv, self.stream, io, &mut scratch)
+            };
+            let (moved, timed_out) = match turned {
+                Turned::On {
+                    moved, timed_out, ..
+                } => (moved, timed_out),
+                Turned::Closing(closing) => return self.sent_all(&mut tx, &closing),
+                Turned::Over(reason, step) => {
+                    if let Some(reason) = reason {
+                        let _ = self.stream.write_all(&reason);
+                    }
+                    return *step;
                 }
-                Err(e) => {
-                    return self
-                        .conv
-                        .send_failed(&format!("cannot read from the client: {e}"));
-                }
-                Ok(Heard::Stop | Heard::Nothing) => {}
-            }
-            let (before, stalls) = (tx.sent(), tx.stalls());
-            let end = tx.send_turn(&mut Direct(self.stream), &mut scratch);
+            };
             let now = Instant::now();
-            let timed_out = matches!(&end, SendEnd::Error(e) if net::is_timeout(e));
-            let moved = tx.sent() - before;
             if (tx.stalls() > stalls || timed_out) && moved < STALL_BYTES {
                 let since = *stalled_since.get_or_insert(now);
                 if now.duration_since(since) >= idle {
@@ -181,42 +181,20 @@ impl Conn<'_> {
                 stalled_since = None;
                 self.conv.sending(moved, now);
             }
-            match end {
-                SendEnd::TurnOver | SendEnd::WouldBlock => {}
-                SendEnd::Error(e) if net::is_timeout(&e) => {}
-                SendEnd::Error(e) => {
-                    return self
-                        .conv
-                        .send_failed(&format!("cannot write to the client: {e}"));
-                }
-                SendEnd::Done => {
-                    let closing = match tx.closing(&*self.stream, ServerIo::Blocking, &mut scratch)
-                    {
-                        Ok(closing) => closing,
-                        Err(why) => return self.fail_sending(&mut tx, &why, &mut scratch),
-                    };
-                    if let Err(e) = self.stream.write_all(&closing) {
-                        return self
-                            .conv
-                            .send_failed(&format!("cannot write to the client: {e}"));
-                    }
-                    crate::print_sent(self.srv, self.peer, self.conv.hello(), &closing);
-                    // Unread, what the client sent last would make the close a reset.
-                    let _ = tx.listen(&*self.stream);
-                    return self.conv.sent_all();
-                }
-                SendEnd::Source(why) => {
-                    return self.fail_sending(&mut tx, &format!("{why:#}"), &mut scratch);
-                }
-            }
         }
     }
 
-    /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
-    /// before the connection closes, so the client reads why.
-    fn fail_sending(&mut self, tx: &mut Sender, why: &str, scratch: &mut [u8]) -> Step {
-        let _ = self.stream.write_all(&tx.failing(why, scratch));
-        self.conv.send_failed(why)
+    /// Writes a reverse stream's end (`closing`: the Sent frame and the trailer).
+    fn sent_all(&mut self, tx: &mut Sender, closing: &[u8]) -> Step {
+        if let Err(e) = self.stream.write_all(closing) {
+            return self
+                .conv
+                .send_failed(&format!("cannot write to the client: {e}"));
+        }
+        crate::print_sent(self.srv, self.peer, self.conv.hello(), closing);
+        // Unread, what the client sent last would make the close a reset.
+        let _ = tx.listen(&*self.stream);
+        self.conv.sent_all()
     }
 
     /// Reads the transfer's data to its end (or its failure).

@@ -10,15 +10,14 @@ use mio::net::TcpStream;
 use tracing::debug;
 use tsperf_proto::serve::{Conversation, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase};
-use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::drive::{Where, data_end, perform};
+use crate::drive::{self, Turned, Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
 use crate::{Outcome, Server};
-use tsperf_stream::send::{Heard, SendEnd, Sender};
+use tsperf_stream::send::Sender;
 
 /// What the loop lends the connection it serves: the read block, the read-ahead buffer of a
 /// served file, and the loop's waker (for the generated text being made).
@@ -226,47 +225,30 @@ impl Conn {
         let Some(tx) = self.tx.as_deref_mut() else {
             return Step::default();
         };
-        match tx.listen(&self.stream) {
-            Ok(Heard::Closed) => return self.conv.send_failed("the client closed the connection"),
-            Err(e) => {
-                return self
-                    .conv
-                    .send_failed(&format!("cannot read from the client: {e}"));
-            }
-            Ok(Heard::Stop | Heard::Nothing) => {}
-        }
-        let before = tx.sent();
-        let end = tx.send_turn(&mut Direct(&mut self.stream), &mut lent.scratch);
-        self.conv.sending(tx.sent() - before, Instant::now());
-        match end {
-            SendEnd::TurnOver => {
-                self.more = true;
+        match drive::send_turn(
+            tx,
+            &mut self.conv,
+            &mut self.stream,
+            ServerIo::EventLoop,
+            &mut lent.scratch,
+        ) {
+            Turned::On { moved, more, .. } => {
+                self.conv.sending(moved, Instant::now());
+                self.more = more;
                 Step::default()
             }
-            SendEnd::WouldBlock => Step::default(),
-            SendEnd::Done => match tx.closing(&self.stream, ServerIo::EventLoop, &mut lent.scratch)
-            {
-                Ok(closing) => {
-                    self.out.bytes(&closing);
-                    crate::print_sent(srv, self.peer, self.conv.hello(), &closing);
-                    self.conv.sent_all()
+            Turned::Closing(closing) => {
+                self.out.bytes(&closing);
+                crate::print_sent(srv, self.peer, self.conv.hello(), &closing);
+                self.conv.sent_all()
+            }
+            Turned::Over(reason, step) => {
+                if let Some(reason) = reason {
+                    self.out.bytes(&reason);
                 }
-                Err(why) => self.fail_sending(&why, &mut lent.scratch),
-            },
-            SendEnd::Source(why) => self.fail_sending(&format!("{why:#}"), &mut lent.scratch),
-            SendEnd::Error(e) => self
-                .conv
-                .send_failed(&format!("cannot write to the client: {e}")),
+                *step
+            }
         }
-    }
-
-    /// Ends a reverse stream that cannot go on: its reason, in the Sent frame's place, goes out
-    /// before the connection closes, so the client reads why.
-    fn fail_sending(&mut self, why: &str, scratch: &mut [u8]) -> Step {
-        if let Some(tx) = self.tx.as_deref_mut() {
-            self.out.bytes(&tx.failing(why, scratch));
-        }
-        self.conv.send_failed(why)
     }
 
     /// Answers first (what the client took makes room for reading its next requests), then

@@ -210,11 +210,6 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
         self.log.mode()
     }
 
-    /// The per-read log.
-    pub fn log_ref(&self) -> &L {
-        &self.log
-    }
-
     /// The per-read log, to set up its sink or write its start line.
     pub fn log_mut(&mut self) -> &mut L {
         &mut self.log
