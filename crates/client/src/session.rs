@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::Transport;
 use tsperf_proto::client::{Accepted, ClientError, ClientStep, Clock, StreamConversation};
-use tsperf_proto::{Frame, RefuseCode, Report};
+use tsperf_proto::{Frame, Hello, RefuseCode, Report};
 use tsperf_sys::auth::Key;
 use tsperf_sys::net;
 use tsperf_sys::text::Peer;
@@ -184,6 +184,45 @@ pub fn describe_bytes(bytes: &[u8]) -> String {
         hex.join(" "),
         if bytes.len() > 16 { " ..." } else { "" }
     )
+}
+
+/// The hello of a stream of `length` bytes a pass named `name`, with what either direction
+/// asks: the clock queries, a timed run's length, its session and two-way flag.
+pub(crate) fn stream_hello(cfg: &crate::StreamConfig, length: u64, name: &str) -> Hello {
+    let duration_ms = cfg.spec.time.map_or(0, |t| {
+        u32::try_from((t + cfg.spec.omit).as_millis().max(1)).unwrap_or(u32::MAX)
+    });
+    Hello {
+        clock_queries: cfg.spec.clock_queries,
+        duration_ms,
+        session: cfg.session(),
+        two_way: cfg.two_way.is_some(),
+        ..Hello::stream(length, cfg.spec.chunk, name)
+    }
+}
+
+/// Opens a stream with `hello` (`what`: what the server is asked to accept): its timeout set,
+/// the hello answered, the clock queries made; the server's address, its Accept, the clock
+/// and the conversation, which goes on after the data.
+pub(crate) fn open_stream<T: Transport>(
+    conn: &mut T,
+    cfg: &crate::StreamConfig,
+    hello: Hello,
+    what: &str,
+) -> Result<(
+    std::net::SocketAddr,
+    Accepted,
+    Option<Clock>,
+    StreamConversation,
+)> {
+    let peer = conn.peer().context("cannot read the server's address")?;
+    conn.set_timeout(cfg.spec.timeout)?;
+    let mut conv = StreamConversation::new(hello, cfg.spec.timeout);
+    let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
+        .with_context(|| format!("the server at {peer} did not accept {what}"))?;
+    let clock = ask_clock(conn, &mut conv)
+        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
+    Ok((peer, accepted, clock, conv))
 }
 
 /// Makes the clock queries `conv` asks for, one at a time, all of them answered within its

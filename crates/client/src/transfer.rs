@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 
 use super::outcome::{Detail, Forward, StreamOutcome};
 use super::send::{Stop, Tally, acknowledged, send_data};
-use super::session::{ask_clock, await_report, handshake, read_frame_within};
+use super::session::{await_report, open_stream, read_frame_within, stream_hello};
 use super::{Strategy, StreamConfig, StreamFailure, Transport, intervals};
 use crate::progress::Progress;
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
@@ -329,8 +329,6 @@ fn result<T: Transport>(
 /// Everything before the data: the socket's settings, the hello and its answer, the clock
 /// queries. The conversation goes on after the data, to the report.
 fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> Result<Prepared> {
-    let peer = conn.peer().context("cannot read the server's address")?;
-    conn.set_timeout(cfg.spec.timeout)?;
     if let Some(n) = cfg.spec.sndbuf {
         conn.socket()
             .set_send_buffer_size(n as usize)
@@ -340,22 +338,11 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
         tsperf_sys::congestion::set(&*conn.socket(), name)
             .with_context(|| format!("--congestion {name}"))?;
     }
-    let duration_ms = cfg.spec.time.map_or(0, |t| {
-        u32::try_from((t + cfg.spec.omit).as_millis().max(1)).unwrap_or(u32::MAX)
-    });
     let hello = Hello {
         log: cfg.spec.server_log,
-        clock_queries: cfg.spec.clock_queries,
-        duration_ms,
-        session: cfg.session(),
-        two_way: cfg.two_way.is_some(),
-        ..Hello::stream(source.len(), cfg.spec.chunk, source.name())
+        ..stream_hello(cfg, source.len(), source.name())
     };
-    let mut conv = StreamConversation::new(hello, cfg.spec.timeout);
-    let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
-        .with_context(|| format!("the server at {peer} did not accept the transfer"))?;
-    let clock = ask_clock(conn, &mut conv)
-        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
+    let (peer, accepted, clock, conv) = open_stream(conn, cfg, hello, "the transfer")?;
     Ok(Prepared {
         peer,
         accepted,

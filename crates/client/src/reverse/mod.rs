@@ -12,12 +12,12 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 
 mod read;
 
 use super::outcome::{Detail, Reverse, StreamOutcome};
-use super::session::{ask_clock, handshake};
+use super::session::{open_stream, stream_hello};
 use super::{Strategy, StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
@@ -25,7 +25,7 @@ use crate::progress::Progress;
 use read::{Received, open_log, read_sampled};
 use tsperf_proto::Hello;
 use tsperf_proto::client::reverse::{self, Contradiction, Ending};
-use tsperf_proto::client::{Accepted, Clock, StreamConversation};
+use tsperf_proto::client::{Accepted, Clock};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::{REVERSE_TAIL, Sent};
 use tsperf_sys::text::Peer;
@@ -228,18 +228,9 @@ fn open<T: Transport>(
     bytes: u64,
     name: &str,
 ) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
-    let peer = conn.peer().context("cannot read the server's address")?;
-    conn.set_timeout(cfg.spec.timeout)?;
-    let duration_ms = cfg.spec.time.map_or(0, |t| {
-        u32::try_from((t + cfg.spec.omit).as_millis().max(1)).unwrap_or(u32::MAX)
-    });
     let hello = Hello {
         reverse: true,
         one_buffer: asks_one_buffer(cfg, name),
-        clock_queries: cfg.spec.clock_queries,
-        duration_ms,
-        session: cfg.session(),
-        two_way: cfg.two_way.is_some(),
         // The server sends: the congestion control asked for is its socket's.
         congestion: cfg
             .spec
@@ -248,11 +239,9 @@ fn open<T: Transport>(
             .and_then(tsperf_proto::tcp::Congestion::new),
         // The server's writes, as asked (`--io`, `--batch`), else its own way.
         call: cfg.spec.call(),
-        ..Hello::stream(bytes, cfg.spec.chunk, name)
+        ..stream_hello(cfg, bytes, name)
     };
-    let mut conv = StreamConversation::new(hello, cfg.spec.timeout);
-    let accepted = handshake(conn, &mut conv, cfg.auth.as_deref())
-        .with_context(|| format!("the server at {peer} did not accept the reverse stream"))?;
+    let (peer, accepted, clock, _) = open_stream(conn, cfg, hello, "the reverse stream")?;
     if accepted.length == 0 {
         bail!(
             "the server at {peer} would send a pass of 0 bytes: a pass is at least 1 byte (an \
@@ -265,8 +254,6 @@ fn open<T: Transport>(
             accepted.length
         );
     }
-    let clock = ask_clock(conn, &mut conv)
-        .with_context(|| format!("the server at {peer} did not answer its clock queries"))?;
     Ok((peer, accepted, clock))
 }
 
