@@ -7,7 +7,8 @@
 //! go, while it is in the CPU's cache. Hashing on a thread of its own instead (as sendfile does)
 //! was measured (1 GiB at 128 KiB, 7 alternating pairs): no faster (1832 against 1820 MiB/s) and
 //! 0.07 s more CPU per GiB (the second mapping's page tables). sendfile never copies the bytes
-//! into the process, so its checksum is made on a thread of its own from the page cache.
+//! into the process, so its checksum is made on a thread of its own from the page cache (a
+//! server's kept within [`tsperf_sys::source::CHECKSUM_LEAD`] of the bytes its client took).
 //!
 //! Chunks are cut from the start of each block (a cycled source's blocks end at the file's end,
 //! so a pass ends with a shorter chunk), and a short call is continued from where it stopped.
@@ -51,7 +52,10 @@ pub(super) fn of_text(
         }
     };
     let period = if one_buffer { chunk } else { u64::MAX };
-    Local::new(source.within(period).cycled(length), call, chunk32, repeats)
+    let mut local = Local::new(source.within(period).cycled(length), call, chunk32, repeats)?;
+    // A server's sendfile checksum keeps within its lead of what its client took.
+    local.lead = tsperf_sys::source::CHECKSUM_LEAD;
+    Ok(local)
 }
 
 /// A held source being sent.
@@ -68,6 +72,8 @@ pub(super) struct Local {
     cut: u64,
     /// sendfile's checksum, made on a thread of its own.
     checksum: Option<Checksum>,
+    /// How far that checksum may run ahead of the bytes sent (`u64::MAX`: as far as it goes).
+    lead: u64,
     /// Passes repeat (a timed stream): the digest can stop inside a block.
     repeats: bool,
     /// The pass's digest, known beforehand ([`Local::known`]): nothing is hashed.
@@ -101,6 +107,7 @@ impl Local {
             block: (0, 0),
             cut: 0,
             checksum: None,
+            lead: u64::MAX,
             repeats,
             known: None,
         })
@@ -137,7 +144,7 @@ impl Local {
                     self.source.name()
                 ));
             }
-            self.checksum = Some(self.source.digest_in_background()?);
+            self.checksum = Some(self.source.digest_in_background_within(self.lead)?);
             self.source.hash_elsewhere();
         } else {
             self.fetch(0)?;
@@ -222,7 +229,13 @@ impl Local {
         };
         match sink.sendfile(file, pos, want) {
             Ok(0) => Err(Failure::Source(self.source.shrank(at))),
-            Ok(n) => Ok((n, want)),
+            Ok(n) => {
+                // The checksum thread may run its lead past what went, no further.
+                if let Some(sum) = &self.checksum {
+                    sum.sent(at + n as u64);
+                }
+                Ok((n, want))
+            }
             Err(e) => Err(Failure::Io(e)),
         }
     }
@@ -250,6 +263,12 @@ impl Local {
         } else {
             self.source.digest()
         })
+    }
+
+    /// sendfile's checksum, while it runs.
+    #[cfg(test)]
+    pub(super) fn checksum(&self) -> Option<&Checksum> {
+        self.checksum.as_ref()
     }
 
     /// True if the source's file changed while it was sent.

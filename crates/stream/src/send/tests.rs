@@ -350,3 +350,75 @@ fn a_turn_ends_at_the_drivers_bound() {
     assert_eq!(s.sent(), 4 << 20);
     assert!(turns >= (4 << 20) / ((64 << 10) + 10_240), "{turns} turns");
 }
+
+/// A socket that takes one `sendfile` of a few bytes, then nothing more: a client that reads a
+/// trickle, or nothing.
+struct Trickle {
+    took: u64,
+    null: std::fs::File,
+}
+
+impl std::os::fd::AsFd for Trickle {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.null.as_fd()
+    }
+}
+
+impl Write for Trickle {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink for Trickle {
+    fn sendfile(&mut self, _: &std::fs::File, _: u64, len: usize) -> io::Result<usize> {
+        if self.took > 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.took = len.min(4096) as u64;
+        Ok(self.took as usize)
+    }
+}
+
+/// A server's sendfile stream hashes its text no further than the checksum's lead past what
+/// its client took: a client that asks for 64 GiB and reads a trickle costs the server the
+/// hashing of what it read, not of the whole stream on a thread of its own.
+#[test]
+fn a_servers_sendfile_checksum_keeps_within_its_lead_of_what_its_client_took() {
+    use tsperf_sys::source::CHECKSUM_LEAD;
+    let bytes: Vec<u8> = (0..300_007u32).map(|i| (i * 7 % 251) as u8).collect();
+    let file = Arc::new(tsperf_sys::testdata::file_of(&bytes).unwrap());
+    let hello = Hello {
+        reverse: true,
+        call: Some(Call::Sendfile),
+        ..Hello::stream(4 * CHECKSUM_LEAD, 4096, "")
+    };
+    let mut s = Sender::new(&hello);
+    s.give(Generated::File(Ok(file)));
+    let mut sink = Trickle {
+        took: 0,
+        null: std::fs::File::open("/dev/null").unwrap(),
+    };
+    assert!(matches!(
+        s.send_turn(&mut sink, &mut []),
+        SendEnd::WouldBlock
+    ));
+    assert_eq!(s.sent(), 4096);
+    let Data::Local(local) = &s.data else {
+        panic!("not a held source");
+    };
+    let sum = local.checksum().expect("sendfile's checksum runs");
+    let by = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !sum.waiting() && !sum.finished() && std::time::Instant::now() < by {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        sum.hashed() <= 4096 + CHECKSUM_LEAD,
+        "{} bytes hashed for 4096 taken",
+        sum.hashed()
+    );
+}

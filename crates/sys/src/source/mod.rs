@@ -34,7 +34,7 @@ mod held;
 mod mapped;
 mod repeat;
 
-pub use background::Checksum;
+pub use background::{CHECKSUM_LEAD, Checksum};
 pub use held::Held;
 
 use mapped::{map, populate};

@@ -328,3 +328,43 @@ fn the_seed_period_is_the_seed_file() {
     assert_eq!(&own[..], b"not the text");
     assert!(&own[..] == own.bytes());
 }
+
+/// A background checksum runs no further ahead of the bytes sent than its lead
+/// ([`CHECKSUM_LEAD`]): a reader that takes a stream slowly (a reverse stream's client) costs
+/// the sender no more hashing than the bytes it took, however long the stream. Told of what
+/// went, it goes on; joined, it finishes the whole length.
+#[test]
+fn a_background_checksum_keeps_within_its_lead_of_the_bytes_sent() {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    let data: Vec<u8> = (0..(CHECKSUM_LEAD as u32 * 3))
+        .map(|i| (i % 249) as u8)
+        .collect();
+    f.write_all(&data).unwrap();
+    let s = Source::open(f.path(), 128 << 10, 1).unwrap();
+    let sum = s.digest_in_background_within(CHECKSUM_LEAD).unwrap();
+    // Waits (bounded) until the thread waits for more to be sent, or has finished.
+    let settle = |sum: &Checksum| {
+        let by = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !sum.waiting() && !sum.finished() && std::time::Instant::now() < by {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    settle(&sum);
+    assert!(
+        sum.hashed() <= CHECKSUM_LEAD,
+        "{} bytes hashed with nothing sent",
+        sum.hashed()
+    );
+    sum.sent(CHECKSUM_LEAD);
+    let by = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sum.hashed() <= CHECKSUM_LEAD && std::time::Instant::now() < by {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    settle(&sum);
+    let hashed = sum.hashed();
+    assert!(
+        hashed > CHECKSUM_LEAD && hashed <= 2 * CHECKSUM_LEAD,
+        "{hashed} bytes hashed with {CHECKSUM_LEAD} sent"
+    );
+    assert_eq!(sum.join().unwrap(), xxhash_rust::xxh3::xxh3_64(&data));
+}
