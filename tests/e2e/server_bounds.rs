@@ -846,7 +846,15 @@ fn served_streams_hold_no_buffer_each() {
             s.set_read_timeout(Some(DEADLINE)).unwrap();
             let mut accept = [0u8; ACCEPT_LEN];
             s.read_exact(&mut accept).unwrap();
-            assert_eq!(accept[0], 1, "{model:?}: not accepted");
+            if accept[0] != 1 {
+                // A refusal: its code and reason follow (seen once in eight runs beside the
+                // other server_bounds tests, never alone).
+                let mut rest = vec![0u8; 1100];
+                let n = s.read(&mut rest).unwrap_or(0);
+                let reason = String::from_utf8_lossy(&accept).into_owned()
+                    + &String::from_utf8_lossy(&rest[..n]);
+                panic!("{model:?}: not accepted (tag {}): {reason:?}", accept[0]);
+            }
         }
         std::thread::sleep(Duration::from_millis(500));
         let grown = server.status_kib("VmRSS").saturating_sub(before);

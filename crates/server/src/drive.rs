@@ -15,7 +15,7 @@ use tsperf_sys::text::Peer;
 use crate::console::Stream;
 use crate::receiver::Receiver;
 use crate::{Outcome, Server, ServerConfig, print_complete, print_failed};
-use tsperf_stream::send::{Heard, SendEnd, Sender};
+use tsperf_stream::send::{Heard, SendEnd, Sender, Sink};
 
 /// Performs `step`'s effect, if it has one, and returns the step that follows: the
 /// conversation's answer to what the effect did, or `step` itself when it also carries the
@@ -332,11 +332,12 @@ pub(crate) enum Turned {
 }
 
 /// One turn of a reverse stream at either I/O model: what the client said (a stop, or its
-/// close), a turn of writes, and at the data's end the stream's end, or why it cannot go on.
-pub(crate) fn send_turn<S: std::io::Write + AsFd>(
+/// close), a turn of writes (told to the conversation: the client took bytes), and at the
+/// data's end the stream's end, or why it cannot go on.
+pub(crate) fn send_turn<S: Sink>(
     tx: &mut Sender,
     conv: &mut Conversation,
-    stream: &mut S,
+    sock: &mut S,
     server_io: ServerIo,
     scratch: &mut [u8],
 ) -> Turned {
@@ -346,7 +347,7 @@ pub(crate) fn send_turn<S: std::io::Write + AsFd>(
             Box::new(conv.send_failed(&format!("cannot {what} the client: {e}"))),
         )
     };
-    match tx.listen(&*stream) {
+    match tx.listen(&*sock) {
         Ok(Heard::Closed) => {
             return Turned::Over(
                 None,
@@ -357,8 +358,10 @@ pub(crate) fn send_turn<S: std::io::Write + AsFd>(
         Ok(Heard::Stop | Heard::Nothing) => {}
     }
     let before = tx.sent();
-    let end = tx.send_turn(&mut tsperf_sys::direct::Direct(stream), scratch);
+    let end = tx.send_turn(sock, scratch);
     let moved = tx.sent() - before;
+    // Counted whatever the turn ended as: a failure says how much went, this turn's included.
+    conv.sending(moved, Instant::now());
     let on = |more, timed_out| Turned::On {
         moved,
         more,
@@ -369,7 +372,7 @@ pub(crate) fn send_turn<S: std::io::Write + AsFd>(
         SendEnd::WouldBlock => on(false, false),
         SendEnd::Error(e) if tsperf_sys::net::is_timeout(&e) => on(false, true),
         SendEnd::Error(e) => cannot(conv, "write to", &e),
-        SendEnd::Done => match tx.closing(&*stream, server_io, scratch) {
+        SendEnd::Done => match tx.closing(&*sock, server_io, scratch) {
             Ok(closing) => Turned::Closing(closing),
             Err(why) => fail_sending(tx, conv, &why, scratch),
         },
@@ -411,5 +414,100 @@ pub(crate) fn data_end(
             Some(h) => save_failed(h, &e),
             None => e.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{self, Write};
+    use std::os::unix::net::UnixStream;
+    use tsperf_proto::serve::Policy;
+    use tsperf_stream::send::Generated;
+
+    /// A client's socket that takes `room` bytes, then fails as a reset connection does; its
+    /// descriptor is one end of a quiet socket pair (nothing to hear from the client).
+    struct Resets {
+        took: u64,
+        room: u64,
+        quiet: (UnixStream, UnixStream),
+    }
+
+    impl Write for Resets {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = (self.room - self.took).min(buf.len() as u64);
+            if n == 0 {
+                return Err(io::ErrorKind::ConnectionReset.into());
+            }
+            self.took += n;
+            Ok(n as usize)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl AsFd for Resets {
+        fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+            self.quiet.0.as_fd()
+        }
+    }
+
+    impl Sink for Resets {}
+
+    /// A reverse stream whose client's connection fails partway through a turn says how many
+    /// bytes it had sent, that turn's included (the event loop counted them before it looked at
+    /// how the turn ended; one shared turn must too).
+    #[test]
+    fn a_turn_that_fails_counts_the_bytes_it_sent() {
+        let now = Instant::now();
+        let policy = Policy {
+            max_bytes: 1 << 30,
+            ..Policy::default()
+        };
+        let hello = Hello {
+            reverse: true,
+            ..Hello::stream(1 << 20, 1024, "")
+        };
+        let mut conv = Conversation::new(ServerIo::EventLoop, &policy, None, now);
+        let mut bytes = Vec::new();
+        tsperf_proto::encode_hello(&hello, &mut bytes);
+        let mut clock = || 1_000u64;
+        for b in &bytes {
+            conv.space()[0] = *b;
+            let _ = conv.received(1, now, &mut clock);
+        }
+        let _ = conv.begun(Ok(()), now);
+        let mut tx = Sender::new(&hello);
+        let text: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        tx.give(Generated::Text(tsperf_sys::source::Held::of(&text)));
+        let quiet = UnixStream::pair().unwrap();
+        quiet.0.set_nonblocking(true).unwrap();
+        let mut sock = Resets {
+            took: 0,
+            room: 10_000,
+            quiet,
+        };
+        let mut scratch = [0u8; 64];
+        let step = match send_turn(
+            &mut tx,
+            &mut conv,
+            &mut sock,
+            ServerIo::EventLoop,
+            &mut scratch,
+        ) {
+            Turned::Over(_, step) => step,
+            Turned::On { .. } => panic!("the turn went on past the reset"),
+            Turned::Closing(_) => panic!("the stream ended"),
+        };
+        assert_eq!(sock.took, 10_000);
+        match step.end {
+            Some(Outcome::Incomplete(why)) => assert!(
+                why.starts_with("sent 10000 bytes of a reverse stream, then cannot write"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 use tsperf_proto::serve::{Conversation, DataEnd, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase, encode_frame};
+use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -157,7 +158,13 @@ impl Conn<'_> {
                 drive::fail_sending(&mut tx, &mut self.conv, SHUTTING_DOWN, &mut scratch)
             } else {
                 let io = ServerIo::Blocking;
-                drive::send_turn(&mut tx, &mut self.conv, self.stream, io, &mut scratch)
+                drive::send_turn(
+                    &mut tx,
+                    &mut self.conv,
+                    &mut Direct(self.stream),
+                    io,
+                    &mut scratch,
+                )
             };
             let (moved, timed_out) = match turned {
                 Turned::On {
@@ -179,7 +186,6 @@ impl Conn<'_> {
                 }
             } else {
                 stalled_since = None;
-                self.conv.sending(moved, now);
             }
         }
     }

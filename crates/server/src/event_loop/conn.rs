@@ -10,6 +10,7 @@ use mio::net::TcpStream;
 use tracing::debug;
 use tsperf_proto::serve::{Conversation, Phase, Step};
 use tsperf_proto::{Frame, LogMode, ServerIo, TimePhase};
+use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
@@ -228,12 +229,11 @@ impl Conn {
         match drive::send_turn(
             tx,
             &mut self.conv,
-            &mut self.stream,
+            &mut Direct(&mut self.stream),
             ServerIo::EventLoop,
             &mut lent.scratch,
         ) {
-            Turned::On { moved, more, .. } => {
-                self.conv.sending(moved, Instant::now());
+            Turned::On { more, .. } => {
                 self.more = more;
                 Step::default()
             }
