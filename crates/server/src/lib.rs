@@ -24,6 +24,7 @@ pub mod receiver;
 pub mod save;
 pub mod serve_dir;
 pub mod sessions;
+mod turn;
 
 pub use instance::{Server, catch_stop_signals};
 pub use mark::WakeMark;

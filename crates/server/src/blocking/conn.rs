@@ -13,9 +13,10 @@ use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::drive::{self, Turned, Where, challenge, data_end, perform};
+use crate::drive::{Where, challenge, data_end, perform};
 use crate::outbox::Outbox;
 use crate::receiver::{Block, ReadEnd, Receiver};
+use crate::turn::{self, Turned};
 use crate::{Outcome, SHUTTING_DOWN, Server, print_failed};
 use tsperf_stream::send::Sender;
 
@@ -155,10 +156,10 @@ impl Conn<'_> {
         loop {
             let stalls = tx.stalls();
             let turned = if self.srv.stopping_now() {
-                drive::fail_sending(&mut tx, &mut self.conv, SHUTTING_DOWN, &mut scratch)
+                turn::fail_sending(&mut tx, &mut self.conv, SHUTTING_DOWN, &mut scratch)
             } else {
                 let io = ServerIo::Blocking;
-                drive::send_turn(
+                turn::send_turn(
                     &mut tx,
                     &mut self.conv,
                     &mut Direct(self.stream),

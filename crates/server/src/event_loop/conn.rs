@@ -14,9 +14,10 @@ use tsperf_sys::direct::Direct;
 use tsperf_sys::net;
 use tsperf_sys::timing::unix_ns_now;
 
-use crate::drive::{self, Turned, Where, data_end, perform};
+use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
+use crate::turn::{self, Turned};
 use crate::{Outcome, Server};
 use tsperf_stream::send::Sender;
 
@@ -226,7 +227,7 @@ impl Conn {
         let Some(tx) = self.tx.as_deref_mut() else {
             return Step::default();
         };
-        match drive::send_turn(
+        match turn::send_turn(
             tx,
             &mut self.conv,
             &mut Direct(&mut self.stream),
