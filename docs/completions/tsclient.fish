@@ -23,6 +23,10 @@ file\t''"
 complete -c tsclient -l log-file -d 'The file the file sink appends to' -r -F
 complete -c tsclient -s P -l parallel -d 'One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous ranges, each sent on its own connection and verified by its own digest; the whole is verified when every stripe is. A line per stream and a SUM line. With --reverse, N streams from the server: each a share of --bytes, or a stripe of the served file NAME; with --bidir, N each way' -r
 complete -c tsclient -l bytes -d 'The generated stream\'s size: what a run without FILE sends (the seed\'s text again and again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed\'s file' -r
+complete -c tsclient -l far-disk -d 'Have the receiving end write the stream to its disk, verified and timed apart: buffered (into the page cache, renamed into place, not synced), durable (synced before the end is reported) or direct (O_DIRECT writes past the page cache, then synced). Forward, the server writes into its --save DIR (a server without one refuses); with --reverse, this client writes into --save DIR. A sized stream only: not with --time, --parallel or --bidir' -r -f -a "buffered\t''
+durable\t''
+direct\t''"
+complete -c tsclient -l save -d 'With --reverse, save the stream received into DIR under its name (a served NAME, else `generated`), whole or not at all: a temporary renamed into place once verified; durably unless --far-disk says otherwise' -r -F
 complete -c tsclient -l auth-key -d 'The key shared with a server started with --auth-key' -r -F
 complete -c tsclient -l count -d 'Latency: requests to measure' -r
 complete -c tsclient -l warmup -d 'Latency: requests sent first and not counted' -r

@@ -143,6 +143,19 @@ struct Args {
     /// 9). Not with FILE or a served NAME.
     #[arg(long, conflicts_with_all = ["latency", "file"])]
     one_buffer: bool,
+    /// Have the receiving end write the stream to its disk, verified and timed apart: buffered
+    /// (into the page cache, renamed into place, not synced), durable (synced before the end
+    /// is reported) or direct (O_DIRECT writes past the page cache, then synced). Forward, the
+    /// server writes into its --save DIR (a server without one refuses); with --reverse, this
+    /// client writes into --save DIR. A sized stream only: not with --time, --parallel or
+    /// --bidir.
+    #[arg(long, value_parser = values::save_mode(), value_name = "MODE")]
+    far_disk: Option<tsperf_proto::SaveMode>,
+    /// With --reverse, save the stream received into DIR under its name (a served NAME, else
+    /// `generated`), whole or not at all: a temporary renamed into place once verified;
+    /// durably unless --far-disk says otherwise.
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
     /// The key shared with a server started with --auth-key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,

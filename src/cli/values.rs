@@ -2,8 +2,8 @@
 //! stand for. The library crates do not know clap: these are the front ends' own.
 
 use clap::ValueEnum;
-use tsperf_proto::LogMode;
 use tsperf_proto::clock::{Codec, Framing};
+use tsperf_proto::{LogMode, SaveMode};
 use tsperf_results::strategy::Strategy;
 
 /// Declares a clap value enum mirroring a library enum, variant for variant, with its `From`.
@@ -56,6 +56,17 @@ pub(crate) fn strategy() -> impl clap::builder::TypedValueParser<Value = Strateg
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
     PossibleValuesParser::new(Strategy::ALL.map(|s| PossibleValue::new(s.as_str()).help(s.help())))
         .map(|name| Strategy::named(&name).unwrap_or_default())
+}
+
+/// `--far-disk`: a [`SaveMode`] by its name.
+pub(crate) fn save_mode() -> impl clap::builder::TypedValueParser<Value = SaveMode> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(SaveMode::ALL.map(SaveMode::name)).map(|name| {
+        SaveMode::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .unwrap_or(SaveMode::Durable)
+    })
 }
 
 mirror! {

@@ -675,6 +675,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         two_way: false,
         congestion: None,
         call: None,
+        save: None,
     };
     encode_hello(&hello, &mut b);
     b

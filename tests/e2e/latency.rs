@@ -280,6 +280,7 @@ fn bad_request_does_not_stop_the_server() {
                 two_way: false,
                 congestion: None,
                 call: None,
+                save: None,
             },
             &mut hello,
         );

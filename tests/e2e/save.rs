@@ -355,3 +355,101 @@ fn format_characters_and_lookalikes_refused() {
     }
     assert!(names_in(dir.path()).is_empty());
 }
+
+/// `--far-disk MODE` asks the server to write the file to its disk so: in each mode the file
+/// is saved whole, the JSON says how (`server.save_mode`) and the human report says how with
+/// the write's and the sync's times. A server without `--save` refuses, naming the flag.
+#[test]
+fn far_disk_modes_are_asked_of_the_server() {
+    let src = tempfile::tempdir().unwrap();
+    let file = test_file(src.path(), "tsl.txt", 3 << 20);
+    let f = file.to_str().unwrap();
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let server = save_server(dir.path(), &["--overwrite"], model);
+        for mode in ["buffered", "durable", "direct"] {
+            let (out, v) = client_json(server.port, &["--far-disk", mode, f]);
+            assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr(&out));
+            assert_eq!(v["verified"], true, "{mode}");
+            assert_eq!(v["server"]["save_mode"], mode, "{v}");
+            let saved = dir.path().join("tsl.txt");
+            assert_eq!(v["server"]["saved_to"], saved.to_str().unwrap());
+            assert_eq!(xxh3_of(&saved), xxh3_of(&file), "{mode}");
+        }
+        let port = server.port.to_string();
+        let out = client(&["--port", &port, "--far-disk", "direct", f]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("saved on the server as ")
+                && stdout(&out).contains("(direct: written in "),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(names_in(dir.path()), ["tsl.txt"]);
+        // The server's own way, not asked: saved durably, and said so.
+        let (_, v) = client_json(server.port, &[f]);
+        assert_eq!(v["server"]["save_mode"], "durable", "{v}");
+    }
+    let plain = Server::start(&[]);
+    let out = client(&[
+        "--port",
+        &plain.port.to_string(),
+        "--far-disk",
+        "durable",
+        f,
+    ]);
+    assert_fails(&out, 1, "start it with --save DIR");
+    let (out, v) = client_json(plain.port, &[f]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(v["server"].get("save_mode").is_none(), "{v}");
+}
+
+/// `-R --save DIR` saves the stream this client receives into DIR, whole and verified, durably
+/// unless `--far-disk` says otherwise (the JSON's `client.save_mode`); a name already there is
+/// refused before any data, and nothing half-written is left.
+#[test]
+fn a_reverse_stream_is_saved_here() {
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (out, v) = client_json(server.port, &["-R", "--bytes", "3MiB", "--save", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["client"]["save_mode"], "durable", "{v}");
+    let saved = dir.path().join("generated");
+    assert_eq!(v["client"]["saved_to"], saved.to_str().unwrap());
+    assert_eq!(std::fs::metadata(&saved).unwrap().len(), 3 << 20);
+    assert_eq!(xxh3_of(&saved), v["digest"].as_str().unwrap());
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "-R",
+        "--save",
+        d,
+        "--bytes",
+        "1MiB",
+    ]);
+    assert_fails(&out, 1, "'generated' already exists in the save directory");
+    assert_eq!(names_in(dir.path()), ["generated"]);
+    for model in [&["--nonblocking"][..], &[]] {
+        let other = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "-R",
+            "--bytes",
+            "2MiB",
+            "--chunk",
+            "1000",
+            "--save",
+            other.path().to_str().unwrap(),
+            "--far-disk",
+            "direct",
+        ];
+        args.extend_from_slice(model);
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["client"]["save_mode"], "direct", "{v}");
+        let saved = other.path().join("generated");
+        assert_eq!(xxh3_of(&saved), v["digest"].as_str().unwrap());
+        assert_eq!(names_in(other.path()), ["generated"]);
+    }
+}

@@ -280,6 +280,7 @@ fn refusals_and_server_survives_garbage() {
             two_way: false,
             congestion: None,
             call: None,
+            save: None,
         },
         &mut hello,
     );

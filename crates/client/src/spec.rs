@@ -94,6 +94,12 @@ pub struct StreamSpec {
     pub log: LogMode,
     /// The file the file sink appends to.
     pub log_file: PathBuf,
+    /// How the receiving end writes the stream to its disk (`--far-disk`): forward, asked of
+    /// the server; in reverse, this client's, into `save_dir`. `None`: not asked (forward: the
+    /// server's own way).
+    pub save: Option<tsperf_proto::SaveMode>,
+    /// In reverse, the directory this client saves the stream into (`--save`).
+    pub save_dir: Option<PathBuf>,
 }
 
 /// A stream run: a spec for each direction the data goes, and the streams each way.

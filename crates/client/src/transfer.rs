@@ -340,6 +340,7 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
     }
     let hello = Hello {
         log: cfg.spec.server_log,
+        save: cfg.spec.save,
         ..stream_hello(cfg, source.len(), source.name())
     };
     let (peer, accepted, clock, conv) = open_stream(conn, cfg, hello, "the transfer")?;

@@ -59,6 +59,12 @@ pub enum ProtocolError {
          generated stream the server sends (reverse) only"
     )]
     BadCall(u8, u16),
+    /// The save mode is not one, or the hello is not of a sized forward stream of a named file.
+    #[error(
+        "bad save mode {0}: expected 0 (the server's own), 1 (buffered), 2 (durable) or 3 \
+         (direct), in the hello of a sized stream of a named file the client sends only"
+    )]
+    BadSave(u8),
     /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,

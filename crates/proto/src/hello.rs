@@ -44,6 +44,48 @@ pub struct Hello {
     /// A generated stream the server sends (reverse): how it hands its chunks to the kernel
     /// (`tsclient -R --io`); `None`: the server's own way. Version 12.
     pub call: Option<Call>,
+    /// A sized forward stream of a named file: how the server writes it to its disk
+    /// (`tsclient --far-disk`); `None`: the server's own way (with `--save`, durably). Version 14.
+    pub save: Option<SaveMode>,
+}
+
+/// How a receiving end writes a stream to its disk, each way verified and timed apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveMode {
+    /// Written into the page cache and renamed into place, never synced: the disk's cache.
+    Buffered,
+    /// Written, then synced (`fsync`) before the end is reported, the sync timed apart.
+    Durable,
+    /// Written past the page cache (`O_DIRECT`, aligned blocks), then synced.
+    Direct,
+}
+
+impl SaveMode {
+    /// Every mode, in wire order (the hello's code is the index plus one).
+    pub const ALL: [SaveMode; 3] = [SaveMode::Buffered, SaveMode::Durable, SaveMode::Direct];
+
+    /// The mode's name, as a flag takes it and JSON shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaveMode::Buffered => "buffered",
+            SaveMode::Durable => "durable",
+            SaveMode::Direct => "direct",
+        }
+    }
+
+    /// The wire code (the hello's, the report's): 0 = none, 1 = buffered, 2 = durable, 3 =
+    /// direct.
+    pub(crate) fn code(save: Option<SaveMode>) -> u8 {
+        save.map_or(0, |m| m as u8 + 1)
+    }
+
+    /// The mode of a wire code; `None` for an unknown code.
+    pub(crate) fn of(code: u8) -> Option<Option<SaveMode>> {
+        match code {
+            0 => Some(None),
+            _ => SaveMode::ALL.get(usize::from(code) - 1).copied().map(Some),
+        }
+    }
 }
 
 /// The most chunks one `writev` takes (Linux's `IOV_MAX`).
@@ -159,6 +201,7 @@ impl Hello {
             two_way: false,
             congestion: None,
             call: None,
+            save: None,
         }
     }
 
@@ -203,6 +246,7 @@ impl Hello {
             two_way: false,
             congestion: None,
             call: None,
+            save: None,
         }
     }
 }
@@ -239,6 +283,7 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     let (call, batch) = Call::code(h.call);
     out.push(call);
     out.extend_from_slice(&batch.to_be_bytes());
+    out.push(SaveMode::code(h.save));
     out.extend_from_slice(h.name.as_bytes());
     out.extend_from_slice(congestion.as_bytes());
 }
@@ -302,6 +347,8 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     let one_buffer = flags & FLAG_ONE_BUFFER != 0;
     let generated = mode == Mode::Stream && flags & FLAG_REVERSE != 0 && name.is_empty();
     let call = call_of(buf, generated, duration_ms)?;
+    let sized_file = mode == Mode::Stream && flags & FLAG_REVERSE == 0 && duration_ms == 0;
+    let save = save_of(buf[52], sized_file && !name.is_empty())?;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -319,6 +366,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         two_way: flags & FLAG_TWO_WAY != 0,
         congestion,
         call,
+        save,
     };
     Ok(Some((hello, at + congestion_len)))
 }
@@ -346,6 +394,16 @@ fn call_of(buf: &[u8], generated: bool, duration_ms: u32) -> Result<Option<Call>
         return Err(ProtocolError::BadCall(code, batch));
     }
     Ok(call)
+}
+
+/// The save mode at byte 52, checked: one only for a sized forward stream of a named file
+/// (`sized_file`).
+fn save_of(code: u8, sized_file: bool) -> Result<Option<SaveMode>, ProtocolError> {
+    match SaveMode::of(code) {
+        Some(None) => Ok(None),
+        Some(mode) if sized_file => Ok(mode),
+        _ => Err(ProtocolError::BadSave(code)),
+    }
 }
 
 /// The congestion control's name, checked: none, or one in the hello of a stream the server

@@ -18,7 +18,7 @@ pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
 
 pub use frame::{decode_frame, encode_frame};
-pub use hello::{Call, Hello, MAX_BATCH, Session, decode_hello, encode_hello, stripes};
+pub use hello::{Call, Hello, MAX_BATCH, SaveMode, Session, decode_hello, encode_hello, stripes};
 
 use std::fmt;
 
@@ -37,7 +37,7 @@ pub const LOOP_READ: u32 = 1 << 20;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 13;
+pub const VERSION: u16 = 14;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -47,7 +47,7 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 52;
+pub const HELLO_FIXED: usize = 53;
 /// Most streams in one session (`--parallel`).
 pub const MAX_STREAMS: u8 = 128;
 /// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the
@@ -64,7 +64,7 @@ pub const TRAILER: usize = 8;
 /// Longest possible hello on the wire.
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME + tcp::MAX_CONGESTION;
 
-const REPORT_FIXED: usize = 254;
+const REPORT_FIXED: usize = 255;
 const ACCEPT_BODY: usize = 15;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;

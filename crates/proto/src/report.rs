@@ -60,6 +60,9 @@ pub struct Report {
     /// The receiving thread's time on a CPU from its first data byte to its last (Linux
     /// schedstat), in ns (version 13). `None`: not measured.
     pub on_cpu_ns: Option<u64>,
+    /// How the receiver wrote the stream to its disk, where it saved it to `saved_to` (version
+    /// 14); `None`: not saved.
+    pub save: Option<crate::SaveMode>,
 }
 
 impl Report {
@@ -118,6 +121,12 @@ impl Report {
                 format!("{c} ns on a CPU in a transfer whose time split is {total} ns"),
             );
         }
+        if self.save.is_some() == self.saved_to.is_empty() {
+            return bad(
+                "save",
+                "a save mode without the path it saved to, or a path without its mode".into(),
+            );
+        }
         let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);
         let most = match self.log {
             Some(LogMode::None) | None => 0,
@@ -170,6 +179,7 @@ impl Report {
         out.extend_from_slice(&r.boot_id.unwrap_or([0; 16]));
         out.extend_from_slice(&r.read_size.to_be_bytes());
         out.extend_from_slice(&r.on_cpu_ns.unwrap_or(u64::MAX).to_be_bytes());
+        out.push(crate::SaveMode::code(r.save));
         put_string(out, &r.saved_to);
     }
 
@@ -209,6 +219,10 @@ impl Report {
                 .filter(|id| *id != [0; 16]),
             read_size: be32(&body[242..246]),
             on_cpu_ns: Some(be64(&body[246..254])).filter(|v| *v != u64::MAX),
+            save: crate::SaveMode::of(body[254]).ok_or(ProtocolError::BadReport {
+                field: "save",
+                why: format!("unknown save mode {}", body[254]),
+            })?,
         };
         report.check()?;
         Ok(report)

@@ -163,9 +163,6 @@ pub struct ServerSide {
     pub wakeups: u64,
     /// The server's CPU time during the transfer.
     pub cpu: Cpu,
-    /// Where the server saved the file (`--save`), when it did.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub saved_to: String,
     /// Where the server's time went, from its first data byte to its report.
     #[serde(default)]
     pub time_split: TimeSplitJson,

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tracing::warn;
 use tsperf_proto::serve::{Admitted, Conversation, Effect, Refusal, Step};
-use tsperf_proto::{Hello, Mode, RefuseCode, Report, ServerIo, TimePhase};
+use tsperf_proto::{Hello, Mode, RefuseCode, Report, SaveMode, ServerIo, TimePhase};
 use tsperf_sys::text::Peer;
 
 use crate::console::Stream;
@@ -167,10 +167,20 @@ fn receive_begin(
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
         dir.admit(&hello.name)
             .map_err(|why| (RefuseCode::Save, why))?;
+        let mode = hello.save.unwrap_or(SaveMode::Durable);
         let partial = dir
-            .create(&hello.name)
+            .create(&hello.name, mode)
             .map_err(|e| (RefuseCode::Save, save_failed(hello, &e)))?;
         rx.sink = Some(partial);
+    } else if let Some(mode) = hello.save {
+        return Err((
+            RefuseCode::Unoffered,
+            format!(
+                "this server saves no files, so cannot write '{}' to its disk ({}): start it with --save DIR",
+                Peer(&hello.name),
+                mode.name()
+            ),
+        ));
     }
     let read_size = rx.read_size();
     rx.log_mut()
@@ -265,32 +275,26 @@ fn finish(
 ) -> Result<Report, String> {
     // Since the last data turn: the trailer's wait.
     rx.lap(TimePhase::Wait);
-    let saved = match rx.sink.take() {
-        None => Ok(String::new()),
-        Some(_) if rx.digest() != client_digest => {
-            warn!(peer = %at.peer, "'{}' not saved: the digests differ", Peer(&hello.name));
-            Ok(String::new())
-        }
-        Some(partial) => {
-            let committed = partial.commit();
-            rx.lap(TimePhase::Fsync);
-            committed
-                .map(|path| path.display().to_string())
-                .map_err(|e| save_failed(hello, &e))
-        }
-    };
+    let keep = rx.digest() == client_digest;
+    if rx.sink.is_some() && !keep {
+        warn!(peer = %at.peer, "'{}' not saved: the digests differ", Peer(&hello.name));
+    }
+    let saved = rx.commit_save(keep).map_err(|e| save_failed(hello, &e));
     rx.log_end(if saved.is_ok() {
         "complete"
     } else {
         "not saved"
     });
     match saved {
-        Ok(saved_to) => {
+        Ok(saved) => {
             let rcvbuf = tsperf_sys::net::recv_buffer(at.socket);
             let tcp = tsperf_sys::tcpinfo::TcpInfo::of(at.socket)
                 .map_or_else(Default::default, |i| i.receiver());
             let report = Report {
-                saved_to,
+                saved_to: saved
+                    .as_ref()
+                    .map_or(String::new(), |(path, _)| path.display().to_string()),
+                save: saved.map(|(_, mode)| mode),
                 output_dropped: at.srv.console().dropped(),
                 ..rx.report_with(Some(at.server_io), rcvbuf, tcp)
             };

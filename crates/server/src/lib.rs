@@ -21,7 +21,7 @@ mod once;
 pub mod outbox;
 pub mod readlog;
 pub mod receiver;
-pub mod save;
+pub use tsperf_sys::save;
 pub mod serve_dir;
 pub mod sessions;
 mod turn;
@@ -39,10 +39,10 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 
 use crate::console::{Console, Stream};
-use save::SaveDir;
 use std::sync::Arc;
 use tsperf_proto::Report;
 use tsperf_results::units;
+use tsperf_sys::save::SaveDir;
 use tsperf_sys::text::Peer;
 use tsperf_sys::timing::{Stamp, unix_us_now};
 

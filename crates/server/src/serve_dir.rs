@@ -2,7 +2,7 @@
 //!
 //! Containment as for `--save`: every file is opened relative to an open handle on DIR
 //! (`openat`), never by a path built from the name; the name must be a plain basename (the
-//! same rules as a saved file's name, [`crate::save::refuse_name`]); `O_NOFOLLOW` refuses a
+//! same rules as a saved file's name, [`tsperf_sys::save::refuse_name`]); `O_NOFOLLOW` refuses a
 //! symlink, and only a regular file of at least one byte is served (a FIFO, a device, a
 //! directory is refused before anything reads it: the open does not wait, `O_NONBLOCK`).
 
@@ -54,7 +54,7 @@ impl ServeDir {
     /// Opens the served file `name`: a plain basename, not a symlink, a regular file of at
     /// least one byte. Returns it and its path (for messages), or the reason to refuse.
     pub fn open_file(&self, name: &str) -> Result<(File, PathBuf), String> {
-        if let Some(why) = crate::save::refuse_name(name) {
+        if let Some(why) = tsperf_sys::save::refuse_name(name) {
             return Err(why.replacen("cannot save as", "cannot serve", 1));
         }
         let shown = tsperf_sys::text::Peer(name);

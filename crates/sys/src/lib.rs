@@ -17,6 +17,7 @@ pub mod input;
 pub mod mark;
 pub mod net;
 pub mod program;
+pub mod save;
 pub mod source;
 pub mod tcpinfo;
 pub mod term;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tsperf_client::run::Side;
 use tsperf_client::spec::{LatencySpec, Mode, RunSpec, Source, StreamSpec, StreamsSpec};
 use tsperf_client::{self as client};
-use tsperf_proto::LogMode;
+use tsperf_proto::{LogMode, SaveMode};
 use tsperf_results::strategy::Strategy;
 use tsperf_sys::testdata::SEED_FILE_LEN;
 
@@ -31,7 +31,9 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 16] = [
+const STREAM_ONLY: [&str; 18] = [
+    "far_disk",
+    "save",
     "parallel",
     "min_rate",
     "bidir",
@@ -88,6 +90,7 @@ impl TryFrom<&Args> for RunSpec {
             directions(args)?;
             reverse_takes(args)?;
             writes(args)?;
+            saves(args)?;
             Mode::Streams(streams(args, host, port))
         };
         Ok(RunSpec {
@@ -209,6 +212,35 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
     Ok(())
 }
 
+/// What a saved stream takes: the receiver's directory (the server's own forward, `--save`
+/// in reverse), a sized stream whole on one connection.
+fn saves(args: &Args) -> Result<(), Usage> {
+    if args.far_disk.is_none() && args.save.is_none() {
+        return Ok(());
+    }
+    refuse(args.save.is_some() && !args.reverse, || {
+        "--save DIR saves what this client receives (--reverse); the server's disk is asked \
+         with --far-disk MODE (the server's --save DIR)"
+            .to_owned()
+    })?;
+    refuse(args.reverse && args.save.is_none(), || {
+        "--far-disk with --reverse writes to this client's disk: give it --save DIR".to_owned()
+    })?;
+    for (given, flag) in [
+        (args.time.is_some(), "--time (a timed run repeats its data)"),
+        (args.parallel.is_some_and(|n| n > 1), "--parallel (stripes)"),
+        (args.bidir, "--bidir"),
+    ] {
+        refuse(given, || {
+            format!(
+                "a stream saved to disk (--far-disk, --save) is sized and whole on one \
+                 connection: not with {flag}"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// How this client writes: sendfile sends a file once; `--batch` is writev's.
 fn writes(args: &Args) -> Result<(), Usage> {
     refuse(
@@ -256,6 +288,10 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
+        save: args
+            .far_disk
+            .or(args.save.is_some().then_some(SaveMode::Durable)),
+        save_dir: args.save.clone(),
     }
 }
 
@@ -315,6 +351,8 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         omit: Duration::ZERO,
         log: LogMode::None,
         log_file: Default::default(),
+        save: None,
+        save_dir: None,
     });
     LatencySpec {
         host,

@@ -28,6 +28,7 @@ pub(super) fn stream_human(o: &StreamOutcome) -> String {
         + &forward.map_or_else(|| sections::clock(o.clock, ""), |_| clock_human(o))
         + &sections::verdict(&o.verdict())
         + &forward.map_or(String::new(), |_| server_after(&o.receiver))
+        + &saved(o)
         + &lost_log_lines(o)
 }
 
@@ -149,7 +150,7 @@ fn file_wait(s: &Sent, d: &Forward) -> String {
     )
 }
 
-/// A receiving server's time split, where it saved, the output it could not print.
+/// A receiving server's time split, the output it could not print.
 fn server_after(s: &Report) -> String {
     let mut out = String::new();
     let split = &s.split;
@@ -169,9 +170,6 @@ fn server_after(s: &Report) -> String {
             parts.join(", ")
         );
     }
-    if !s.saved_to.is_empty() {
-        out += &format!("  saved on the server as {}\n", Peer(&s.saved_to));
-    }
     if s.output_dropped > 0 {
         out += &format!(
             "  the server could not print {} of its own output: its stdout or stderr is not \
@@ -180,6 +178,26 @@ fn server_after(s: &Report) -> String {
         );
     }
     out
+}
+
+/// Where the receiving end saved the stream, how, and the write's and the sync's times.
+fn saved(o: &StreamOutcome) -> String {
+    let r = &o.receiver;
+    let Some(mode) = r.save else {
+        return String::new();
+    };
+    let place = match o.side() {
+        Side::Sent => "on the server",
+        Side::Received => "here",
+    };
+    let took = |ns: u64| units::duration(Duration::from_nanos(ns));
+    format!(
+        "  saved {place} as {} ({}: written in {}, synced and renamed in {})\n",
+        Peer(&r.saved_to),
+        mode.name(),
+        took(r.split.save_ns),
+        took(r.split.fsync_ns)
+    )
 }
 
 /// A line when some of the receiver's per-read log lines could not be written.

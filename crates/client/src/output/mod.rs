@@ -60,7 +60,6 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
             elapsed_s: r.elapsed_ns as f64 / 1e9,
             wakeups: r.wakeups,
             cpu: receiver_cpu(r),
-            saved_to: r.saved_to.clone(),
             time_split: TimeSplitJson::of(&r.split),
             same_host: o.same_host(),
         },

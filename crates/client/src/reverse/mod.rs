@@ -12,7 +12,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 mod read;
 
@@ -23,11 +23,11 @@ use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
 use crate::progress::Progress;
 use read::{Received, open_log, read_sampled};
-use tsperf_proto::Hello;
 use tsperf_proto::client::reverse::{self, Contradiction, Ending};
 use tsperf_proto::client::{Accepted, Clock};
 use tsperf_proto::end::Tail;
 use tsperf_proto::sent::{REVERSE_TAIL, Sent};
+use tsperf_proto::{Hello, Report};
 use tsperf_sys::text::Peer;
 use tsperf_sys::timing::unix_us_now;
 
@@ -100,6 +100,10 @@ fn receive<T: Transport>(
     if let Err(e) = open_log(cfg, &mut got, peer, name, accepted.length) {
         return Err(fail(&got, e));
     }
+    match open_save(cfg, name) {
+        Ok(partial) => got.rx.sink = partial,
+        Err(e) => return Err(fail(&got, e)),
+    }
     got.bound = match cfg.spec.time {
         Some(time) => read::Bound::Time(time + cfg.spec.omit),
         None => read::Bound::Bytes {
@@ -122,12 +126,25 @@ fn receive<T: Transport>(
         return Err(fail(&got, anyhow!("the server sent no data")));
     };
     let elapsed = end_at.duration_since(first_at);
+    // Saved only when whole and verified: else its temporary goes.
+    let whole = got.rx.digest() == end.digest && got.rx.hashed() == end.length;
+    let saved = match got.rx.commit_save(whole) {
+        Ok(saved) => saved,
+        Err(e) => return Err(fail(&got, anyhow!(e).context(cannot_save(cfg, name)))),
+    };
     let sock = conn.socket();
-    let receiver = got.rx.report_with(
-        None,
-        sock.recv_buffer_size().map_or(0, |n| n as u32),
-        tsperf_sys::tcpinfo::TcpInfo::of(&*sock).map_or_else(Default::default, |i| i.receiver()),
-    );
+    let receiver = Report {
+        saved_to: saved
+            .as_ref()
+            .map_or(String::new(), |(path, _)| path.display().to_string()),
+        save: saved.map(|(_, mode)| mode),
+        ..got.rx.report_with(
+            None,
+            sock.recv_buffer_size().map_or(0, |n| n as u32),
+            tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
+                .map_or_else(Default::default, |i| i.receiver()),
+        )
+    };
     Ok(StreamOutcome {
         measured: crate::Measured {
             bytes: receiver.bytes,
@@ -156,6 +173,44 @@ fn receive<T: Transport>(
             wake_mark: got.wake_mark,
         }),
     })
+}
+
+/// The name a reverse stream is saved under: the served file's, else the generated stream's.
+fn saved_name(name: &str) -> &str {
+    if name.is_empty() {
+        crate::spec::GENERATED
+    } else {
+        name
+    }
+}
+
+/// What a failed save says.
+fn cannot_save(cfg: &StreamConfig, name: &str) -> String {
+    let dir = cfg
+        .spec
+        .save_dir
+        .as_deref()
+        .unwrap_or(std::path::Path::new(""));
+    format!(
+        "cannot save '{}' into '{}'",
+        saved_name(name),
+        dir.display()
+    )
+}
+
+/// The temporary the stream is saved to as it arrives (`--save DIR`, in `--far-disk`'s mode),
+/// if it is saved: its name admitted by the directory's rules first.
+fn open_save(cfg: &StreamConfig, name: &str) -> Result<Option<tsperf_sys::save::Partial>> {
+    let Some(dir) = &cfg.spec.save_dir else {
+        return Ok(None);
+    };
+    let mode = cfg.spec.save.unwrap_or(tsperf_proto::SaveMode::Durable);
+    let dir = std::sync::Arc::new(tsperf_sys::save::SaveDir::open(dir, false)?);
+    dir.admit(saved_name(name)).map_err(|why| anyhow!(why))?;
+    let partial = dir
+        .create(saved_name(name), mode)
+        .with_context(|| cannot_save(cfg, name))?;
+    Ok(Some(partial))
 }
 
 /// Chunks per call the server was asked for: writev's batch, else 1.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use tsperf_stream::receive::log::{ProcessStdout, TransferLog};
-use tsperf_stream::receive::{Block, NoSave, ReadEnd};
+use tsperf_stream::receive::{Block, ReadEnd};
 
 use super::READ_SIZE;
 use crate::progress::Progress;
@@ -23,7 +23,8 @@ use tsperf_sys::timing::unix_us_now;
 pub(super) type RxLog = TransferLog<ProcessStdout>;
 
 /// The engine's receiver of a reverse stream: its Sent frame and end trailer held back.
-pub(super) type Rx = tsperf_stream::receive::Receiver<RxLog, NoSave, REVERSE_TAIL>;
+pub(super) type Rx =
+    tsperf_stream::receive::Receiver<RxLog, tsperf_sys::save::Partial, REVERSE_TAIL>;
 
 /// What the receiving counted so far.
 pub(super) struct Received {

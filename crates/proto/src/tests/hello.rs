@@ -1,5 +1,5 @@
-//! The hello's fields a reverse stream asks the server by: its congestion control (version
-//! 10) and its send call (version 12).
+//! The hello's fields a stream asks the server by: a reverse stream's congestion control
+//! (version 10) and send call (version 12), a forward stream's save mode (version 14).
 
 use super::*;
 
@@ -130,4 +130,56 @@ fn hello_carries_the_senders_congestion_control() {
     for bad in ["", "abcdefghijklmnop", "cu bic", "cubic\0", "é", "a/b"] {
         assert_eq!(Congestion::new(bad), None, "{bad:?}");
     }
+}
+
+/// Version 14: a sized forward stream of a named file may ask how the server writes it to its
+/// disk (buffered, durable, direct); none is the server's own way. A save mode in a reverse,
+/// timed, unnamed or latency hello, and an unknown code, are refused.
+#[test]
+fn hello_carries_the_save_mode() {
+    let asking = |save| Hello {
+        save,
+        ..Hello::stream(1 << 20, 10240, "f.bin")
+    };
+    for save in [
+        None,
+        Some(SaveMode::Buffered),
+        Some(SaveMode::Durable),
+        Some(SaveMode::Direct),
+    ] {
+        let h = asking(save);
+        let bytes = encoded(&h);
+        assert_eq!(bytes.len(), HELLO_FIXED + 5);
+        assert_eq!(
+            decode_hello(&bytes),
+            Ok(Some((h, HELLO_FIXED + 5))),
+            "{save:?}"
+        );
+    }
+    assert_eq!(encoded(&asking(Some(SaveMode::Direct)))[52], 3);
+    let bad = |edit: &dyn Fn(&mut Hello)| {
+        let mut h = asking(Some(SaveMode::Durable));
+        edit(&mut h);
+        decode_hello(&encoded(&h))
+    };
+    for (what, got) in [
+        ("a reverse stream", bad(&|h| h.reverse = true)),
+        ("a timed stream", bad(&|h| h.duration_ms = 1000)),
+        ("an unnamed stream", bad(&|h| h.name.clear())),
+        (
+            "a latency session",
+            bad(&|h| {
+                *h = Hello {
+                    save: h.save,
+                    ..Hello::latency(10, clock::Codec::Binary, clock::Framing::Single, true)
+                }
+            }),
+        ),
+    ] {
+        assert_eq!(got, Err(ProtocolError::BadSave(2)), "{what}");
+    }
+    let mut unknown = encoded(&asking(None));
+    unknown[52] = 4;
+    assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadSave(4)));
+    assert!(ProtocolError::BadSave(4).to_string().contains("3 (direct)"));
 }

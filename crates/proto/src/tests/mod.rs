@@ -26,6 +26,7 @@ pub(super) fn hello() -> Hello {
         two_way: true,
         congestion: None,
         call: None,
+        save: None,
     }
 }
 
@@ -53,6 +54,7 @@ pub(super) fn report() -> Report {
         server_io: Some(ServerIo::EventLoop),
         log: Some(LogMode::File),
         saved_to: "/srv/ünïcode".into(),
+        save: Some(SaveMode::Durable),
         split: TimeSplit {
             read_ns: 13,
             hash_ns: 14,

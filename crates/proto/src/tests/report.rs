@@ -9,7 +9,7 @@ use super::*;
 fn version_6_report_and_older_peers() {
     let mut b = Vec::new();
     encode_frame(&Frame::Report(report()), &mut b);
-    assert_eq!(b.len(), FRAME_HEADER + 254 + 2 + "/srv/ünïcode".len());
+    assert_eq!(b.len(), FRAME_HEADER + 255 + 2 + "/srv/ünïcode".len());
     assert_eq!(
         decode_frame(&b),
         Ok(Some((Frame::Report(report()), b.len())))
@@ -49,7 +49,7 @@ fn version_6_report_and_older_peers() {
         Err(ProtocolError::BadBodyLength {
             tag: 3,
             len: 88,
-            expected: 256
+            expected: 257
         })
     );
     let mut v4 = vec![3, 0, 216];
@@ -186,6 +186,12 @@ fn version_13_report_carries_read_size_and_time_on_a_cpu() {
     );
     let mut v12 = vec![3, 0, 244];
     v12.extend_from_slice(&[0; 244]);
+    let mut v13 = vec![3, 1, 0];
+    v13.extend_from_slice(&[0; 256]);
+    assert!(matches!(
+        decode_frame(&v13),
+        Err(ProtocolError::BadBodyLength { tag: 3, .. })
+    ));
     assert!(matches!(
         decode_frame(&v12),
         Err(ProtocolError::BadBodyLength { tag: 3, .. })
@@ -207,6 +213,41 @@ fn version_13_report_carries_read_size_and_time_on_a_cpu() {
     ));
     r.on_cpu_ns = Some(11_000_000);
     assert_eq!(r.check(), Ok(()));
+}
+
+/// Version 14: the report says how the receiver wrote the stream to its disk, where it saved
+/// it: a mode with a path, none without; either alone is refused, as is an unknown mode.
+#[test]
+fn version_14_report_says_how_it_saved() {
+    for save in [None, Some(SaveMode::Buffered), Some(SaveMode::Direct)] {
+        let r = Report {
+            save,
+            saved_to: save.map_or(String::new(), |_| "/srv/x".into()),
+            ..report()
+        };
+        let mut b = Vec::new();
+        encode_frame(&Frame::Report(r.clone()), &mut b);
+        assert_eq!(b[FRAME_HEADER + 254], save.map_or(0, |m| m as u8 + 1));
+        assert_eq!(decode_frame(&b), Ok(Some((Frame::Report(r), b.len()))));
+    }
+    for (save, saved_to) in [(Some(SaveMode::Durable), ""), (None, "/srv/x")] {
+        let r = Report {
+            save,
+            saved_to: saved_to.into(),
+            ..report()
+        };
+        assert!(
+            matches!(
+                r.check(),
+                Err(ProtocolError::BadReport { field: "save", .. })
+            ),
+            "{save:?} {saved_to:?}"
+        );
+    }
+    let mut b = Vec::new();
+    encode_frame(&Frame::Report(report()), &mut b);
+    b[FRAME_HEADER + 254] = 4;
+    assert!(decode_frame(&b).is_err());
 }
 
 /// The time split's total and largest share.

@@ -31,6 +31,13 @@ pub struct ReceiverJson {
     /// protocol version 6).
     #[serde(default)]
     pub run_queue_s: Option<f64>,
+    /// Where it saved the stream (a server's `--save`, a reverse client's), when it did.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub saved_to: String,
+    /// How it wrote it there: `buffered`, `durable` or `direct` (`--far-disk`); absent when
+    /// not saved. Added with protocol version 14.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_mode: Option<String>,
 }
 
 impl From<&Report> for ReceiverJson {
@@ -45,6 +52,8 @@ impl From<&Report> for ReceiverJson {
             rcvbuf: r.rcvbuf,
             on_cpu_s: secs(r.on_cpu_ns),
             run_queue_s: secs(r.run_queue_ns),
+            saved_to: r.saved_to.clone(),
+            save_mode: r.save.map(|m| m.name().to_owned()),
         }
     }
 }

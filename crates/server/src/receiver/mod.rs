@@ -5,7 +5,7 @@
 use tsperf_proto::{Hello, LogMode};
 
 use crate::readlog::TransferLog;
-use crate::save::Partial;
+use tsperf_sys::save::Partial;
 
 pub use tsperf_stream::receive::{
     Block, HASH_BLOCK, LOG_TURN_RESERVE, ReadEnd, SPLIT_SAMPLE, TURN_BYTES, TURN_READS,
@@ -19,10 +19,4 @@ pub type Receiver = tsperf_stream::receive::Receiver<TransferLog, Partial>;
 pub fn new(hello: &Hello, read_size: u32, conn: u64, log: LogMode) -> Receiver {
     let expected = (!hello.closed_end()).then_some(hello.length);
     Receiver::new(expected, read_size, TransferLog::new(log, conn))
-}
-
-impl tsperf_stream::receive::Save for Partial {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        Partial::write(self, data)
-    }
 }

@@ -24,13 +24,15 @@
 
 use std::hash::Hasher as _;
 use std::io;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use twox_hash::XxHash3_64;
 
 use tsperf_proto::END_TRAILER;
 use tsperf_proto::end::Tail;
-use tsperf_proto::{LogMode, Report, ServerIo, TimePhase, TimeSplit};
+use tsperf_proto::{LogMode, Report, SaveMode, ServerIo, TimePhase, TimeSplit};
+use tsperf_sys::save::Partial;
 use tsperf_sys::timing::{CpuTime, unix_us_now};
 
 /// Bytes gathered before they are checksummed, unless one read is larger.
@@ -85,6 +87,31 @@ pub trait Save {
     fn write(&mut self, data: &[u8]) -> io::Result<()>;
 }
 
+/// A save directory's file being received (`--save`).
+impl Save for Partial {
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        Partial::write(self, data)
+    }
+}
+
+impl<L: ReadLog, const N: usize> Receiver<L, Partial, N> {
+    /// Ends the save, if there is one: kept (`keep`: every byte arrived and the digests agree),
+    /// its last block written (timed as the save), synced as its mode says and renamed into
+    /// place (timed as the sync); else its temporary removed. The saved path and mode.
+    pub fn commit_save(&mut self, keep: bool) -> io::Result<Option<(PathBuf, SaveMode)>> {
+        let Some(mut partial) = self.sink.take().filter(|_| keep) else {
+            self.sink = None;
+            return Ok(None);
+        };
+        let mode = partial.mode();
+        let flushed = partial.flush();
+        self.lap(TimePhase::Save);
+        let committed = flushed.and_then(|()| partial.commit());
+        self.lap(TimePhase::Fsync);
+        committed.map(|path| Some((path, mode)))
+    }
+}
+
 /// Nothing is saved.
 #[derive(Debug)]
 pub enum NoSave {}
@@ -136,6 +163,17 @@ pub struct Receiver<L: ReadLog = NoLog, S: Save = NoSave, const N: usize = END_T
     read_and_log_ns: u64,
     sampled_read_ns: u64,
     sampled_log_ns: u64,
+}
+
+/// Adds the time since `lap_at` to `phase` of `split`, and moves `lap_at` to now (nothing
+/// before the first byte: no `lap_at`).
+#[inline]
+fn lap_into(split: &mut TimeSplit, lap_at: &mut Option<Instant>, phase: TimePhase) {
+    if let Some(at) = *lap_at {
+        let now = Instant::now();
+        split.add(phase, now.saturating_duration_since(at).as_nanos() as u64);
+        *lap_at = Some(now);
+    }
 }
 
 /// One logged read in this many is timed in two parts, read and line ([`Receiver::count`]).
@@ -322,10 +360,14 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
         self.sink = None;
     }
 
-    /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived.
+    /// Checksums (and, with a sink, saves) the next received bytes, in the order they arrived;
+    /// a closed stream's held-back end is neither, until it is known not to be its end.
     pub fn hash(&mut self, data: &[u8]) -> io::Result<()> {
         if data.is_empty() {
             return Ok(());
+        }
+        if self.sink.is_some() {
+            return self.hash_and_save(data);
         }
         match &mut self.tail {
             Some(tail) => {
@@ -341,14 +383,35 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
             }
         }
         self.lap(TimePhase::Hash);
-        match &mut self.sink {
-            Some(sink) => {
-                let written = sink.write(data);
-                self.lap(TimePhase::Save);
-                written
+        Ok(())
+    }
+
+    /// [`Receiver::hash`] with a sink: each piece checksummed, then saved, each timed apart.
+    fn hash_and_save(&mut self, data: &[u8]) -> io::Result<()> {
+        let mut written = Ok(());
+        let Receiver {
+            tail,
+            hasher,
+            hashed,
+            sink,
+            split,
+            lap_at,
+            ..
+        } = self;
+        let mut take = |d: &[u8]| {
+            hasher.write(d);
+            *hashed += d.len() as u64;
+            lap_into(split, lap_at, TimePhase::Hash);
+            if let (Some(sink), Ok(())) = (sink.as_mut(), &written) {
+                written = sink.write(d);
             }
-            None => Ok(()),
+            lap_into(split, lap_at, TimePhase::Save);
+        };
+        match tail {
+            Some(tail) => tail.feed(data, &mut take),
+            None => take(data),
         }
+        written
     }
 
     /// The xxh3-64 of the bytes checksummed so far.
@@ -451,6 +514,7 @@ impl<L: ReadLog, S: Save, const N: usize> Receiver<L, S, N> {
         let (first_i, first_us) = self.first.unwrap_or((Instant::now(), 0));
         let (last_i, last_us) = self.last.unwrap_or((first_i, first_us));
         Report {
+            save: None,
             bytes: self.hashed,
             digest: self.hasher.finish(),
             first_byte_unix_us: first_us,

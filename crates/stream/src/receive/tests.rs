@@ -285,6 +285,56 @@ fn a_closed_stream_holds_its_end_trailer_out_of_the_data() {
     ));
 }
 
+/// Keeps what it is given.
+struct Kept(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl Save for Kept {
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.0.borrow_mut().extend_from_slice(data);
+        Ok(())
+    }
+}
+
+/// A closed stream saved as it arrives (a reverse client's `--save`) saves its data, every
+/// byte in order, and not the end trailer held back from it, in any read size.
+#[test]
+fn a_saved_closed_stream_saves_its_data_and_not_its_trailer() {
+    let data: Vec<u8> = (0..50_001u32).map(|i| (i * 31 % 253) as u8).collect();
+    let end = tsperf_proto::end::End {
+        length: data.len() as u64,
+        digest: xxhash_rust::xxh3::xxh3_64(&data),
+    };
+    let mut stream = data.clone();
+    stream.extend_from_slice(&end.encode());
+    for rs in [1u32, 5, 17, 4096, 65536] {
+        let kept = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut rx: Receiver<NoLog, Kept> = Receiver::new(None, rs, NoLog);
+        rx.sink = Some(Kept(kept.clone()));
+        let mut block = Block::new(rs as usize, u64::MAX);
+        let mut src = Trickle {
+            data: &stream,
+            piece: 777,
+            asked: vec![],
+            block_next: false,
+        };
+        let got = loop {
+            match block.read_some(&mut src, &mut rx, u64::MAX, usize::MAX) {
+                ReadEnd::Ended(got) => break got,
+                ReadEnd::WouldBlock | ReadEnd::TurnOver => {}
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(got, Some(end), "read size {rs}");
+        assert!(
+            *kept.borrow() == data,
+            "read size {rs}: {} bytes saved",
+            kept.borrow().len()
+        );
+        let split = rx.split();
+        assert!(split.save_ns > 0 || split.total_ns() == 0, "{split:?}");
+    }
+}
+
 /// Found with 6,000 clients at once (issue 33): the run-queue wait is counted over the
 /// transfer's time split, first byte to last, not to whenever the report is made. A thread that
 /// waits long for a CPU after the last byte (a busy event loop) made a report the client

@@ -305,3 +305,50 @@ fn the_key_file_is_named_not_read() {
     let spec = lower(&["--auth-key", "/nonexistent/key", "f.txt"]).unwrap();
     assert_eq!(spec.auth_key, Some(PathBuf::from("/nonexistent/key")));
 }
+
+/// `--far-disk` asks the receiving end's disk: the server's (`--save DIR` there) in a forward
+/// run, this client's `--save DIR` in reverse; `--save` alone in reverse saves durably.
+#[test]
+fn far_disk_asks_the_receivers_disk() {
+    use tsperf_proto::SaveMode;
+    let s = streams(&["--far-disk", "direct", "f.bin"]);
+    let fwd = s.forward.unwrap();
+    assert_eq!((fwd.save, fwd.save_dir), (Some(SaveMode::Direct), None));
+    let s = streams(&[
+        "-R",
+        "--bytes",
+        "1MiB",
+        "--save",
+        "/d",
+        "--far-disk",
+        "buffered",
+    ]);
+    let rev = s.reverse.unwrap();
+    assert_eq!(
+        (rev.save, rev.save_dir),
+        (Some(SaveMode::Buffered), Some(PathBuf::from("/d")))
+    );
+    let rev = streams(&["-R", "--save", "/d"]).reverse.unwrap();
+    assert_eq!(rev.save, Some(SaveMode::Durable));
+    assert_eq!(streams(&["f.bin"]).forward.unwrap().save, None);
+}
+
+#[test]
+fn far_disk_in_reverse_needs_a_save_directory() {
+    refused(&["-R", "--far-disk", "durable"], "--save DIR");
+}
+
+#[test]
+fn save_is_a_reverse_runs() {
+    refused(&["--save", "/d", "f.bin"], "--far-disk");
+    refused(&["--save", "/d", "f.bin"], "--reverse");
+}
+
+#[test]
+fn a_saved_stream_is_sized_and_whole() {
+    refused(&["--far-disk", "durable", "-t", "2", "f.bin"], "--time");
+    refused(&["-R", "--save", "/d", "-t", "2"], "--time");
+    refused(&["--far-disk", "durable", "-P", "2", "f.bin"], "--parallel");
+    refused(&["--far-disk", "durable", "--bidir", "f.bin"], "--bidir");
+    refused(&["--save", "/d", "--bidir"], "--reverse");
+}
