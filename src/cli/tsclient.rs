@@ -143,6 +143,11 @@ struct Args {
     /// 9). Not with FILE or a served NAME.
     #[arg(long, conflicts_with_all = ["latency", "file"])]
     one_buffer: bool,
+    /// Read FILE from its disk, not the page cache: its pages are put out of the cache first
+    /// (posix_fadvise DONTNEED, checked with mincore; refused where they stay, or on tmpfs),
+    /// so the sender's reads are the disk's. A forward run's FILE, read once (not --time).
+    #[arg(long)]
+    cold: bool,
     /// Have the receiving end write the stream to its disk, verified and timed apart: buffered
     /// (into the page cache, renamed into place, not synced), durable (synced before the end
     /// is reported) or direct (O_DIRECT writes past the page cache, then synced). Forward, the

@@ -6,6 +6,7 @@ mod common;
 mod auth;
 mod client_log;
 mod client_phases;
+mod cold;
 mod console;
 mod faults;
 mod grid;

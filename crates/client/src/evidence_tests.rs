@@ -123,6 +123,7 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
             polls: 0,
             interface: Some(("eth0".into(), Some(1000))),
             source_changed: false,
+            cold: None,
         })),
         receiver: report,
     }

@@ -247,6 +247,20 @@ pub fn run_stream(
     } else {
         1
     };
+    // Put out of the page cache before it is opened (a mapping of a cached file fills its first
+    // pages at once): the stripe's range, so streams of one file do not evict each other's.
+    let cold = cfg
+        .spec
+        .cold
+        .then(|| {
+            let (offset, len) = match cfg.stripe {
+                Some((offset, len, _)) => (offset, len),
+                None => (0, std::fs::metadata(&cfg.file).map_or(0, |m| m.len())),
+            };
+            tsperf_sys::cold::evict(&cfg.file, offset, len)
+        })
+        .transpose()
+        .map_err(|e| StreamFailure::before(cfg, None, e))?;
     let source = match &cfg.held {
         Some(h) => Source::held(h.clone(), &cfg.file, cfg.spec.chunk, batch),
         None => Source::open(&cfg.file, cfg.spec.chunk, batch),
@@ -286,5 +300,10 @@ pub fn run_stream(
             .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
     };
     progress.clear();
-    result
+    result.map(|mut o| {
+        if let outcome::Detail::Sent(d) = &mut o.detail {
+            d.cold = cold;
+        }
+        o
+    })
 }

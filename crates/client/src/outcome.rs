@@ -51,6 +51,8 @@ pub struct Forward {
     pub interface: Option<(String, Option<u64>)>,
     /// The file changed while it was sent (looked at only when the digests disagree).
     pub source_changed: bool,
+    /// The file was read cold (`--cold`): what putting it out of the page cache did.
+    pub cold: Option<tsperf_sys::cold::Evicted>,
 }
 
 /// What only a reverse stream has: what was asked, the server's I/O and first write.

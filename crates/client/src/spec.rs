@@ -94,6 +94,8 @@ pub struct StreamSpec {
     pub log: LogMode,
     /// The file the file sink appends to.
     pub log_file: PathBuf,
+    /// FILE is read from its disk, not the page cache (`--cold`): its pages evicted first.
+    pub cold: bool,
     /// How the receiving end writes the stream to its disk (`--far-disk`): forward, asked of
     /// the server; in reverse, this client's, into `save_dir`. `None`: not asked (forward: the
     /// server's own way).

@@ -321,6 +321,7 @@ fn result<T: Transport>(
                 .and_then(|a| a.as_socket())
                 .and_then(|a| tsperf_sys::host::interface_of(a.ip())),
             source_changed: done.source_changed,
+            cold: None,
         })),
         receiver: done.server,
     }

@@ -126,6 +126,22 @@ pub struct ClientSide {
     /// That interface's speed, Mbit/s.
     #[serde(default)]
     pub line_mbit: Option<u64>,
+    /// The file was read cold (`--cold`): how its pages were put out of the page cache first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<ColdJson>,
+}
+
+/// How a file read cold was put out of the page cache before it was sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColdJson {
+    /// The way (`posix_fadvise(DONTNEED)`).
+    pub method: String,
+    /// Pages of the file (of a stream's stripe).
+    pub pages: u64,
+    /// Of them, in the page cache before.
+    pub cached_before: u64,
+    /// Of them, in the page cache after: 0 (else the run is refused).
+    pub cached_after: u64,
 }
 
 /// The server's report of one transfer, as the client received it.

@@ -9,6 +9,7 @@
 //! errors and exit code ([`program`]).
 
 pub mod auth;
+pub mod cold;
 pub mod congestion;
 pub mod direct;
 pub mod fdtable;

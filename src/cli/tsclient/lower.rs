@@ -31,7 +31,8 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 18] = [
+const STREAM_ONLY: [&str; 19] = [
+    "cold",
     "far_disk",
     "save",
     "parallel",
@@ -212,9 +213,19 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
     Ok(())
 }
 
-/// What a saved stream takes: the receiver's directory (the server's own forward, `--save`
+/// What a cold read takes (this client's FILE, once); what a saved stream takes: the receiver's directory (the server's own forward, `--save`
 /// in reverse), a sized stream whole on one connection.
 fn saves(args: &Args) -> Result<(), Usage> {
+    refuse(args.cold && (args.file.is_none() || args.reverse), || {
+        "--cold reads this client's FILE from its disk: give a FILE, in a run that sends it (not \
+         --reverse)"
+            .to_owned()
+    })?;
+    refuse(args.cold && args.time.is_some(), || {
+        "--cold reads FILE once: a timed run (--time) reads it again and again, from the cache \
+         after its first pass"
+            .to_owned()
+    })?;
     if args.far_disk.is_none() && args.save.is_none() {
         return Ok(());
     }
@@ -288,6 +299,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
+        cold: args.cold,
         save: args
             .far_disk
             .or(args.save.is_some().then_some(SaveMode::Durable)),
@@ -351,6 +363,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         omit: Duration::ZERO,
         log: LogMode::None,
         log_file: Default::default(),
+        cold: false,
         save: None,
         save_dir: None,
     });

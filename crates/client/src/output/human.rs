@@ -28,6 +28,7 @@ pub(super) fn stream_human(o: &StreamOutcome) -> String {
         + &forward.map_or_else(|| sections::clock(o.clock, ""), |_| clock_human(o))
         + &sections::verdict(&o.verdict())
         + &forward.map_or(String::new(), |_| server_after(&o.receiver))
+        + &cold(forward)
         + &saved(o)
         + &lost_log_lines(o)
 }
@@ -178,6 +179,21 @@ fn server_after(s: &Report) -> String {
         );
     }
     out
+}
+
+/// How a file read cold was put out of the page cache first.
+fn cold(forward: Option<&Forward>) -> String {
+    let Some(e) = forward.and_then(|d| d.cold) else {
+        return String::new();
+    };
+    format!(
+        "  read cold: {} pages put out of the page cache first ({}; {} had been cached, {} \
+         were after)\n",
+        e.pages,
+        tsperf_sys::cold::METHOD,
+        e.cached_before,
+        e.cached_after
+    )
 }
 
 /// Where the receiving end saved the stream, how, and the write's and the sync's times.

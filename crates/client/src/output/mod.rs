@@ -116,6 +116,12 @@ fn client_side(o: &StreamOutcome, d: &Forward) -> ClientSide {
         source_read_before_s: d.source_read_before.as_secs_f64(),
         interface: d.interface.as_ref().map(|(name, _)| name.clone()),
         line_mbit: d.interface.as_ref().and_then(|(_, speed)| *speed),
+        cold: d.cold.map(|e| tsperf_results::json::ColdJson {
+            method: tsperf_sys::cold::METHOD.to_owned(),
+            pages: e.pages,
+            cached_before: e.cached_before,
+            cached_after: e.cached_after,
+        }),
     }
 }
 

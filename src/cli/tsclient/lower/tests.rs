@@ -352,3 +352,14 @@ fn a_saved_stream_is_sized_and_whole() {
     refused(&["--far-disk", "durable", "--bidir", "f.bin"], "--bidir");
     refused(&["--save", "/d", "--bidir"], "--reverse");
 }
+
+/// `--cold` reads FILE from the disk: a forward run's file, read once.
+#[test]
+fn cold_reads_a_file_once() {
+    assert!(streams(&["--cold", "f.bin"]).forward.unwrap().cold);
+    assert!(!streams(&["f.bin"]).forward.unwrap().cold);
+    refused(&["--cold"], "FILE");
+    refused(&["--cold", "-R", "--bytes", "1MiB"], "FILE");
+    refused(&["--cold", "-t", "2", "f.bin"], "--time");
+    refused(&["--cold", "--one-buffer"], "FILE");
+}
