@@ -65,6 +65,12 @@ pub enum ProtocolError {
          (direct), in the hello of a sized stream of a named file the client sends only"
     )]
     BadSave(u8),
+    /// The cipher suite is not one, or the hello is not a stream's, or asks sendfile.
+    #[error(
+        "bad TLS cipher suite {0}: expected 0 (clear text), 1 (aes128gcm), 2 (aes256gcm) or 3 \
+         (chacha20poly1305), in the hello of a stream not sent by sendfile"
+    )]
+    BadTls(u8),
     /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,

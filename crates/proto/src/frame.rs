@@ -14,12 +14,23 @@ pub fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
             log,
             stdout,
             length,
+            tls,
         } => {
             out.extend_from_slice(&read_size.to_be_bytes());
             out.push(server_io_code(Some(*server_io)));
             out.push(log_code(Some(*log)));
             out.push(stdout_code(*stdout));
             out.extend_from_slice(&length.to_be_bytes());
+            let (kind, cert, proof) = match tls {
+                None => (0, [0; 32], [0; 32]),
+                Some(id) => match id.proof {
+                    None => (1, id.cert_sha256, [0; 32]),
+                    Some(proof) => (2, id.cert_sha256, proof),
+                },
+            };
+            out.push(kind);
+            out.extend_from_slice(&cert);
+            out.extend_from_slice(&proof);
             TAG_ACCEPT
         }
         Frame::Sent(s) => {
@@ -135,6 +146,27 @@ fn decode_accept(body: &[u8]) -> Result<Frame, ProtocolError> {
         })?,
         stdout: stdout_from(body[6])?,
         length: be64(&body[7..15]),
+        tls: {
+            let cert_sha256 = body[16..48].try_into().expect("32 bytes");
+            let proof = body[48..80].try_into().expect("32 bytes");
+            match body[15] {
+                0 => None,
+                1 => Some(crate::tls::Identity {
+                    cert_sha256,
+                    proof: None,
+                }),
+                2 => Some(crate::tls::Identity {
+                    cert_sha256,
+                    proof: Some(proof),
+                }),
+                value => {
+                    return Err(ProtocolError::BadEnum {
+                        field: "tls",
+                        value,
+                    });
+                }
+            }
+        },
     })
 }
 

@@ -47,6 +47,9 @@ pub struct Hello {
     /// A sized forward stream of a named file: how the server writes it to its disk
     /// (`tsclient --far-disk`); `None`: the server's own way (with `--save`, durably). Version 14.
     pub save: Option<SaveMode>,
+    /// A stream: its data over TLS 1.3 with this cipher suite, after the clear-text hello, its
+    /// answer and the clock queries (`tsclient --tls`); `None`: clear text. Version 14.
+    pub tls: Option<crate::tls::Cipher>,
 }
 
 /// How a receiving end writes a stream to its disk, each way verified and timed apart.
@@ -202,6 +205,7 @@ impl Hello {
             congestion: None,
             call: None,
             save: None,
+            tls: None,
         }
     }
 
@@ -247,6 +251,7 @@ impl Hello {
             congestion: None,
             call: None,
             save: None,
+            tls: None,
         }
     }
 }
@@ -284,6 +289,7 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.push(call);
     out.extend_from_slice(&batch.to_be_bytes());
     out.push(SaveMode::code(h.save));
+    out.push(crate::tls::Cipher::code(h.tls));
     out.extend_from_slice(h.name.as_bytes());
     out.extend_from_slice(congestion.as_bytes());
 }
@@ -349,6 +355,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     let call = call_of(buf, generated, duration_ms)?;
     let sized_file = mode == Mode::Stream && flags & FLAG_REVERSE == 0 && duration_ms == 0;
     let save = save_of(buf[52], sized_file && !name.is_empty())?;
+    let tls = tls_of(buf[53], mode, call)?;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -367,6 +374,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         congestion,
         call,
         save,
+        tls,
     };
     Ok(Some((hello, at + congestion_len)))
 }
@@ -403,6 +411,20 @@ fn save_of(code: u8, sized_file: bool) -> Result<Option<SaveMode>, ProtocolError
         Some(None) => Ok(None),
         Some(mode) if sized_file => Ok(mode),
         _ => Err(ProtocolError::BadSave(code)),
+    }
+}
+
+/// The cipher suite at byte 53, checked: one only for a stream, and not with sendfile (the
+/// bytes must pass through the process to be encrypted).
+fn tls_of(
+    code: u8,
+    mode: Mode,
+    call: Option<Call>,
+) -> Result<Option<crate::tls::Cipher>, ProtocolError> {
+    match crate::tls::Cipher::of(code) {
+        Some(None) => Ok(None),
+        Some(Some(c)) if mode == Mode::Stream && call != Some(Call::Sendfile) => Ok(Some(c)),
+        _ => Err(ProtocolError::BadTls(code)),
     }
 }
 

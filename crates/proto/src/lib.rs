@@ -13,6 +13,7 @@ mod report;
 pub mod sent;
 pub mod serve;
 pub mod tcp;
+pub mod tls;
 
 pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
@@ -47,7 +48,7 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 53;
+pub const HELLO_FIXED: usize = 54;
 /// Most streams in one session (`--parallel`).
 pub const MAX_STREAMS: u8 = 128;
 /// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the
@@ -65,7 +66,7 @@ pub const TRAILER: usize = 8;
 pub const MAX_HELLO: usize = HELLO_FIXED + MAX_NAME + tcp::MAX_CONGESTION;
 
 const REPORT_FIXED: usize = 255;
-const ACCEPT_BODY: usize = 15;
+const ACCEPT_BODY: usize = 80;
 const TIME_BODY: usize = 24;
 const FLAG_NODELAY: u8 = 1;
 const FLAG_REVERSE: u8 = 2;
@@ -222,6 +223,9 @@ pub enum Frame {
         /// A reverse stream: the bytes of one pass the server will send (the asked bytes, or
         /// the served file's size); 0 otherwise.
         length: u64,
+        /// A stream that asked for TLS: the certificate the server will present, and the
+        /// key's proof of it where the server authenticates (version 14).
+        tls: Option<tls::Identity>,
     },
     /// The server does not serve the hello, and says why; it closes.
     Refuse {

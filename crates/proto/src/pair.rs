@@ -44,6 +44,8 @@ struct Pair {
     /// What the server's driver saw of the transfer.
     data: Vec<u8>,
     begun: bool,
+    /// What the client took from the server's Accept.
+    accepted: Option<crate::client::Accepted>,
 }
 
 impl Pair {
@@ -58,6 +60,7 @@ impl Pair {
             time,
             data: Vec::new(),
             begun: false,
+            accepted: None,
         }
     }
 
@@ -129,7 +132,11 @@ impl Pair {
             .deliver_to_server(&hello)
             .expect("an answer to the hello");
         loop {
-            match self.deliver_to_client(frame, key)? {
+            let step = self.deliver_to_client(frame, key)?;
+            if let ClientStep::Accepted(a) = &step {
+                self.accepted = Some(*a);
+            }
+            match step {
                 ClientStep::Send(bytes) => {
                     frame = self.deliver_to_server(&bytes).expect("an answer")
                 }
@@ -227,12 +234,87 @@ impl Authenticator for Key {
     fn verify(&self, challenge: &[u8; 32], answer: &[u8; 32]) -> bool {
         *answer == Prover::answer(self, challenge)
     }
+
+    fn prove(&self, binding: &[u8; 80]) -> [u8; 32] {
+        Prover::prove(self, binding)
+    }
 }
 
 impl Prover for Key {
     fn answer(&self, challenge: &[u8; 32]) -> [u8; 32] {
         std::array::from_fn(|i| challenge[31 - i] ^ self.0)
     }
+
+    fn prove(&self, binding: &[u8; 80]) -> [u8; 32] {
+        std::array::from_fn(|i| binding[i] ^ binding[79 - i] ^ self.0.wrapping_add(1))
+    }
+}
+
+/// Version 14: a stream that asks for TLS is told the certificate the server will present;
+/// where the server challenges the client, its key proves that certificate on this connection
+/// and the client pins it as authenticated; a proof by another key is refused; a server that
+/// authenticates no one names it unproved; one that offers no TLS refuses, naming the flag.
+#[test]
+fn a_tls_stream_pins_the_certificate_the_key_proves() {
+    let cert = [0x5a; 32];
+    let hello = || Hello {
+        tls: Some(crate::tls::Cipher::Chacha20Poly1305),
+        ..Hello::stream(3, 1, "k.txt")
+    };
+    let keyed = Policy {
+        auth: Some(Arc::new(Key(7))),
+        tls_cert: Some(cert),
+        ..Policy::default()
+    };
+    let challenge = Some([3u8; 32]);
+    let mut pair = Pair::new(hello(), &keyed, challenge);
+    assert!(matches!(pair.run(b"abc", Some(&Key(7))), Ok(ClientStep::Report(_))));
+    let pin = pair.accepted.and_then(|a| a.tls).expect("a pin");
+    assert_eq!((pin.cert_sha256, pin.authenticated), (cert, true));
+    // A server whose key differs proves nothing the client's key accepts (its answer to the
+    // challenge is refused first; a proof alone, forged, is refused too).
+    let mut pair = Pair::new(hello(), &keyed, challenge);
+    pair.deliver_to_server(&pair.client.hello_bytes()).unwrap();
+    let forged = Frame::Accept {
+        read_size: 1,
+        server_io: ServerIo::EventLoop,
+        log: crate::LogMode::None,
+        stdout: crate::StdoutKind::Unknown,
+        length: 0,
+        tls: Some(crate::tls::Identity {
+            cert_sha256: [0x66; 32],
+            proof: Some(Prover::prove(&Key(9), &crate::tls::binding(&[3; 32], &[0x66; 32]))),
+        }),
+    };
+    let ClientStep::Send(_) = pair
+        .deliver_to_client(Frame::Challenge([3; 32]), Some(&Key(7)))
+        .unwrap()
+    else {
+        panic!("no answer to the challenge");
+    };
+    assert_eq!(
+        pair.deliver_to_client(forged, Some(&Key(7))),
+        Err(ClientError::BadTlsProof)
+    );
+    let open = Policy {
+        tls_cert: Some(cert),
+        ..Policy::default()
+    };
+    let mut pair = Pair::new(hello(), &open, None);
+    assert!(matches!(pair.run(b"abc", None), Ok(ClientStep::Report(_))));
+    let pin = pair.accepted.and_then(|a| a.tls).expect("a pin");
+    assert!(!pin.authenticated);
+    let mut pair = Pair::new(hello(), &Policy::default(), None);
+    match pair.run(b"abc", None) {
+        Err(ClientError::Refused { code, reason }) => {
+            assert_eq!(code, RefuseCode::Unoffered);
+            assert!(reason.contains("--no-tls"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut pair = Pair::new(Hello::stream(3, 1, "k.txt"), &open, None);
+    assert!(matches!(pair.run(b"abc", None), Ok(ClientStep::Report(_))));
+    assert_eq!(pair.accepted.unwrap().tls, None, "clear text pins nothing");
 }
 
 /// With a key on both ends the transfer runs; with the wrong one the client gets the

@@ -85,6 +85,16 @@ impl Key {
         self.mac(challenge).finalize().into_bytes().into()
     }
 
+    /// The key's proof of a TLS certificate on a connection: the HMAC of its binding
+    /// ([`tsperf_proto::tls::binding`], which starts with a label of its own, so it never
+    /// equals an answer to a challenge).
+    pub fn prove(&self, binding: &[u8; 80]) -> [u8; LEN] {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        mac.update(binding);
+        mac.finalize().into_bytes().into()
+    }
+
     /// True when `answer` is right for `challenge`, compared in constant time.
     pub fn verify(&self, challenge: &[u8; LEN], answer: &[u8]) -> bool {
         self.mac(challenge).verify_slice(answer).is_ok()
@@ -95,11 +105,19 @@ impl tsperf_proto::client::Prover for Key {
     fn answer(&self, challenge: &[u8; LEN]) -> [u8; LEN] {
         Key::answer(self, challenge)
     }
+
+    fn prove(&self, binding: &[u8; 80]) -> [u8; LEN] {
+        Key::prove(self, binding)
+    }
 }
 
 impl tsperf_proto::serve::Authenticator for Key {
     fn verify(&self, challenge: &[u8; LEN], answer: &[u8; LEN]) -> bool {
         Key::verify(self, challenge, answer)
+    }
+
+    fn prove(&self, binding: &[u8; 80]) -> [u8; LEN] {
+        Key::prove(self, binding)
     }
 }
 

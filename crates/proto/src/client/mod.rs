@@ -20,6 +20,9 @@ pub mod reverse;
 pub trait Prover: Send + Sync {
     /// The answer to `challenge`.
     fn answer(&self, challenge: &[u8; 32]) -> [u8; 32];
+    /// The key's proof of a TLS certificate's fingerprint ([`crate::tls::binding`]), as the
+    /// server makes it.
+    fn prove(&self, binding: &[u8; 80]) -> [u8; 32];
 }
 
 /// What the server's Accept said.
@@ -35,6 +38,20 @@ pub struct Accepted {
     pub stdout: StdoutKind,
     /// A reverse stream: the bytes of one pass the server sends.
     pub length: u64,
+    /// A stream over TLS: the certificate the server will present, and whether the key
+    /// vouched for it.
+    pub tls: Option<TlsPin>,
+}
+
+/// The certificate a stream over TLS expects the server to present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsPin {
+    /// The SHA-256 of the certificate (DER), as the Accept named it.
+    pub cert_sha256: [u8; 32],
+    /// The pre-shared key proved it on this connection: a handshake that presents it is with
+    /// the server that holds the key. False: the server authenticates no one, and nothing
+    /// vouches for the certificate (the TLS is encrypted, not authenticated).
+    pub authenticated: bool,
 }
 
 /// The server's clock against ours, from a transfer's clock queries.
@@ -81,6 +98,13 @@ pub enum ClientError {
     /// The server asks for a key this client does not have.
     #[error("the server requires authentication: pass --auth-key FILE with its key")]
     NeedsKey,
+    /// The server's proof of its TLS certificate is wrong: someone between may be
+    /// presenting their own.
+    #[error(
+        "the server's TLS certificate is not proved by the key (--auth-key): a machine between \
+         this client and the server may be presenting its own"
+    )]
+    BadTlsProof,
     /// A frame that has no place here.
     #[error("the server broke the protocol: {got} where {expected} was due")]
     Unexpected {
@@ -115,6 +139,8 @@ pub struct StreamConversation {
     /// The query in flight: when it left, on both clocks.
     sent: Option<(Instant, u64)>,
     best: Option<Clock>,
+    /// The server's challenge, once it sent one.
+    challenge: Option<[u8; 32]>,
 }
 
 impl StreamConversation {
@@ -127,6 +153,7 @@ impl StreamConversation {
             clock_by: None,
             sent: None,
             best: None,
+            challenge: None,
         }
     }
 
@@ -204,6 +231,41 @@ impl StreamConversation {
         crate::end::End { length, digest }.encode()
     }
 
+    /// The certificate a stream over TLS will pin: the Accept's, proved by `key` where the
+    /// server challenged this client (a wrong proof is refused); `None` for clear text. A
+    /// hello that asked for TLS and an Accept that names none is the server's breach.
+    fn pin(
+        &self,
+        tls: Option<crate::tls::Identity>,
+        key: Option<&dyn Prover>,
+    ) -> Result<Option<TlsPin>, ClientError> {
+        let Some(_) = self.hello.tls else {
+            return Ok(None);
+        };
+        let Some(id) = tls else {
+            return Err(ClientError::Unexpected {
+                expected: "an Accept naming the server's TLS certificate",
+                got: "an Accept without one".into(),
+            });
+        };
+        let authenticated = match (self.challenge, key) {
+            (Some(challenge), Some(key)) => {
+                let want = key.prove(&crate::tls::binding(&challenge, &id.cert_sha256));
+                let got = id.proof.ok_or(ClientError::BadTlsProof)?;
+                // Compared whole, not stopping at the first difference.
+                if want.iter().zip(got).fold(0u8, |d, (a, b)| d | (a ^ b)) != 0 {
+                    return Err(ClientError::BadTlsProof);
+                }
+                true
+            }
+            _ => false,
+        };
+        Ok(Some(TlsPin {
+            cert_sha256: id.cert_sha256,
+            authenticated,
+        }))
+    }
+
     /// The hello this conversation sent.
     pub fn hello(&self) -> &Hello {
         &self.hello
@@ -221,6 +283,7 @@ impl StreamConversation {
             (State::Hello, Frame::Challenge(c)) => {
                 let key = key.ok_or(ClientError::NeedsKey)?;
                 self.state = State::Auth;
+                self.challenge = Some(c);
                 Ok(ClientStep::Send(key.answer(&c).to_vec()))
             }
             (
@@ -231,8 +294,10 @@ impl StreamConversation {
                     log,
                     stdout,
                     length,
+                    tls,
                 },
             ) => {
+                let tls = self.pin(tls, key)?;
                 self.state = if self.hello.clock_queries > 0 {
                     State::Clock { seq: 0 }
                 } else {
@@ -244,6 +309,7 @@ impl StreamConversation {
                     log,
                     stdout,
                     length,
+                    tls,
                 }))
             }
             (State::Hello | State::Auth, Frame::Refuse { code, reason }) => {

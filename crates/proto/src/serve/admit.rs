@@ -30,6 +30,9 @@ pub const AUTH_FAILED: &str = "authentication failed: the client does not hold t
 pub trait Authenticator: Send + Sync + std::fmt::Debug {
     /// True if `answer` is the right answer to `challenge`.
     fn verify(&self, challenge: &[u8; 32], answer: &[u8; 32]) -> bool;
+    /// The key's proof of a TLS certificate's fingerprint on a connection
+    /// ([`crate::tls::binding`]), distinct from any answer to a challenge.
+    fn prove(&self, binding: &[u8; 80]) -> [u8; 32];
 }
 
 /// The operator's settings a conversation decides by.
@@ -64,6 +67,9 @@ pub struct Policy {
     pub idle_timeout: Duration,
     /// Clients must prove they hold this key (`--auth-key`).
     pub auth: Option<Arc<dyn Authenticator>>,
+    /// The SHA-256 of the certificate the server presents to a stream over TLS; `None`: it
+    /// offers no TLS (`--no-tls`).
+    pub tls_cert: Option<[u8; 32]>,
 }
 
 impl Default for Policy {
@@ -82,6 +88,7 @@ impl Default for Policy {
             hello_timeout: HELLO_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
             auth: None,
+            tls_cert: None,
         }
     }
 }
@@ -160,6 +167,15 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
     }
     if hello.reverse {
         reverse_offered(hello, policy)?;
+    }
+    if let Some(cipher) = hello.tls.filter(|_| policy.tls_cert.is_none()) {
+        return Err((
+            RefuseCode::Unoffered,
+            format!(
+                "this server offers no TLS (it was started with --no-tls): --tls {} is not offered",
+                cipher.name()
+            ),
+        ));
     }
     Ok(())
 }

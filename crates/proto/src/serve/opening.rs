@@ -69,13 +69,25 @@ impl Conversation {
         }
     }
 
-    fn accept(&self, admitted: Admitted) -> Frame {
+    /// The Accept of `admitted`; for a stream that asked for TLS (`tls`), the certificate the
+    /// server will present, proved by its key on this connection's challenge where it has one.
+    fn accept(&self, admitted: Admitted, tls: bool) -> Frame {
+        let identity = self.policy.tls_cert.filter(|_| tls).map(|cert_sha256| {
+            let proof = match (&self.policy.auth, &self.challenge) {
+                (Some(key), Some(challenge)) => {
+                    Some(key.prove(&crate::tls::binding(challenge, &cert_sha256)))
+                }
+                _ => None,
+            };
+            crate::tls::Identity { cert_sha256, proof }
+        });
         Frame::Accept {
             read_size: admitted.read_size,
             server_io: self.server_io,
             log: admitted.log,
             stdout: self.policy.stdout,
             length: admitted.length,
+            tls: identity,
         }
     }
 
@@ -102,8 +114,9 @@ impl Conversation {
             self.state = State::Latency {
                 session: Box::new(LatencySession::new(&hello)),
             };
-            return Step::send(self.accept(admitted));
+            return Step::send(self.accept(admitted, false));
         }
+        let accept = self.accept(admitted, hello.tls.is_some());
         let t = Transfer {
             hello,
             got: 0,
@@ -124,7 +137,7 @@ impl Conversation {
             // to take bytes.
             self.deadline = now + self.policy.idle_timeout;
         }
-        Step::send(self.accept(admitted))
+        Step::send(accept)
     }
 
     /// The driver finished the transfer: its report, or why it could not be saved. Returns the

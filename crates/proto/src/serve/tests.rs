@@ -319,6 +319,10 @@ impl Authenticator for Reversed {
     fn verify(&self, challenge: &[u8; 32], answer: &[u8; 32]) -> bool {
         challenge.iter().rev().eq(answer.iter())
     }
+
+    fn prove(&self, binding: &[u8; 80]) -> [u8; 32] {
+        std::array::from_fn(|i| binding[79 - i])
+    }
 }
 
 /// With a key, the hello gets the driver's challenge; the right answer is admitted, a wrong

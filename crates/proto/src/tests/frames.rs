@@ -12,6 +12,7 @@ fn frame_round_trips() {
             log: LogMode::Stdout,
             stdout: StdoutKind::Terminal,
             length: 0,
+            tls: None,
         },
         Frame::Accept {
             read_size: 1,
@@ -19,6 +20,21 @@ fn frame_round_trips() {
             log: LogMode::None,
             stdout: StdoutKind::Closed,
             length: u64::MAX,
+            tls: Some(tls::Identity {
+                cert_sha256: [1; 32],
+                proof: Some([2; 32]),
+            }),
+        },
+        Frame::Accept {
+            read_size: 1,
+            server_io: ServerIo::EventLoop,
+            log: LogMode::None,
+            stdout: StdoutKind::Closed,
+            length: 7,
+            tls: Some(tls::Identity {
+                cert_sha256: [3; 32],
+                proof: None,
+            }),
         },
         Frame::Time(clock::TimeResponse {
             seq: 3,
@@ -120,27 +136,46 @@ fn frame_refusals() {
         decode_frame(&[1, 0, 1, 0]),
         Err(ProtocolError::BadBodyLength { tag: 1, .. })
     ));
+    let mut accept = vec![1, 0, 80, 0, 0, 0, 1, 7];
+    accept.resize(3 + 80, 0);
     assert_eq!(
-        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        decode_frame(&accept),
         Err(ProtocolError::BadEnum {
             field: "server_io",
             value: 7
         })
     );
+    let mut accept = vec![1, 0, 80, 0, 0, 0, 1, 1, 0, 0];
+    accept.resize(3 + 80, 0);
+    accept[3 + 15] = 3;
     assert_eq!(
-        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        decode_frame(&accept),
+        Err(ProtocolError::BadEnum {
+            field: "tls",
+            value: 3
+        })
+    );
+    assert_eq!(
+        decode_frame(&padded(&[1, 0, 80, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
         Err(ProtocolError::BadEnum {
             field: "log",
             value: 3
         })
     );
     assert_eq!(
-        decode_frame(&[1, 0, 15, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]),
+        decode_frame(&padded(&[1, 0, 80, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0])),
         Err(ProtocolError::BadEnum {
             field: "stdout",
             value: 8
         })
     );
+}
+
+/// An Accept's first bytes, the rest of its 80-byte body zeros.
+fn padded(head: &[u8]) -> Vec<u8> {
+    let mut v = head.to_vec();
+    v.resize(3 + 80, 0);
+    v
 }
 
 /// Frames of an older layout, unknown refusal codes and strings that disagree with their

@@ -183,3 +183,39 @@ fn hello_carries_the_save_mode() {
     assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadSave(4)));
     assert!(ProtocolError::BadSave(4).to_string().contains("3 (direct)"));
 }
+
+/// Version 14: a stream's hello may ask for its data over TLS with a cipher suite, either way;
+/// not a latency session's, not a stream the server sends by sendfile, not an unknown suite.
+#[test]
+fn hello_carries_the_cipher_suite() {
+    use crate::tls::Cipher;
+    for tls in [None].into_iter().chain(Cipher::ALL.map(Some)) {
+        for reverse in [false, true] {
+            let h = Hello {
+                tls,
+                reverse,
+                ..Hello::stream(1 << 20, 10240, "")
+            };
+            let bytes = encoded(&h);
+            assert_eq!(bytes[53], tls.map_or(0, |c| c as u8 + 1));
+            assert_eq!(decode_hello(&bytes), Ok(Some((h, HELLO_FIXED))), "{tls:?}");
+        }
+    }
+    let sendfile = Hello {
+        tls: Some(Cipher::Aes128Gcm),
+        reverse: true,
+        call: Some(Call::Sendfile),
+        ..Hello::stream(1 << 20, 10240, "")
+    };
+    assert_eq!(decode_hello(&encoded(&sendfile)), Err(ProtocolError::BadTls(1)));
+    let latency = Hello {
+        tls: Some(Cipher::Chacha20Poly1305),
+        ..Hello::latency(10, clock::Codec::Binary, clock::Framing::Single, true)
+    };
+    assert_eq!(decode_hello(&encoded(&latency)), Err(ProtocolError::BadTls(3)));
+    let mut unknown = encoded(&Hello::stream(1, 1, "x"));
+    unknown[53] = 4;
+    assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadTls(4)));
+    assert_eq!(Cipher::named("aes256gcm"), Some(Cipher::Aes256Gcm));
+    assert_eq!(Cipher::Aes256Gcm.suite(), "TLS13_AES_256_GCM_SHA384");
+}

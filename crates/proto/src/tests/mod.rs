@@ -27,6 +27,7 @@ pub(super) fn hello() -> Hello {
         congestion: None,
         call: None,
         save: None,
+        tls: Some(tls::Cipher::Aes256Gcm),
     }
 }
 
@@ -325,6 +326,7 @@ fn hello_limits_inclusive() {
     h.nodelay = true;
     h.codec = 2;
     h.framing = 2;
+    h.tls = None;
     let b = encoded(&h);
     assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
 }
