@@ -143,6 +143,13 @@ struct Args {
     /// 9). Not with FILE or a served NAME.
     #[arg(long, conflicts_with_all = ["latency", "file"])]
     one_buffer: bool,
+    /// Carry the data over TLS 1.3 with this cipher suite (aes128gcm, aes256gcm or
+    /// chacha20poly1305), either way, after the hello and the clock queries in the clear: the
+    /// cost of the cipher, against the same run without it. The server's certificate is pinned
+    /// from its Accept, proved by the --auth-key key where there is one (else the report says
+    /// the server is not authenticated). Not with --io sendfile.
+    #[arg(long, value_parser = values::cipher(), value_name = "SUITE")]
+    tls: Option<tsperf_proto::tls::Cipher>,
     /// Read FILE from its disk, not the page cache: its pages are put out of the cache first
     /// (posix_fadvise DONTNEED, checked with mincore; refused where they stay, or on tmpfs),
     /// so the sender's reads are the disk's. A forward run's FILE, read once (not --time).

@@ -64,6 +64,11 @@ struct Args {
     /// Refuse reverse streams (tsclient --reverse): this server then only receives.
     #[arg(long, conflicts_with = "serve")]
     no_reverse: bool,
+    /// Offer no TLS: a client's --tls is refused, naming this flag. By default the server makes
+    /// a certificate when it starts (self-signed; its SHA-256 goes to each client that asks for
+    /// TLS, proved by the --auth-key key where there is one) and serves streams over TLS 1.3.
+    #[arg(long)]
+    no_tls: bool,
     /// Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain
     /// names only, opened from a handle on DIR, never through a symlink, regular files only.
     #[arg(long, value_name = "DIR")]
@@ -242,6 +247,7 @@ fn policy(
     log: LogMode,
     serves: bool,
     auth: Option<std::sync::Arc<tsperf_sys::auth::Key>>,
+    tls_cert: Option<[u8; 32]>,
 ) -> server::Policy {
     server::Policy {
         log,
@@ -261,6 +267,7 @@ fn policy(
         hello_timeout: std::time::Duration::from_secs_f64(args.hello_timeout),
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         auth: auth.map(|k| k as std::sync::Arc<dyn tsperf_proto::serve::Authenticator>),
+        tls_cert,
     }
 }
 
@@ -300,7 +307,12 @@ fn run() -> anyhow::Result<ExitCode> {
             bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
-    let policy = policy(&args, log, serve.is_some(), auth);
+    let tls = (!args.no_tls)
+        .then(server::ServerTls::ephemeral)
+        .transpose()?
+        .map(std::sync::Arc::new);
+    let tls_cert = tls.as_ref().map(|t| t.cert_sha256());
+    let policy = policy(&args, log, serve.is_some(), auth, tls_cert);
     let mut cfg = ServerConfig {
         bind,
         port,
@@ -321,6 +333,7 @@ fn run() -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(server::budget::SendBudget::default_limit),
         ),
         log_file,
+        tls,
     };
     warnings.extend(server::fit_descriptors(&mut cfg)?);
     let listener = server::bind(&cfg)?;

@@ -3,6 +3,7 @@
 
 use clap::ValueEnum;
 use tsperf_proto::clock::{Codec, Framing};
+use tsperf_proto::tls::Cipher;
 use tsperf_proto::{LogMode, SaveMode};
 use tsperf_results::strategy::Strategy;
 
@@ -67,6 +68,13 @@ pub(crate) fn save_mode() -> impl clap::builder::TypedValueParser<Value = SaveMo
             .find(|m| m.name() == name)
             .unwrap_or(SaveMode::Durable)
     })
+}
+
+/// `--tls`: a cipher suite by its short name.
+pub(crate) fn cipher() -> impl clap::builder::TypedValueParser<Value = Cipher> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(Cipher::ALL.map(Cipher::name))
+        .map(|name| Cipher::named(&name).unwrap_or(Cipher::Aes128Gcm))
 }
 
 mirror! {

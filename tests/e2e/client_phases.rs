@@ -73,6 +73,7 @@ fn hello_answer_deadline_is_not_reset_by_a_trickle() {
             log: tsperf_proto::LogMode::None,
             stdout: tsperf_proto::StdoutKind::Unknown,
             length: 0,
+            tls: None,
         };
         trickle_out(&mut s, &frame_bytes(&accept), Duration::from_millis(700));
         thread::sleep(Duration::from_secs(30));
@@ -347,6 +348,7 @@ fn slow_clock_server(delay: Duration) -> u16 {
                 log: tsperf_proto::LogMode::None,
                 stdout: tsperf_proto::StdoutKind::Unknown,
                 length: 0,
+                tls: None,
             },
         );
         for _ in 0..hello.clock_queries {

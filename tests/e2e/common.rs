@@ -507,6 +507,7 @@ pub(crate) fn accept_hello(s: &mut TcpStream, hello: &Hello, length: u64) {
             log: tsperf_proto::LogMode::None,
             stdout: tsperf_proto::StdoutKind::Unknown,
             length,
+            tls: None,
         },
     );
     answer_clock_queries(s, hello.clock_queries);
@@ -676,6 +677,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         congestion: None,
         call: None,
         save: None,
+        tls: None,
     };
     encode_hello(&hello, &mut b);
     b

@@ -118,6 +118,7 @@ fn silent_latency_server(answered: u64) -> u16 {
                 log: tsperf_proto::LogMode::None,
                 stdout: tsperf_proto::StdoutKind::Unknown,
                 length: 0,
+                tls: None,
             },
         );
         for _ in 0..answered {

@@ -281,6 +281,7 @@ fn bad_request_does_not_stop_the_server() {
                 congestion: None,
                 call: None,
                 save: None,
+                tls: None,
             },
             &mut hello,
         );

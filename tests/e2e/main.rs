@@ -31,6 +31,7 @@ mod strategies;
 mod stream;
 mod threads;
 mod timed;
+mod tls;
 mod untrusted_server;
 mod usage;
 mod why;

@@ -198,6 +198,7 @@ fn in_process(blocking: bool) -> tsperf_server::ServerConfig {
         grace: Duration::from_secs(2),
         send_budget: SendBudget::new(64 << 20),
         log_file: None,
+        tls: None,
     }
 }
 

@@ -115,6 +115,7 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
         boot_id: None,
         clock: None,
         interrupted: false,
+        tls: None,
         detail: Detail::Sent(Box::new(Forward {
             strategy,
             batch,
@@ -172,6 +173,7 @@ pub(crate) fn reverse() -> StreamOutcome {
         boot_id: None,
         clock: None,
         interrupted: false,
+        tls: None,
         detail: Detail::Received(Reverse {
             asked: 1 << 30,
             one_buffer: false,

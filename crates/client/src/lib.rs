@@ -26,6 +26,7 @@ pub mod parallel;
 pub mod progress;
 pub mod reverse;
 pub mod run;
+mod secure;
 mod send;
 mod session;
 pub mod spec;
@@ -46,6 +47,7 @@ use anyhow::Result;
 use crate::progress::Progress;
 use blocking::Blocking;
 use nonblocking::MioConn;
+use secure::Secure;
 use tsperf_sys::auth::Key;
 use tsperf_sys::source::Source;
 
@@ -185,6 +187,20 @@ pub trait Transport: Read + tsperf_stream::send::Sink + Sized {
     fn read_by(&mut self, deadline: Option<Instant>);
     /// Writes that found the socket full, and wake-ups from poll.
     fn waits(&self) -> (u64, u64);
+    /// Sends and receives through `tls` from here on (a stream over TLS, after its clock
+    /// queries); only a [`secure::Secure`] transport can.
+    fn start_tls(&mut self, tls: tsperf_stream::tls::Tls) -> Result<()> {
+        let _ = tls;
+        anyhow::bail!("this transport carries no TLS")
+    }
+    /// Ends this end's direction: a stream over TLS its close_notify first.
+    fn close_write(&mut self) -> io::Result<()> {
+        self.socket().shutdown(std::net::Shutdown::Write)
+    }
+    /// The stream's TLS, once begun.
+    fn tls(&self) -> Option<&tsperf_stream::tls::Tls> {
+        None
+    }
 }
 
 /// A stream transfer that did not finish: why, and what it had measured.
@@ -290,14 +306,22 @@ pub fn run_stream(
         None => progress.start(source.len()),
     }
     let size = Some(source.len());
-    let result = if cfg.spec.nonblocking {
-        MioConn::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
-            .map_err(|e| StreamFailure::before(cfg, size, e))
-            .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
-    } else {
-        Blocking::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
-            .map_err(|e| StreamFailure::before(cfg, size, e))
-            .and_then(|conn| transfer::transfer(conn, source, cfg, progress))
+    let (host, port, timeout) = (&cfg.spec.host, cfg.spec.port, cfg.spec.timeout);
+    let failed = |e| StreamFailure::before(cfg, size, e);
+    // A stream in the clear never goes through the TLS layer.
+    let result = match (cfg.spec.nonblocking, cfg.spec.tls.is_some()) {
+        (true, false) => MioConn::connect(host, port, timeout)
+            .map_err(failed)
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress)),
+        (false, false) => Blocking::connect(host, port, timeout)
+            .map_err(failed)
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress)),
+        (true, true) => Secure::<MioConn>::connect(host, port, timeout)
+            .map_err(failed)
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress)),
+        (false, true) => Secure::<Blocking>::connect(host, port, timeout)
+            .map_err(failed)
+            .and_then(|conn| transfer::transfer(conn, source, cfg, progress)),
     };
     progress.clear();
     result.map(|mut o| {

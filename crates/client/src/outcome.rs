@@ -99,8 +99,34 @@ pub struct StreamOutcome {
     pub clock: Option<Clock>,
     /// Stopped early by Ctrl-C or SIGTERM, every byte until then verified.
     pub interrupted: bool,
+    /// The data went over TLS (`--tls`): its suite, and whether the key vouched for the server.
+    pub tls: Option<TlsUsed>,
     /// What only its direction has.
     pub detail: Detail,
+}
+
+/// A stream's TLS, as its handshake settled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsUsed {
+    /// The cipher suite negotiated.
+    pub cipher: tsperf_proto::tls::Cipher,
+    /// The server's certificate was proved by the pre-shared key (`--auth-key`); false: it was
+    /// pinned from the Accept alone, so the stream was encrypted but its peer not
+    /// authenticated.
+    pub authenticated: bool,
+}
+
+impl TlsUsed {
+    /// What a transport's TLS settled on, with the Accept's word on the certificate.
+    pub fn of(
+        tls: Option<&tsperf_stream::tls::Tls>,
+        pin: Option<tsperf_proto::client::TlsPin>,
+    ) -> Option<TlsUsed> {
+        Some(TlsUsed {
+            cipher: tls?.cipher()?,
+            authenticated: pin?.authenticated,
+        })
+    }
 }
 
 impl StreamOutcome {

@@ -263,6 +263,19 @@ pub(crate) fn await_report<T: Transport>(
     }
 }
 
+/// Begins a stream's TLS where its hello asked for it, taking only the certificate the
+/// Accept named (the protocol checked the key's proof of it).
+pub(crate) fn start_tls<T: Transport>(
+    conn: &mut T,
+    cfg: &crate::StreamConfig,
+    accepted: &Accepted,
+) -> Result<()> {
+    let (Some(cipher), Some(pin)) = (cfg.spec.tls, accepted.tls) else {
+        return Ok(());
+    };
+    conn.start_tls(tsperf_stream::tls::client(cipher, pin.cert_sha256)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

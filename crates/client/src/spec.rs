@@ -96,6 +96,8 @@ pub struct StreamSpec {
     pub log_file: PathBuf,
     /// FILE is read from its disk, not the page cache (`--cold`): its pages evicted first.
     pub cold: bool,
+    /// The data over TLS 1.3 with this suite (`--tls`); `None`: in the clear.
+    pub tls: Option<tsperf_proto::tls::Cipher>,
     /// How the receiving end writes the stream to its disk (`--far-disk`): forward, asked of
     /// the server; in reverse, this client's, into `save_dir`. `None`: not asked (forward: the
     /// server's own way).

@@ -163,12 +163,13 @@ fn end_data<T: Transport>(
         so_far.bytes = tally.sent;
         let end = conv.end(tally.sent, digest);
         conn.write_all(&end)
-            .and_then(|()| conn.socket().shutdown(std::net::Shutdown::Write))
+            .and_then(|()| conn.close_write())
             .map_err(|e| lost(conn, e, so_far, cfg.spec.timeout))
             .and_then(|()| await_report(conn, conv))
     } else {
         let trailer = conv.trailer(digest);
         conn.write_all(&trailer)
+            .and_then(|()| conn.flush())
             .map_err(|e| lost(conn, e, so_far, cfg.spec.timeout))
             .and_then(|()| await_report(conn, conv))
     }
@@ -309,6 +310,7 @@ fn result<T: Transport>(
         boot_id: done.server.boot_id,
         clock: prepared.clock,
         interrupted: done.timed.is_some_and(|t| t.interrupted),
+        tls: crate::outcome::TlsUsed::of(conn.tls(), prepared.accepted.tls),
         detail: Detail::Sent(Box::new(Forward {
             strategy,
             batch: (strategy == Strategy::Writev).then_some(cfg.spec.batch),
@@ -342,9 +344,11 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
     let hello = Hello {
         log: cfg.spec.server_log,
         save: cfg.spec.save,
+        tls: cfg.spec.tls,
         ..stream_hello(cfg, source.len(), source.name())
     };
     let (peer, accepted, clock, conv) = open_stream(conn, cfg, hello, "the transfer")?;
+    super::session::start_tls(conn, cfg, &accepted)?;
     Ok(Prepared {
         peer,
         accepted,

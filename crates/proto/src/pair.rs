@@ -268,7 +268,10 @@ fn a_tls_stream_pins_the_certificate_the_key_proves() {
     };
     let challenge = Some([3u8; 32]);
     let mut pair = Pair::new(hello(), &keyed, challenge);
-    assert!(matches!(pair.run(b"abc", Some(&Key(7))), Ok(ClientStep::Report(_))));
+    assert!(matches!(
+        pair.run(b"abc", Some(&Key(7))),
+        Ok(ClientStep::Report(_))
+    ));
     let pin = pair.accepted.and_then(|a| a.tls).expect("a pin");
     assert_eq!((pin.cert_sha256, pin.authenticated), (cert, true));
     // A server whose key differs proves nothing the client's key accepts (its answer to the
@@ -283,7 +286,10 @@ fn a_tls_stream_pins_the_certificate_the_key_proves() {
         length: 0,
         tls: Some(crate::tls::Identity {
             cert_sha256: [0x66; 32],
-            proof: Some(Prover::prove(&Key(9), &crate::tls::binding(&[3; 32], &[0x66; 32]))),
+            proof: Some(Prover::prove(
+                &Key(9),
+                &crate::tls::binding(&[3; 32], &[0x66; 32]),
+            )),
         }),
     };
     let ClientStep::Send(_) = pair

@@ -18,7 +18,11 @@ pub enum Cipher {
 
 impl Cipher {
     /// Every suite, in wire order (the hello's code is the index plus one).
-    pub const ALL: [Cipher; 3] = [Cipher::Aes128Gcm, Cipher::Aes256Gcm, Cipher::Chacha20Poly1305];
+    pub const ALL: [Cipher; 3] = [
+        Cipher::Aes128Gcm,
+        Cipher::Aes256Gcm,
+        Cipher::Chacha20Poly1305,
+    ];
 
     /// Its short name, as the flag takes it and the JSON shows it.
     pub fn name(self) -> &'static str {

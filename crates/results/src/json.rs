@@ -131,6 +131,29 @@ pub struct ClientSide {
     pub cold: Option<ColdJson>,
 }
 
+/// A stream's TLS, as its handshake settled it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsJson {
+    /// The cipher suite's IANA name (`TLS13_AES_128_GCM_SHA256`).
+    pub suite: String,
+    /// Its short name, as `--tls` takes it.
+    pub cipher: String,
+    /// The server's certificate was proved by the pre-shared key (`--auth-key`); false: pinned
+    /// from the server's word alone (encrypted, its peer not authenticated).
+    pub authenticated: bool,
+}
+
+impl TlsJson {
+    /// The JSON of a suite and whether the key vouched for the server.
+    pub fn of(cipher: tsperf_proto::tls::Cipher, authenticated: bool) -> TlsJson {
+        TlsJson {
+            suite: cipher.suite().to_owned(),
+            cipher: cipher.name().to_owned(),
+            authenticated,
+        }
+    }
+}
+
 /// How a file read cold was put out of the page cache before it was sent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ColdJson {
@@ -254,6 +277,9 @@ pub struct StreamJson {
     /// Samples in time, with `--interval` (empty without).
     #[serde(default)]
     pub intervals: Vec<crate::intervals::Interval>,
+    /// The data went over TLS (`--tls`); absent in the clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsJson>,
     /// A timed run (`--time`): its time, passes and omitted start; absent for a run sized by
     /// its file.
     #[serde(default, skip_serializing_if = "Option::is_none")]

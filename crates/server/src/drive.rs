@@ -341,3 +341,22 @@ pub(crate) fn data_end(
         }),
     }
 }
+
+/// A stream's TLS, begun as its data phase begins where its hello asked for it (the policy
+/// refused the hello of a server without TLS); what it had, if it had begun.
+pub(crate) fn start_tls(
+    tls: Option<Box<tsperf_stream::tls::Tls>>,
+    conv: &Conversation,
+    srv: &Server,
+) -> Option<Box<tsperf_stream::tls::Tls>> {
+    if tls.is_some() || conv.hello().is_none_or(|h| h.tls.is_none()) {
+        return tls;
+    }
+    match srv.cfg.tls.as_ref()?.connection() {
+        Ok(tls) => Some(Box::new(tls)),
+        Err(e) => {
+            warn!("{e:#}");
+            None
+        }
+    }
+}

@@ -21,6 +21,7 @@ mod once;
 pub mod outbox;
 pub mod readlog;
 pub mod receiver;
+pub use tsperf_stream::tls::ServerTls;
 pub use tsperf_sys::save;
 pub mod serve_dir;
 pub mod sessions;
@@ -96,6 +97,9 @@ pub struct ServerConfig {
     /// The per-read log's file (`--log-file`), opened at start when a transfer may log to it
     /// ([`readlog::needs_file`], [`readlog::open_log_file`]).
     pub log_file: Option<Arc<std::fs::File>>,
+    /// The certificate and configuration streams over TLS are served with; `None`: no TLS
+    /// (`--no-tls`).
+    pub tls: Option<Arc<tsperf_stream::tls::ServerTls>>,
 }
 
 /// How several event loops take connections (`tsserver --accept`).

@@ -12,3 +12,4 @@
 
 pub mod receive;
 pub mod send;
+pub mod tls;

@@ -31,7 +31,8 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 19] = [
+const STREAM_ONLY: [&str; 20] = [
+    "tls",
     "cold",
     "far_disk",
     "save",
@@ -255,6 +256,14 @@ fn saves(args: &Args) -> Result<(), Usage> {
 /// How this client writes: sendfile sends a file once; `--batch` is writev's.
 fn writes(args: &Args) -> Result<(), Usage> {
     refuse(
+        args.tls.is_some() && args.strategy == Strategy::Sendfile,
+        || {
+            "--io sendfile hands the file to the kernel, which cannot encrypt it here (no kernel \
+             TLS): --tls takes --io write or writev"
+                .to_owned()
+        },
+    )?;
+    refuse(
         args.time.is_some() && args.strategy == Strategy::Sendfile,
         || {
             "--io sendfile sends the file once: a timed run (--time) takes --io write or writev"
@@ -300,6 +309,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         cold: args.cold,
+        tls: args.tls,
         save: args
             .far_disk
             .or(args.save.is_some().then_some(SaveMode::Durable)),
@@ -364,6 +374,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         log: LogMode::None,
         log_file: Default::default(),
         cold: false,
+        tls: None,
         save: None,
         save_dir: None,
     });

@@ -44,6 +44,7 @@ fn serve_one(mut s: StdStream, serve: Serve) {
         log: LogMode::None,
         stdout: StdoutKind::Null,
         length: 0,
+        tls: None,
     };
     send(&mut s, &accept);
     let want = hello.length as usize + tsperf_proto::TRAILER;

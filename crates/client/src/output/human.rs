@@ -28,6 +28,7 @@ pub(super) fn stream_human(o: &StreamOutcome) -> String {
         + &forward.map_or_else(|| sections::clock(o.clock, ""), |_| clock_human(o))
         + &sections::verdict(&o.verdict())
         + &forward.map_or(String::new(), |_| server_after(&o.receiver))
+        + &tls(o)
         + &cold(forward)
         + &saved(o)
         + &lost_log_lines(o)
@@ -179,6 +180,19 @@ fn server_after(s: &Report) -> String {
         );
     }
     out
+}
+
+/// The stream's TLS: its suite, and whether the key vouched for the server.
+fn tls(o: &StreamOutcome) -> String {
+    let Some(t) = o.tls else {
+        return String::new();
+    };
+    let who = if t.authenticated {
+        "the server's certificate proved by the key"
+    } else {
+        "the server NOT authenticated (no --auth-key: encrypted, but anyone could be at the far end)"
+    };
+    format!("  over TLS 1.3, {}: {who}\n", t.cipher.suite())
 }
 
 /// How a file read cold was put out of the page cache first.

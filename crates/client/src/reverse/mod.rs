@@ -22,6 +22,7 @@ use super::{Strategy, StreamConfig, StreamFailure, Transport, interrupt};
 use crate::blocking::Blocking;
 use crate::nonblocking::MioConn;
 use crate::progress::Progress;
+use crate::secure::Secure;
 use read::{Received, open_log, read_sampled};
 use tsperf_proto::client::reverse::{self, Contradiction, Ending};
 use tsperf_proto::client::{Accepted, Clock};
@@ -70,14 +71,21 @@ pub fn run_reverse(
         Some(time) => progress.start_timed(cfg.spec.omit + time),
         None => progress.start(bytes),
     }
-    let result = if cfg.spec.nonblocking {
-        MioConn::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
+    let (host, port, timeout) = (&cfg.spec.host, cfg.spec.port, cfg.spec.timeout);
+    // A stream in the clear never goes through the TLS layer.
+    let result = match (cfg.spec.nonblocking, cfg.spec.tls.is_some()) {
+        (true, false) => MioConn::connect(host, port, timeout)
             .map_err(before)
-            .and_then(|conn| receive(conn, cfg, bytes, name, progress))
-    } else {
-        Blocking::connect(&cfg.spec.host, cfg.spec.port, cfg.spec.timeout)
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress)),
+        (false, false) => Blocking::connect(host, port, timeout)
             .map_err(before)
-            .and_then(|conn| receive(conn, cfg, bytes, name, progress))
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress)),
+        (true, true) => Secure::<MioConn>::connect(host, port, timeout)
+            .map_err(before)
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress)),
+        (false, true) => Secure::<Blocking>::connect(host, port, timeout)
+            .map_err(before)
+            .and_then(|conn| receive(conn, cfg, bytes, name, progress)),
     };
     progress.clear();
     result
@@ -165,6 +173,7 @@ fn receive<T: Transport>(
         boot_id: server.boot_id,
         clock,
         interrupted: got.stop_sent,
+        tls: crate::outcome::TlsUsed::of(conn.tls(), accepted.tls),
         detail: Detail::Received(Reverse {
             asked: accepted.length,
             one_buffer: asks_one_buffer(cfg, name),
@@ -285,6 +294,7 @@ fn open<T: Transport>(
 ) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
     let hello = Hello {
         reverse: true,
+        tls: cfg.spec.tls,
         one_buffer: asks_one_buffer(cfg, name),
         // The server sends: the congestion control asked for is its socket's.
         congestion: cfg
@@ -297,6 +307,7 @@ fn open<T: Transport>(
         ..stream_hello(cfg, bytes, name)
     };
     let (peer, accepted, clock, _) = open_stream(conn, cfg, hello, "the reverse stream")?;
+    crate::session::start_tls(conn, cfg, &accepted)?;
     if accepted.length == 0 {
         bail!(
             "the server at {peer} would send a pass of 0 bytes: a pass is at least 1 byte (an \

@@ -156,14 +156,18 @@ fn frame_refusals() {
         })
     );
     assert_eq!(
-        decode_frame(&padded(&[1, 0, 80, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
+        decode_frame(&padded(&[
+            1, 0, 80, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ])),
         Err(ProtocolError::BadEnum {
             field: "log",
             value: 3
         })
     );
     assert_eq!(
-        decode_frame(&padded(&[1, 0, 80, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0])),
+        decode_frame(&padded(&[
+            1, 0, 80, 0, 0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0
+        ])),
         Err(ProtocolError::BadEnum {
             field: "stdout",
             value: 8

@@ -207,12 +207,18 @@ fn hello_carries_the_cipher_suite() {
         call: Some(Call::Sendfile),
         ..Hello::stream(1 << 20, 10240, "")
     };
-    assert_eq!(decode_hello(&encoded(&sendfile)), Err(ProtocolError::BadTls(1)));
+    assert_eq!(
+        decode_hello(&encoded(&sendfile)),
+        Err(ProtocolError::BadTls(1))
+    );
     let latency = Hello {
         tls: Some(Cipher::Chacha20Poly1305),
         ..Hello::latency(10, clock::Codec::Binary, clock::Framing::Single, true)
     };
-    assert_eq!(decode_hello(&encoded(&latency)), Err(ProtocolError::BadTls(3)));
+    assert_eq!(
+        decode_hello(&encoded(&latency)),
+        Err(ProtocolError::BadTls(3))
+    );
     let mut unknown = encoded(&Hello::stream(1, 1, "x"));
     unknown[53] = 4;
     assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadTls(4)));

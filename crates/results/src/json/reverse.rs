@@ -69,6 +69,9 @@ pub struct ReverseJson {
     /// round trip; nothing acknowledged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<crate::intervals::Interval>,
+    /// The data went over TLS (`--tls`); absent in the clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<super::TlsJson>,
     /// What limited the stream, the sender being the server.
     pub limited_by: Option<LimitedBy>,
     /// The shares the verdict was judged on (the sender's figures are the server's).

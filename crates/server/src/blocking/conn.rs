@@ -19,6 +19,7 @@ use crate::receiver::{Block, ReadEnd, Receiver};
 use crate::turn::{self, Turned};
 use crate::{Outcome, SHUTTING_DOWN, Server, print_failed};
 use tsperf_stream::send::Sender;
+use tsperf_stream::tls::{Tls, Wire};
 
 /// Runs one connection to its end and prints its outcome.
 pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> Outcome {
@@ -33,11 +34,14 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> O
         ),
         rx: None,
         tx: None,
+        tls: None,
         stream: &mut stream,
         peer,
         srv,
     };
     let outcome = c.converse();
+    // A stream over TLS ends with its close_notify, where the clear one would just close.
+    let _ = c.wire().close();
     print_failed(srv.console(), peer, &outcome);
     outcome
 }
@@ -52,9 +56,16 @@ struct Conn<'a> {
     rx: Option<Box<Receiver>>,
     /// A reverse stream's sending, once begun.
     tx: Option<Box<Sender>>,
+    /// A stream over TLS, once its data phase has begun.
+    tls: Option<Box<Tls>>,
 }
 
 impl Conn<'_> {
+    /// The connection's bytes: through TLS once a stream over it has begun.
+    fn wire(&mut self) -> Wire<'_, TcpStream> {
+        Wire::new(&mut *self.stream, self.tls.as_deref_mut())
+    }
+
     fn perform(&mut self, step: Step) -> Step {
         let at = Where {
             peer: self.peer,
@@ -72,7 +83,11 @@ impl Conn<'_> {
             .stream
             .set_write_timeout(Some(self.srv.cfg.policy.idle_timeout));
         loop {
-            let step = match self.conv.phase() {
+            let phase = self.conv.phase();
+            if matches!(phase, Phase::Data | Phase::Send | Phase::Trailer) {
+                self.tls = crate::drive::start_tls(self.tls.take(), &self.conv, self.srv);
+            }
+            let step = match phase {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => self.read_small(),
                 Phase::Data => self.serve_data(),
                 Phase::Send => self.serve_send(),
@@ -88,7 +103,7 @@ impl Conn<'_> {
                 if let (Frame::Accept { .. }, Some(session)) = (frame, self.conv.latency()) {
                     crate::latency_socket(self.stream, session.nodelay);
                 }
-                if let Err(e) = send_step(self.stream, &step) {
+                if let Err(e) = send_step(&mut self.wire(), &step) {
                     let why = format!("cannot write to the client: {e}");
                     match &step.end {
                         None => {
@@ -125,7 +140,8 @@ impl Conn<'_> {
         if !self.until_deadline() {
             return self.conv.timed_out(false, false);
         }
-        match self.stream.read(self.conv.space()) {
+        let read = Wire::new(&mut *self.stream, self.tls.as_deref_mut()).read(self.conv.space());
+        match read {
             Ok(n) => self.conv.received(n, Instant::now(), &mut unix_ns_now),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Step::default(),
             Err(e) if net::is_timeout(&e) => self.conv.timed_out(false, false),
@@ -151,6 +167,13 @@ impl Conn<'_> {
         // part of a chunk, and less than STALL_BYTES moved: the few bytes a client's kernel
         // squeezes in while its application reads nothing are not progress).
         let idle = self.srv.cfg.policy.idle_timeout;
+        // A stream over TLS shakes hands before its first byte (what the client sends during
+        // the data is a stop, and must not be its handshake).
+        if let Err(e) = self.wire().flush() {
+            return self
+                .conv
+                .send_failed(&format!("TLS with the client failed: {e}"));
+        }
         let _ = self.stream.set_write_timeout(Some(write_slice(idle)));
         let mut stalled_since: Option<Instant> = None;
         loop {
@@ -159,13 +182,22 @@ impl Conn<'_> {
                 turn::fail_sending(&mut tx, &mut self.conv, SHUTTING_DOWN, &mut scratch)
             } else {
                 let io = ServerIo::Blocking;
-                turn::send_turn(
-                    &mut tx,
-                    &mut self.conv,
-                    &mut Direct(self.stream),
-                    io,
-                    &mut scratch,
-                )
+                match self.tls.as_deref_mut() {
+                    None => turn::send_turn(
+                        &mut tx,
+                        &mut self.conv,
+                        &mut Direct(self.stream),
+                        io,
+                        &mut scratch,
+                    ),
+                    tls => turn::send_turn(
+                        &mut tx,
+                        &mut self.conv,
+                        &mut Wire::new(&mut *self.stream, tls),
+                        io,
+                        &mut scratch,
+                    ),
+                }
             };
             let (moved, timed_out) = match turned {
                 Turned::On {
@@ -174,7 +206,8 @@ impl Conn<'_> {
                 Turned::Closing(closing) => return self.sent_all(&mut tx, &closing),
                 Turned::Over(reason, step) => {
                     if let Some(reason) = reason {
-                        let _ = self.stream.write_all(&reason);
+                        let mut wire = self.wire();
+                        let _ = wire.write_all(&reason).and_then(|()| wire.flush());
                     }
                     return *step;
                 }
@@ -193,7 +226,12 @@ impl Conn<'_> {
 
     /// Writes a reverse stream's end (`closing`: the Sent frame and the trailer).
     fn sent_all(&mut self, tx: &mut Sender, closing: &[u8]) -> Step {
-        if let Err(e) = self.stream.write_all(closing) {
+        let mut wire = self.wire();
+        if let Err(e) = wire
+            .write_all(closing)
+            .and_then(|()| wire.flush())
+            .and_then(|()| wire.close())
+        {
             return self
                 .conv
                 .send_failed(&format!("cannot write to the client: {e}"));
@@ -240,10 +278,11 @@ impl Conn<'_> {
             let before = rx.bytes();
             // The first read alone, so the idle timeout replaces the first byte's as soon as
             // it arrives.
+            let mut wire = Wire::new(&mut *self.stream, self.tls.as_deref_mut());
             let end = if before == 0 {
-                block.read_once(self.stream, rx)
+                block.read_once(&mut wire, rx)
             } else {
-                block.read_turn(self.stream, rx)
+                block.read_turn(&mut wire, rx)
             };
             if before == 0 && rx.bytes() > 0 {
                 let _ = self
@@ -386,11 +425,12 @@ pub(super) fn send(stream: &mut TcpStream, frame: &Frame) -> io::Result<()> {
 }
 
 /// Writes what a conversation's step sends, if anything ([`Step::encode_send`]).
-fn send_step(stream: &mut TcpStream, step: &Step) -> io::Result<()> {
+fn send_step(stream: &mut impl Write, step: &Step) -> io::Result<()> {
     let mut out = Vec::with_capacity(128);
     step.encode_send(&mut out);
     if out.is_empty() {
         return Ok(());
     }
-    stream.write_all(&out)
+    stream.write_all(&out)?;
+    stream.flush()
 }

@@ -2,7 +2,7 @@
 //! the output it has yet to send, and the bookkeeping that keeps edge-triggered readiness honest
 //! ([`Conn::more`]).
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -20,6 +20,7 @@ use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
 use crate::turn::{self, Turned};
 use crate::{Outcome, Server};
 use tsperf_stream::send::Sender;
+use tsperf_stream::tls::{Tls, Wire};
 
 /// What the loop lends the connection it serves: the read block, the read-ahead buffer of a
 /// served file, and the loop's waker (for the generated text being made).
@@ -37,6 +38,8 @@ pub(super) struct Conn {
     pub(super) rx: Option<Box<Receiver>>,
     /// A reverse stream's sending, once it has begun.
     pub(super) tx: Option<Box<Sender>>,
+    /// A stream over TLS, once its data phase has begun.
+    pub(super) tls: Option<Box<Tls>>,
     pub(super) out: Outbox,
     /// The outcome, once the conversation is over; its last frame may still be flushing.
     pub(super) closing: Option<Outcome>,
@@ -56,6 +59,24 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// The connection's bytes: through TLS once a stream over it has begun.
+    pub(super) fn wire(&mut self) -> Wire<'_, TcpStream> {
+        Wire::new(&mut self.stream, self.tls.as_deref_mut())
+    }
+
+    /// Begins a stream's TLS as its data phase begins, once what went before it in the clear
+    /// (the Accept, a clock answer) is out: false while that waits.
+    fn tls_ready(&mut self, srv: &Server) -> bool {
+        if self.tls.is_some() || self.conv.hello().is_none_or(|h| h.tls.is_none()) {
+            return true;
+        }
+        if !self.out.is_empty() {
+            return false;
+        }
+        self.tls = crate::drive::start_tls(None, &self.conv, srv);
+        true
+    }
+
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.
     pub(super) fn advance(&mut self, lent: &mut Lent, srv: &Server) -> Option<Outcome> {
         self.more = false;
@@ -105,12 +126,18 @@ impl Conn {
     /// Reads what the socket has for the conversation, phase after phase, until it waits.
     fn converse(&mut self, lent: &mut Lent, srv: &Server) -> Step {
         loop {
-            let step = match self.conv.phase() {
+            let phase = self.conv.phase();
+            if matches!(phase, Phase::Data | Phase::Send | Phase::Trailer) && !self.tls_ready(srv) {
+                return Step::default();
+            }
+            let step = match phase {
                 Phase::Hello | Phase::Auth | Phase::Clock | Phase::Trailer => {
                     if let Some(rx) = self.rx.as_deref_mut() {
                         rx.wakeups = self.wakeups;
                     }
-                    match self.stream.read(self.conv.space()) {
+                    let read = Wire::new(&mut self.stream, self.tls.as_deref_mut())
+                        .read(self.conv.space());
+                    match read {
                         Ok(n) => self.conv.received(n, Instant::now(), &mut unix_ns_now),
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -183,7 +210,10 @@ impl Conn {
             let _ = net::quickack(&self.stream);
             rx.large_segments = self.mark.usable();
         }
-        let end = block.read_turn(&mut self.stream, rx);
+        let end = block.read_turn(
+            &mut Wire::new(&mut self.stream, self.tls.as_deref_mut()),
+            rx,
+        );
         self.mark.follow(&self.stream, rx.wake_at());
         rx.wakeups = self.wakeups;
         let got = rx.bytes() - before;
@@ -224,16 +254,37 @@ impl Conn {
                     .send_failed(&format!("cannot write to the client: {e}"));
             }
         }
+        // A stream over TLS shakes hands before its first byte (what the client sends during
+        // the data is a stop, and must not be its handshake).
+        match self.wire().flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::default(),
+            Err(e) => {
+                return self
+                    .conv
+                    .send_failed(&format!("TLS with the client failed: {e}"));
+            }
+        }
         let Some(tx) = self.tx.as_deref_mut() else {
             return Step::default();
         };
-        match turn::send_turn(
-            tx,
-            &mut self.conv,
-            &mut Direct(&mut self.stream),
-            ServerIo::EventLoop,
-            &mut lent.scratch,
-        ) {
+        let turned = match self.tls.as_deref_mut() {
+            None => turn::send_turn(
+                tx,
+                &mut self.conv,
+                &mut Direct(&mut self.stream),
+                ServerIo::EventLoop,
+                &mut lent.scratch,
+            ),
+            tls => turn::send_turn(
+                tx,
+                &mut self.conv,
+                &mut Wire::new(&mut self.stream, tls),
+                ServerIo::EventLoop,
+                &mut lent.scratch,
+            ),
+        };
+        match turned {
             Turned::On { more, .. } => {
                 self.more = more;
                 Step::default()
@@ -311,7 +362,15 @@ impl Conn {
     /// A latency client that takes answers is not idle, however few requests it sends.
     pub(super) fn flush(&mut self) -> io::Result<bool> {
         let before = self.out.pending();
-        let done = self.out.flush(&mut self.stream);
+        let mut wire = Wire::new(&mut self.stream, self.tls.as_deref_mut());
+        let done = self
+            .out
+            .flush(&mut wire)
+            .and_then(|done| match wire.flush() {
+                Ok(()) => Ok(done),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+                Err(e) => Err(e),
+            });
         if self.out.pending() < before {
             self.conv.busy_at(Instant::now());
         }

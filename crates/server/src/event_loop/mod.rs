@@ -457,6 +457,7 @@ impl Loop<'_> {
             ),
             rx: None,
             tx: None,
+            tls: None,
             out: Outbox::default(),
             closing: None,
             log_wait: false,
@@ -487,6 +488,8 @@ fn refuse_now(
 
 /// Deregisters and drops a finished connection, printing its outcome. True if it completed.
 fn close(poll: &Poll, mut conn: Conn, outcome: Outcome, out: &crate::console::Console) -> bool {
+    // A stream over TLS ends with its close_notify, where the socket takes it.
+    let _ = conn.wire().close();
     let _ = poll.registry().deregister(&mut conn.stream);
     // What a reverse stream's client sent last is taken: unread, it would make the close a
     // reset, and the client could lose the stream's end.

@@ -363,3 +363,25 @@ fn cold_reads_a_file_once() {
     refused(&["--cold", "-t", "2", "f.bin"], "--time");
     refused(&["--cold", "--one-buffer"], "FILE");
 }
+
+/// `--tls SUITE` carries a stream's data over TLS, either way; not with sendfile, which
+/// cannot encrypt.
+#[test]
+fn tls_asks_a_suite_either_way() {
+    use tsperf_proto::tls::Cipher;
+    let s = streams(&["--tls", "chacha20poly1305", "f.bin"]);
+    assert_eq!(s.forward.unwrap().tls, Some(Cipher::Chacha20Poly1305));
+    let s = streams(&["--tls", "aes128gcm", "--bidir"]);
+    assert_eq!(s.forward.unwrap().tls, Some(Cipher::Aes128Gcm));
+    assert_eq!(s.reverse.unwrap().tls, Some(Cipher::Aes128Gcm));
+    assert_eq!(streams(&["f.bin"]).forward.unwrap().tls, None);
+    refused(
+        &["--tls", "aes256gcm", "--io", "sendfile", "f.bin"],
+        "sendfile",
+    );
+    refused(
+        &["--tls", "aes256gcm", "-R", "--io", "sendfile"],
+        "sendfile",
+    );
+    refused(&["--latency", "--tls", "aes256gcm"], "--tls");
+}

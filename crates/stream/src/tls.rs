@@ -1,0 +1,350 @@
+//! The data stream over TLS 1.3 (rustls): the server's ephemeral certificate, the client's pin
+//! of it, and [`Wire`], a connection's bytes in the clear or through TLS behind `Read` and
+//! `Write`, on a blocking socket or a non-blocking one alike.
+//!
+//! A [`Wire`] with TLS keeps the blocking or non-blocking meaning of its socket: a read returns
+//! plain bytes, or `WouldBlock` when TLS has none and the socket has nothing more; a write takes
+//! plain bytes into TLS's buffer (at most [`TLS_BUFFER`] of records waiting), sends what the
+//! socket takes, and says `WouldBlock` only when it could take nothing. A pending handshake is
+//! driven by whichever comes first. `flush` sends every record waiting; [`Wire::close`] ends
+//! the TLS (close_notify) where the clear stream would close or half-close.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use sha2::Digest;
+
+pub use tsperf_proto::tls::Cipher;
+
+/// The most encrypted bytes a connection holds waiting for its socket: a write takes no more
+/// plain bytes while this much is unsent.
+pub const TLS_BUFFER: usize = 256 << 10;
+
+/// The name the server's certificate is made for and the client asks for (never looked up).
+const SERVER_NAME: &str = "tsperf";
+
+/// The cipher suite of `cipher`, as rustls has it.
+fn suite(cipher: Cipher) -> rustls::SupportedCipherSuite {
+    use rustls::crypto::ring::cipher_suite as s;
+    match cipher {
+        Cipher::Aes128Gcm => s::TLS13_AES_128_GCM_SHA256,
+        Cipher::Aes256Gcm => s::TLS13_AES_256_GCM_SHA384,
+        Cipher::Chacha20Poly1305 => s::TLS13_CHACHA20_POLY1305_SHA256,
+    }
+}
+
+/// The cipher of a negotiated suite.
+pub fn cipher_of(suite: rustls::SupportedCipherSuite) -> Option<Cipher> {
+    Cipher::ALL
+        .into_iter()
+        .find(|c| self::suite(*c).suite() == suite.suite())
+}
+
+/// The crypto provider with only TLS 1.3's suites, or one of them.
+fn provider(only: Option<Cipher>) -> Arc<CryptoProvider> {
+    // ring's provider has no post-quantum key exchange, which rustls now marks deprecated; a
+    // stream's one key exchange is not what is measured here, its record cipher is (ring's
+    // AES-GCM and ChaCha20-Poly1305), and ring builds with no toolchain beyond a C compiler.
+    #[allow(deprecated)]
+    let base = rustls::crypto::ring::default_provider();
+    let cipher_suites = match only {
+        Some(c) => vec![suite(c)],
+        None => Cipher::ALL.into_iter().map(suite).collect(),
+    };
+    Arc::new(CryptoProvider {
+        cipher_suites,
+        ..base
+    })
+}
+
+/// A server's TLS: a certificate made when it starts (self-signed, its key never leaves the
+/// process), and the configuration every stream over TLS is served with.
+#[derive(Debug)]
+pub struct ServerTls {
+    config: Arc<rustls::ServerConfig>,
+    cert_sha256: [u8; 32],
+}
+
+impl ServerTls {
+    /// A fresh certificate and key (ECDSA P-256), and the TLS 1.3 configuration that presents
+    /// it, offering the three suites (the client asks for one).
+    pub fn ephemeral() -> Result<ServerTls> {
+        let made = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
+            .context("cannot make the server's TLS certificate")?;
+        let cert: CertificateDer<'static> = made.cert.der().clone();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
+        let cert_sha256 = sha2::Sha256::digest(cert.as_ref()).into();
+        let config = rustls::ServerConfig::builder_with_provider(provider(None))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .context("TLS 1.3")?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .context("the server's TLS certificate")?;
+        Ok(ServerTls {
+            config: Arc::new(config),
+            cert_sha256,
+        })
+    }
+
+    /// The SHA-256 of the certificate it presents (what the Accept names).
+    pub fn cert_sha256(&self) -> [u8; 32] {
+        self.cert_sha256
+    }
+
+    /// The server's end of a new stream over TLS.
+    pub fn connection(&self) -> Result<Tls> {
+        let mut c = rustls::ServerConnection::new(self.config.clone())
+            .context("cannot start the server's TLS")?;
+        c.set_buffer_limit(Some(TLS_BUFFER));
+        Ok(Tls(rustls::Connection::Server(c)))
+    }
+}
+
+/// The client's end of a stream over TLS with `cipher`, taking only the certificate whose
+/// SHA-256 is `pin`.
+pub fn client(cipher: Cipher, pin: [u8; 32]) -> Result<Tls> {
+    let provider = provider(Some(cipher));
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("TLS 1.3")?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned { pin, provider }))
+        .with_no_client_auth();
+    let name = ServerName::try_from(SERVER_NAME).context("the server's name")?;
+    let mut c = rustls::ClientConnection::new(Arc::new(config), name)
+        .context("cannot start the client's TLS")?;
+    c.set_buffer_limit(Some(TLS_BUFFER));
+    Ok(Tls(rustls::Connection::Client(c)))
+}
+
+/// Takes the one certificate the Accept named (by its SHA-256), and its signatures as TLS 1.3
+/// checks them; no certificate authority is asked.
+#[derive(Debug)]
+struct Pinned {
+    pin: [u8; 32],
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let got: [u8; 32] = sha2::Sha256::digest(end_entity.as_ref()).into();
+        if got == self.pin {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General(
+                "the server presented another certificate than its Accept named".into(),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General("TLS 1.2 is not offered".into()))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// One end's TLS state for a stream.
+pub struct Tls(rustls::Connection);
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("handshaking", &self.0.is_handshaking())
+            .finish()
+    }
+}
+
+impl Tls {
+    /// The suite the handshake settled on, once it has.
+    pub fn cipher(&self) -> Option<Cipher> {
+        self.0.negotiated_cipher_suite().and_then(cipher_of)
+    }
+}
+
+/// A connection's bytes: in the clear on `sock`, or through `tls` once a stream over TLS has
+/// begun ([`Wire::new`] borrows both, so a driver keeps its socket and its TLS state apart).
+pub struct Wire<'a, S> {
+    sock: &'a mut S,
+    tls: Option<&'a mut Tls>,
+}
+
+impl<'a, S: Read + Write> Wire<'a, S> {
+    /// The bytes of `sock`, through `tls` where there is one.
+    pub fn new(sock: &'a mut S, tls: Option<&'a mut Tls>) -> Wire<'a, S> {
+        Wire { sock, tls }
+    }
+
+    /// Sends what TLS has waiting until it has none (`Ok`), or the socket takes no more
+    /// (`WouldBlock`).
+    fn push(sock: &mut S, tls: &mut rustls::Connection) -> io::Result<()> {
+        while tls.wants_write() {
+            if tls.write_tls(sock)? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes what the socket has into TLS and processes it: `Ok(false)` at the socket's end.
+    fn pull(sock: &mut S, tls: &mut rustls::Connection) -> io::Result<bool> {
+        let n = tls.read_tls(sock)?;
+        if let Err(e) = tls.process_new_packets() {
+            // An alert for the peer, where the socket takes it.
+            let _ = Self::push(sock, tls);
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("TLS: {e}"),
+            ));
+        }
+        Ok(n != 0)
+    }
+
+    /// Drives a handshake not yet done, as far as the socket allows (`WouldBlock` where it
+    /// waits).
+    fn handshake(sock: &mut S, tls: &mut rustls::Connection) -> io::Result<()> {
+        while tls.is_handshaking() {
+            Self::push(sock, tls)?;
+            if !tls.is_handshaking() {
+                break;
+            }
+            if tls.wants_read() && !Self::pull(sock, tls)? {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the connection closed during the TLS handshake",
+                ));
+            }
+        }
+        Self::push(sock, tls)
+    }
+
+    /// Ends this end's TLS (its close_notify) and sends what is waiting; nothing in the clear.
+    pub fn close(&mut self) -> io::Result<()> {
+        match self.tls.as_deref_mut() {
+            Some(Tls(tls)) => {
+                tls.send_close_notify();
+                Self::push(self.sock, tls)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The suite a stream over TLS settled on; `None` in the clear or before its handshake.
+    pub fn cipher(&self) -> Option<Cipher> {
+        self.tls.as_deref().and_then(Tls::cipher)
+    }
+
+    /// True while the stream is over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+}
+
+impl<S: Read + Write> Read for Wire<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(Tls(tls)) = self.tls.as_deref_mut() else {
+            return self.sock.read(buf);
+        };
+        loop {
+            match tls.reader().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                other => return other,
+            }
+            // Handshake records (or a key update's) go out first: the peer may wait for them.
+            Self::push(self.sock, tls)?;
+            if !Self::pull(self.sock, tls)? {
+                // The socket's end: what TLS held is read above; then a clean end (the peer's
+                // close_notify) reads as 0, a cut one as an error.
+                return tls.reader().read(buf);
+            }
+        }
+    }
+}
+
+impl<S: Read + Write> Write for Wire<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let Some(Tls(tls)) = self.tls.as_deref_mut() else {
+            return self.sock.write_vectored(bufs);
+        };
+        Self::handshake(self.sock, tls)?;
+        let n = tls.writer().write_vectored(bufs)?;
+        // What the socket takes now; the rest waits in TLS for the next write or flush.
+        match Self::push(self.sock, tls) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            other => other?,
+        }
+        if n == 0 && bufs.iter().any(|b| !b.is_empty()) {
+            // TLS holds its most, and the socket took none of it.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.tls.as_deref_mut() {
+            Some(Tls(tls)) => Self::handshake(self.sock, tls),
+            None => self.sock.flush(),
+        }
+    }
+}
+
+impl<S: AsFd> AsFd for Wire<'_, S> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
+impl<S: Read + Write + AsFd> crate::send::Sink for Wire<'_, S> {
+    fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
+        if self.tls.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "sendfile cannot send through TLS in this process (no kernel TLS)",
+            ));
+        }
+        tsperf_sys::net::sendfile(&self.sock.as_fd(), file, offset, len)
+    }
+}
+
+#[cfg(test)]
+mod tests;

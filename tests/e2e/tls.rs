@@ -1,0 +1,156 @@
+//! `tsclient --tls SUITE`: the data over TLS 1.3, verified either way in every I/O model,
+//! encrypted on the wire, its server pinned and, with a key, authenticated.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::*;
+
+/// Every suite carries a forward and a reverse stream, each verified, with either socket model
+/// at the client and either server model; the JSON names the suite, and without a key says the
+/// server was not authenticated.
+#[test]
+fn every_suite_either_way_in_every_model() {
+    for model in MODELS {
+        let server = Server::start(model);
+        for cipher in ["aes128gcm", "aes256gcm", "chacha20poly1305"] {
+            for io in [&[][..], &["--nonblocking"]] {
+                for dir in [&[][..], &["-R"]] {
+                    let mut args = vec!["--tls", cipher, "--bytes", "3MiB", "--chunk", "1000"];
+                    args.extend_from_slice(io);
+                    args.extend_from_slice(dir);
+                    let (out, v) = client_json(server.port, &args);
+                    let what = format!("{model:?} {args:?}");
+                    assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+                    assert_eq!(v["verified"], true, "{what}");
+                    assert_eq!(v["tls"]["cipher"], cipher, "{what}: {v}");
+                    assert_eq!(v["tls"]["authenticated"], false, "{what}");
+                    assert_eq!(v["bytes"], 3 << 20, "{what}");
+                }
+            }
+        }
+        let (_, v) = client_json(server.port, &["--bytes", "1MiB"]);
+        assert!(v.get("tls").is_none(), "clear text says no TLS: {v}");
+    }
+}
+
+/// A relay between client and server that keeps what the client sent.
+fn relay(to: u16) -> (u16, Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let mut s = TcpStream::connect(("127.0.0.1", to)).unwrap();
+        for end in [&c, &s] {
+            end.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        }
+        let (mut c2, mut s2) = (c.try_clone().unwrap(), s.try_clone().unwrap());
+        let back = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut s2, &mut c2);
+            let _ = c2.shutdown(std::net::Shutdown::Write);
+        });
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    kept.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if s.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let _ = back.join();
+    });
+    (port, seen, t)
+}
+
+/// On the wire the data is not the plain text: a relay that keeps what the client sent finds
+/// the generated text's bytes in a clear run and not in one over TLS, both verified.
+#[test]
+fn the_wire_carries_no_plain_text() {
+    let server = Server::start(&[]);
+    let probe = tsperf_sys::testdata::text(4096)[1000..1064].to_vec();
+    for (tls, plain) in [(false, true), (true, false)] {
+        let (port, seen, t) = relay(server.port);
+        let mut args = vec!["--bytes", "1MiB"];
+        if tls {
+            args.extend_from_slice(&["--tls", "aes256gcm"]);
+        }
+        let (out, v) = client_json(port, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        t.join().unwrap();
+        let seen = seen.lock().unwrap();
+        assert!(seen.len() > 1 << 20, "{} bytes relayed", seen.len());
+        let found = seen.windows(probe.len()).any(|w| w == probe.as_slice());
+        assert_eq!(
+            found, plain,
+            "tls {tls}: the plain text seen on the wire: {found}"
+        );
+    }
+}
+
+/// With the key on both ends the server's certificate is proved by it (`tls.authenticated`);
+/// a server started with `--no-tls` refuses `--tls`, naming the flag, and serves the clear run.
+#[test]
+fn a_key_authenticates_and_no_tls_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, b"correct horse battery staple\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let k = key.to_str().unwrap();
+    let server = Server::start(&["--auth-key", k]);
+    for dir in [&[][..], &["-R"]] {
+        let mut args = vec![
+            "--auth-key",
+            k,
+            "--tls",
+            "chacha20poly1305",
+            "--bytes",
+            "2MiB",
+        ];
+        args.extend_from_slice(dir);
+        let (out, v) = client_json(server.port, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(v["tls"]["authenticated"], true, "{v}");
+        assert_eq!(v["tls"]["suite"], "TLS13_CHACHA20_POLY1305_SHA256");
+    }
+    let port = server.port.to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "--auth-key",
+        k,
+        "--tls",
+        "aes128gcm",
+        "--bytes",
+        "1MiB",
+    ]);
+    assert!(
+        stdout(&out).contains(
+            "over TLS 1.3, TLS13_AES_128_GCM_SHA256: the server's certificate proved by the key"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let clear = Server::start(&["--no-tls"]);
+    let out = client(&[
+        "--port",
+        &clear.port.to_string(),
+        "--tls",
+        "aes128gcm",
+        "--bytes",
+        "1MiB",
+    ]);
+    assert_fails(&out, 1, "--no-tls");
+    let (out, _) = client_json(clear.port, &["--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(0));
+}
