@@ -28,7 +28,8 @@ aes256gcm\t''
 chacha20poly1305\t''"
 complete -c tsclient -l far-disk -d 'Have the receiving end write the stream to its disk, verified and timed apart: buffered (into the page cache, renamed into place, not synced), durable (synced before the end is reported) or direct (O_DIRECT writes past the page cache, then synced). Forward, the server writes into its --save DIR (a server without one refuses); with --reverse, this client writes into --save DIR. A sized stream only: not with --time, --parallel or --bidir' -r -f -a "buffered\t''
 durable\t''
-direct\t''"
+direct\t''
+none\t''"
 complete -c tsclient -l save -d 'With --reverse, save the stream received into DIR under its name (a served NAME, else `generated`), whole or not at all: a temporary renamed into place once verified; durably unless --far-disk says otherwise' -r -F
 complete -c tsclient -l auth-key -d 'The key shared with a server started with --auth-key' -r -F
 complete -c tsclient -l count -d 'Latency: requests to measure' -r
@@ -46,6 +47,7 @@ complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in 
 complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or, given a NAME for FILE, that file from a server started with --serve DIR; for --time again and again; in writes of --chunk bytes. Verified by the server\'s end trailer'
 complete -c tsclient -l bidir -d 'Both directions at once, as iperf3 --bidir: FILE to the server on one connection and the generated stream from it on another (--bytes a pass, by default FILE\'s size), each verified, each with its own figures and verdict; --time times both'
 complete -c tsclient -l one-buffer -d 'Send one --chunk of the generated stream again and again (its bytes stay in the CPU\'s cache), as iperf3\'s memory mode sends one -l buffer, instead of 36 MiB of text that does not repeat: the network without the sender\'s memory traffic. Every byte is still checksummed on both ends. With --reverse (or --bidir) the server sends it so (protocol 9). Not with FILE or a served NAME'
+complete -c tsclient -l ladder -d 'Take a file copy apart: run FILE (or the generated text of --bytes, written to a temporary file) rung by rung against one server, from memory to memory up to a cold read sent over TLS and written durably by the server (tsserver --save DIR), each rung verified, and print one table: each rung\'s rate, its drop from the rung it stands on, CPU per GiB on each end, what limited it, and the stage that costs the copy most. A rung the server or the machine cannot run is skipped with the reason. --tls picks the encrypted rungs\' suite'
 complete -c tsclient -l cold -d 'Read FILE from its disk, not the page cache: its pages are put out of the cache first (posix_fadvise DONTNEED, checked with mincore; refused where they stay, or on tmpfs), so the sender\'s reads are the disk\'s. A forward run\'s FILE, read once (not --time)'
 complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
 complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'

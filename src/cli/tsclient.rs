@@ -143,6 +143,15 @@ struct Args {
     /// 9). Not with FILE or a served NAME.
     #[arg(long, conflicts_with_all = ["latency", "file"])]
     one_buffer: bool,
+    /// Take a file copy apart: run FILE (or the generated text of --bytes, written to a
+    /// temporary file) rung by rung against one server, from memory to memory up to a cold
+    /// read sent over TLS and written durably by the server (tsserver --save DIR), each rung
+    /// verified, and print one table: each rung's rate, its drop from the rung it stands on,
+    /// CPU per GiB on each end, what limited it, and the stage that costs the copy most. A rung
+    /// the server or the machine cannot run is skipped with the reason. --tls picks the
+    /// encrypted rungs' suite.
+    #[arg(long)]
+    ladder: bool,
     /// Carry the data over TLS 1.3 with this cipher suite (aes128gcm, aes256gcm or
     /// chacha20poly1305), either way, after the hello and the clock queries in the clear: the
     /// cost of the cipher, against the same run without it. The server's certificate is pinned
@@ -315,6 +324,7 @@ fn run() -> anyhow::Result<ExitCode> {
         match prepared.run {
             Ready::Streams(run) => stream_run(&args, &run, &mut progress),
             Ready::Latency(cfg) => latency_run(&args, &cfg, &mut progress),
+            Ready::Ladder(spec, auth) => ladder_run(&args, &spec, auth, &mut progress),
         }
     });
     // A failure with nothing printed yet still prints its object.
@@ -390,6 +400,30 @@ fn stream_run(
         }
         output::Exit::Failed(why) => Err(anyhow::anyhow!(why)),
     }
+}
+
+fn ladder_run(
+    args: &Args,
+    spec: &client::ladder::LadderSpec,
+    auth: Option<std::sync::Arc<tsperf_sys::auth::Key>>,
+    progress: &mut Progress,
+) -> anyhow::Result<ExitCode> {
+    let ladder = client::ladder::run_ladder(spec, auth, progress)?;
+    let text = if args.json() {
+        use tsperf_results::json::{ClientJson, ClientOutput};
+        let object = ClientJson::Ladder(output::ladder_json(&ladder));
+        cli::json_text(&ClientOutput::Result(object))
+    } else {
+        output::ladder_human(&ladder)
+    };
+    cli::print_result(&text)?;
+    if client::interrupt::requested() {
+        return Ok(ExitCode::from(cli::INTERRUPTED as u8));
+    }
+    if !ladder.verified() {
+        anyhow::bail!("a rung of the ladder failed (its line says how)");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn latency_run(

@@ -271,6 +271,14 @@ fn policy(
     }
 }
 
+/// The certificate streams over TLS are served with, made now; none with `--no-tls`.
+fn tls(args: &Args) -> anyhow::Result<Option<std::sync::Arc<server::ServerTls>>> {
+    Ok((!args.no_tls)
+        .then(server::ServerTls::ephemeral)
+        .transpose()?
+        .map(std::sync::Arc::new))
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -307,10 +315,7 @@ fn run() -> anyhow::Result<ExitCode> {
             bind.map_or("every interface".to_owned(), |ip| ip.to_string())
         ));
     }
-    let tls = (!args.no_tls)
-        .then(server::ServerTls::ephemeral)
-        .transpose()?
-        .map(std::sync::Arc::new);
+    let tls = tls(&args)?;
     let tls_cert = tls.as_ref().map(|t| t.cert_sha256());
     let policy = policy(&args, log, serve.is_some(), auth, tls_cert);
     let mut cfg = ServerConfig {

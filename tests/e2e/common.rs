@@ -23,7 +23,7 @@ pub(crate) const EVERY_MODEL: [&[&str]; 3] = [&[], &["--blocking"], &["--threads
 /// The longest any single step of a test may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 /// An Accept frame on the wire: its header and its 15-byte body (protocol 7).
-pub(crate) const ACCEPT_LEN: usize = 3 + 15;
+pub(crate) const ACCEPT_LEN: usize = 3 + 80;
 
 /// The program `name`: this package's own as cargo built it for the tests; another package's
 /// (tsperf-bench's tests run tsserver and tsclient, the root package's) from the same target

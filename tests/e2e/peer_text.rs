@@ -86,6 +86,7 @@ fn client_escapes_a_saved_path() {
                 bytes: len,
                 digest: xxhash_rust::xxh3::xxh3_64(&buf[..len as usize]),
                 saved_to: HOSTILE.into(),
+                save: Some(tsperf_proto::SaveMode::Durable),
                 reads: 1,
                 ..Report::default()
             };

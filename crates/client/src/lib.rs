@@ -17,6 +17,7 @@ pub mod blocking;
 mod evidence_tests;
 pub mod interrupt;
 pub mod intervals;
+pub mod ladder;
 pub mod latency;
 pub mod live;
 pub mod nonblocking;

@@ -172,6 +172,8 @@ pub enum Mode {
     Streams(StreamsSpec),
     /// Clock queries.
     Latency(LatencySpec),
+    /// A file copy's rungs (`--ladder`).
+    Ladder(crate::ladder::LadderSpec),
 }
 
 /// A run as asked for: its mode and the key file to authenticate with.
@@ -218,6 +220,8 @@ pub enum Ready {
     Streams(Box<Run>),
     /// Clock queries.
     Latency(Box<LatencyConfig>),
+    /// A file copy's rungs, and the key to authenticate with.
+    Ladder(Box<crate::ladder::LadderSpec>, Option<Arc<Key>>),
 }
 
 impl RunSpec {
@@ -235,6 +239,7 @@ impl RunSpec {
         let run = match &self.mode {
             Mode::Streams(s) => Ready::Streams(Box::new(prepare_streams(s, &auth)?)),
             Mode::Latency(l) => Ready::Latency(Box::new(prepare_latency(l, &auth)?)),
+            Mode::Ladder(l) => Ready::Ladder(Box::new(l.clone()), auth),
         };
         Ok(Prepared { run, warnings })
     }

@@ -61,8 +61,9 @@ pub enum ProtocolError {
     BadCall(u8, u16),
     /// The save mode is not one, or the hello is not of a sized forward stream of a named file.
     #[error(
-        "bad save mode {0}: expected 0 (the server's own), 1 (buffered), 2 (durable) or 3 \
-         (direct), in the hello of a sized stream of a named file the client sends only"
+        "bad save mode {0}: expected 0 (the server's own), 1 (buffered), 2 (durable), 3 \
+         (direct) or 4 (not written), in the hello of a sized stream of a named file the client \
+         sends only"
     )]
     BadSave(u8),
     /// The cipher suite is not one, or the hello is not a stream's, or asks sendfile.

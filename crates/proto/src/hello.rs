@@ -2,6 +2,7 @@
 
 use super::frame::{be16, be32, be64};
 use super::*;
+use crate::SaveMode;
 
 /// The client's opening message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,83 +51,6 @@ pub struct Hello {
     /// A stream: its data over TLS 1.3 with this cipher suite, after the clear-text hello, its
     /// answer and the clock queries (`tsclient --tls`); `None`: clear text. Version 14.
     pub tls: Option<crate::tls::Cipher>,
-}
-
-/// How a receiving end writes a stream to its disk, each way verified and timed apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaveMode {
-    /// Written into the page cache and renamed into place, never synced: the disk's cache.
-    Buffered,
-    /// Written, then synced (`fsync`) before the end is reported, the sync timed apart.
-    Durable,
-    /// Written past the page cache (`O_DIRECT`, aligned blocks), then synced.
-    Direct,
-}
-
-impl SaveMode {
-    /// Every mode, in wire order (the hello's code is the index plus one).
-    pub const ALL: [SaveMode; 3] = [SaveMode::Buffered, SaveMode::Durable, SaveMode::Direct];
-
-    /// The mode's name, as a flag takes it and JSON shows it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SaveMode::Buffered => "buffered",
-            SaveMode::Durable => "durable",
-            SaveMode::Direct => "direct",
-        }
-    }
-
-    /// The wire code (the hello's, the report's): 0 = none, 1 = buffered, 2 = durable, 3 =
-    /// direct.
-    pub(crate) fn code(save: Option<SaveMode>) -> u8 {
-        save.map_or(0, |m| m as u8 + 1)
-    }
-
-    /// The mode of a wire code; `None` for an unknown code.
-    pub(crate) fn of(code: u8) -> Option<Option<SaveMode>> {
-        match code {
-            0 => Some(None),
-            _ => SaveMode::ALL.get(usize::from(code) - 1).copied().map(Some),
-        }
-    }
-}
-
-/// The most chunks one `writev` takes (Linux's `IOV_MAX`).
-pub const MAX_BATCH: u32 = 1024;
-
-/// How a stream's chunks are handed to the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    /// One `write` per chunk.
-    Write,
-    /// One `writev` of this many chunks (1 to [`MAX_BATCH`]), each its own iovec.
-    Writev(u32),
-    /// One `sendfile` per chunk, from a file (never a pass repeated).
-    Sendfile,
-}
-
-impl Call {
-    /// The hello's code and batch: 0 = none (the server's own way), 1 = write, 2 = writev,
-    /// 3 = sendfile; the batch is writev's only.
-    fn code(call: Option<Call>) -> (u8, u16) {
-        match call {
-            None => (0, 0),
-            Some(Call::Write) => (1, 0),
-            Some(Call::Writev(batch)) => (2, u16::try_from(batch).unwrap_or(u16::MAX)),
-            Some(Call::Sendfile) => (3, 0),
-        }
-    }
-
-    /// The call of a hello's code and batch, checked.
-    fn of(code: u8, batch: u16) -> Result<Option<Call>, ProtocolError> {
-        match (code, batch) {
-            (0, 0) => Ok(None),
-            (1, 0) => Ok(Some(Call::Write)),
-            (2, 1..) if u32::from(batch) <= MAX_BATCH => Ok(Some(Call::Writev(u32::from(batch)))),
-            (3, 0) => Ok(Some(Call::Sendfile)),
-            _ => Err(ProtocolError::BadCall(code, batch)),
-        }
-    }
 }
 
 /// The session a stream belongs to: the streams of one `--parallel` run share its id.
@@ -350,12 +274,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         return Ok(None);
     };
     let congestion = congestion_of(congestion_bytes, mode, flags)?;
-    let one_buffer = flags & FLAG_ONE_BUFFER != 0;
-    let generated = mode == Mode::Stream && flags & FLAG_REVERSE != 0 && name.is_empty();
-    let call = call_of(buf, generated, duration_ms)?;
-    let sized_file = mode == Mode::Stream && flags & FLAG_REVERSE == 0 && duration_ms == 0;
-    let save = save_of(buf[52], sized_file && !name.is_empty())?;
-    let tls = tls_of(buf[53], mode, call)?;
+    let (call, save, tls) = ways(buf, mode, flags, name, duration_ms)?;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -368,7 +287,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         clock_queries,
         duration_ms,
         reverse: flags & FLAG_REVERSE != 0,
-        one_buffer,
+        one_buffer: flags & FLAG_ONE_BUFFER != 0,
         session,
         two_way: flags & FLAG_TWO_WAY != 0,
         congestion,
@@ -377,6 +296,27 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         tls,
     };
     Ok(Some((hello, at + congestion_len)))
+}
+
+/// How the stream is to go, at bytes 49-53, checked: the server's send call, the save mode,
+/// the cipher suite.
+type Ways = (Option<Call>, Option<SaveMode>, Option<crate::tls::Cipher>);
+
+/// The hello's [`Ways`], checked against what the hello is for.
+fn ways(
+    buf: &[u8],
+    mode: Mode,
+    flags: u8,
+    name: &str,
+    duration_ms: u32,
+) -> Result<Ways, ProtocolError> {
+    let stream = mode == Mode::Stream;
+    let generated = stream && flags & FLAG_REVERSE != 0 && name.is_empty();
+    let call = call_of(buf, generated, duration_ms)?;
+    let sized_file = stream && flags & FLAG_REVERSE == 0 && duration_ms == 0;
+    let save = save_of(buf[52], sized_file && !name.is_empty())?;
+    let tls = tls_of(buf[53], mode, call)?;
+    Ok((call, save, tls))
 }
 
 /// A latency hello's stream fields: a chunk of 1, no name, no duration.

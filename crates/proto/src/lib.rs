@@ -1,6 +1,7 @@
 #![doc = include_str!("../PROTOCOL.md")]
 #![forbid(unsafe_code)]
 
+mod call;
 pub mod client;
 pub mod clock;
 pub mod end;
@@ -10,6 +11,7 @@ mod hello;
 #[cfg(test)]
 mod pair;
 mod report;
+mod save;
 pub mod sent;
 pub mod serve;
 pub mod tcp;
@@ -18,8 +20,10 @@ pub mod tls;
 pub use error::ProtocolError;
 pub use report::{Report, TimePhase, TimeSplit};
 
+pub use call::{Call, MAX_BATCH};
 pub use frame::{decode_frame, encode_frame};
-pub use hello::{Call, Hello, MAX_BATCH, SaveMode, Session, decode_hello, encode_hello, stripes};
+pub use hello::{Hello, Session, decode_hello, encode_hello, stripes};
+pub use save::SaveMode;
 
 use std::fmt;
 

@@ -121,7 +121,8 @@ impl Report {
                 format!("{c} ns on a CPU in a transfer whose time split is {total} ns"),
             );
         }
-        if self.save.is_some() == self.saved_to.is_empty() {
+        if self.save.is_some() == self.saved_to.is_empty() || self.save.is_some_and(|m| !m.writes())
+        {
             return bad(
                 "save",
                 "a save mode without the path it saved to, or a path without its mode".into(),

@@ -13,6 +13,7 @@ use tsperf_proto::tcp::{ReceiverTcp, SenderTcp};
 use tsperf_proto::{ServerIo, StdoutKind};
 
 mod events;
+mod ladder;
 mod latency;
 mod output;
 
@@ -23,6 +24,7 @@ mod receiver;
 mod reverse;
 mod sender;
 mod session;
+pub use ladder::{LadderJson, RungJson, StageCost};
 pub use receiver::ReceiverJson;
 pub use reverse::{ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide};
 pub use sender::SenderJson;
@@ -50,6 +52,8 @@ pub enum ClientJson {
     ParallelReverse(SessionJson),
     /// Both directions at once (`mode: "bidir"`).
     Bidir(BidirJson),
+    /// A file copy's rungs (`mode: "ladder"`).
+    Ladder(LadderJson),
 }
 
 impl ClientJson {
@@ -78,6 +82,7 @@ impl ClientJson {
             ClientJson::Parallel(_) => "parallel",
             ClientJson::ParallelReverse(_) => "parallel-reverse",
             ClientJson::Bidir(_) => "bidir",
+            ClientJson::Ladder(_) => "ladder",
         }
     }
 }

@@ -164,7 +164,8 @@ fn receive_begin(
     ));
     rx.set_log_gate(cfg.policy.log_min_read);
     // A timed run repeats its file: it is measured, never saved.
-    if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end()) {
+    let written = hello.save.is_none_or(SaveMode::writes);
+    if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end() && written) {
         dir.admit(&hello.name)
             .map_err(|why| (RefuseCode::Save, why))?;
         let mode = hello.save.unwrap_or(SaveMode::Durable);
@@ -172,7 +173,7 @@ fn receive_begin(
             .create(&hello.name, mode)
             .map_err(|e| (RefuseCode::Save, save_failed(hello, &e)))?;
         rx.sink = Some(partial);
-    } else if let Some(mode) = hello.save {
+    } else if let Some(mode) = hello.save.filter(|m| m.writes()) {
         return Err((
             RefuseCode::Unoffered,
             format!(

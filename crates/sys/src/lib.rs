@@ -15,6 +15,7 @@ pub mod direct;
 pub mod fdtable;
 pub mod host;
 pub mod input;
+pub mod ktls;
 pub mod mark;
 pub mod net;
 pub mod program;

@@ -6,9 +6,11 @@
 use std::num::NonZeroU8;
 use std::time::Duration;
 
+use tsperf_client::ladder::LadderSpec;
 use tsperf_client::run::Side;
 use tsperf_client::spec::{LatencySpec, Mode, RunSpec, Source, StreamSpec, StreamsSpec};
 use tsperf_client::{self as client};
+use tsperf_proto::tls::Cipher;
 use tsperf_proto::{LogMode, SaveMode};
 use tsperf_results::strategy::Strategy;
 use tsperf_sys::testdata::SEED_FILE_LEN;
@@ -31,7 +33,8 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 20] = [
+const STREAM_ONLY: [&str; 21] = [
+    "ladder",
     "tls",
     "cold",
     "far_disk",
@@ -88,6 +91,17 @@ impl TryFrom<&Args> for RunSpec {
         let (host, port) = host_and_port(args)?;
         let mode = if args.latency {
             Mode::Latency(latency(args, host, port))
+        } else if args.ladder {
+            ladder(args)?;
+            Mode::Ladder(LadderSpec {
+                base: StreamSpec {
+                    tls: None,
+                    ..stream(args, Side::Sent, &host, port)
+                },
+                file: args.file.clone(),
+                bytes: args.bytes.unwrap_or(SEED_FILE_LEN),
+                cipher: args.tls.unwrap_or(Cipher::Aes128Gcm),
+            })
         } else {
             directions(args)?;
             reverse_takes(args)?;
@@ -214,6 +228,29 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
     Ok(())
 }
 
+/// What the ladder sets in each rung itself, or cannot take: a direction, stripes, a time, a
+/// cold read or a save asked for the whole run.
+fn ladder(args: &Args) -> Result<(), Usage> {
+    for (given, flag) in [
+        (args.reverse, "--reverse"),
+        (args.bidir, "--bidir"),
+        (args.parallel.is_some_and(|n| n > 1), "--parallel"),
+        (args.time.is_some(), "--time"),
+        (args.cold, "--cold"),
+        (args.far_disk.is_some(), "--far-disk"),
+        (args.save.is_some(), "--save"),
+        (args.strategy == Strategy::Sendfile, "--io sendfile"),
+    ] {
+        refuse(given, || {
+            format!(
+                "--ladder runs its own rungs (sized by FILE or --bytes, one stream each way it \
+                 goes, each stage in its rung): not with {flag}"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// What a cold read takes (this client's FILE, once); what a saved stream takes: the receiver's directory (the server's own forward, `--save`
 /// in reverse), a sized stream whole on one connection.
 fn saves(args: &Args) -> Result<(), Usage> {
@@ -235,6 +272,10 @@ fn saves(args: &Args) -> Result<(), Usage> {
          with --far-disk MODE (the server's --save DIR)"
             .to_owned()
     })?;
+    refuse(
+        args.save.is_some() && args.far_disk.is_some_and(|m| !m.writes()),
+        || "--save DIR with --far-disk none would save nothing: leave one out".to_owned(),
+    )?;
     refuse(args.reverse && args.save.is_none(), || {
         "--far-disk with --reverse writes to this client's disk: give it --save DIR".to_owned()
     })?;

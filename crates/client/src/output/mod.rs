@@ -244,6 +244,7 @@ fn host_port(host: &str, port: u16) -> String {
 }
 
 mod human;
+mod ladder;
 mod latency;
 mod render;
 mod reverse;
@@ -252,6 +253,7 @@ mod session;
 
 use render::entry;
 
+pub use ladder::{ladder_human, ladder_json};
 pub use latency::{latency_human, latency_json};
 pub use render::{Exit, finish, human, json};
 

@@ -134,24 +134,9 @@ fn receive<T: Transport>(
         return Err(fail(&got, anyhow!("the server sent no data")));
     };
     let elapsed = end_at.duration_since(first_at);
-    // Saved only when whole and verified: else its temporary goes.
-    let whole = got.rx.digest() == end.digest && got.rx.hashed() == end.length;
-    let saved = match got.rx.commit_save(whole) {
-        Ok(saved) => saved,
-        Err(e) => return Err(fail(&got, anyhow!(e).context(cannot_save(cfg, name)))),
-    };
-    let sock = conn.socket();
-    let receiver = Report {
-        saved_to: saved
-            .as_ref()
-            .map_or(String::new(), |(path, _)| path.display().to_string()),
-        save: saved.map(|(_, mode)| mode),
-        ..got.rx.report_with(
-            None,
-            sock.recv_buffer_size().map_or(0, |n| n as u32),
-            tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
-                .map_or_else(Default::default, |i| i.receiver()),
-        )
+    let receiver = match this_ends_report(&conn, &mut got, end) {
+        Ok(r) => r,
+        Err(e) => return Err(fail(&got, e.context(cannot_save(cfg, name)))),
     };
     Ok(StreamOutcome {
         measured: crate::Measured {
@@ -181,6 +166,30 @@ fn receive<T: Transport>(
             batch: (cfg.spec.strategy == Some(Strategy::Writev)).then(|| batch(cfg)),
             wake_mark: got.wake_mark,
         }),
+    })
+}
+
+/// This end's figures as a receiver, once the stream has ended at `end`: its file saved, if it
+/// is saved, only when whole and verified (else its temporary goes).
+fn this_ends_report<T: Transport>(
+    conn: &T,
+    got: &mut Received,
+    end: tsperf_proto::end::End,
+) -> Result<Report> {
+    let whole = got.rx.digest() == end.digest && got.rx.hashed() == end.length;
+    let saved = got.rx.commit_save(whole)?;
+    let sock = conn.socket();
+    Ok(Report {
+        saved_to: saved
+            .as_ref()
+            .map_or(String::new(), |(path, _)| path.display().to_string()),
+        save: saved.map(|(_, mode)| mode),
+        ..got.rx.report_with(
+            None,
+            sock.recv_buffer_size().map_or(0, |n| n as u32),
+            tsperf_sys::tcpinfo::TcpInfo::of(&*sock)
+                .map_or_else(Default::default, |i| i.receiver()),
+        )
     })
 }
 

@@ -48,7 +48,7 @@ impl Rep {
                 Some(rep)
             }
             // Neither is a cell of the grid.
-            ClientJson::Latency(_) | ClientJson::Bidir(_) => None,
+            ClientJson::Latency(_) | ClientJson::Bidir(_) | ClientJson::Ladder(_) => None,
         }
     }
 }

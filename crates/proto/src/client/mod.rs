@@ -231,6 +231,43 @@ impl StreamConversation {
         crate::end::End { length, digest }.encode()
     }
 
+    /// The Accept: what it grants, the TLS certificate pinned, and on to the clock queries or
+    /// the data.
+    fn accepted(
+        &mut self,
+        frame: Frame,
+        key: Option<&dyn Prover>,
+    ) -> Result<ClientStep, ClientError> {
+        let Frame::Accept {
+            read_size,
+            server_io,
+            log,
+            stdout,
+            length,
+            tls,
+        } = frame
+        else {
+            return Err(ClientError::Unexpected {
+                expected: "an Accept",
+                got: format!("{frame:?}"),
+            });
+        };
+        let tls = self.pin(tls, key)?;
+        self.state = if self.hello.clock_queries > 0 {
+            State::Clock { seq: 0 }
+        } else {
+            State::Data
+        };
+        Ok(ClientStep::Accepted(Accepted {
+            read_size,
+            server_io,
+            log,
+            stdout,
+            length,
+            tls,
+        }))
+    }
+
     /// The certificate a stream over TLS will pin: the Accept's, proved by `key` where the
     /// server challenged this client (a wrong proof is refused); `None` for clear text. A
     /// hello that asked for TLS and an Accept that names none is the server's breach.
@@ -286,32 +323,7 @@ impl StreamConversation {
                 self.challenge = Some(c);
                 Ok(ClientStep::Send(key.answer(&c).to_vec()))
             }
-            (
-                State::Hello | State::Auth,
-                Frame::Accept {
-                    read_size,
-                    server_io,
-                    log,
-                    stdout,
-                    length,
-                    tls,
-                },
-            ) => {
-                let tls = self.pin(tls, key)?;
-                self.state = if self.hello.clock_queries > 0 {
-                    State::Clock { seq: 0 }
-                } else {
-                    State::Data
-                };
-                Ok(ClientStep::Accepted(Accepted {
-                    read_size,
-                    server_io,
-                    log,
-                    stdout,
-                    length,
-                    tls,
-                }))
-            }
+            (State::Hello | State::Auth, frame @ Frame::Accept { .. }) => self.accepted(frame, key),
             (State::Hello | State::Auth, Frame::Refuse { code, reason }) => {
                 self.state = State::Done;
                 Err(ClientError::Refused { code, reason })

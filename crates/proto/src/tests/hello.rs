@@ -146,6 +146,7 @@ fn hello_carries_the_save_mode() {
         Some(SaveMode::Buffered),
         Some(SaveMode::Durable),
         Some(SaveMode::Direct),
+        Some(SaveMode::Discard),
     ] {
         let h = asking(save);
         let bytes = encoded(&h);
@@ -179,9 +180,13 @@ fn hello_carries_the_save_mode() {
         assert_eq!(got, Err(ProtocolError::BadSave(2)), "{what}");
     }
     let mut unknown = encoded(&asking(None));
-    unknown[52] = 4;
-    assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadSave(4)));
-    assert!(ProtocolError::BadSave(4).to_string().contains("3 (direct)"));
+    unknown[52] = 5;
+    assert_eq!(decode_hello(&unknown), Err(ProtocolError::BadSave(5)));
+    assert!(
+        ProtocolError::BadSave(5)
+            .to_string()
+            .contains("4 (not written)")
+    );
 }
 
 /// Version 14: a stream's hello may ask for its data over TLS with a cipher suite, either way;

@@ -230,7 +230,11 @@ fn version_14_report_says_how_it_saved() {
         assert_eq!(b[FRAME_HEADER + 254], save.map_or(0, |m| m as u8 + 1));
         assert_eq!(decode_frame(&b), Ok(Some((Frame::Report(r), b.len()))));
     }
-    for (save, saved_to) in [(Some(SaveMode::Durable), ""), (None, "/srv/x")] {
+    for (save, saved_to) in [
+        (Some(SaveMode::Durable), ""),
+        (None, "/srv/x"),
+        (Some(SaveMode::Discard), "/srv/x"),
+    ] {
         let r = Report {
             save,
             saved_to: saved_to.into(),

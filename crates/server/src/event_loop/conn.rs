@@ -18,7 +18,7 @@ use crate::drive::{Where, data_end, perform};
 use crate::outbox::{LATENCY_CAP, Outbox};
 use crate::receiver::{Block, ReadEnd, Receiver, TURN_READS};
 use crate::turn::{self, Turned};
-use crate::{Outcome, Server};
+use crate::{Outcome, Server, print_failed};
 use tsperf_stream::send::Sender;
 use tsperf_stream::tls::{Tls, Wire};
 
@@ -75,6 +75,24 @@ impl Conn {
         }
         self.tls = crate::drive::start_tls(None, &self.conv, srv);
         true
+    }
+
+    /// Deregisters and drops a finished connection (a stream over TLS after its close_notify),
+    /// printing its outcome. True if it completed.
+    pub(super) fn close(
+        mut self,
+        poll: &mio::Poll,
+        outcome: Outcome,
+        out: &crate::console::Console,
+    ) -> bool {
+        let _ = self.wire().close();
+        let _ = poll.registry().deregister(&mut self.stream);
+        // A reverse stream's client's last bytes, unread, would make the close a reset.
+        if let Some(tx) = self.tx.as_deref_mut() {
+            let _ = tx.listen(&self.stream);
+        }
+        print_failed(out, self.peer, &outcome);
+        matches!(outcome, Outcome::Complete)
     }
 
     /// Does all the work the socket allows now. `Some(outcome)` when the connection is finished.

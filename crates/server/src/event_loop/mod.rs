@@ -10,17 +10,19 @@
 //! before the loop turns to the next connection, so a connection costs its socket, its hasher and
 //! a few counters, not a buffer.
 //!
-//! What one connection can hold, whatever its client does (docs/security.md):
-//! a hello buffer (280 bytes), a latency session's request buffer (4 KiB) and at most
-//! [`LATENCY_CAP`](crate::outbox::LATENCY_CAP) of unsent answers plus one read's worth (the loop stops reading a connection
-//! whose client does not take its answers), or a transfer's accounting. Every turn is bounded
+//! What one connection can hold, whatever its client does (docs/security.md): a hello buffer
+//! ([`MAX_HELLO`](tsperf_proto::MAX_HELLO) bytes), a latency session's request buffer (4 KiB)
+//! and at most [`LATENCY_CAP`](crate::outbox::LATENCY_CAP) of unsent answers plus one read's
+//! worth (the loop stops reading a connection whose client does not take its answers), or a
+//! transfer's accounting (over TLS, its TLS state and at most
+//! [`TLS_BUFFER`](tsperf_stream::tls::TLS_BUFFER) of records unsent). Every turn is bounded
 //! ([`TURN_READS`](crate::receiver::TURN_READS) reads), for streams and latency sessions alike. Deadlines count from a start:
 //! the hello and the authentication answer from the accept, the first byte (or request) from
 //! the server's accept, and then each wait for data from the last byte.
 //!
 //! With `--log stdout`, a transfer is read only while stdout has room for a turn's log lines
-//! ([`Console::room`](crate::console::Console::room)); otherwise it waits, unread, until the console's writer wakes the loop.
-//! Nothing else waits for stdout.
+//! ([`Console::room`](crate::console::Console::room)); otherwise it waits, unread, until the
+//! console's writer wakes the loop. Nothing else waits for stdout.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -324,7 +326,7 @@ impl Loop<'_> {
             .open()
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         let peer = conn.peer;
-        let done = close(&self.poll, conn, outcome, self.srv.console());
+        let done = conn.close(&self.poll, outcome, self.srv.console());
         self.srv.once_ended(peer, done);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
@@ -484,18 +486,4 @@ fn refuse_now(
     });
     let _ = out.flush(stream);
     print_failed(console, peer, &Outcome::Refused(reason));
-}
-
-/// Deregisters and drops a finished connection, printing its outcome. True if it completed.
-fn close(poll: &Poll, mut conn: Conn, outcome: Outcome, out: &crate::console::Console) -> bool {
-    // A stream over TLS ends with its close_notify, where the socket takes it.
-    let _ = conn.wire().close();
-    let _ = poll.registry().deregister(&mut conn.stream);
-    // What a reverse stream's client sent last is taken: unread, it would make the close a
-    // reset, and the client could lose the stream's end.
-    if let Some(tx) = conn.tx.as_deref_mut() {
-        let _ = tx.listen(&conn.stream);
-    }
-    print_failed(out, conn.peer, &outcome);
-    matches!(outcome, Outcome::Complete)
 }

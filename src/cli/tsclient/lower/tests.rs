@@ -34,6 +34,7 @@ fn streams(line: &[&str]) -> StreamsSpec {
     match lower(line).unwrap_or_else(|e| panic!("{line:?}: {e}")).mode {
         Mode::Streams(s) => s,
         Mode::Latency(l) => panic!("{line:?} is a latency run: {l:?}"),
+        Mode::Ladder(l) => panic!("{line:?} is a ladder: {l:?}"),
     }
 }
 
@@ -336,6 +337,10 @@ fn far_disk_asks_the_receivers_disk() {
 #[test]
 fn far_disk_in_reverse_needs_a_save_directory() {
     refused(&["-R", "--far-disk", "durable"], "--save DIR");
+    refused(
+        &["-R", "--save", "/d", "--far-disk", "none"],
+        "save nothing",
+    );
 }
 
 #[test]
@@ -384,4 +389,40 @@ fn tls_asks_a_suite_either_way() {
         "sendfile",
     );
     refused(&["--latency", "--tls", "aes256gcm"], "--tls");
+}
+
+/// `--ladder [FILE]` runs its own rungs from one stream's settings: FILE or the generated text
+/// of `--bytes`, the encrypted rungs with `--tls`'s suite (AES-128-GCM by default); what the
+/// rungs set themselves, a direction or a stream count is refused.
+#[test]
+fn the_ladder_runs_its_rungs_from_one_streams_settings() {
+    use tsperf_proto::tls::Cipher;
+    let ladder = |line: &[&str]| match lower(line).unwrap().mode {
+        Mode::Ladder(l) => l,
+        other => panic!("{line:?}: {other:?}"),
+    };
+    let l = ladder(&["--ladder", "f.bin", "--chunk", "1024"]);
+    assert_eq!(l.file, Some(PathBuf::from("f.bin")));
+    assert_eq!((l.base.chunk, l.cipher), (1024, Cipher::Aes128Gcm));
+    let l = ladder(&["--ladder", "--bytes", "64MiB", "--tls", "chacha20poly1305"]);
+    assert_eq!((l.file, l.bytes), (None, 64 << 20));
+    assert_eq!(l.cipher, Cipher::Chacha20Poly1305);
+    assert_eq!(l.base.tls, None, "the rungs choose where TLS goes");
+    for (flag, value) in [
+        ("-R", None),
+        ("--bidir", None),
+        ("-P", Some("2")),
+        ("-t", Some("2")),
+        ("--cold", None),
+        ("--far-disk", Some("durable")),
+    ] {
+        let mut line = vec!["--ladder", flag];
+        line.extend(value);
+        line.push("f.bin");
+        refused(&line, "--ladder");
+    }
+    refused(
+        &["--ladder", "--latency"],
+        "--ladder applies to stream transfers only",
+    );
 }

@@ -1,0 +1,358 @@
+//! `tsclient --ladder [FILE]`: a file copy taken apart into rungs, from memory to the far disk,
+//! each a verified transfer against one server, each adding one stage to the rung before: the
+//! network alone (memory to memory), the source file from the page cache, the source disk
+//! (cold), the far disk (buffered, durable, direct), the cipher (TLS; kernel TLS where the
+//! kernel offers it), and the whole copy (cold file, TLS, durable far disk). A rung the
+//! server or the machine cannot run is skipped with the reason; a rung that fails is kept with
+//! its error, and the others still run.
+//!
+//! What each stage costs is the time per byte it adds to the rung it stands on; the closing
+//! line names the stage that costs the whole copy the most ([`Ladder::costliest`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tsperf_proto::SaveMode;
+use tsperf_proto::client::ClientError;
+use tsperf_proto::tls::Cipher;
+use tsperf_sys::auth::Key;
+
+use crate::outcome::StreamOutcome;
+use crate::progress::Progress;
+use crate::spec::{Source, StreamSpec};
+use crate::{StreamConfig, StreamFailure, run_stream};
+
+/// One rung of the ladder: what the transfer adds to the rung before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rung {
+    /// The generated stream from memory, as long as the file: the network and both ends' CPU.
+    Memory,
+    /// The file from the page cache.
+    File,
+    /// The file from its disk (`--cold`).
+    Cold,
+    /// The file written by the server to its disk so (`--far-disk`).
+    FarDisk(SaveMode),
+    /// The file over TLS with this suite (`--tls`).
+    Tls(Cipher),
+    /// The file over kernel TLS with this suite, where the kernel offers it.
+    KernelTls(Cipher),
+    /// The whole copy: the file cold, over TLS, written durably by the server.
+    Copy(Cipher),
+}
+
+impl Rung {
+    /// The rungs in order, the encrypted ones with `cipher`.
+    pub fn all(cipher: Cipher) -> Vec<Rung> {
+        vec![
+            Rung::Memory,
+            Rung::File,
+            Rung::Cold,
+            Rung::FarDisk(SaveMode::Buffered),
+            Rung::FarDisk(SaveMode::Durable),
+            Rung::FarDisk(SaveMode::Direct),
+            Rung::Tls(cipher),
+            Rung::KernelTls(cipher),
+            Rung::Copy(cipher),
+        ]
+    }
+
+    /// Its name in the table and the JSON.
+    pub fn name(self) -> String {
+        match self {
+            Rung::Memory => "memory → memory".into(),
+            Rung::File => "file → memory".into(),
+            Rung::Cold => "cold file → memory".into(),
+            Rung::FarDisk(mode) => format!("file → far disk ({})", mode.name()),
+            Rung::Tls(c) => format!("file → TLS {} → memory", c.name()),
+            Rung::KernelTls(c) => format!("file → kernel TLS {} → memory", c.name()),
+            Rung::Copy(c) => format!("cold → TLS {} → durable far disk", c.name()),
+        }
+    }
+
+    /// The rung it adds a stage to (the drop is measured from it); `None` for the first.
+    pub fn base(self) -> Option<Rung> {
+        match self {
+            Rung::Memory => None,
+            Rung::File => Some(Rung::Memory),
+            Rung::Cold | Rung::FarDisk(_) | Rung::Tls(_) | Rung::KernelTls(_) => Some(Rung::File),
+            Rung::Copy(_) => Some(Rung::Memory),
+        }
+    }
+
+    /// The stream this rung runs: `base` with its source and its stages.
+    fn spec(self, base: &StreamSpec, file: &std::path::Path, len: u64) -> StreamSpec {
+        // Written by the server only where the rung asks (a server with `--save` writes every
+        // file by default).
+        let base = &StreamSpec {
+            save: Some(SaveMode::Discard),
+            ..base.clone()
+        };
+        let on_file = StreamSpec {
+            source: Source::File(file.to_owned()),
+            ..base.clone()
+        };
+        match self {
+            Rung::Memory => StreamSpec {
+                source: Source::Generated(len),
+                ..base.clone()
+            },
+            Rung::File | Rung::KernelTls(_) => on_file,
+            Rung::Cold => StreamSpec {
+                cold: true,
+                ..on_file
+            },
+            Rung::FarDisk(mode) => StreamSpec {
+                save: Some(mode),
+                ..on_file
+            },
+            Rung::Tls(c) => StreamSpec {
+                tls: Some(c),
+                ..on_file
+            },
+            Rung::Copy(c) => StreamSpec {
+                cold: true,
+                tls: Some(c),
+                save: Some(SaveMode::Durable),
+                ..on_file
+            },
+        }
+    }
+}
+
+/// What became of a rung.
+#[derive(Debug)]
+pub enum Step {
+    /// It ran and was verified.
+    Ran(Box<StreamOutcome>),
+    /// It could not run here, and why (the server does not offer it, the machine cannot).
+    Skipped(String),
+    /// It ran and failed: not verified, or cut off.
+    Failed(Box<StreamFailure>),
+}
+
+/// The ladder's rungs, in order, and what came of each.
+#[derive(Debug)]
+pub struct Ladder {
+    /// The file the rungs copy (its path as given, or the generated one's).
+    pub file: PathBuf,
+    /// Its size.
+    pub bytes: u64,
+    /// Each rung and its step.
+    pub rungs: Vec<(Rung, Step)>,
+}
+
+/// What to run: the streams' settings, the file (a temporary of `--bytes` generated text when
+/// none was given), the suite of the encrypted rungs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LadderSpec {
+    /// The settings every rung starts from (host, port, chunk, I/O model, ...).
+    pub base: StreamSpec,
+    /// The file to copy; `None`: the generated text of `bytes`, written to a temporary file.
+    pub file: Option<PathBuf>,
+    /// The size of the generated file.
+    pub bytes: u64,
+    /// The suite of the encrypted rungs.
+    pub cipher: Cipher,
+}
+
+/// Runs every rung in order against one server.
+pub fn run_ladder(
+    spec: &LadderSpec,
+    auth: Option<Arc<Key>>,
+    progress: &mut Progress,
+) -> anyhow::Result<Ladder> {
+    // A generated file lives on the disk the temporary directory is on, and goes at the end.
+    let made = match &spec.file {
+        Some(_) => None,
+        None => {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("tsperf-ladder.bin");
+            tsperf_sys::testdata::generate(&path, spec.bytes)?;
+            Some((dir, path))
+        }
+    };
+    let file = match (&spec.file, &made) {
+        (Some(f), _) => f.clone(),
+        (None, Some((_, p))) => p.clone(),
+        (None, None) => unreachable!("a file was given or made"),
+    };
+    let bytes = std::fs::metadata(&file)
+        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", file.display()))?
+        .len();
+    let mut rungs = Vec::new();
+    for rung in Rung::all(spec.cipher) {
+        let step = match rung {
+            Rung::KernelTls(_) => Step::Skipped(match tsperf_sys::ktls::offered() {
+                Err(why) => why,
+                Ok(()) => "the kernel offers kernel TLS, but tsperf does not yet hand it a \
+                           stream's keys"
+                    .into(),
+            }),
+            _ => run_rung(rung, spec, &file, bytes, auth.clone(), progress),
+        };
+        rungs.push((rung, step));
+        if crate::interrupt::requested() {
+            break;
+        }
+    }
+    Ok(Ladder { file, bytes, rungs })
+}
+
+/// Runs one rung: its outcome, or why it could not run here.
+fn run_rung(
+    rung: Rung,
+    spec: &LadderSpec,
+    file: &std::path::Path,
+    bytes: u64,
+    auth: Option<Arc<Key>>,
+    progress: &mut Progress,
+) -> Step {
+    let stream = rung.spec(&spec.base, file, bytes);
+    let cfg = match StreamConfig::prepare(&stream, auth) {
+        Ok((cfg, _)) => cfg,
+        Err(e) => return Step::Skipped(format!("{e:#}")),
+    };
+    if matches!(rung, Rung::File | Rung::Tls(_) | Rung::FarDisk(_)) {
+        // From the page cache: read once, so a cold rung before leaves nothing to the disk.
+        let _ = std::fs::read(file);
+    }
+    match run_stream(&cfg, progress) {
+        Ok(o) if o.verified() => Step::Ran(Box::new(o)),
+        Ok(o) => Step::Failed(Box::new(StreamFailure {
+            name: o.name.clone(),
+            bytes: Some(o.measured.bytes),
+            sent: o.measured.bytes,
+            acked: None,
+            elapsed: Some(o.measured.elapsed),
+            intervals: Vec::new(),
+            interrupted: o.interrupted,
+            error: anyhow::anyhow!("not verified: the digests or the byte counts differ"),
+        })),
+        Err(f) => match not_here(&f) {
+            Some(why) => Step::Skipped(why),
+            None => Step::Failed(Box::new(f)),
+        },
+    }
+}
+
+/// Why a rung that failed could not run here at all: the server does not offer what it asks
+/// (no `--save`, `--no-tls`), or the machine cannot (a file in memory read cold, a directory
+/// that takes no `O_DIRECT`).
+fn not_here(f: &StreamFailure) -> Option<String> {
+    let refused = f.error.chain().find_map(|c| {
+        c.downcast_ref::<crate::session::Refused>()
+            .map(|r| (r.code, r.reason.clone()))
+            .or_else(|| match c.downcast_ref() {
+                Some(ClientError::Refused { code, reason }) => Some((*code, reason.clone())),
+                _ => None,
+            })
+    });
+    match refused {
+        Some((tsperf_proto::RefuseCode::Unoffered | tsperf_proto::RefuseCode::Save, why)) => {
+            Some(format!("the server: {why}"))
+        }
+        _ if f.sent == 0 && format!("{:#}", f.error).contains("cold") => {
+            Some(format!("{:#}", f.error))
+        }
+        _ => None,
+    }
+}
+
+impl Ladder {
+    /// The outcome of `rung`, where it ran.
+    pub fn ran(&self, rung: Rung) -> Option<&StreamOutcome> {
+        self.rungs.iter().find_map(|(r, s)| match s {
+            Step::Ran(o) if *r == rung => Some(&**o),
+            _ => None,
+        })
+    }
+
+    /// A rung's time per MiB, where it ran.
+    fn per_mib(&self, rung: Rung) -> Option<f64> {
+        let o = self.ran(rung)?;
+        let (bytes, time) = o.measured.rated();
+        (bytes > 0).then(|| time.as_secs_f64() / (bytes as f64 / (1 << 20) as f64))
+    }
+
+    /// Its rate, MiB/s.
+    pub fn rate(&self, rung: Rung) -> Option<f64> {
+        self.per_mib(rung).map(|t| 1.0 / t)
+    }
+
+    /// Every rung verified or skipped: none failed.
+    pub fn verified(&self) -> bool {
+        self.rungs
+            .iter()
+            .all(|(_, s)| !matches!(s, Step::Failed(_)))
+    }
+
+    /// The stages' costs to the whole copy, each its time per MiB over the rung it stands on,
+    /// largest first: the source (file and disk), the cipher, the far disk (its writes, or
+    /// its fsync where that is most of its time), and the network (the first rung's whole
+    /// time). Stages whose rungs did not run are left out.
+    pub fn costs(&self) -> Vec<(String, f64)> {
+        let cipher = self.rungs.iter().find_map(|(r, _)| match r {
+            Rung::Tls(c) => Some(*c),
+            _ => None,
+        });
+        let file = self.per_mib(Rung::File);
+        let extra = |rung: Rung| Some((self.per_mib(rung)? - file?).max(0.0));
+        let mut costs = Vec::new();
+        if let Some(net) = self.per_mib(Rung::Memory) {
+            costs.push(("the network".to_owned(), net));
+            let source = self
+                .per_mib(Rung::Cold)
+                .or(file)
+                .map(|t| (t - net).max(0.0));
+            if let Some(t) = source {
+                costs.push(("the source disk".to_owned(), t));
+            }
+        }
+        if let Some(t) = cipher.and_then(|c| extra(Rung::Tls(c))) {
+            costs.push(("the cipher".to_owned(), t));
+        }
+        if let Some(t) = extra(Rung::FarDisk(SaveMode::Durable)) {
+            let split = self
+                .ran(Rung::FarDisk(SaveMode::Durable))
+                .map(|o| o.receiver.split);
+            let fsync = split.is_some_and(|s| s.fsync_ns > s.save_ns);
+            let name = if fsync {
+                "the far disk's fsync"
+            } else {
+                "the far disk's writes"
+            };
+            costs.push((name.to_owned(), t));
+        }
+        costs.sort_by(|a, b| b.1.total_cmp(&a.1));
+        costs
+    }
+
+    /// The closing line: the copy's rate, the stage that costs it most and its share, what the
+    /// network carries.
+    pub fn costliest(&self) -> Option<String> {
+        let cipher = self.rungs.iter().find_map(|(r, _)| match r {
+            Rung::Copy(c) => Some(*c),
+            _ => None,
+        })?;
+        let copy = self.rate(Rung::Copy(cipher))?;
+        let net = self.rate(Rung::Memory)?;
+        let costs = self.costs();
+        let all: f64 = costs.iter().map(|(_, t)| t).sum();
+        let (stage, t) = costs.into_iter().next().filter(|_| all > 0.0)?;
+        // The stages overlap in a copy (the disk reads while the network sends), so a stage's
+        // share is of what the stages cost together, not of the copy's time.
+        Some(format!(
+            "the copy runs at {copy:.0} MiB/s: {stage} costs it most ({:.2} s per GiB, {:.0}% of \
+             what the stages cost together); the network carries {net:.0} MiB/s",
+            t * 1024.0,
+            100.0 * t / all
+        ))
+    }
+}
+
+/// CPU seconds per GiB moved, from a CPU time and the bytes.
+pub fn cpu_per_gib(cpu: Duration, bytes: u64) -> f64 {
+    cpu.as_secs_f64() / (bytes.max(1) as f64 / (1u64 << 30) as f64)
+}

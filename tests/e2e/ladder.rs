@@ -1,0 +1,100 @@
+//! `tsclient --ladder`: a file copy's rungs against one server, each verified, the table and
+//! the JSON, the rungs a server or the machine cannot run skipped with their reasons.
+
+use crate::common::*;
+
+/// Against a server that saves (`--save`), every rung runs verified but kernel TLS (skipped
+/// with this kernel's reason where it has none): the table has a line per rung and the
+/// closing line; the JSON has each rung with a single run's fields and the stages' costs.
+/// Only the far-disk rungs and the whole copy leave a file in the save directory.
+#[test]
+fn every_rung_runs_verified_against_a_saving_server() {
+    let save = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let server = Server::start(&["--save", save.path().to_str().unwrap(), "--overwrite"]);
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let file = test_file(dir.path(), "copy.bin", 8 << 20);
+    let f = file.to_str().unwrap();
+    let (out, v) = client_json(server.port, &["--ladder", f, "--tls", "chacha20poly1305"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["mode"], "ladder");
+    assert_eq!(v["verified"], true, "{v}");
+    let rungs = v["rungs"].as_array().unwrap();
+    let names: Vec<&str> = rungs.iter().map(|r| r["rung"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "memory → memory",
+            "file → memory",
+            "cold file → memory",
+            "file → far disk (buffered)",
+            "file → far disk (durable)",
+            "file → far disk (direct)",
+            "file → TLS chacha20poly1305 → memory",
+            "file → kernel TLS chacha20poly1305 → memory",
+            "cold → TLS chacha20poly1305 → durable far disk",
+        ]
+    );
+    for r in rungs {
+        let name = r["rung"].as_str().unwrap();
+        if name.contains("kernel TLS") && !std::path::Path::new("/proc/net/tls_stat").exists() {
+            assert_eq!(r["status"], "skipped", "{r}");
+            assert!(
+                r["reason"].as_str().unwrap().contains("no kernel TLS"),
+                "{r}"
+            );
+            continue;
+        }
+        if name.contains("kernel TLS") {
+            continue;
+        }
+        assert_eq!(r["status"], "ran", "{name}: {r}");
+        assert!(r["mib_per_s"].as_f64().unwrap() > 0.0, "{name}");
+        assert_eq!(r["run"]["verified"], true, "{name}");
+    }
+    assert_eq!(rungs[2]["run"]["client"]["cold"]["cached_after"], 0);
+    assert_eq!(rungs[4]["run"]["server"]["save_mode"], "durable");
+    assert!(
+        rungs[1]["run"]["server"].get("save_mode").is_none(),
+        "memory rungs write nothing"
+    );
+    assert_eq!(rungs[6]["run"]["tls"]["cipher"], "chacha20poly1305");
+    assert_eq!(rungs[8]["run"]["tls"]["cipher"], "chacha20poly1305");
+    assert_eq!(rungs[8]["run"]["client"]["cold"]["cached_after"], 0);
+    assert!(
+        v["costliest"]
+            .as_str()
+            .unwrap()
+            .starts_with("the copy runs at "),
+        "{v}"
+    );
+    assert!(!v["costs"].as_array().unwrap().is_empty());
+    let out = client(&["--port", &server.port.to_string(), "--ladder", f]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("cold → TLS aes128gcm → durable far disk"),
+        "{text}"
+    );
+    assert!(text.contains("the copy runs at "), "{text}");
+}
+
+/// Against a server without `--save` the far-disk rungs and the whole copy are skipped, each
+/// naming the flag, and the others still run verified; without FILE the ladder copies a
+/// generated file of `--bytes`.
+#[test]
+fn a_server_that_does_not_save_skips_the_disk_rungs() {
+    let server = Server::start(&[]);
+    let (out, v) = client_json(server.port, &["--ladder", "--bytes", "4MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["bytes"], 4 << 20);
+    for r in v["rungs"].as_array().unwrap() {
+        let name = r["rung"].as_str().unwrap();
+        if name.contains("far disk") {
+            assert_eq!(r["status"], "skipped", "{r}");
+            assert!(r["reason"].as_str().unwrap().contains("--save DIR"), "{r}");
+        } else if !name.contains("kernel TLS") {
+            assert_eq!(r["status"], "ran", "{r}");
+        }
+    }
+    assert!(v["costliest"].is_null(), "no whole copy ran: {v}");
+}
