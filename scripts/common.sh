@@ -15,7 +15,7 @@ binaries() {
   if [[ -z $dir ]]; then
     local packages=(-p tsperf) b
     for b in "$@"; do
-      case $b in tspeers | tsscale | tsverdicts) packages=(-p tsperf -p tsperf-bench) ;; esac
+      case $b in tspeers | tsscale | tsverdicts | tscipher) packages=(-p tsperf -p tsperf-bench) ;; esac
     done
     # Quiet, but not silent: on a fresh clone this takes a minute or two.
     echo "$prog: building the release binaries (cargo build --release; a minute or two on a fresh clone)..." >&2

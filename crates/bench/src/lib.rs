@@ -8,6 +8,7 @@
 //! `scripts/verdicts.sh` build and run its programs.
 
 pub mod bars;
+pub mod cipher;
 pub mod cli;
 pub mod fanout;
 pub mod floor;

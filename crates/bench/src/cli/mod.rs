@@ -1,7 +1,8 @@
-//! The measuring programs' front ends ([`tspeers`], [`tsscale`], [`tsverdicts`]): each a module
+//! The measuring programs' front ends ([`tscipher`], [`tspeers`], [`tsscale`], [`tsverdicts`]): each a module
 //! with its `main` and its clap command. Every binary is `fn main() -> ExitCode {
 //! cli::NAME::main() }`.
 
+pub mod tscipher;
 pub mod tspeers;
 pub mod tsscale;
 pub mod tsverdicts;
