@@ -257,7 +257,11 @@ pub fn run(cfg: &CipherConfig, mut progress: impl FnMut(&CipherRow)) -> Result<V
 }
 
 /// The table for results/cipher.md.
-pub fn markdown(rows: &[CipherRow], cfg: &CipherConfig, machine: &impl std::fmt::Display) -> String {
+pub fn markdown(
+    rows: &[CipherRow],
+    cfg: &CipherConfig,
+    machine: &impl std::fmt::Display,
+) -> String {
     let mut out = format!(
         "# The cipher's cost: rustls in memory beside tsperf over TLS\n\n\
          Made by `scripts/cipher.sh` (tscipher) on {machine}.\n\n\
@@ -302,7 +306,10 @@ mod tests {
     fn every_suite_costs_something_in_memory() {
         for cipher in Cipher::ALL {
             let own = in_memory(cipher, 4 << 20, 10240).unwrap();
-            assert!(own.encrypt > 0.0 && own.decrypt > 0.0, "{cipher:?}: {own:?}");
+            assert!(
+                own.encrypt > 0.0 && own.decrypt > 0.0,
+                "{cipher:?}: {own:?}"
+            );
         }
     }
 

@@ -102,7 +102,7 @@ impl ServerTls {
         let mut c = rustls::ServerConnection::new(self.config.clone())
             .context("cannot start the server's TLS")?;
         c.set_buffer_limit(Some(TLS_BUFFER));
-        Ok(Tls(rustls::Connection::Server(c)))
+        Ok(Tls(rustls::Connection::Server(c), Raw::default()))
     }
 }
 
@@ -120,7 +120,7 @@ pub fn client(cipher: Cipher, pin: [u8; 32]) -> Result<Tls> {
     let mut c = rustls::ClientConnection::new(Arc::new(config), name)
         .context("cannot start the client's TLS")?;
     c.set_buffer_limit(Some(TLS_BUFFER));
-    Ok(Tls(rustls::Connection::Client(c)))
+    Ok(Tls(rustls::Connection::Client(c), Raw::default()))
 }
 
 /// Takes the one certificate the Accept named (by its SHA-256), and its signatures as TLS 1.3
@@ -180,8 +180,43 @@ impl ServerCertVerifier for Pinned {
     }
 }
 
-/// One end's TLS state for a stream.
-pub struct Tls(rustls::Connection);
+/// The most bytes one read from the socket takes for TLS: records are then handed to rustls
+/// from memory, so a stream costs a system call per this much, not per record (16 KiB).
+pub const TLS_READ: usize = 256 << 10;
+
+/// One end's TLS state for a stream, and the records read from its socket not yet handed to
+/// rustls.
+pub struct Tls(rustls::Connection, Raw);
+
+/// Records read from the socket ahead of rustls ([`TLS_READ`] at once; allocated at the first
+/// read).
+#[derive(Default)]
+struct Raw {
+    buf: Vec<u8>,
+    at: usize,
+    len: usize,
+}
+
+impl Raw {
+    /// Hands rustls what is held, reading the socket first when nothing is: the bytes handed
+    /// (`Ok(0)` at the socket's end).
+    fn feed(&mut self, sock: &mut impl Read, tls: &mut rustls::Connection) -> io::Result<usize> {
+        if self.at == self.len {
+            if self.buf.is_empty() {
+                self.buf = vec![0; TLS_READ];
+            }
+            self.len = sock.read(&mut self.buf)?;
+            self.at = 0;
+            if self.len == 0 {
+                // rustls learns of the end as it does from a socket: a read of nothing.
+                return tls.read_tls(&mut io::empty());
+            }
+        }
+        let n = tls.read_tls(&mut &self.buf[self.at..self.len])?;
+        self.at += n;
+        Ok(n)
+    }
+}
 
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -223,8 +258,8 @@ impl<'a, S: Read + Write> Wire<'a, S> {
     }
 
     /// Takes what the socket has into TLS and processes it: `Ok(false)` at the socket's end.
-    fn pull(sock: &mut S, tls: &mut rustls::Connection) -> io::Result<bool> {
-        let n = tls.read_tls(sock)?;
+    fn pull(sock: &mut S, tls: &mut rustls::Connection, raw: &mut Raw) -> io::Result<bool> {
+        let n = raw.feed(sock, tls)?;
         if let Err(e) = tls.process_new_packets() {
             // An alert for the peer, where the socket takes it.
             let _ = Self::push(sock, tls);
@@ -238,13 +273,13 @@ impl<'a, S: Read + Write> Wire<'a, S> {
 
     /// Drives a handshake not yet done, as far as the socket allows (`WouldBlock` where it
     /// waits).
-    fn handshake(sock: &mut S, tls: &mut rustls::Connection) -> io::Result<()> {
+    fn handshake(sock: &mut S, tls: &mut rustls::Connection, raw: &mut Raw) -> io::Result<()> {
         while tls.is_handshaking() {
             Self::push(sock, tls)?;
             if !tls.is_handshaking() {
                 break;
             }
-            if tls.wants_read() && !Self::pull(sock, tls)? {
+            if tls.wants_read() && !Self::pull(sock, tls, raw)? {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the connection closed during the TLS handshake",
@@ -257,7 +292,7 @@ impl<'a, S: Read + Write> Wire<'a, S> {
     /// Ends this end's TLS (its close_notify) and sends what is waiting; nothing in the clear.
     pub fn close(&mut self) -> io::Result<()> {
         match self.tls.as_deref_mut() {
-            Some(Tls(tls)) => {
+            Some(Tls(tls, _)) => {
                 tls.send_close_notify();
                 Self::push(self.sock, tls)
             }
@@ -278,7 +313,7 @@ impl<'a, S: Read + Write> Wire<'a, S> {
 
 impl<S: Read + Write> Read for Wire<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(Tls(tls)) = self.tls.as_deref_mut() else {
+        let Some(Tls(tls, raw)) = self.tls.as_deref_mut() else {
             return self.sock.read(buf);
         };
         loop {
@@ -288,7 +323,7 @@ impl<S: Read + Write> Read for Wire<'_, S> {
             }
             // Handshake records (or a key update's) go out first: the peer may wait for them.
             Self::push(self.sock, tls)?;
-            if !Self::pull(self.sock, tls)? {
+            if !Self::pull(self.sock, tls, raw)? {
                 // The socket's end: what TLS held is read above; then a clean end (the peer's
                 // close_notify) reads as 0, a cut one as an error.
                 return tls.reader().read(buf);
@@ -303,10 +338,10 @@ impl<S: Read + Write> Write for Wire<'_, S> {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let Some(Tls(tls)) = self.tls.as_deref_mut() else {
+        let Some(Tls(tls, raw)) = self.tls.as_deref_mut() else {
             return self.sock.write_vectored(bufs);
         };
-        Self::handshake(self.sock, tls)?;
+        Self::handshake(self.sock, tls, raw)?;
         let n = tls.writer().write_vectored(bufs)?;
         // What the socket takes now; the rest waits in TLS for the next write or flush.
         match Self::push(self.sock, tls) {
@@ -322,7 +357,7 @@ impl<S: Read + Write> Write for Wire<'_, S> {
 
     fn flush(&mut self) -> io::Result<()> {
         match self.tls.as_deref_mut() {
-            Some(Tls(tls)) => Self::handshake(self.sock, tls),
+            Some(Tls(tls, raw)) => Self::handshake(self.sock, tls, raw),
             None => self.sock.flush(),
         }
     }

@@ -14,8 +14,8 @@
 //! ([`MAX_HELLO`](tsperf_proto::MAX_HELLO) bytes), a latency session's request buffer (4 KiB)
 //! and at most [`LATENCY_CAP`](crate::outbox::LATENCY_CAP) of unsent answers plus one read's
 //! worth (the loop stops reading a connection whose client does not take its answers), or a
-//! transfer's accounting (over TLS, its TLS state and at most
-//! [`TLS_BUFFER`](tsperf_stream::tls::TLS_BUFFER) of records unsent). Every turn is bounded
+//! transfer's accounting (over TLS, its TLS state, [`TLS_READ`](tsperf_stream::tls::TLS_READ)
+//! read ahead and at most [`TLS_BUFFER`](tsperf_stream::tls::TLS_BUFFER) unsent). Each turn is bounded
 //! ([`TURN_READS`](crate::receiver::TURN_READS) reads), for streams and latency sessions alike. Deadlines count from a start:
 //! the hello and the authentication answer from the accept, the first byte (or request) from
 //! the server's accept, and then each wait for data from the last byte.
