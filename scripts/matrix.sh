@@ -4,7 +4,8 @@
 #
 #   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST] [--io LIST]
 #                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
-#                     [--time SECS] [--streams LIST] [--reverse] [--bin-dir DIR]
+#                     [--time SECS] [--streams LIST] [--reverse] [--ladder | --ladder-only]
+#                     [--bin-dir DIR]
 #
 #   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
 #   --out DIR       where results go (default results/, the committed ones; results/tmp/quick/
@@ -24,6 +25,9 @@
 #   --streams LIST  stream counts as a grid dimension (tsclient -P), e.g. 1,4 (default 1)
 #   --reverse       the stream grid in reverse too (tsclient -R: the server sends the file's size
 #                   of generated text, the client receives and logs; sinks none and file)
+#   --ladder        after the grid, the file-copy ladder (tsclient --ladder FILE, --reps times)
+#                   against a server that saves: ladder.md, ladder.json, ladder.svg
+#   --ladder-only   the ladder alone, not the grid
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
 prog=matrix.sh
@@ -32,10 +36,10 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0
+out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0 ladder=
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -53,6 +57,8 @@ while (($#)); do
     --time) time=${2:?--time needs seconds}; shift 2 ;;
     --streams) streams=${2:?--streams needs a list}; shift 2 ;;
     --reverse) reverse=1; shift ;;
+    --ladder) ladder=--ladder; shift ;;
+    --ladder-only) ladder=--ladder-only; shift ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac
@@ -100,6 +106,7 @@ args+=(--io "$io")
 [[ -n $time ]] && args+=(--time "$time")
 args+=(--streams "$streams")
 ((reverse)) && args+=(--reverse)
+[[ -n $ladder ]] && args+=("$ladder")
 if [[ -n $host ]]; then
   args+=(--host "$host" --port "$port" --network "a tsserver on $host:$port")
 elif ((lan)); then
@@ -117,4 +124,8 @@ args+=(--commit "$commit")
 mkdir -p "$out"
 "$bin/tsmatrix" "${args[@]}"
 echo
-echo "matrix.sh: results in $out/: matrix.md, matrix.csv, throughput.svg, latency.svg, timeline.svg, runs.jsonl, setup.json"
+if [[ $ladder == --ladder-only ]]; then
+  echo "matrix.sh: results in $out/: ladder.md, ladder.json, ladder.svg"
+else
+  echo "matrix.sh: results in $out/: matrix.md, matrix.csv, throughput.svg, latency.svg, timeline.svg, runs.jsonl, setup.json${ladder:+, ladder.md, ladder.json, ladder.svg}"
+fi

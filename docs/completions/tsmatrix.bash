@@ -23,7 +23,7 @@ _tsmatrix() {
 
     case "${cmd}" in
         tsmatrix)
-            opts="-h -V --out --file --reps --chunks --io --latency-count --stall-count --host --port --bind --server-wrap --client-wrap --stdout-to --tmux-session --network --commit --work --line-gbit --time --streams --reverse --help --version"
+            opts="-h -V --out --file --reps --chunks --io --latency-count --stall-count --host --port --bind --server-wrap --client-wrap --stdout-to --tmux-session --network --commit --work --line-gbit --time --streams --reverse --ladder --ladder-only --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

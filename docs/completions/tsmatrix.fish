@@ -22,5 +22,7 @@ complete -c tsmatrix -l line-gbit -d 'The link\'s rate in Gbit/s, when known: ta
 complete -c tsmatrix -l time -d 'Size every stream cell by time: a timed run of SECS seconds (tsclient --time) instead of one pass of the file (--io sendfile is refused with it)' -r
 complete -c tsmatrix -l streams -d 'Stream counts as a grid dimension (tsclient -P), comma-separated, 1 to 128 each; 1 is the seed\'s single stream' -r
 complete -c tsmatrix -l reverse -d 'Run the stream grid in reverse too (tsclient -R: the server sends, the client receives and logs; its log sinks are none and file)'
+complete -c tsmatrix -l ladder -d 'After the grid, the file-copy ladder (tsclient --ladder FILE, --reps times) against a server that saves: ladder.md, ladder.json and ladder.svg'
+complete -c tsmatrix -l ladder-only -d 'Only the ladder, not the grid'
 complete -c tsmatrix -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tsmatrix -s V -l version -d 'Print version'

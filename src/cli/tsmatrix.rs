@@ -80,6 +80,13 @@ struct Args {
     /// and logs; its log sinks are none and file).
     #[arg(long)]
     reverse: bool,
+    /// After the grid, the file-copy ladder (tsclient --ladder FILE, --reps times) against a
+    /// server that saves: ladder.md, ladder.json and ladder.svg.
+    #[arg(long)]
+    ladder: bool,
+    /// Only the ladder, not the grid.
+    #[arg(long)]
+    ladder_only: bool,
 }
 
 /// tsmatrix's command-line definition (its man page and completions are made from it).
@@ -90,6 +97,28 @@ pub fn command() -> clap::Command {
 /// tsmatrix's `main`.
 pub fn main() -> ExitCode {
     cli::main("tsmatrix", run)
+}
+
+/// The grid's ladder section, on the grid's server settings (its own server saves into the
+/// scratch directory).
+fn ladder(cfg: &GridConfig) -> anyhow::Result<String> {
+    let m = tsperf_lab::machine::probe(&cfg.commit);
+    tsperf_lab::ladder::run(
+        &tsperf_lab::ladder::LadderConfig {
+            out: cfg.out.clone(),
+            file: cfg.file.clone(),
+            reps: cfg.reps,
+            bin_dir: cfg.bin_dir.clone(),
+            host: cfg.host.clone(),
+            bind: cfg.bind.clone(),
+            server_wrap: cfg.server_wrap.clone(),
+            client_wrap: cfg.client_wrap.clone(),
+            cipher: "aes128gcm".into(),
+            machine: m.to_string(),
+            network: cfg.network.clone(),
+        },
+        cfg.work.as_deref(),
+    )
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -130,9 +159,17 @@ fn run() -> anyhow::Result<ExitCode> {
             "--io sendfile sends the file once: a timed grid (--time) takes write or writev"
         );
     }
-    match matrix::run(&cfg) {
+    let grid = if args.ladder_only {
+        Ok(String::new())
+    } else {
+        matrix::run(&cfg)
+    };
+    match grid {
         Ok(tables) => {
             cli::print(&format!("\n{tables}"))?;
+            if args.ladder || args.ladder_only {
+                cli::print(&format!("\n{}", ladder(&cfg)?))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is::<matrix::Interrupted>() => {
