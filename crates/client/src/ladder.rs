@@ -23,6 +23,9 @@ use crate::progress::Progress;
 use crate::spec::{Source, StreamSpec};
 use crate::{StreamConfig, StreamFailure, run_stream};
 
+/// The far disk's stage, as the costs name it.
+const FAR_DISK: &str = "the far disk";
+
 /// One rung of the ladder: what the transfer adds to the rung before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rung {
@@ -289,9 +292,9 @@ impl Ladder {
     }
 
     /// The stages' costs to the whole copy, each its time per MiB over the rung it stands on,
-    /// largest first: the source (file and disk), the cipher, the far disk (its writes, or
-    /// its fsync where that is most of its time), and the network (the first rung's whole
-    /// time). Stages whose rungs did not run are left out.
+    /// largest first: the source (file and disk), the cipher, the far disk (writes and fsync,
+    /// durably), and the network (the first rung's whole time). Stages whose rungs did not run
+    /// are left out.
     pub fn costs(&self) -> Vec<(String, f64)> {
         let cipher = self.rungs.iter().find_map(|(r, _)| match r {
             Rung::Tls(c) => Some(*c),
@@ -314,16 +317,7 @@ impl Ladder {
             costs.push(("the cipher".to_owned(), t));
         }
         if let Some(t) = extra(Rung::FarDisk(SaveMode::Durable)) {
-            let split = self
-                .ran(Rung::FarDisk(SaveMode::Durable))
-                .map(|o| o.receiver.split);
-            let fsync = split.is_some_and(|s| s.fsync_ns > s.save_ns);
-            let name = if fsync {
-                "the far disk's fsync"
-            } else {
-                "the far disk's writes"
-            };
-            costs.push((name.to_owned(), t));
+            costs.push((FAR_DISK.to_owned(), t));
         }
         costs.sort_by(|a, b| b.1.total_cmp(&a.1));
         costs
@@ -340,7 +334,17 @@ impl Ladder {
         let net = self.rate(Rung::Memory)?;
         let costs = self.costs();
         let all: f64 = costs.iter().map(|(_, t)| t).sum();
-        let (stage, t) = costs.into_iter().next().filter(|_| all > 0.0)?;
+        let (mut stage, t) = costs.into_iter().next().filter(|_| all > 0.0)?;
+        if stage == FAR_DISK
+            && let Some(o) = self.ran(Rung::FarDisk(SaveMode::Durable))
+        {
+            let split = o.receiver.split;
+            let disk = split.save_ns + split.fsync_ns;
+            if disk > 0 {
+                let pct = 100.0 * split.fsync_ns as f64 / disk as f64;
+                stage = format!("{FAR_DISK} (its fsync {pct:.0}% of its time there)");
+            }
+        }
         // The stages overlap in a copy (the disk reads while the network sends), so a stage's
         // share is of what the stages cost together, not of the copy's time.
         Some(format!(
