@@ -26,12 +26,12 @@ fn every_rung_runs_verified_against_a_saving_server() {
             "memory → memory",
             "file → memory",
             "cold file → memory",
-            "file → far disk (buffered)",
-            "file → far disk (durable)",
             "file → far disk (direct)",
+            "file → far disk (durable)",
             "file → TLS chacha20poly1305 → memory",
             "file → kernel TLS chacha20poly1305 → memory",
             "cold → TLS chacha20poly1305 → durable far disk",
+            "file → far disk (buffered)",
         ]
     );
     for r in rungs {
@@ -57,9 +57,10 @@ fn every_rung_runs_verified_against_a_saving_server() {
         rungs[1]["run"]["server"].get("save_mode").is_none(),
         "memory rungs write nothing"
     );
-    assert_eq!(rungs[6]["run"]["tls"]["cipher"], "chacha20poly1305");
-    assert_eq!(rungs[8]["run"]["tls"]["cipher"], "chacha20poly1305");
-    assert_eq!(rungs[8]["run"]["client"]["cold"]["cached_after"], 0);
+    assert_eq!(rungs[5]["run"]["tls"]["cipher"], "chacha20poly1305");
+    assert_eq!(rungs[7]["run"]["tls"]["cipher"], "chacha20poly1305");
+    assert_eq!(rungs[7]["run"]["client"]["cold"]["cached_after"], 0);
+    assert_eq!(rungs[8]["run"]["server"]["save_mode"], "buffered");
     assert!(
         v["costliest"]
             .as_str()

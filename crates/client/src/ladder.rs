@@ -46,18 +46,20 @@ pub enum Rung {
 }
 
 impl Rung {
-    /// The rungs in order, the encrypted ones with `cipher`.
+    /// The rungs in order, the encrypted ones with `cipher`. The buffered far disk comes last:
+    /// it leaves the server's disk with dirty pages the kernel writes back while later rungs
+    /// run (measured: a durable rung after it ran at a third of its rate alone).
     pub fn all(cipher: Cipher) -> Vec<Rung> {
         vec![
             Rung::Memory,
             Rung::File,
             Rung::Cold,
-            Rung::FarDisk(SaveMode::Buffered),
-            Rung::FarDisk(SaveMode::Durable),
             Rung::FarDisk(SaveMode::Direct),
+            Rung::FarDisk(SaveMode::Durable),
             Rung::Tls(cipher),
             Rung::KernelTls(cipher),
             Rung::Copy(cipher),
+            Rung::FarDisk(SaveMode::Buffered),
         ]
     }
 
