@@ -189,7 +189,7 @@ pub trait Transport: Read + tsperf_stream::send::Sink + Sized {
     /// Writes that found the socket full, and wake-ups from poll.
     fn waits(&self) -> (u64, u64);
     /// Sends and receives through `tls` from here on (a stream over TLS, after its clock
-    /// queries); only a [`secure::Secure`] transport can.
+    /// queries); only a TLS-carrying transport (the crate's `Secure`) can.
     fn start_tls(&mut self, tls: tsperf_stream::tls::Tls) -> Result<()> {
         let _ = tls;
         anyhow::bail!("this transport carries no TLS")
