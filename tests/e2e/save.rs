@@ -233,8 +233,8 @@ fn failed_transfers_leave_nothing() {
 }
 
 /// A full disk stops the transfer with the server's reason (the client exits 1), leaves
-/// nothing in DIR, and the next transfer that fits works. Needs a small tmpfs (root:
-/// ignored unless asked for).
+/// nothing in DIR, and the next transfer that fits works, whichever way the file is written
+/// (`--far-disk`). Needs a small tmpfs (root: ignored unless asked for).
 #[test]
 #[ignore = "needs root: a tmpfs mount (.ci/run runs it as root)"]
 fn disk_full_is_reported_and_cleaned() {
@@ -261,15 +261,23 @@ fn disk_full_is_reported_and_cleaned() {
     let src = tempfile::tempdir().unwrap();
     let big = test_file(src.path(), "big.txt", 4 << 20);
     let small = test_file(src.path(), "small.txt", 100_000);
-    for model in MODELS {
+    // Each way of writing, the server's own (durable) and each asked for, fills the disk alike.
+    let modes: [&[&str]; 4] = [
+        &[],
+        &["--far-disk", "buffered"],
+        &["--far-disk", "durable"],
+        &["--far-disk", "direct"],
+    ];
+    for (model, mode) in MODELS
+        .iter()
+        .flat_map(|m| modes.iter().map(move |d| (m, d)))
+    {
         let server = save_server(mnt.path(), &[], model);
-        let out = client(&[
-            "--port",
-            &server.port.to_string(),
-            "--timeout",
-            "10",
-            big.to_str().unwrap(),
-        ]);
+        let port = server.port.to_string();
+        let mut args = vec!["--port", &port, "--timeout", "10"];
+        args.extend_from_slice(mode);
+        args.push(big.to_str().unwrap());
+        let out = client(&args);
         assert_fails(&out, 1, "cannot save 'big.txt': No space left on device");
         assert!(
             names_in(mnt.path()).is_empty(),

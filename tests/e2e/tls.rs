@@ -154,3 +154,64 @@ fn a_key_authenticates_and_no_tls_refuses() {
     let (out, _) = client_json(clear.port, &["--bytes", "1MiB"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// A client that asks for TLS and then sends bytes that are no TLS handshake, or that closes
+/// in the middle of its handshake, is ended by the server (its connection closed, the reason on
+/// its stderr), and the server serves the next client, over TLS and in the clear, in either
+/// model.
+#[test]
+fn a_broken_handshake_hurts_no_one_else() {
+    use tsperf_proto::{Frame, Hello, encode_hello, tls::Cipher};
+    for model in MODELS {
+        let server = Server::start(model);
+        for garbage in [
+            &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            &[0x16, 0x03, 0x01, 0x02],
+        ] {
+            let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut hello = Vec::new();
+            let h = Hello {
+                tls: Some(Cipher::Aes128Gcm),
+                ..Hello::stream(1 << 20, 1024, "x.bin")
+            };
+            encode_hello(&h, &mut hello);
+            s.write_all(&hello).unwrap();
+            assert!(
+                matches!(
+                    read_one_frame(&mut s),
+                    Some(Frame::Accept { tls: Some(_), .. })
+                ),
+                "{model:?}"
+            );
+            s.write_all(garbage).unwrap();
+            if garbage.len() < 8 {
+                // A record header and then the end: closed mid-handshake.
+                s.shutdown(std::net::Shutdown::Write).unwrap();
+            }
+            let mut rest = Vec::new();
+            // The server closes it (an end or a reset), not the read's 20 s timeout.
+            let ended = s.read_to_end(&mut rest);
+            assert!(
+                !ended.as_ref().is_err_and(|e| matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )),
+                "{model:?}: the server left a broken handshake open: {ended:?}"
+            );
+            for args in [
+                &["--tls", "aes256gcm", "--bytes", "1MiB"][..],
+                &["--bytes", "1MiB"],
+            ] {
+                let (out, v) = client_json(server.port, args);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{model:?} {args:?}: {}",
+                    stderr(&out)
+                );
+                assert_eq!(v["verified"], true);
+            }
+        }
+    }
+}

@@ -24,6 +24,7 @@ mod receiver;
 mod reverse;
 mod sender;
 mod session;
+mod stages;
 pub use ladder::{LadderJson, RungJson, StageCost};
 pub use receiver::ReceiverJson;
 pub use reverse::{ReceiverSide, ReverseFailureJson, ReverseJson, ReverseTcpJson, SenderSide};
@@ -31,6 +32,7 @@ pub use sender::SenderJson;
 pub use session::{
     BidirJson, Direction, Measured, SessionEntry, SessionJson, StreamEntry, SumJson,
 };
+pub use stages::{ColdJson, TlsJson};
 
 /// One object printed by `tsclient --json` for a run that measured something, told apart by its
 /// `mode`.
@@ -134,42 +136,6 @@ pub struct ClientSide {
     /// The file was read cold (`--cold`): how its pages were put out of the page cache first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<ColdJson>,
-}
-
-/// A stream's TLS, as its handshake settled it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TlsJson {
-    /// The cipher suite's IANA name (`TLS13_AES_128_GCM_SHA256`).
-    pub suite: String,
-    /// Its short name, as `--tls` takes it.
-    pub cipher: String,
-    /// The server's certificate was proved by the pre-shared key (`--auth-key`); false: pinned
-    /// from the server's word alone (encrypted, its peer not authenticated).
-    pub authenticated: bool,
-}
-
-impl TlsJson {
-    /// The JSON of a suite and whether the key vouched for the server.
-    pub fn of(cipher: tsperf_proto::tls::Cipher, authenticated: bool) -> TlsJson {
-        TlsJson {
-            suite: cipher.suite().to_owned(),
-            cipher: cipher.name().to_owned(),
-            authenticated,
-        }
-    }
-}
-
-/// How a file read cold was put out of the page cache before it was sent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ColdJson {
-    /// The way (`posix_fadvise(DONTNEED)`).
-    pub method: String,
-    /// Pages of the file (of a stream's stripe).
-    pub pages: u64,
-    /// Of them, in the page cache before.
-    pub cached_before: u64,
-    /// Of them, in the page cache after: 0 (else the run is refused).
-    pub cached_after: u64,
 }
 
 /// The server's report of one transfer, as the client received it.

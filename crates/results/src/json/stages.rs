@@ -1,0 +1,40 @@
+//! What a stream's stages add to its object: its TLS (`--tls`) and a cold read of its file
+//! (`--cold`).
+
+use serde::{Deserialize, Serialize};
+
+/// A stream's TLS, as its handshake settled it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsJson {
+    /// The cipher suite's IANA name (`TLS13_AES_128_GCM_SHA256`).
+    pub suite: String,
+    /// Its short name, as `--tls` takes it.
+    pub cipher: String,
+    /// The server's certificate was proved by the pre-shared key (`--auth-key`); false: pinned
+    /// from the server's word alone (encrypted, its peer not authenticated).
+    pub authenticated: bool,
+}
+
+impl TlsJson {
+    /// The JSON of a suite and whether the key vouched for the server.
+    pub fn of(cipher: tsperf_proto::tls::Cipher, authenticated: bool) -> TlsJson {
+        TlsJson {
+            suite: cipher.suite().to_owned(),
+            cipher: cipher.name().to_owned(),
+            authenticated,
+        }
+    }
+}
+
+/// How a file read cold was put out of the page cache before it was sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColdJson {
+    /// The way (`posix_fadvise(DONTNEED)`).
+    pub method: String,
+    /// Pages of the file (of a stream's stripe).
+    pub pages: u64,
+    /// Of them, in the page cache before.
+    pub cached_before: u64,
+    /// Of them, in the page cache after: 0 (else the run is refused).
+    pub cached_after: u64,
+}
