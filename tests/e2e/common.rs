@@ -677,6 +677,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         congestion: None,
         call: None,
         save: None,
+        measure_save: false,
         tls: None,
     };
     encode_hello(&hello, &mut b);

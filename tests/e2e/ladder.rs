@@ -6,7 +6,7 @@ use crate::common::*;
 /// Against a server that saves (`--save`), every rung runs verified but kernel TLS (skipped
 /// with this kernel's reason where it has none): the table has a line per rung and the
 /// closing line; the JSON has each rung with a single run's fields and the stages' costs.
-/// Only the far-disk rungs and the whole copy leave a file in the save directory.
+/// The rungs that do not test the far disk ask the server to write nothing.
 #[test]
 fn every_rung_runs_verified_against_a_saving_server() {
     let save = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
@@ -98,4 +98,43 @@ fn a_server_that_does_not_save_skips_the_disk_rungs() {
         }
     }
     assert!(v["costliest"].is_null(), "no whole copy ran: {v}");
+}
+
+/// The far-disk rungs are measured and not kept: against a `tsserver --save DIR` without
+/// `--overwrite`, every disk rung runs verified, twice over, the reports say how each was written
+/// and that it was not kept, and DIR is empty after.
+#[test]
+fn the_disk_rungs_keep_nothing_and_take_no_name() {
+    let save = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let server = Server::start(&["--save", save.path().to_str().unwrap()]);
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let file = test_file(dir.path(), "kept.bin", 2 << 20);
+    for _ in 0..2 {
+        let (out, v) = client_json(server.port, &["--ladder", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        for r in v["rungs"].as_array().unwrap() {
+            let name = r["rung"].as_str().unwrap();
+            if name.contains("far disk") {
+                assert_eq!(r["status"], "ran", "{r}");
+                assert!(r["run"]["server"].get("saved_to").is_none(), "{r}");
+                assert!(r["run"]["server"]["save_mode"].is_string(), "{r}");
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(save.path()).unwrap().count(),
+            0,
+            "the save directory keeps nothing"
+        );
+    }
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "--ladder",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&out).contains("file → far disk (durable)"),
+        "{}",
+        stdout(&out)
+    );
 }

@@ -281,6 +281,7 @@ fn bad_request_does_not_stop_the_server() {
                 congestion: None,
                 call: None,
                 save: None,
+                measure_save: false,
                 tls: None,
             },
             &mut hello,

@@ -281,6 +281,7 @@ fn refusals_and_server_survives_garbage() {
             congestion: None,
             call: None,
             save: None,
+            measure_save: false,
             tls: None,
         },
         &mut hello,

@@ -108,8 +108,10 @@ impl Rung {
                 cold: true,
                 ..on_file
             },
+            // Measured and not kept: the server takes no name and keeps no copy.
             Rung::FarDisk(mode) => StreamSpec {
                 save: Some(mode),
+                measure_save: true,
                 ..on_file
             },
             Rung::Tls(c) => StreamSpec {
@@ -120,6 +122,7 @@ impl Rung {
                 cold: true,
                 tls: Some(c),
                 save: Some(SaveMode::Durable),
+                measure_save: true,
                 ..on_file
             },
         }

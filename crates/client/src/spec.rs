@@ -104,6 +104,8 @@ pub struct StreamSpec {
     pub save: Option<tsperf_proto::SaveMode>,
     /// In reverse, the directory this client saves the stream into (`--save`).
     pub save_dir: Option<PathBuf>,
+    /// Forward: the server's save is measured and not kept (the ladder's far-disk rungs).
+    pub measure_save: bool,
 }
 
 /// A stream run: a spec for each direction the data goes, and the streams each way.

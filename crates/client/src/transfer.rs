@@ -344,6 +344,7 @@ fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> R
     let hello = Hello {
         log: cfg.spec.server_log,
         save: cfg.spec.save,
+        measure_save: cfg.spec.measure_save,
         tls: cfg.spec.tls,
         ..stream_hello(cfg, source.len(), source.name())
     };

@@ -48,6 +48,9 @@ pub struct Hello {
     /// A sized forward stream of a named file: how the server writes it to its disk
     /// (`tsclient --far-disk`); `None`: the server's own way (with `--save`, durably). Version 14.
     pub save: Option<SaveMode>,
+    /// The save is measured and not kept (flag bit 4): written and synced as `save` says, then
+    /// removed, taking no name (`tsclient --ladder`). Only with a `save` that writes. Version 14.
+    pub measure_save: bool,
     /// A stream: its data over TLS 1.3 with this cipher suite, after the clear-text hello, its
     /// answer and the clock queries (`tsclient --tls`); `None`: clear text. Version 14.
     pub tls: Option<crate::tls::Cipher>,
@@ -129,6 +132,7 @@ impl Hello {
             congestion: None,
             call: None,
             save: None,
+            measure_save: false,
             tls: None,
         }
     }
@@ -175,6 +179,7 @@ impl Hello {
             congestion: None,
             call: None,
             save: None,
+            measure_save: false,
             tls: None,
         }
     }
@@ -194,7 +199,8 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
         flag(h.nodelay, FLAG_NODELAY)
             | flag(h.reverse, FLAG_REVERSE)
             | flag(h.one_buffer, FLAG_ONE_BUFFER)
-            | flag(h.two_way, FLAG_TWO_WAY),
+            | flag(h.two_way, FLAG_TWO_WAY)
+            | flag(h.measure_save, FLAG_MEASURE_SAVE),
     );
     out.push(h.codec);
     out.push(h.framing);
@@ -275,6 +281,9 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     };
     let congestion = congestion_of(congestion_bytes, mode, flags)?;
     let (call, save, tls) = ways(buf, mode, flags, name, duration_ms)?;
+    if flags & FLAG_MEASURE_SAVE != 0 && !save.is_some_and(SaveMode::writes) {
+        return Err(ProtocolError::BadFlags(flags));
+    }
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -290,6 +299,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         one_buffer: flags & FLAG_ONE_BUFFER != 0,
         session,
         two_way: flags & FLAG_TWO_WAY != 0,
+        measure_save: flags & FLAG_MEASURE_SAVE != 0,
         congestion,
         call,
         save,
@@ -436,7 +446,9 @@ fn header(buf: &[u8]) -> Result<Header, ProtocolError> {
     };
     let flags = buf[7];
     let defined = match mode {
-        Mode::Stream => FLAG_NODELAY | FLAG_REVERSE | FLAG_ONE_BUFFER | FLAG_TWO_WAY,
+        Mode::Stream => {
+            FLAG_NODELAY | FLAG_REVERSE | FLAG_ONE_BUFFER | FLAG_TWO_WAY | FLAG_MEASURE_SAVE
+        }
         Mode::Latency => FLAG_NODELAY,
     };
     if flags & !defined != 0 {

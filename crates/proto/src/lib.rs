@@ -76,6 +76,7 @@ const FLAG_NODELAY: u8 = 1;
 const FLAG_REVERSE: u8 = 2;
 const FLAG_ONE_BUFFER: u8 = 4;
 const FLAG_TWO_WAY: u8 = 8;
+const FLAG_MEASURE_SAVE: u8 = 16;
 
 const TAG_ACCEPT: u8 = 1;
 const TAG_REFUSE: u8 = 2;

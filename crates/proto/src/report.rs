@@ -121,11 +121,14 @@ impl Report {
                 format!("{c} ns on a CPU in a transfer whose time split is {total} ns"),
             );
         }
-        if self.save.is_some() == self.saved_to.is_empty() || self.save.is_some_and(|m| !m.writes())
+        // A save measured and not kept has its mode and no path.
+        if (self.save.is_none() && !self.saved_to.is_empty())
+            || self.save.is_some_and(|m| !m.writes())
         {
             return bad(
                 "save",
-                "a save mode without the path it saved to, or a path without its mode".into(),
+                "a path saved to without the mode it was written in, or a mode that writes nothing"
+                    .into(),
             );
         }
         let lines = u64::from(self.log_lines) + u64::from(self.log_lines_lost);

@@ -166,8 +166,12 @@ fn receive_begin(
     // A timed run repeats its file: it is measured, never saved.
     let written = hello.save.is_none_or(SaveMode::writes);
     if let Some(dir) = cfg.save.as_ref().filter(|_| !hello.closed_end() && written) {
-        dir.admit(&hello.name)
-            .map_err(|why| (RefuseCode::Save, why))?;
+        // A save measured and not kept takes no name: only the name's own rules apply.
+        match hello.measure_save {
+            true => tsperf_sys::save::refuse_name(&hello.name).map_or(Ok(()), Err),
+            false => dir.admit(&hello.name),
+        }
+        .map_err(|why| (RefuseCode::Save, why))?;
         let mode = hello.save.unwrap_or(SaveMode::Durable);
         let partial = dir
             .create(&hello.name, mode)
@@ -280,7 +284,9 @@ fn finish(
     if rx.sink.is_some() && !keep {
         warn!(peer = %at.peer, "'{}' not saved: the digests differ", Peer(&hello.name));
     }
-    let saved = rx.commit_save(keep).map_err(|e| save_failed(hello, &e));
+    let saved = rx
+        .commit_save(keep, hello.measure_save)
+        .map_err(|e| save_failed(hello, &e));
     rx.log_end(if saved.is_ok() {
         "complete"
     } else {

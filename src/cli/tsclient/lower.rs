@@ -355,6 +355,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
             .far_disk
             .or(args.save.is_some().then_some(SaveMode::Durable)),
         save_dir: args.save.clone(),
+        measure_save: false,
     }
 }
 
@@ -418,6 +419,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         tls: None,
         save: None,
         save_dir: None,
+        measure_save: false,
     });
     LatencySpec {
         host,

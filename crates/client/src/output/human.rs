@@ -221,6 +221,14 @@ fn saved(o: &StreamOutcome) -> String {
         Side::Received => "here",
     };
     let took = |ns: u64| units::duration(Duration::from_nanos(ns));
+    if r.saved_to.is_empty() {
+        return format!(
+            "  written to the disk {place} and not kept ({}: written in {}, synced in {})\n",
+            mode.name(),
+            took(r.split.save_ns),
+            took(r.split.fsync_ns)
+        );
+    }
     format!(
         "  saved {place} as {} ({}: written in {}, synced and renamed in {})\n",
         Peer(&r.saved_to),

@@ -177,7 +177,7 @@ fn this_ends_report<T: Transport>(
     end: tsperf_proto::end::End,
 ) -> Result<Report> {
     let whole = got.rx.digest() == end.digest && got.rx.hashed() == end.length;
-    let saved = got.rx.commit_save(whole)?;
+    let saved = got.rx.commit_save(whole, false)?;
     let sock = conn.socket();
     Ok(Report {
         saved_to: saved

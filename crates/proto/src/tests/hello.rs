@@ -230,3 +230,27 @@ fn hello_carries_the_cipher_suite() {
     assert_eq!(Cipher::named("aes256gcm"), Some(Cipher::Aes256Gcm));
     assert_eq!(Cipher::Aes256Gcm.suite(), "TLS13_AES_256_GCM_SHA384");
 }
+
+/// Version 14: a save may be measured and not kept (flag bit 4): the server writes and syncs
+/// the file as `save` says, then removes it, taking no name. Only with a save mode that writes.
+#[test]
+fn a_save_may_be_measured_and_not_kept() {
+    let h = Hello {
+        save: Some(SaveMode::Durable),
+        measure_save: true,
+        ..Hello::stream(1 << 20, 10240, "f.bin")
+    };
+    let bytes = encoded(&h);
+    assert_eq!(bytes[7] & 16, 16);
+    assert_eq!(decode_hello(&bytes), Ok(Some((h.clone(), bytes.len()))));
+    for save in [None, Some(SaveMode::Discard)] {
+        let bad = Hello { save, ..h.clone() };
+        assert!(
+            matches!(
+                decode_hello(&encoded(&bad)),
+                Err(ProtocolError::BadFlags(_))
+            ),
+            "{save:?}"
+        );
+    }
+}

@@ -27,6 +27,7 @@ pub(super) fn hello() -> Hello {
         congestion: None,
         call: None,
         save: None,
+        measure_save: false,
         tls: Some(tls::Cipher::Aes256Gcm),
     }
 }

@@ -215,8 +215,9 @@ fn version_13_report_carries_read_size_and_time_on_a_cpu() {
     assert_eq!(r.check(), Ok(()));
 }
 
-/// Version 14: the report says how the receiver wrote the stream to its disk, where it saved
-/// it: a mode with a path, none without; either alone is refused, as is an unknown mode.
+/// Version 14: the report says how the receiver wrote the stream to its disk and where it
+/// saved it: a path needs its mode (a mode alone is a save measured and not kept); an unknown
+/// mode, or one that writes nothing, is refused.
 #[test]
 fn version_14_report_says_how_it_saved() {
     for save in [None, Some(SaveMode::Buffered), Some(SaveMode::Direct)] {
@@ -230,11 +231,14 @@ fn version_14_report_says_how_it_saved() {
         assert_eq!(b[FRAME_HEADER + 254], save.map_or(0, |m| m as u8 + 1));
         assert_eq!(decode_frame(&b), Ok(Some((Frame::Report(r), b.len()))));
     }
-    for (save, saved_to) in [
-        (Some(SaveMode::Durable), ""),
-        (None, "/srv/x"),
-        (Some(SaveMode::Discard), "/srv/x"),
-    ] {
+    // Measured and not kept: a mode and no path.
+    let measured = Report {
+        save: Some(SaveMode::Durable),
+        saved_to: String::new(),
+        ..report()
+    };
+    assert_eq!(measured.check(), Ok(()));
+    for (save, saved_to) in [(None, "/srv/x"), (Some(SaveMode::Discard), "/srv/x")] {
         let r = Report {
             save,
             saved_to: saved_to.into(),

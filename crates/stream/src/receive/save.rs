@@ -22,8 +22,14 @@ impl Save for Partial {
 impl<L: ReadLog, const N: usize> Receiver<L, Partial, N> {
     /// Ends the save, if there is one: kept (`keep`: every byte arrived and the digests agree),
     /// its last block written (timed as the save), synced as its mode says and renamed into
-    /// place (timed as the sync); else its temporary removed. The saved path and mode.
-    pub fn commit_save(&mut self, keep: bool) -> io::Result<Option<(PathBuf, SaveMode)>> {
+    /// place (timed as the sync); else its temporary removed. A save measured and not kept
+    /// (`measured`) is written and synced alike, then removed: its path is empty. The saved
+    /// path and mode.
+    pub fn commit_save(
+        &mut self,
+        keep: bool,
+        measured: bool,
+    ) -> io::Result<Option<(PathBuf, SaveMode)>> {
         let Some(mut partial) = self.sink.take().filter(|_| keep) else {
             self.sink = None;
             return Ok(None);
@@ -31,7 +37,10 @@ impl<L: ReadLog, const N: usize> Receiver<L, Partial, N> {
         let mode = partial.mode();
         let flushed = partial.flush();
         self.lap(TimePhase::Save);
-        let committed = flushed.and_then(|()| partial.commit());
+        let committed = flushed.and_then(|()| match measured {
+            true => partial.measured().map(|()| PathBuf::new()),
+            false => partial.commit(),
+        });
         self.lap(TimePhase::Fsync);
         committed.map(|path| Some((path, mode)))
     }

@@ -284,6 +284,16 @@ impl Partial {
         Ok(())
     }
 
+    /// Ends a save that is measured and not kept: what is staged written out, synced as its mode
+    /// says, then the temporary removed (it never takes its name).
+    pub fn measured(mut self) -> io::Result<()> {
+        self.flush()?;
+        if self.mode != SaveMode::Buffered {
+            self.file.sync_all()?;
+        }
+        Ok(())
+    }
+
     /// The way this file is written.
     pub fn mode(&self) -> SaveMode {
         self.mode
