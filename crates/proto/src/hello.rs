@@ -281,9 +281,6 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     };
     let congestion = congestion_of(congestion_bytes, mode, flags)?;
     let (call, save, tls) = ways(buf, mode, flags, name, duration_ms)?;
-    if flags & FLAG_MEASURE_SAVE != 0 && !save.is_some_and(SaveMode::writes) {
-        return Err(ProtocolError::BadFlags(flags));
-    }
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -308,8 +305,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     Ok(Some((hello, at + congestion_len)))
 }
 
-/// How the stream is to go, at bytes 49-53, checked: the server's send call, the save mode,
-/// the cipher suite.
+/// How the stream is to go (bytes 49-53): the server's send call, the save mode, the suite.
 type Ways = (Option<Call>, Option<SaveMode>, Option<crate::tls::Cipher>);
 
 /// The hello's [`Ways`], checked against what the hello is for.
@@ -325,8 +321,10 @@ fn ways(
     let call = call_of(buf, generated, duration_ms)?;
     let sized_file = stream && flags & FLAG_REVERSE == 0 && duration_ms == 0;
     let save = save_of(buf[52], sized_file && !name.is_empty())?;
-    let tls = tls_of(buf[53], mode, call)?;
-    Ok((call, save, tls))
+    if flags & FLAG_MEASURE_SAVE != 0 && !save.is_some_and(SaveMode::writes) {
+        return Err(ProtocolError::BadFlags(flags));
+    }
+    Ok((call, save, tls_of(buf[53], mode, call)?))
 }
 
 /// A latency hello's stream fields: a chunk of 1, no name, no duration.
