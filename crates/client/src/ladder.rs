@@ -16,6 +16,7 @@ use std::time::Duration;
 use tsperf_proto::SaveMode;
 use tsperf_proto::client::ClientError;
 use tsperf_proto::tls::Cipher;
+use tsperf_results::verdict::LimitedBy;
 use tsperf_sys::auth::Key;
 
 use crate::outcome::StreamOutcome;
@@ -25,6 +26,10 @@ use crate::{StreamConfig, StreamFailure, run_stream};
 
 /// The far disk's stage, as the costs name it.
 const FAR_DISK: &str = "the far disk";
+/// The first rung's stage where the network limited it.
+const NETWORK: &str = "the network";
+/// The first rung's stage where nothing said what limited it (too short to judge, say).
+const UNJUDGED: &str = "the network and both ends";
 
 /// One rung of the ladder: what the transfer adds to the rung before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,36 +304,14 @@ impl Ladder {
             .all(|(_, s)| !matches!(s, Step::Failed(_)))
     }
 
-    /// The stages' costs to the whole copy, each its time per MiB over the rung it stands on,
-    /// largest first: the source (file and disk), the cipher, the far disk (writes and fsync,
-    /// durably), and the network (the first rung's whole time). Stages whose rungs did not run
-    /// are left out.
+    /// The stages' costs to the whole copy ([`stage_costs`] of the rungs that ran).
     pub fn costs(&self) -> Vec<(String, f64)> {
         let cipher = self.rungs.iter().find_map(|(r, _)| match r {
             Rung::Tls(c) => Some(*c),
             _ => None,
         });
-        let file = self.per_mib(Rung::File);
-        let extra = |rung: Rung| Some((self.per_mib(rung)? - file?).max(0.0));
-        let mut costs = Vec::new();
-        if let Some(net) = self.per_mib(Rung::Memory) {
-            costs.push(("the network".to_owned(), net));
-            let source = self
-                .per_mib(Rung::Cold)
-                .or(file)
-                .map(|t| (t - net).max(0.0));
-            if let Some(t) = source {
-                costs.push(("the source disk".to_owned(), t));
-            }
-        }
-        if let Some(t) = cipher.and_then(|c| extra(Rung::Tls(c))) {
-            costs.push(("the cipher".to_owned(), t));
-        }
-        if let Some(t) = extra(Rung::FarDisk(SaveMode::Durable)) {
-            costs.push((FAR_DISK.to_owned(), t));
-        }
-        costs.sort_by(|a, b| b.1.total_cmp(&a.1));
-        costs
+        let first = self.ran(Rung::Memory).map(|o| o.verdict().limited_by);
+        stage_costs(|r| self.per_mib(r), cipher, first)
     }
 
     /// The closing line: the copy's rate, the stage that costs it most and its share, what the
@@ -340,6 +323,7 @@ impl Ladder {
         })?;
         let copy = self.rate(Rung::Copy(cipher))?;
         let net = self.rate(Rung::Memory)?;
+        let first = self.ran(Rung::Memory).map(|o| o.verdict().limited_by);
         let costs = self.costs();
         let all: f64 = costs.iter().map(|(_, t)| t).sum();
         let (mut stage, t) = costs.into_iter().next().filter(|_| all > 0.0)?;
@@ -353,16 +337,70 @@ impl Ladder {
                 stage = format!("{FAR_DISK} (its fsync {pct:.0}% of its time there)");
             }
         }
+        let carries = match first_stage(first) {
+            NETWORK => format!("the network carries {net:.0} MiB/s"),
+            UNJUDGED => format!("memory to memory runs at {net:.0} MiB/s"),
+            other => format!("memory to memory runs at {net:.0} MiB/s, limited by {other}"),
+        };
         // The stages overlap in a copy (the disk reads while the network sends), so a stage's
         // share is of what the stages cost together, not of the copy's time.
         Some(format!(
             "the copy runs at {copy:.0} MiB/s: {stage} costs it most ({:.2} s per GiB, {:.0}% of \
-             what the stages cost together); the network carries {net:.0} MiB/s",
+             what the stages cost together); {carries}",
             t * 1024.0,
             100.0 * t / all
         ))
     }
 }
+
+/// The first rung's stage, named by what limited it: the network, or, where a transfer from
+/// memory to memory waits on something else (a CPU on one machine or under a quota, a log),
+/// that; where nothing said (a rung too short to judge), the network and both ends together.
+pub fn first_stage(limited_by: Option<LimitedBy>) -> &'static str {
+    match limited_by {
+        Some(LimitedBy::Network) => NETWORK,
+        Some(LimitedBy::SenderCpu) => "the sender's CPU",
+        Some(LimitedBy::ReceiverCpu) => "the receiver's CPU",
+        Some(LimitedBy::SharedCpu) => "the CPU both ends share",
+        Some(LimitedBy::ReceiverLog) => "the server's log",
+        Some(LimitedBy::SenderBuffer) => "the sender's socket buffer",
+        _ => UNJUDGED,
+    }
+}
+
+/// The stages' costs to the whole copy, each its time per MiB over the rung it stands on,
+/// largest first, from each rung's time per MiB (`None`: it did not run), the suite of the TLS
+/// rung and what limited the first rung: the first rung's whole time (the network, or the CPU
+/// that limited it: [`first_stage`]), the source (file and disk, over the first rung), the
+/// cipher and the far disk (writes and fsync, durably; each over the file rung). Stages whose
+/// rungs did not run are left out.
+pub fn stage_costs(
+    per_mib: impl Fn(Rung) -> Option<f64>,
+    cipher: Option<Cipher>,
+    first: Option<LimitedBy>,
+) -> Vec<(String, f64)> {
+    let file = per_mib(Rung::File);
+    let extra = |rung: Rung| Some((per_mib(rung)? - file?).max(0.0));
+    let mut costs = Vec::new();
+    if let Some(net) = per_mib(Rung::Memory) {
+        costs.push((first_stage(first).to_owned(), net));
+        let source = per_mib(Rung::Cold).or(file).map(|t| (t - net).max(0.0));
+        if let Some(t) = source {
+            costs.push(("the source disk".to_owned(), t));
+        }
+    }
+    if let Some(t) = cipher.and_then(|c| extra(Rung::Tls(c))) {
+        costs.push(("the cipher".to_owned(), t));
+    }
+    if let Some(t) = extra(Rung::FarDisk(SaveMode::Durable)) {
+        costs.push((FAR_DISK.to_owned(), t));
+    }
+    costs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    costs
+}
+
+#[cfg(test)]
+mod tests;
 
 /// CPU seconds per GiB moved, from a CPU time and the bytes.
 pub fn cpu_per_gib(cpu: Duration, bytes: u64) -> f64 {

@@ -57,6 +57,11 @@ pub enum File {
     BigTimed,
     /// A reverse case for [`TIMED`] (quick: [`TIMED_QUICK`]), `-R -t`.
     ReverseTimed,
+    /// The ladder's file for a slow disk: 32 MiB (16 MiB quick).
+    Copy,
+    /// The ladder's file where its first rung must run long enough to be judged on time
+    /// shares (a CPU quota, a link): 128 MiB (64 MiB quick).
+    LongCopy,
 }
 
 /// How long a timed case runs, `-t` (seconds).
@@ -71,6 +76,26 @@ impl File {
     }
 }
 
+/// What names a case rightly.
+#[derive(Debug, Clone, Copy)]
+pub enum Expect {
+    /// A single run's `limited_by`: one of these.
+    Verdict(&'static [LimitedBy]),
+    /// `tsclient --ladder`: the stage its closing line names, the copy's costliest (its
+    /// `costs[0].stage`): one of these.
+    Stage(&'static [&'static str]),
+}
+
+impl Expect {
+    /// The names that are right, as the record keeps them.
+    pub fn names(self) -> Vec<&'static str> {
+        match self {
+            Expect::Verdict(v) => v.iter().map(|e| e.as_str()).collect(),
+            Expect::Stage(s) => s.to_vec(),
+        }
+    }
+}
+
 /// One case of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
@@ -80,8 +105,8 @@ pub struct Case {
     pub place: Place,
     /// What is made, in words for the table.
     pub made: &'static str,
-    /// The verdicts that name it rightly.
-    pub expect: &'static [LimitedBy],
+    /// What names it rightly.
+    pub expect: Expect,
     /// What is limited on purpose.
     pub limit: Limit,
     /// What it sends.
@@ -90,6 +115,7 @@ pub struct Case {
     pub client: &'static [&'static str],
 }
 
+use Expect::Verdict;
 use LimitedBy::{
     Network, ReceiverCpu, ReceiverDisk, ReceiverLog, SenderBuffer, SenderCpu, SenderSource,
     SharedCpu,
@@ -98,6 +124,8 @@ use LimitedBy::{
 const CPUS: &[LimitedBy] = &[SenderCpu, SharedCpu];
 const CHUNK: &[&str] = &["--chunk", "10240"];
 const REVERSE: &[&str] = &["-R", "--chunk", "10240"];
+/// A ladder case: the rungs of a copy of the case's file against a saving server.
+const LADDER: &[&str] = &["--ladder"];
 
 /// Every case, in the table's order.
 pub const CASES: &[Case] = &[
@@ -105,7 +133,7 @@ pub const CASES: &[Case] = &[
         name: "rev-loopback",
         place: Place::Loopback,
         made: "reverse (-R), nothing limited: the server's 10240-byte writes (both ends on this machine's CPUs)",
-        expect: CPUS,
+        expect: Verdict(CPUS),
         limit: Limit::None,
         file: File::ReverseTimed,
         client: REVERSE,
@@ -114,7 +142,7 @@ pub const CASES: &[Case] = &[
         name: "loopback",
         place: Place::Loopback,
         made: "nothing limited: 10240-byte writes (both ends on this machine's CPUs)",
-        expect: CPUS,
+        expect: Verdict(CPUS),
         limit: Limit::None,
         file: File::BigTimed,
         client: CHUNK,
@@ -123,7 +151,7 @@ pub const CASES: &[Case] = &[
         name: "sndbuf-1",
         place: Place::Loopback,
         made: "--sndbuf 1 (4608 B granted, below one 10240-byte write)",
-        expect: &[SenderBuffer],
+        expect: Verdict(&[SenderBuffer]),
         limit: Limit::None,
         file: File::Small,
         client: &["--chunk", "10240", "--sndbuf", "1"],
@@ -132,7 +160,7 @@ pub const CASES: &[Case] = &[
         name: "sndbuf-4096",
         place: Place::Loopback,
         made: "--sndbuf 4096 (8 KiB granted, below one 10240-byte write)",
-        expect: &[SenderBuffer],
+        expect: Verdict(&[SenderBuffer]),
         limit: Limit::None,
         file: File::Small,
         client: &["--chunk", "10240", "--sndbuf", "4096"],
@@ -141,7 +169,7 @@ pub const CASES: &[Case] = &[
         name: "log-stdout",
         place: Place::Loopback,
         made: "--log stdout into a pipe read a line per 0.2 ms",
-        expect: &[ReceiverLog],
+        expect: Verdict(&[ReceiverLog]),
         limit: Limit::SlowStdout,
         file: File::Mid,
         client: &["--chunk", "1024"],
@@ -150,7 +178,7 @@ pub const CASES: &[Case] = &[
         name: "server-quota",
         place: Place::Loopback,
         made: "the server in a cgroup with 1 ms of CPU per 10 ms",
-        expect: &[ReceiverCpu],
+        expect: Verdict(&[ReceiverCpu]),
         limit: Limit::ServerCpu,
         file: File::BigTimed,
         client: CHUNK,
@@ -159,7 +187,7 @@ pub const CASES: &[Case] = &[
         name: "client-quota",
         place: Place::Loopback,
         made: "the client in a cgroup with 1 ms of CPU per 10 ms",
-        expect: &[SenderCpu],
+        expect: Verdict(&[SenderCpu]),
         limit: Limit::ClientCpu,
         file: File::BigTimed,
         client: CHUNK,
@@ -168,7 +196,7 @@ pub const CASES: &[Case] = &[
         name: "rev-server-quota",
         place: Place::Loopback,
         made: "reverse (-R): the sending server in a cgroup with 1 ms of CPU per 10 ms",
-        expect: &[SenderCpu],
+        expect: Verdict(&[SenderCpu]),
         limit: Limit::ServerCpu,
         file: File::ReverseTimed,
         client: REVERSE,
@@ -177,7 +205,7 @@ pub const CASES: &[Case] = &[
         name: "rev-client-quota",
         place: Place::Loopback,
         made: "reverse (-R): the receiving client in a cgroup with 1 ms of CPU per 10 ms",
-        expect: &[ReceiverCpu],
+        expect: Verdict(&[ReceiverCpu]),
         limit: Limit::ClientCpu,
         file: File::ReverseTimed,
         client: REVERSE,
@@ -186,7 +214,7 @@ pub const CASES: &[Case] = &[
         name: "slow-source",
         place: Place::Loopback,
         made: "the file on a loop device read through a 4 MiB/s blkio limit, cache dropped",
-        expect: &[SenderSource],
+        expect: Verdict(&[SenderSource]),
         limit: Limit::SlowSource,
         file: File::Big,
         client: CHUNK,
@@ -195,7 +223,7 @@ pub const CASES: &[Case] = &[
         name: "slow-save",
         place: Place::Loopback,
         made: "--save to a loop device written through a 4 MiB/s blkio limit (the sync pays it)",
-        expect: &[ReceiverDisk],
+        expect: Verdict(&[ReceiverDisk]),
         limit: Limit::SlowSave,
         file: File::Big,
         client: CHUNK,
@@ -204,7 +232,7 @@ pub const CASES: &[Case] = &[
         name: "lan-1gbit",
         place: Place::Namespaces(Some("1gbit")),
         made: "a 1gbit tbf link between two namespaces",
-        expect: &[Network],
+        expect: Verdict(&[Network]),
         limit: Limit::None,
         file: File::BigTimed,
         client: CHUNK,
@@ -213,7 +241,7 @@ pub const CASES: &[Case] = &[
         name: "rev-lan-1gbit",
         place: Place::Namespaces(Some("1gbit")),
         made: "reverse (-R): a 1gbit tbf link between two namespaces",
-        expect: &[Network],
+        expect: Verdict(&[Network]),
         limit: Limit::None,
         file: File::ReverseTimed,
         client: REVERSE,
@@ -222,7 +250,7 @@ pub const CASES: &[Case] = &[
         name: "lan-sndbuf-1",
         place: Place::Namespaces(Some("1gbit")),
         made: "--sndbuf 1 (4608 B granted, below one 10240-byte write) across the 1gbit link",
-        expect: &[SenderBuffer],
+        expect: Verdict(&[SenderBuffer]),
         limit: Limit::None,
         file: File::Big,
         client: &["--chunk", "10240", "--sndbuf", "1"],
@@ -231,7 +259,7 @@ pub const CASES: &[Case] = &[
         name: "lan-100mbit",
         place: Place::Namespaces(Some("100mbit")),
         made: "a 100mbit tbf link between two namespaces",
-        expect: &[Network],
+        expect: Verdict(&[Network]),
         limit: Limit::None,
         file: File::Big,
         client: CHUNK,
@@ -240,7 +268,7 @@ pub const CASES: &[Case] = &[
         name: "rev-lan-100mbit",
         place: Place::Namespaces(Some("100mbit")),
         made: "reverse (-R): a 100mbit tbf link between two namespaces",
-        expect: &[Network],
+        expect: Verdict(&[Network]),
         limit: Limit::None,
         file: File::Reverse,
         client: REVERSE,
@@ -249,7 +277,7 @@ pub const CASES: &[Case] = &[
         name: "lan-server-quota",
         place: Place::Namespaces(None),
         made: "the server (in its namespace) with 1 ms of CPU per 10 ms",
-        expect: &[ReceiverCpu],
+        expect: Verdict(&[ReceiverCpu]),
         limit: Limit::ServerCpu,
         file: File::BigTimed,
         client: CHUNK,
@@ -258,7 +286,7 @@ pub const CASES: &[Case] = &[
         name: "lan-client-quota",
         place: Place::Namespaces(None),
         made: "the client (in its namespace) with 1 ms of CPU per 10 ms",
-        expect: &[SenderCpu],
+        expect: Verdict(&[SenderCpu]),
         limit: Limit::ClientCpu,
         file: File::BigTimed,
         client: CHUNK,
@@ -267,7 +295,7 @@ pub const CASES: &[Case] = &[
         name: "rev-lan-server-quota",
         place: Place::Namespaces(None),
         made: "reverse (-R): the sending server (in its namespace) with 1 ms of CPU per 10 ms",
-        expect: &[SenderCpu],
+        expect: Verdict(&[SenderCpu]),
         limit: Limit::ServerCpu,
         file: File::ReverseTimed,
         client: REVERSE,
@@ -276,10 +304,46 @@ pub const CASES: &[Case] = &[
         name: "lan-unshaped",
         place: Place::Namespaces(None),
         made: "nothing limited: a veth pair without tbf (both ends on this machine's CPUs)",
-        expect: CPUS,
+        expect: Verdict(CPUS),
         limit: Limit::None,
         file: File::BigTimed,
         client: CHUNK,
+    },
+    Case {
+        name: "ladder-slow-source",
+        place: Place::Loopback,
+        made: "the file on a loop device read through a 4 MiB/s blkio limit",
+        expect: Expect::Stage(&["the source disk"]),
+        limit: Limit::SlowSource,
+        file: File::Copy,
+        client: LADDER,
+    },
+    Case {
+        name: "ladder-slow-save",
+        place: Place::Loopback,
+        made: "--save to a loop device written through a 4 MiB/s blkio limit (direct and durable writes pay it)",
+        expect: Expect::Stage(&["the far disk"]),
+        limit: Limit::SlowSave,
+        file: File::Copy,
+        client: LADDER,
+    },
+    Case {
+        name: "ladder-client-quota",
+        place: Place::Loopback,
+        made: "the sending client in a cgroup with 1 ms of CPU per 10 ms",
+        expect: Expect::Stage(&["the sender's CPU", "the cipher"]),
+        limit: Limit::ClientCpu,
+        file: File::LongCopy,
+        client: LADDER,
+    },
+    Case {
+        name: "ladder-lan-1gbit",
+        place: Place::Namespaces(Some("1gbit")),
+        made: "a 1gbit tbf link between two namespaces",
+        expect: Expect::Stage(&["the network"]),
+        limit: Limit::None,
+        file: File::LongCopy,
+        client: LADDER,
     },
 ];
 
@@ -289,6 +353,13 @@ pub const NOT_MADE: &[(&str, &str)] = &[(
     "lan-sndbuf-bdp",
     "needs netem (tc qdisc netem) for a path with delay; this kernel has none",
 )];
+
+impl Case {
+    /// True for a case of the ladder (`tsclient --ladder`): judged by its closing line.
+    pub fn ladder(&self) -> bool {
+        matches!(self.expect, Expect::Stage(_))
+    }
+}
 
 /// The case named `name`.
 pub fn case(name: &str) -> Option<&'static Case> {
@@ -305,7 +376,8 @@ mod tests {
     fn the_table_is_well_formed() {
         for (i, c) in CASES.iter().enumerate() {
             assert!(CASES[..i].iter().all(|d| d.name != c.name), "{}", c.name);
-            assert!(!c.expect.is_empty(), "{}", c.name);
+            assert!(!c.expect.names().is_empty(), "{}", c.name);
+            assert_eq!(c.ladder(), c.client.contains(&"--ladder"), "{}", c.name);
             assert_eq!(
                 matches!(c.file, File::Reverse | File::ReverseTimed),
                 c.client.contains(&"-R"),
@@ -315,7 +387,15 @@ mod tests {
         }
         assert_eq!(case("slow-save").map(|c| c.limit), Some(Limit::SlowSave));
         for c in CASES {
-            let on_cpus = c.expect.iter().any(|v| {
+            let Verdict(expect) = c.expect else {
+                assert!(
+                    matches!(c.file, File::Copy | File::LongCopy),
+                    "{}: a ladder copies its file",
+                    c.name
+                );
+                continue;
+            };
+            let on_cpus = expect.iter().any(|v| {
                 matches!(
                     v,
                     LimitedBy::SenderCpu | LimitedBy::ReceiverCpu | LimitedBy::SharedCpu

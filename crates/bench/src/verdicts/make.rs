@@ -180,15 +180,17 @@ struct Files {
     big: PathBuf,
     mid: PathBuf,
     small: PathBuf,
+    copy: PathBuf,
+    long_copy: PathBuf,
     big_len: u64,
 }
 
 impl Files {
     fn make(dir: &Path, quick: bool) -> Result<Files> {
-        let (big, mid, small) = if quick {
-            (8 << 20, 4 << 20, 256 << 10)
+        let (big, mid, small, copy, long) = if quick {
+            (8 << 20, 4 << 20, 256 << 10, 16 << 20, 64 << 20)
         } else {
-            (36 << 20, 4 << 20, 1 << 20)
+            (36 << 20, 4 << 20, 1 << 20, 32 << 20, 128 << 20)
         };
         let make = |name: &str, len: u64| -> Result<PathBuf> {
             let p = dir.join(name);
@@ -199,6 +201,8 @@ impl Files {
             big: make("big.txt", big)?,
             mid: make("mid.txt", mid)?,
             small: make("small.txt", small)?,
+            copy: make("copy.txt", copy)?,
+            long_copy: make("long-copy.txt", long)?,
             big_len: big,
         })
     }
@@ -210,6 +214,8 @@ struct Made {
     client_group: Option<Group>,
     disk: Option<Disk>,
     file: Option<PathBuf>,
+    /// The server's `--save` directory, where it has one (a slow disk's, or a ladder's).
+    save: Option<PathBuf>,
     big_len: u64,
     ns: Option<(String, String)>,
 }
@@ -228,8 +234,13 @@ impl Made {
                 File::Big | File::BigTimed => Some(files.big.clone()),
                 File::Mid => Some(files.mid.clone()),
                 File::Small => Some(files.small.clone()),
+                File::Copy => Some(files.copy.clone()),
+                File::LongCopy => Some(files.long_copy.clone()),
                 File::Reverse | File::ReverseTimed => None,
             },
+            // A ladder's far-disk rungs write into the work directory unless a slow disk
+            // takes them (they keep nothing).
+            save: case.ladder().then(|| work.to_owned()),
             big_len: files.big_len,
             ns: matches!(case.place, Place::Namespaces(_))
                 .then(|| (format!("{tag}-srv"), format!("{tag}-cli"))),
@@ -239,12 +250,14 @@ impl Made {
             Limit::ClientCpu => made.client_group = Some(cpu("cli")?),
             Limit::SlowSource | Limit::SlowSave => {
                 let h = means.cgroups.as_ref().context("no cgroups")?;
-                let disk = Disk::make(work, &files.big)?;
+                let source = made.file.clone().unwrap_or_else(|| files.big.clone());
+                let disk = Disk::make(work, &source)?;
                 let group = h.io_rate(&format!("tsperf-{tag}-io"), &disk.devno, DISK_BPS)?;
                 if case.limit == Limit::SlowSource {
                     made.file = Some(disk.mnt.join("source.txt"));
                     made.client_group = Some(group);
                 } else {
+                    made.save = Some(disk.mnt.join("save"));
                     made.server_group = Some(group);
                 }
                 made.disk = Some(disk);
@@ -262,8 +275,8 @@ impl Made {
             server_args[3] = "stdout";
         }
         let save;
-        if let (Limit::SlowSave, Some(disk)) = (case.limit, &self.disk) {
-            save = disk.mnt.join("save").display().to_string();
+        if let Some(dir) = &self.save {
+            save = dir.display().to_string();
             server_args.extend(["--save", &save, "--overwrite"]);
         }
         let server = ServerProcess::start(

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use tsperf_results::json::{ClientJson, ClientOutput, Direction, StreamEntry};
+use tsperf_results::json::{ClientJson, ClientOutput, Direction, LadderJson, StreamEntry};
 use tsperf_results::machine::Machine;
 use tsperf_results::stats;
 use tsperf_results::verdict::{LimitedBy, Limits};
@@ -54,7 +54,7 @@ struct Said {
 impl Run {
     /// A run of `case` that gave `result` (or why it gave none).
     pub fn made(case: &cases::Case, rep: u32, result: Result<ClientOutput, String>) -> Run {
-        let expect: Vec<&str> = case.expect.iter().map(|e| e.as_str()).collect();
+        let expect = case.expect.names();
         let (result, error) = match result {
             Ok(r) => (Some(r), None),
             Err(e) => (None, Some(e)),
@@ -107,8 +107,22 @@ impl Run {
         }
     }
 
-    /// The verdict tsperf gave, or `failed`.
+    /// A ladder's object, where the run was one.
+    fn ladder(&self) -> Option<&LadderJson> {
+        match self.result.as_ref()? {
+            ClientOutput::Result(ClientJson::Ladder(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The verdict tsperf gave (a ladder's: the stage that costs its copy most), or `failed`.
     pub fn verdict(&self) -> String {
+        if let Some(l) = self.ladder() {
+            return match (l.costliest.is_some(), l.costs.first()) {
+                (true, Some(c)) => c.stage.clone(),
+                _ => "failed".to_owned(),
+            };
+        }
         self.said()
             .and_then(|s| s.limited_by)
             .map_or("failed".to_owned(), |v| v.to_string())
@@ -120,9 +134,12 @@ impl Run {
         self.expect.split('|').any(|e| e == v)
     }
 
-    /// True when the run's stream verified.
+    /// True when the run's stream verified (a ladder's every rung that ran).
     pub fn verified(&self) -> bool {
-        self.said().is_some_and(|s| s.verified)
+        match self.ladder() {
+            Some(l) => l.verified,
+            None => self.said().is_some_and(|s| s.verified),
+        }
     }
 
     /// The shares the verdict was judged on.
@@ -130,8 +147,16 @@ impl Run {
         self.said().map(|s| s.limits)
     }
 
+    /// Its rate, MiB/s: a ladder's whole copy's.
     fn rate(&self) -> Option<f64> {
-        self.said().map(|s| s.mib_per_s)
+        match self.ladder() {
+            Some(l) => l
+                .rungs
+                .iter()
+                .find(|r| r.rung.starts_with("cold → TLS"))
+                .and_then(|r| r.mib_per_s),
+            None => self.said().map(|s| s.mib_per_s),
+        }
     }
 
     /// Why the run has no verdict: the client's error, or that it printed nothing.
@@ -250,6 +275,9 @@ fn evidence(run: &Run) -> String {
 pub fn render(runs: &[Run], machine: &Machine) -> String {
     let (skipped, made): (Vec<Run>, Vec<Run>) =
         runs.iter().cloned().partition(|r| r.skipped.is_some());
+    let (ladders, made): (Vec<Run>, Vec<Run>) = made
+        .into_iter()
+        .partition(|r| cases::case(&r.case).is_some_and(|c| c.ladder()));
     let all = cases(&made);
     let right = all
         .iter()
@@ -300,6 +328,7 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
     for (case, rs) in &all {
         let _ = writeln!(out, "- **{case}**: {}", evidence(rs[0]));
     }
+    out += &ladder_table(&ladders);
     if !skipped.is_empty() {
         out += "\n## Not made on this machine\n\n";
         for r in &skipped {
@@ -314,118 +343,58 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A committed stream result, its verdict, rate and shares set.
-    fn run(case: &str, place: &str, expect: &str, by: &str, rate: f64) -> Run {
-        let committed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/verdicts.jsonl");
-        let mut stream = read(Path::new(committed))
-            .unwrap()
-            .into_iter()
-            .find_map(|r| match r.result {
-                Some(ClientOutput::Result(ClientJson::Stream(s))) => Some(s),
-                _ => None,
-            })
-            .unwrap();
-        stream.limited_by = serde_json::from_value(serde_json::Value::from(by)).ok();
-        stream.mib_per_s = rate;
-        stream.limits = Limits {
-            rwnd_limited_pct: Some(0.0),
-            sndbuf_limited_pct: Some(0.0),
-            busy_pct: Some(99.0),
-            client_cpu_pct: 98.0,
-            retransmits: Some(0),
-            ..Limits::default()
+/// The ladder's cases: each makes one stage of a copy slow; right when the stage the closing
+/// line names (the costliest) is the one made slow.
+fn ladder_table(runs: &[Run]) -> String {
+    let all = cases(runs);
+    if all.is_empty() {
+        return String::new();
+    }
+    let right = all
+        .iter()
+        .filter(|(_, rs)| rs.iter().all(|r| r.right()))
+        .count();
+    let mut out = format!(
+        "\n## The ladder's closing line against stages made slow\n\n\
+         Each case makes one stage of a file copy slow and runs `tsclient --ladder FILE` against \
+         a `tsserver --save DIR`; a case is right when the stage its closing line names (the \
+         one that costs the copy most) is the one made slow in every run. The rules are in \
+         docs/usage.md (\"The file-copy ladder\").\n\n**{right} of {} ladder cases named \
+         rightly in every run.**\n\n\
+         | case | where | made slow | expected | costliest stage said | the copy MiB/s (median) | right |\n\
+         |---|---|---|---|---|---:|:-:|\n",
+        all.len()
+    );
+    for (case, rs) in &all {
+        let first = rs[0];
+        let _ = writeln!(
+            out,
+            "| {case} | {} | {} | {} | {} | {} | {} |",
+            first.place,
+            first.made.replace('|', "\\|"),
+            first.expect.replace('|', " or "),
+            tally(rs),
+            median_rate(rs).map_or("?".into(), |r| format!("{r:.1}")),
+            if rs.iter().all(|r| r.right()) {
+                "yes"
+            } else {
+                "**no**"
+            }
+        );
+    }
+    out += "\nThe closing line of each case's first run:\n\n";
+    for (case, rs) in &all {
+        let said = match rs[0].ladder().and_then(|l| l.costliest.as_deref()) {
+            Some(line) => line.to_owned(),
+            None => rs[0].error(),
         };
-        Run {
-            case: case.into(),
-            place: place.into(),
-            made: "made | so".into(),
-            expect: expect.into(),
-            rep: 1,
-            skipped: None,
-            result: Some(ClientOutput::Result(ClientJson::Stream(stream))),
-            error: None,
-        }
+        let _ = writeln!(out, "- **{case}**: {}", said.replace('|', "\\|"));
     }
-
-    /// Every committed run reads typed, and writing the runs back reads the same.
-    #[test]
-    fn committed_runs_read_typed_and_write_back() {
-        let committed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/verdicts.jsonl");
-        let runs = read(Path::new(committed)).unwrap();
-        assert!(runs.iter().filter(|r| r.verified()).count() > 20);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("verdicts.jsonl");
-        write(&path, &runs).unwrap();
-        let again = read(&path).unwrap();
-        assert_eq!(
-            serde_json::to_value(&runs).unwrap(),
-            serde_json::to_value(&again).unwrap()
-        );
-    }
-
-    #[test]
-    fn the_table_says_which_cases_were_right() {
-        let runs = vec![
-            run(
-                "loopback",
-                "loopback",
-                "sender-cpu|shared-cpu",
-                "sender-cpu",
-                2000.0,
-            ),
-            run(
-                "loopback",
-                "loopback",
-                "sender-cpu|shared-cpu",
-                "shared-cpu",
-                1800.0,
-            ),
-            run(
-                "server-quota",
-                "loopback",
-                "receiver-cpu",
-                "receiver-cpu",
-                300.0,
-            ),
-            run("server-quota", "loopback", "receiver-cpu", "unknown", 280.0),
-        ];
-        let mut runs = runs;
-        runs.push(Run::skipped("lan-sndbuf-bdp", "needs netem"));
-        let md = render(&runs, &Machine::default());
-        assert!(md.contains("**1 of 2 cases named rightly"), "{md}");
-        assert!(
-            md.ends_with("## Not made on this machine\n\n- **lan-sndbuf-bdp**: needs netem\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains("| loopback | loopback | made \\| so | sender-cpu or shared-cpu | sender-cpu ×1, shared-cpu ×1 | 1900.0 | 100% | yes |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("receiver-cpu ×1, unknown ×1 | 290.0 | 15% | **no** |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("- **loopback**: limited by the sender's CPU"),
-            "{md}"
-        );
-    }
-
-    #[test]
-    fn a_bad_line_is_named() {
-        let dir = std::env::temp_dir().join(format!("tsperf-verdicts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("verdicts.jsonl");
-        std::fs::write(&path, "{\"case\":\"a\"}\n").unwrap();
-        let e = format!("{:#}", read(&path).unwrap_err());
-        assert!(e.contains("line 1: not a verdicts.sh run"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    out
 }
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
 mod hostile {
