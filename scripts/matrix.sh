@@ -5,7 +5,7 @@
 #   scripts/matrix.sh [--quick] [--out DIR] [--reps R] [--file PATH] [--chunks LIST] [--io LIST]
 #                     [--host HOST [--port PORT]] [--lan [--rate RATE]] [--stdout-to pty|file]
 #                     [--time SECS] [--streams LIST] [--reverse] [--ladder | --ladder-only]
-#                     [--bin-dir DIR]
+#                     [--anchors] [--bin-dir DIR]
 #
 #   --quick         a 4 MiB file, one repetition, small latency counts: the grid in under a minute
 #   --out DIR       where results go (default results/, the committed ones; results/tmp/quick/
@@ -28,6 +28,9 @@
 #   --ladder        after the grid, the file-copy ladder (tsclient --ladder FILE, --reps times)
 #                   against a server that saves: ladder.md, ladder.json, ladder.svg
 #   --ladder-only   the ladder alone, not the grid
+#   --anchors       with --lan and a ladder: scp, rsync -e ssh and curl copy the same file between
+#                   the same two namespaces, alternating with the ladder's runs, beside its rungs
+#                   in ladder.md (scripts/anchors.sh: needs openssh-server, rsync, curl, nginx-light)
 #   --bin-dir DIR   use the tsperf binaries in DIR instead of building them
 set -euo pipefail
 prog=matrix.sh
@@ -36,10 +39,10 @@ source "$(dirname "$0")/common.sh"
 caller_paths
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "matrix.sh: $*" >&2; usage >&2; exit 2; }
 
-out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0 ladder=
+out="" reps="" file="" chunks=102,1024,10240 host="" port=7433 quick=0 lan=0 rate=1gbit stdout_to=pty bin="" io=write time="" streams=1 reverse=0 ladder= anchors=0
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
@@ -59,6 +62,7 @@ while (($#)); do
     --reverse) reverse=1; shift ;;
     --ladder) ladder=--ladder; shift ;;
     --ladder-only) ladder=--ladder-only; shift ;;
+    --anchors) anchors=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown option '$1'" ;;
   esac
@@ -68,6 +72,7 @@ done
 [[ $streams =~ ^([1-9][0-9]?|1[01][0-9]|12[0-8])(,([1-9][0-9]?|1[01][0-9]|12[0-8]))*$ ]] ||
   bad "invalid --streams '$streams': expected a comma-separated list of stream counts from 1 to 128, e.g. 1,4"
 [[ $port =~ ^[0-9]+$ ]] || bad "invalid --port '$port': expected a number"
+((anchors)) && [[ $lan == 0 || -z $ladder ]] && bad "--anchors runs real copy tools between the two namespaces: give --lan and --ladder or --ladder-only"
 [[ -n $host && $lan == 1 ]] && bad "--host and --lan cannot be combined: --lan starts its own server"
 [[ $stdout_to == pty || $stdout_to == file ]] || bad "invalid --stdout-to '$stdout_to': expected pty or file"
 [[ $io =~ ^(write|writev|sendfile)(,(write|writev|sendfile))*$ ]] || bad "invalid --io '$io': expected a comma-separated list of write, writev, sendfile"
@@ -114,6 +119,11 @@ elif ((lan)); then
   # The rate in Gbit/s, for the tables' "fraction of the line" column.
   line=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
     f = (u == "gbit") ? 1 : (u == "mbit") ? 1e-3 : (u == "kbit") ? 1e-6 : 1e-9; print n * f }')
+  if ((anchors)); then
+    source scripts/anchors.sh
+    anchors_up "$work" "$ns" "$file"
+    args+=("${anchor_args[@]}")
+  fi
   args+=(--line-gbit "$line" --bind 198.18.0.1 --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
          --network "an emulated LAN (veth between two namespaces, tbf $rate)")
 fi

@@ -23,7 +23,7 @@ _tsmatrix() {
 
     case "${cmd}" in
         tsmatrix)
-            opts="-h -V --out --file --reps --chunks --io --latency-count --stall-count --host --port --bind --server-wrap --client-wrap --stdout-to --tmux-session --network --commit --work --line-gbit --time --streams --reverse --ladder --ladder-only --help --version"
+            opts="-h -V --out --file --reps --chunks --io --latency-count --stall-count --host --port --bind --server-wrap --client-wrap --stdout-to --tmux-session --network --commit --work --line-gbit --time --streams --reverse --ladder --ladder-only --anchor --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -106,6 +106,10 @@ _tsmatrix() {
                     return 0
                     ;;
                 --streams)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --anchor)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

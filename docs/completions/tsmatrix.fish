@@ -21,6 +21,7 @@ complete -c tsmatrix -l work -d 'Scratch directory for server logs (default: a n
 complete -c tsmatrix -l line-gbit -d 'The link\'s rate in Gbit/s, when known: tables then show each cell\'s fraction of it' -r
 complete -c tsmatrix -l time -d 'Size every stream cell by time: a timed run of SECS seconds (tsclient --time) instead of one pass of the file (--io sendfile is refused with it)' -r
 complete -c tsmatrix -l streams -d 'Stream counts as a grid dimension (tsclient -P), comma-separated, 1 to 128 each; 1 is the seed\'s single stream' -r
+complete -c tsmatrix -l anchor -d 'A real copy tool beside the ladder\'s rungs, NAME=COMMAND (repeatable): a shell command that copies $TSPERF_COPY_SRC to $TSPERF_COPY_DEST, run after each ladder run from a cold source, synced and checked (`scripts/matrix.sh --anchors` gives scp, rsync, curl)' -r
 complete -c tsmatrix -l reverse -d 'Run the stream grid in reverse too (tsclient -R: the server sends, the client receives and logs; its log sinks are none and file)'
 complete -c tsmatrix -l ladder -d 'After the grid, the file-copy ladder (tsclient --ladder FILE, --reps times) against a server that saves: ladder.md, ladder.json and ladder.svg'
 complete -c tsmatrix -l ladder-only -d 'Only the ladder, not the grid'

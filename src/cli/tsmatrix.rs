@@ -87,6 +87,11 @@ struct Args {
     /// Only the ladder, not the grid.
     #[arg(long)]
     ladder_only: bool,
+    /// A real copy tool beside the ladder's rungs, NAME=COMMAND (repeatable): a shell command
+    /// that copies $TSPERF_COPY_SRC to $TSPERF_COPY_DEST, run after each ladder run from a
+    /// cold source, synced and checked (`scripts/matrix.sh --anchors` gives scp, rsync, curl).
+    #[arg(long, value_name = "NAME=COMMAND")]
+    anchor: Vec<tsperf_lab::anchors::Anchor>,
 }
 
 /// tsmatrix's command-line definition (its man page and completions are made from it).
@@ -101,7 +106,7 @@ pub fn main() -> ExitCode {
 
 /// The grid's ladder section, on the grid's server settings (its own server saves into the
 /// scratch directory).
-fn ladder(cfg: &GridConfig) -> anyhow::Result<String> {
+fn ladder(cfg: &GridConfig, anchors: &[tsperf_lab::anchors::Anchor]) -> anyhow::Result<String> {
     let m = tsperf_lab::machine::probe(&cfg.commit);
     tsperf_lab::ladder::run(
         &tsperf_lab::ladder::LadderConfig {
@@ -116,6 +121,9 @@ fn ladder(cfg: &GridConfig) -> anyhow::Result<String> {
             cipher: "aes128gcm".into(),
             machine: m.to_string(),
             network: cfg.network.clone(),
+            // The grid's largest chunk (its writes nearest a copy tool's).
+            chunk: cfg.chunks.iter().copied().max().unwrap_or(10240),
+            anchors: anchors.to_vec(),
         },
         cfg.work.as_deref(),
     )
@@ -159,6 +167,10 @@ fn run() -> anyhow::Result<ExitCode> {
             "--io sendfile sends the file once: a timed grid (--time) takes write or writev"
         );
     }
+    anyhow::ensure!(
+        args.anchor.is_empty() || args.ladder || args.ladder_only,
+        "--anchor runs beside the ladder: give --ladder or --ladder-only"
+    );
     let grid = if args.ladder_only {
         Ok(String::new())
     } else {
@@ -168,7 +180,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Ok(tables) => {
             cli::print(&format!("\n{tables}"))?;
             if args.ladder || args.ladder_only {
-                cli::print(&format!("\n{}", ladder(&cfg)?))?;
+                cli::print(&format!("\n{}", ladder(&cfg, &args.anchor)?))?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -138,3 +138,74 @@ fn the_disk_rungs_keep_nothing_and_take_no_name() {
         stdout(&out)
     );
 }
+
+/// The grid's ladder section by hand (`tsmatrix --ladder-only`) with a real copy tool beside
+/// the rungs (`--anchor NAME=COMMAND`, here `cp`): ladder.md has the rungs at the chunk asked
+/// for and the tools' table, the copy verified each run; ladder-anchors.json has every copy,
+/// and the copies are removed after.
+#[test]
+fn the_ladder_section_puts_copy_tools_beside_the_rungs() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let file = test_file(dir.path(), "copy.bin", 2 << 20);
+    let out = dir.path().join("r");
+    let work = dir.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let o = run(
+        bin("tsserver").with_file_name("tsmatrix"),
+        &[
+            "--ladder-only",
+            "--reps",
+            "2",
+            "--chunks",
+            "1024,65536",
+            "--file",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--work",
+            work.to_str().unwrap(),
+            "--anchor",
+            "cp=cp \"$TSPERF_COPY_SRC\" \"$TSPERF_COPY_DEST\"",
+            "--anchor",
+            "short=head -c 10 \"$TSPERF_COPY_SRC\" > \"$TSPERF_COPY_DEST\"",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let md = std::fs::read_to_string(out.join("ladder.md")).unwrap();
+    assert!(md.contains("`tsclient --ladder --chunk 65536`"), "{md}");
+    assert!(md.contains("| memory → memory |"), "{md}");
+    assert!(md.contains("## Real copy tools beside the rungs"), "{md}");
+    assert!(md.contains("| short | failed | 0 of 2 |"), "{md}");
+    let cp = md.lines().find(|l| l.starts_with("| cp |")).unwrap();
+    assert!(cp.contains("| 2 of 2 |"), "{md}");
+    assert!(
+        md.contains("- cp: `cp \"$TSPERF_COPY_SRC\" \"$TSPERF_COPY_DEST\"`"),
+        "{md}"
+    );
+    let runs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("ladder-anchors.json")).unwrap()).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 4, "two tools, two runs: {runs:?}");
+    assert_eq!(runs[0]["tool"], "cp");
+    assert_eq!(runs[0]["verified"], true);
+    assert_eq!(runs[0]["bytes"], 2 << 20);
+    assert_eq!(runs[1]["verified"], false);
+    let left: Vec<_> = std::fs::read_dir(work.join("ladder-save"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "copies left: {left:?}");
+}
+
+/// A tool that is not NAME=COMMAND, or tools without a ladder, are usage errors naming what
+/// was expected; `matrix.sh --anchors` without the two namespaces and a ladder too.
+#[test]
+fn copy_tools_need_a_ladder_and_a_name() {
+    let tsmatrix = bin("tsserver").with_file_name("tsmatrix");
+    let o = run(tsmatrix.clone(), &["--ladder-only", "--anchor", "cp"]);
+    assert_fails(&o, 2, "invalid anchor 'cp': expected NAME=COMMAND");
+    let o = run(tsmatrix, &["--anchor", "cp=cp a b"]);
+    assert_fails(&o, 1, "--anchor runs beside the ladder");
+    let o = script("matrix.sh", &["--anchors", "--ladder-only"]);
+    assert_fails(&o, 2, "give --lan and --ladder or --ladder-only");
+}

@@ -38,11 +38,77 @@ pub struct LadderConfig {
     pub machine: String,
     /// What the network is, in words.
     pub network: String,
+    /// Bytes per write of every rung (tsclient's `--chunk`).
+    pub chunk: u32,
+    /// Real copy tools run beside the rungs, each once after every ladder run.
+    pub anchors: Vec<crate::anchors::Anchor>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The whole copy's rung, by its name's start.
+fn is_copy(rung: &str) -> bool {
+    rung.starts_with("cold → TLS")
+}
+
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
+}
+
+/// The ladder's own server, saving into `save`.
+fn own_server(cfg: &LadderConfig, save: &Path) -> Result<ServerProcess> {
+    ServerProcess::start(&ServerOptions {
+        bin_dir: &cfg.bin_dir,
+        wrap: &cfg.server_wrap,
+        args: [
+            "--bind",
+            &cfg.bind,
+            "--port",
+            "0",
+            "--log",
+            "none",
+            "--save",
+            &save.display().to_string(),
+            "--overwrite",
+        ]
+        .map(String::from)
+        .to_vec(),
+        stdout: Sink::Null,
+        stderr: None,
+    })
+}
+
+/// Writes ladder.md (with the tools' section where tools ran), ladder.json, ladder.svg and
+/// ladder-anchors.json; returns ladder.md.
+fn write_out(
+    cfg: &LadderConfig,
+    runs: &[LadderJson],
+    anchored: &[crate::anchors::AnchorRun],
+    work: &Path,
+) -> Result<String> {
+    std::fs::create_dir_all(&cfg.out)?;
+    let mut md = markdown(runs, cfg);
+    if !cfg.anchors.is_empty() {
+        let copy = rungs(runs)
+            .into_iter()
+            .find(|r| is_copy(&r.name))
+            .and_then(|r| Some((r.name, r.rate?, r.cpu?.0)));
+        md += &crate::anchors::markdown(
+            anchored,
+            copy.as_ref().map(|(n, r, c)| (n.as_str(), *r, *c)),
+            work,
+        );
+        write_atomic(
+            &cfg.out.join("ladder-anchors.json"),
+            serde_json::to_string_pretty(anchored)?.as_bytes(),
+        )?;
+    }
+    write_atomic(&cfg.out.join("ladder.md"), md.as_bytes())?;
+    write_atomic(
+        &cfg.out.join("ladder.json"),
+        serde_json::to_string_pretty(runs)?.as_bytes(),
+    )?;
+    write_atomic(&cfg.out.join("ladder.svg"), svg(runs).as_bytes())?;
+    Ok(md)
 }
 
 /// Runs the ladder `reps` times and writes its files; returns ladder.md. Its server saves into
@@ -53,25 +119,7 @@ pub fn run(cfg: &LadderConfig, work: Option<&Path>) -> Result<String> {
     std::fs::create_dir_all(&save)?;
     let own = match &cfg.host {
         Some(_) => None,
-        None => Some(ServerProcess::start(&ServerOptions {
-            bin_dir: &cfg.bin_dir,
-            wrap: &cfg.server_wrap,
-            args: [
-                "--bind",
-                &cfg.bind,
-                "--port",
-                "0",
-                "--log",
-                "none",
-                "--save",
-                &save.display().to_string(),
-                "--overwrite",
-            ]
-            .map(String::from)
-            .to_vec(),
-            stdout: Sink::Null,
-            stderr: None,
-        })?),
+        None => Some(own_server(cfg, &save)?),
     };
     let (host, port) = match (&cfg.host, &own) {
         (Some((h, p)), _) => (h.clone(), *p),
@@ -85,8 +133,15 @@ pub fn run(cfg: &LadderConfig, work: Option<&Path>) -> Result<String> {
         port,
     };
     let mut runs = Vec::new();
+    let want = match cfg.anchors.is_empty() {
+        true => 0,
+        false => crate::anchors::source_digest(&cfg.file)?,
+    };
+    let mut anchored = Vec::new();
     for rep in 0..cfg.reps {
         let args = [
+            "--chunk".to_owned(),
+            cfg.chunk.to_string(),
             "--ladder".to_owned(),
             "--tls".to_owned(),
             cfg.cipher.clone(),
@@ -107,16 +162,15 @@ pub fn run(cfg: &LadderConfig, work: Option<&Path>) -> Result<String> {
                 .and_then(|l| l.costliest.clone())
                 .unwrap_or_default()
         );
+        // Alternating with the ladder's runs, so a drift in the machine falls on both.
+        anchored.extend(crate::anchors::run_once(
+            &cfg.anchors,
+            &cfg.file,
+            &save,
+            want,
+        )?);
     }
-    let md = markdown(&runs, cfg);
-    std::fs::create_dir_all(&cfg.out)?;
-    write_atomic(&cfg.out.join("ladder.md"), md.as_bytes())?;
-    write_atomic(
-        &cfg.out.join("ladder.json"),
-        serde_json::to_string_pretty(&runs)?.as_bytes(),
-    )?;
-    write_atomic(&cfg.out.join("ladder.svg"), svg(&runs).as_bytes())?;
-    Ok(md)
+    write_out(cfg, &runs, &anchored, work.unwrap_or(own_work.path()))
 }
 
 /// One rung's medians over the runs, in the first run's order.
@@ -182,12 +236,13 @@ fn stages(runs: &[LadderJson]) -> Vec<(String, f64)> {
 pub fn markdown(runs: &[LadderJson], cfg: &LadderConfig) -> String {
     let mut out = format!(
         "# The file-copy ladder\n\nMade by `scripts/matrix.sh --ladder` on {}, {}: `tsclient \
-         --ladder` of `{}` ({} bytes) against a `tsserver --save`, {}, medians. Each rung is \
+         --ladder --chunk {}` of `{}` ({} bytes) against a `tsserver --save`, {}, medians. Each rung is \
          a verified transfer adding one stage to the rung it stands on; its drop is that rung's \
          rate over its own.\n\n| rung | MiB/s | drop | CPU s/GiB client / server | limited by |\n\
          |---|---:|---:|---:|---|\n",
         cfg.machine,
         cfg.network,
+        cfg.chunk,
         cfg.file.display(),
         runs.first().map_or(0, |l| l.bytes),
         tsperf_results::units::count(runs.len() as u64, "run")
@@ -219,7 +274,7 @@ pub fn markdown(runs: &[LadderJson], cfg: &LadderConfig) -> String {
         .iter()
         .filter_map(|l| {
             let line = l.costliest.clone()?;
-            let copy = l.rungs.last()?.mib_per_s?;
+            let copy = l.rungs.iter().find(|r| is_copy(&r.rung))?.mib_per_s?;
             Some((copy, line))
         })
         .collect();

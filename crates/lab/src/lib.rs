@@ -5,6 +5,7 @@
 //! that may be anyone's. How tsperf measures itself (beside iperf3, many clients, the verdict's
 //! truth table) is the `tsperf-bench` package, which builds on this one.
 
+pub mod anchors;
 pub mod compare;
 pub mod folder;
 pub mod harness;
