@@ -124,8 +124,9 @@ elif ((lan)); then
     anchors_up "$work" "$ns" "$file"
     args+=("${anchor_args[@]}")
   fi
+  shaped="tbf $rate"; [[ $rate == none ]] && shaped=unshaped
   args+=(--line-gbit "$line" --bind 198.18.0.1 --server-wrap "ip netns exec $ns-srv" --client-wrap "ip netns exec $ns-cli"
-         --network "an emulated LAN (veth between two namespaces, tbf $rate)")
+         --network "an emulated LAN (veth between two namespaces, $shaped)")
 fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || commit+="+dirty"

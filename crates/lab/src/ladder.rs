@@ -265,8 +265,9 @@ pub fn markdown(runs: &[LadderJson], cfg: &LadderConfig) -> String {
     if !stages.is_empty() {
         let parts: Vec<String> = stages.iter().map(|(s, t)| format!("{s} {t:.2}")).collect();
         out += &format!(
-            "\nEach stage's cost (the time per GiB it adds to the rung it stands on; the network's \
-             is the first rung's whole time), medians, s/GiB: {}.\n",
+            "\nEach stage's cost (the time per GiB it adds to the rung it stands on; the first \
+             stage's, named by what limited the first rung, is that rung's whole time), \
+             medians, s/GiB: {}.\n",
             parts.join(", ")
         );
     }
