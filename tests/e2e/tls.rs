@@ -215,3 +215,141 @@ fn a_broken_handshake_hurts_no_one_else() {
         }
     }
 }
+
+/// A relay that passes both ways until `cut` bytes went from the client to the server
+/// (`upstream`) or back (else), then drops both connections: a peer gone mid-record.
+fn cutting_relay(to: u16, cut: usize, upstream: bool) -> (u16, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let (c, _) = l.accept().unwrap();
+        let s = TcpStream::connect(("127.0.0.1", to)).unwrap();
+        for end in [&c, &s] {
+            end.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        }
+        let pass = move |mut from: TcpStream, mut to: TcpStream, limit: usize| {
+            let mut buf = vec![0u8; 16 << 10];
+            let mut went = 0;
+            while went < limit {
+                let n = match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n.min(limit - went),
+                };
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                went += n;
+            }
+            let _ = from.shutdown(std::net::Shutdown::Both);
+            let _ = to.shutdown(std::net::Shutdown::Both);
+        };
+        let (up, down) = if upstream {
+            (cut, usize::MAX)
+        } else {
+            (usize::MAX, cut)
+        };
+        let (c2, s2) = (c.try_clone().unwrap(), s.try_clone().unwrap());
+        let back = std::thread::spawn(move || pass(s2, c2, down));
+        pass(c, s, up);
+        let _ = back.join();
+    });
+    (port, t)
+}
+
+/// A peer gone in the middle of a TLS record, either way and in either server model: the
+/// receiving end fails with a reason, no partial file is left under the save directory on
+/// either end, and the server serves the next client over TLS.
+#[test]
+fn a_peer_gone_mid_record_leaves_nothing_half_saved() {
+    let src = tempfile::tempdir().unwrap();
+    let file = test_file(src.path(), "gone.bin", 4 << 20);
+    for model in MODELS {
+        let save = tempfile::tempdir().unwrap();
+        let mut args = vec!["--save", save.path().to_str().unwrap()];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        let mine = tempfile::tempdir().unwrap();
+        for upstream in [true, false] {
+            let (port, relay) = cutting_relay(server.port, 300_001, upstream);
+            let port = port.to_string();
+            let mut args = vec!["--port", &port, "--tls", "aes128gcm", "--timeout", "10"];
+            if upstream {
+                args.push(file.to_str().unwrap());
+            } else {
+                args.extend([
+                    "-R",
+                    "--bytes",
+                    "4MiB",
+                    "--save",
+                    mine.path().to_str().unwrap(),
+                ]);
+            }
+            let out = client(&args);
+            relay.join().unwrap();
+            let what = format!("{model:?} upstream {upstream}");
+            assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+            if !upstream {
+                // Said in tsperf's words, not a library's link.
+                assert_fails(&out, 1, "the server's TLS stream was cut off mid-stream");
+            }
+            // The server ends its side on its own time: wait for it (bounded).
+            let until = std::time::Instant::now() + DEADLINE;
+            for dir in [save.path(), mine.path()] {
+                let left = || std::fs::read_dir(dir).unwrap().count();
+                while left() > 0 && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+                assert!(
+                    left.is_empty(),
+                    "{what}: left {left:?}\n{}",
+                    server.stderr()
+                );
+            }
+        }
+        let (out, v) = client_json(server.port, &["--tls", "aes128gcm", "--bytes", "1MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        let said = server.stderr();
+        assert!(
+            said.contains("then the client's TLS stream was cut off mid-stream"),
+            "{model:?}: {said}"
+        );
+        assert!(!said.contains("https://"), "{model:?}: {said}");
+    }
+}
+
+/// A hello asking for a suite the server does not offer (a byte no suite has) is refused
+/// with a reason naming the suite it asked for and those offered, in either model, and the
+/// server serves the next client over TLS.
+#[test]
+fn a_suite_not_offered_is_refused_by_name() {
+    use tsperf_proto::{Frame, Hello, encode_hello, tls::Cipher};
+    for model in MODELS {
+        let server = Server::start(model);
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut hello = Vec::new();
+        let h = Hello {
+            tls: Some(Cipher::Aes128Gcm),
+            ..Hello::stream(1 << 20, 1024, "x.bin")
+        };
+        encode_hello(&h, &mut hello);
+        assert_eq!(hello[53], 1, "the suite's byte");
+        hello[53] = 9;
+        s.write_all(&hello).unwrap();
+        match read_one_frame(&mut s) {
+            Some(Frame::Refuse { reason, .. }) => assert!(
+                reason.contains("cipher suite 9") && reason.contains("chacha20poly1305"),
+                "{model:?}: {reason}"
+            ),
+            other => panic!("{model:?}: expected a refusal, got {other:?}"),
+        }
+        let (out, v) = client_json(
+            server.port,
+            &["--tls", "chacha20poly1305", "--bytes", "1MiB"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true);
+    }
+}

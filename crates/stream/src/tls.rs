@@ -311,6 +311,22 @@ impl<'a, S: Read + Write> Wire<'a, S> {
     }
 }
 
+/// A peer's TLS stream that ended without its close_notify: cut off (a peer gone, a relay
+/// dropped), not ended.
+fn cut_off(tls: &rustls::Connection) -> io::Error {
+    let peer = match tls {
+        rustls::Connection::Client(_) => "the server's",
+        rustls::Connection::Server(_) => "the client's",
+    };
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!(
+            "{peer} TLS stream was cut off mid-stream (its connection closed without a \
+             close_notify)"
+        ),
+    )
+}
+
 impl<S: Read + Write> Read for Wire<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let Some(Tls(tls, raw)) = self.tls.as_deref_mut() else {
@@ -325,8 +341,11 @@ impl<S: Read + Write> Read for Wire<'_, S> {
             Self::push(self.sock, tls)?;
             if !Self::pull(self.sock, tls, raw)? {
                 // The socket's end: what TLS held is read above; then a clean end (the peer's
-                // close_notify) reads as 0, a cut one as an error.
-                return tls.reader().read(buf);
+                // close_notify) reads as 0, a cut one as an error, said in our words.
+                return tls.reader().read(buf).map_err(|e| match e.kind() {
+                    io::ErrorKind::UnexpectedEof => cut_off(tls),
+                    _ => e,
+                });
             }
         }
     }
