@@ -23,6 +23,7 @@ file\t''"
 complete -c tsclient -l log-file -d 'The file the file sink appends to' -r -F
 complete -c tsclient -s P -l parallel -d 'One session of N streams (1 to 128), as iperf3 -P: FILE striped into N contiguous ranges, each sent on its own connection and verified by its own digest; the whole is verified when every stripe is. A line per stream and a SUM line. With --reverse, N streams from the server: each a share of --bytes, or a stripe of the served file NAME; with --bidir, N each way' -r
 complete -c tsclient -l bytes -d 'The generated stream\'s size: what a run without FILE sends (the seed\'s text again and again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed\'s file' -r
+complete -c tsclient -l runs -d 'With --ladder: run the whole ladder N times, one run after another so that the rungs alternate (a drift of the machine falls on every rung alike), and report each rung\'s median; --json keeps every run' -r
 complete -c tsclient -l tls -d 'Carry the data over TLS 1.3 with this cipher suite (aes128gcm, aes256gcm or chacha20poly1305), either way, after the hello and the clock queries in the clear: the cost of the cipher, against the same run without it. The server\'s certificate is pinned from its Accept, proved by the --auth-key key where there is one (else the report says the server is not authenticated). Not with --io sendfile' -r -f -a "aes128gcm\t''
 aes256gcm\t''
 chacha20poly1305\t''"

@@ -152,6 +152,11 @@ struct Args {
     /// encrypted rungs' suite.
     #[arg(long)]
     ladder: bool,
+    /// With --ladder: run the whole ladder N times, one run after another so that the rungs
+    /// alternate (a drift of the machine falls on every rung alike), and report each rung's
+    /// median; --json keeps every run
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: Option<u32>,
     /// Carry the data over TLS 1.3 with this cipher suite (aes128gcm, aes256gcm or
     /// chacha20poly1305), either way, after the hello and the clock queries in the clear: the
     /// cost of the cipher, against the same run without it. The server's certificate is pinned

@@ -209,3 +209,54 @@ fn copy_tools_need_a_ladder_and_a_name() {
     let o = script("matrix.sh", &["--anchors", "--ladder-only"]);
     assert_fails(&o, 2, "give --lan and --ladder or --ladder-only");
 }
+
+/// `--ladder --runs 3` runs the whole ladder three times, one run after another (the rungs
+/// alternating): the JSON keeps every run's rungs, each verified, and reports each rung's
+/// median run; the table says it is the median of 3 runs.
+#[test]
+fn runs_alternate_and_report_each_rungs_median() {
+    let save = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let server = Server::start(&["--save", save.path().to_str().unwrap()]);
+    let (out, v) = client_json(server.port, &["--ladder", "--runs", "3", "--bytes", "2MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{v}");
+    let rungs = v["rungs"].as_array().unwrap();
+    for (i, r) in rungs.iter().enumerate() {
+        if r["status"] != "ran" {
+            continue;
+        }
+        let mut rates: Vec<f64> = runs
+            .iter()
+            .map(|run| {
+                assert_eq!(run[i]["rung"], r["rung"]);
+                assert_eq!(run[i]["run"]["verified"], true, "{}", run[i]);
+                run[i]["mib_per_s"].as_f64().unwrap()
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        assert_eq!(
+            r["mib_per_s"].as_f64().unwrap(),
+            rates[1],
+            "{}: the median",
+            r["rung"]
+        );
+    }
+    let (out, v) = client_json(server.port, &["--ladder", "--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(v.get("runs").is_none(), "one run keeps no runs: {v}");
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "--ladder",
+        "--runs",
+        "2",
+        "--bytes",
+        "1MiB",
+    ]);
+    assert!(
+        stdout(&out).contains("the median of 2 runs (the rungs alternating)"),
+        "{}",
+        stdout(&out)
+    );
+}

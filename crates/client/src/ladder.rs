@@ -135,14 +135,14 @@ impl Rung {
 }
 
 /// What became of a rung.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Step {
     /// It ran and was verified.
     Ran(Box<StreamOutcome>),
     /// It could not run here, and why (the server does not offer it, the machine cannot).
     Skipped(String),
     /// It ran and failed: not verified, or cut off.
-    Failed(Box<StreamFailure>),
+    Failed(Arc<StreamFailure>),
 }
 
 /// The ladder's rungs, in order, and what came of each.
@@ -152,8 +152,12 @@ pub struct Ladder {
     pub file: PathBuf,
     /// Its size.
     pub bytes: u64,
-    /// Each rung and its step.
+    /// Each rung and its step: with several runs, the run of median rate (a failure where
+    /// any run failed).
     pub rungs: Vec<(Rung, Step)>,
+    /// Every run's rungs, in the order they ran (the rungs alternating: run 1's, then run
+    /// 2's, ...); empty for a single run.
+    pub runs: Vec<Vec<(Rung, Step)>>,
 }
 
 /// What to run: the streams' settings, the file (a temporary of `--bytes` generated text when
@@ -168,6 +172,9 @@ pub struct LadderSpec {
     pub bytes: u64,
     /// The suite of the encrypted rungs.
     pub cipher: Cipher,
+    /// Runs of the whole ladder, one after another, so that the rungs alternate; each rung's
+    /// median is reported (`--runs`).
+    pub runs: u32,
 }
 
 /// Runs every rung in order against one server.
@@ -194,23 +201,69 @@ pub fn run_ladder(
     let bytes = std::fs::metadata(&file)
         .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", file.display()))?
         .len();
-    let mut rungs = Vec::new();
-    for rung in Rung::all(spec.cipher) {
-        let step = match rung {
-            Rung::KernelTls(_) => Step::Skipped(match tsperf_sys::ktls::offered() {
-                Err(why) => why,
-                Ok(()) => "the kernel offers kernel TLS, but tsperf does not yet hand it a \
-                           stream's keys"
-                    .into(),
-            }),
-            _ => run_rung(rung, spec, &file, bytes, auth.clone(), progress),
-        };
-        rungs.push((rung, step));
-        if crate::interrupt::requested() {
-            break;
+    let mut runs = Vec::new();
+    'runs: for _ in 0..spec.runs.max(1) {
+        let mut rungs = Vec::new();
+        for rung in Rung::all(spec.cipher) {
+            let step = match rung {
+                Rung::KernelTls(_) => Step::Skipped(match tsperf_sys::ktls::offered() {
+                    Err(why) => why,
+                    Ok(()) => "the kernel offers kernel TLS, but tsperf does not yet hand it a \
+                               stream's keys"
+                        .into(),
+                }),
+                _ => run_rung(rung, spec, &file, bytes, auth.clone(), progress),
+            };
+            rungs.push((rung, step));
+            if crate::interrupt::requested() {
+                runs.push(rungs);
+                break 'runs;
+            }
         }
+        runs.push(rungs);
     }
-    Ok(Ladder { file, bytes, rungs })
+    let rungs = median_steps(&runs);
+    if runs.len() == 1 {
+        runs.clear();
+    }
+    Ok(Ladder {
+        file,
+        bytes,
+        rungs,
+        runs,
+    })
+}
+
+/// Each rung's step over the runs: a failure where any run failed, else the run of median
+/// rate, else (skipped in every run) the first run's reason.
+fn median_steps(runs: &[Vec<(Rung, Step)>]) -> Vec<(Rung, Step)> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    let rate = |s: &Step| match s {
+        Step::Ran(o) => {
+            let (bytes, time) = o.measured.rated();
+            Some(bytes as f64 / time.as_secs_f64().max(1e-9))
+        }
+        _ => None,
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, (rung, skipped))| {
+            let steps: Vec<&Step> = runs.iter().filter_map(|r| r.get(i).map(|s| &s.1)).collect();
+            if let Some(failed) = steps.iter().find(|s| matches!(s, Step::Failed(_))) {
+                return (*rung, (*failed).clone());
+            }
+            let mut ran: Vec<(f64, &Step)> =
+                steps.iter().filter_map(|s| Some((rate(s)?, *s))).collect();
+            ran.sort_by(|a, b| a.0.total_cmp(&b.0));
+            match ran.get(ran.len() / 2) {
+                Some((_, step)) => (*rung, (*step).clone()),
+                None => (*rung, skipped.clone()),
+            }
+        })
+        .collect()
 }
 
 /// Runs one rung: its outcome, or why it could not run here.
@@ -236,7 +289,7 @@ fn run_rung(
     }
     match run_stream(&cfg, progress) {
         Ok(o) if o.verified() => Step::Ran(Box::new(o)),
-        Ok(o) => Step::Failed(Box::new(StreamFailure {
+        Ok(o) => Step::Failed(Arc::new(StreamFailure {
             name: o.name.clone(),
             bytes: Some(o.measured.bytes),
             sent: o.measured.bytes,
@@ -248,7 +301,7 @@ fn run_rung(
         })),
         Err(f) => match not_here(&f) {
             Some(why) => Step::Skipped(why),
-            None => Step::Failed(Box::new(f)),
+            None => Step::Failed(Arc::new(f)),
         },
     }
 }

@@ -88,6 +88,9 @@ impl TryFrom<&Args> for RunSpec {
 
     fn try_from(args: &Args) -> Result<RunSpec, Usage> {
         one_mode(args)?;
+        refuse(args.runs.is_some() && !args.ladder, || {
+            "--runs repeats the ladder's rungs: give --ladder (or run tsclient again)".to_owned()
+        })?;
         let (host, port) = host_and_port(args)?;
         let mode = if args.latency {
             Mode::Latency(latency(args, host, port))
@@ -101,6 +104,7 @@ impl TryFrom<&Args> for RunSpec {
                 file: args.file.clone(),
                 bytes: args.bytes.unwrap_or(SEED_FILE_LEN),
                 cipher: args.tls.unwrap_or(Cipher::Aes128Gcm),
+                runs: args.runs.unwrap_or(1),
             })
         } else {
             directions(args)?;

@@ -142,6 +142,7 @@ fn ladder_run(case: &str, stage: &str, copy: f64) -> Run {
                 "the copy runs at {copy} MiB/s: {stage} costs it most"
             )),
             verified: true,
+            runs: Vec::new(),
         }))),
     )
 }

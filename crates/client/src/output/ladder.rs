@@ -37,8 +37,12 @@ fn figures(l: &Ladder, rung: Rung) -> Figures {
 
 /// The table.
 pub fn ladder_human(l: &Ladder) -> String {
+    let runs = match l.runs.len() {
+        0 | 1 => String::new(),
+        n => format!(", the median of {n} runs (the rungs alternating)"),
+    };
     let mut out = format!(
-        "ladder of '{}' ({}): each rung a verified transfer\n  {:<40} {:>9}  {:>17}  {:>13}  {}\n",
+        "ladder of '{}' ({}): each rung a verified transfer{runs}\n  {:<40} {:>9}  {:>17}  {:>13}  {}\n",
         l.file.display(),
         tsperf_results::units::size(l.bytes),
         "rung",
@@ -82,8 +86,40 @@ pub fn ladder_human(l: &Ladder) -> String {
 
 /// The one object `--ladder --json` prints.
 pub fn ladder_json(l: &Ladder) -> LadderJson {
-    let rungs = l
-        .rungs
+    let runs = l
+        .runs
+        .iter()
+        .map(|run| {
+            rungs_json(&Ladder {
+                file: l.file.clone(),
+                bytes: l.bytes,
+                rungs: run.clone(),
+                runs: Vec::new(),
+            })
+        })
+        .collect();
+    LadderJson {
+        tsperf: VERSION.into(),
+        file: l.file.display().to_string(),
+        bytes: l.bytes,
+        rungs: rungs_json(l),
+        costs: l
+            .costs()
+            .into_iter()
+            .map(|(stage, t)| StageCost {
+                stage,
+                s_per_gib: t * 1024.0,
+            })
+            .collect(),
+        costliest: l.costliest(),
+        verified: l.verified(),
+        runs,
+    }
+}
+
+/// Each rung of `l`, for the JSON.
+fn rungs_json(l: &Ladder) -> Vec<RungJson> {
+    l.rungs
         .iter()
         .map(|(rung, step)| {
             let f = figures(l, *rung);
@@ -110,21 +146,5 @@ pub fn ladder_json(l: &Ladder) -> LadderJson {
                 run,
             }
         })
-        .collect();
-    LadderJson {
-        tsperf: VERSION.into(),
-        file: l.file.display().to_string(),
-        bytes: l.bytes,
-        rungs,
-        costs: l
-            .costs()
-            .into_iter()
-            .map(|(stage, t)| StageCost {
-                stage,
-                s_per_gib: t * 1024.0,
-            })
-            .collect(),
-        costliest: l.costliest(),
-        verified: l.verified(),
-    }
+        .collect()
 }

@@ -24,6 +24,10 @@ pub struct LadderJson {
     pub costliest: Option<String>,
     /// Every rung ran verified or was skipped with its reason: none failed.
     pub verified: bool,
+    /// With `--runs N` (N > 1): every run's rungs, in the order they ran; `rungs` then holds
+    /// each rung's run of median rate (a failure where any run failed). Absent for one run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Vec<RungJson>>,
 }
 
 /// One rung.

@@ -425,4 +425,10 @@ fn the_ladder_runs_its_rungs_from_one_streams_settings() {
         &["--ladder", "--latency"],
         "--ladder applies to stream transfers only",
     );
+    assert_eq!(ladder(&["--ladder", "f.bin"]).runs, 1);
+    assert_eq!(ladder(&["--ladder", "--runs", "5", "f.bin"]).runs, 5);
+    refused(
+        &["--runs", "3", "f.bin"],
+        "--runs repeats the ladder's rungs",
+    );
 }
