@@ -8,6 +8,8 @@ file\t''"
 complete -c tsserver -l threads -d 'Event loops, each on its own thread, taking connections from the one listening socket, so many clients (and one --parallel session\'s streams) spread over the cores; default: the CPUs this server may run on. --max-clients and every bound hold across them. --blocking (a thread per connection) and --once use one' -r
 complete -c tsserver -l accept -d 'How several event loops take connections: shared (one listening socket that every loop polls; whichever is free accepts) or reuseport (a listening socket per loop on the port, SO_REUSEPORT: the kernel picks one by a hash of each connection\'s addresses)' -r -f -a "shared\t'One listening socket every loop polls'
 reuseport\t'A listening socket per loop (SO_REUSEPORT)'"
+complete -c tsserver -l tls-cert -d 'Present this certificate to streams over TLS instead of one made at start: a PEM file, the chain with the server\'s own certificate first. Clients pin it as they pin a made one (its SHA-256 in the Accept, proved by the --auth-key key where there is one)' -r -F
+complete -c tsserver -l tls-key -d 'The private key of --tls-cert: a PEM file (PKCS#8, PKCS#1 or SEC1)' -r -F
 complete -c tsserver -l serve -d 'Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain names only, opened from a handle on DIR, never through a symlink, regular files only' -r -F
 complete -c tsserver -l log-file -d 'The log file for --log file (and --allow-client-log); lines are appended' -r -F
 complete -c tsserver -l log-min-read -d 'With --log stdout or file, the smallest read size: a client announcing smaller chunks is read at least this many bytes at a time, not one log line per byte' -r

@@ -67,8 +67,16 @@ struct Args {
     /// Offer no TLS: a client's --tls is refused, naming this flag. By default the server makes
     /// a certificate when it starts (self-signed; its SHA-256 goes to each client that asks for
     /// TLS, proved by the --auth-key key where there is one) and serves streams over TLS 1.3.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
     no_tls: bool,
+    /// Present this certificate to streams over TLS instead of one made at start: a PEM file,
+    /// the chain with the server's own certificate first. Clients pin it as they pin a made
+    /// one (its SHA-256 in the Accept, proved by the --auth-key key where there is one).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert: a PEM file (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain
     /// names only, opened from a handle on DIR, never through a symlink, regular files only.
     #[arg(long, value_name = "DIR")]
@@ -271,12 +279,15 @@ fn policy(
     }
 }
 
-/// The certificate streams over TLS are served with, made now; none with `--no-tls`.
+/// The certificate streams over TLS are served with: the operator's (`--tls-cert`), else
+/// made now; none with `--no-tls`.
 fn tls(args: &Args) -> anyhow::Result<Option<std::sync::Arc<server::ServerTls>>> {
-    Ok((!args.no_tls)
-        .then(server::ServerTls::ephemeral)
-        .transpose()?
-        .map(std::sync::Arc::new))
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        _ if args.no_tls => return Ok(None),
+        (Some(cert), Some(key)) => server::ServerTls::from_pem(cert, key)?,
+        _ => server::ServerTls::ephemeral()?,
+    };
+    Ok(Some(std::sync::Arc::new(tls)))
 }
 
 fn run() -> anyhow::Result<ExitCode> {

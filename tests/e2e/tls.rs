@@ -227,21 +227,24 @@ fn cutting_relay(to: u16, cut: usize, upstream: bool) -> (u16, std::thread::Join
         for end in [&c, &s] {
             end.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         }
+        // Passes `limit` bytes, then ends that way (a FIN, mid-record) and drains the rest
+        // until the sender's end, so that no socket closes with bytes unread (a reset).
         let pass = move |mut from: TcpStream, mut to: TcpStream, limit: usize| {
             let mut buf = vec![0u8; 16 << 10];
             let mut went = 0;
-            while went < limit {
-                let n = match from.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n.min(limit - went),
-                };
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
+            while let Ok(n @ 1..) = from.read(&mut buf) {
+                if went < limit {
+                    let k = n.min(limit - went);
+                    went = match to.write_all(&buf[..k]) {
+                        Ok(()) => went + k,
+                        Err(_) => limit,
+                    };
+                    if went >= limit {
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    }
                 }
-                went += n;
             }
-            let _ = from.shutdown(std::net::Shutdown::Both);
-            let _ = to.shutdown(std::net::Shutdown::Both);
+            let _ = to.shutdown(std::net::Shutdown::Write);
         };
         let (up, down) = if upstream {
             (cut, usize::MAX)
@@ -351,5 +354,99 @@ fn a_suite_not_offered_is_refused_by_name() {
         );
         assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
         assert_eq!(v["verified"], true);
+    }
+}
+
+/// A certificate and key of the operator's (`--tls-cert`, `--tls-key`, PEM) are what the
+/// server presents: the client's JSON names the certificate's SHA-256, the one the operator
+/// gave, in either model. Without the flags the server makes its own (another fingerprint).
+#[test]
+fn the_operators_certificate_is_presented_and_named() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["far.example".to_owned()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let want: String = sha2::Sha256::digest(made.cert.der().as_ref())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    for model in MODELS {
+        let mut args = vec![
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ];
+        args.extend_from_slice(model);
+        let server = Server::start(&args);
+        for dir in [&[][..], &["-R"]] {
+            let mut args = vec!["--tls", "aes256gcm", "--bytes", "1MiB"];
+            args.extend_from_slice(dir);
+            let (out, v) = client_json(server.port, &args);
+            assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+            assert_eq!(v["verified"], true);
+            assert_eq!(v["tls"]["cert_sha256"], want, "{model:?} {dir:?}: {v}");
+        }
+    }
+    let server = Server::start(&[]);
+    let (_, v) = client_json(server.port, &["--tls", "aes128gcm", "--bytes", "1MiB"]);
+    let own = v["tls"]["cert_sha256"].as_str().unwrap();
+    assert_eq!(own.len(), 64, "{v}");
+    assert_ne!(own, want);
+}
+
+/// A certificate or key that cannot be used stops tsserver at start with the file named and
+/// what was expected: a missing file, a file with no certificate, a key that is not the
+/// certificate's, one flag without the other, either with --no-tls.
+#[test]
+fn an_unusable_certificate_stops_the_server_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = rcgen::generate_simple_self_signed(vec!["a.example".to_owned()]).unwrap();
+    let b = rcgen::generate_simple_self_signed(vec!["b.example".to_owned()]).unwrap();
+    let path = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let cert = path("cert.pem", &a.cert.pem());
+    let key = path("key.pem", &a.signing_key.serialize_pem());
+    let other = path("other.pem", &b.signing_key.serialize_pem());
+    let text = path("notes.txt", "not a certificate\n");
+    let missing = dir.path().join("none.pem").to_str().unwrap().to_owned();
+    let server = bin("tsserver");
+    for (args, code, needle) in [
+        (
+            vec!["--tls-cert", &missing, "--tls-key", &key],
+            1,
+            format!("cannot read --tls-cert '{missing}'"),
+        ),
+        (
+            vec!["--tls-cert", &text, "--tls-key", &key],
+            1,
+            format!("--tls-cert '{text}' holds no certificate: expected PEM"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &text],
+            1,
+            format!("--tls-key '{text}' holds no private key: expected PEM"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &other],
+            1,
+            format!("--tls-key '{other}' is not the key of --tls-cert '{cert}'"),
+        ),
+        (vec!["--tls-cert", &cert], 2, "--tls-key".to_owned()),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &key, "--no-tls"],
+            2,
+            "--no-tls".to_owned(),
+        ),
+    ] {
+        let mut all = vec!["--port", "0", "--bind", "127.0.0.1"];
+        all.extend(args.iter().copied());
+        let o = run(server.clone(), &all);
+        assert_fails(&o, code, &needle);
     }
 }

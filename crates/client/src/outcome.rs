@@ -114,6 +114,8 @@ pub struct TlsUsed {
     /// pinned from the Accept alone, so the stream was encrypted but its peer not
     /// authenticated.
     pub authenticated: bool,
+    /// The SHA-256 of the certificate the server presented (pinned from its Accept).
+    pub cert_sha256: [u8; 32],
 }
 
 impl TlsUsed {
@@ -122,9 +124,11 @@ impl TlsUsed {
         tls: Option<&tsperf_stream::tls::Tls>,
         pin: Option<tsperf_proto::client::TlsPin>,
     ) -> Option<TlsUsed> {
+        let pin = pin?;
         Some(TlsUsed {
             cipher: tls?.cipher()?,
-            authenticated: pin?.authenticated,
+            authenticated: pin.authenticated,
+            cert_sha256: pin.cert_sha256,
         })
     }
 }

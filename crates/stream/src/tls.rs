@@ -79,13 +79,56 @@ impl ServerTls {
             .context("cannot make the server's TLS certificate")?;
         let cert: CertificateDer<'static> = made.cert.der().clone();
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-        let cert_sha256 = sha2::Sha256::digest(cert.as_ref()).into();
+        ServerTls::presenting(vec![cert], key).context("the server's TLS certificate")
+    }
+
+    /// The operator's certificate (a PEM file, the chain with its own certificate first:
+    /// `--tls-cert`) and its private key (a PEM file, PKCS#8, PKCS#1 or SEC1: `--tls-key`).
+    /// The client pins it as it pins a certificate made at start: from the Accept, proved by
+    /// the key where there is one.
+    pub fn from_pem(cert: &std::path::Path, key: &std::path::Path) -> Result<ServerTls> {
+        use rustls::pki_types::pem::{self, PemObject};
+        let read = |flag: &str, path: &std::path::Path| {
+            std::fs::read(path).with_context(|| format!("cannot read {flag} '{}'", path.display()))
+        };
+        let (cert_pem, key_pem) = (read("--tls-cert", cert)?, read("--tls-key", key)?);
+        let chain = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("--tls-cert '{}': {e}", cert.display()))?;
+        anyhow::ensure!(
+            !chain.is_empty(),
+            "--tls-cert '{}' holds no certificate: expected PEM (-----BEGIN CERTIFICATE-----)",
+            cert.display()
+        );
+        let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
+            pem::Error::NoItemsFound => anyhow::anyhow!(
+                "--tls-key '{}' holds no private key: expected PEM (PKCS#8, PKCS#1 or SEC1)",
+                key.display()
+            ),
+            other => anyhow::anyhow!("--tls-key '{}': {other}", key.display()),
+        })?;
+        ServerTls::presenting(chain, private).map_err(|e| match e.downcast_ref::<rustls::Error>() {
+            Some(rustls::Error::InconsistentKeys(_)) => anyhow::anyhow!(
+                "--tls-key '{}' is not the key of --tls-cert '{}'",
+                key.display(),
+                cert.display()
+            ),
+            _ => e.context(format!("--tls-cert '{}'", cert.display())),
+        })
+    }
+
+    /// The TLS 1.3 configuration that presents `chain` (its own certificate first) with `key`,
+    /// offering the three suites (the client asks for one).
+    fn presenting(
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Result<ServerTls> {
+        let cert_sha256 = sha2::Sha256::digest(chain[0].as_ref()).into();
         let config = rustls::ServerConfig::builder_with_provider(provider(None))
             .with_protocol_versions(&[&rustls::version::TLS13])
             .context("TLS 1.3")?
             .with_no_client_auth()
-            .with_single_cert(vec![cert], key)
-            .context("the server's TLS certificate")?;
+            .with_single_cert(chain, key)?;
         Ok(ServerTls {
             config: Arc::new(config),
             cert_sha256,

@@ -76,7 +76,7 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
         intervals: o.measured.intervals.clone(),
         tls: o
             .tls
-            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated)),
+            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256)),
         timed: o.measured.timed.map(sections::timed_json),
         error: (!o.verified()).then(|| human::mismatch(o)),
     }

@@ -58,7 +58,7 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
         intervals: o.measured.intervals.clone(),
         tls: o
             .tls
-            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated)),
+            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256)),
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,
         error: (!o.verified()).then(|| mismatch(o)),

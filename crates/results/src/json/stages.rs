@@ -13,15 +13,25 @@ pub struct TlsJson {
     /// The server's certificate was proved by the pre-shared key (`--auth-key`); false: pinned
     /// from the server's word alone (encrypted, its peer not authenticated).
     pub authenticated: bool,
+    /// The SHA-256 of the certificate the server presented, in hex (empty in a record from
+    /// before it was kept).
+    #[serde(default)]
+    pub cert_sha256: String,
 }
 
 impl TlsJson {
-    /// The JSON of a suite and whether the key vouched for the server.
-    pub fn of(cipher: tsperf_proto::tls::Cipher, authenticated: bool) -> TlsJson {
+    /// The JSON of a suite, whether the key vouched for the server, and its certificate's
+    /// SHA-256.
+    pub fn of(
+        cipher: tsperf_proto::tls::Cipher,
+        authenticated: bool,
+        cert_sha256: &[u8; 32],
+    ) -> TlsJson {
         TlsJson {
             suite: cipher.suite().to_owned(),
             cipher: cipher.name().to_owned(),
             authenticated,
+            cert_sha256: cert_sha256.iter().map(|b| format!("{b:02x}")).collect(),
         }
     }
 }
