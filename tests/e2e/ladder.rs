@@ -260,3 +260,27 @@ fn runs_alternate_and_report_each_rungs_median() {
         stdout(&out)
     );
 }
+
+/// A file in memory (tmpfs) cannot be read cold: the ladder skips its cold rungs with the
+/// reason (naming the filesystem) and runs the others verified; it exits 0.
+#[test]
+fn a_file_in_memory_skips_the_cold_rungs() {
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        eprintln!("skipped: no /dev/shm here");
+        return;
+    }
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let file = test_file(shm.path(), "in-memory.bin", 1 << 20);
+    let server = Server::start(&[]);
+    let (out, v) = client_json(server.port, &["--ladder", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for r in v["rungs"].as_array().unwrap() {
+        let name = r["rung"].as_str().unwrap();
+        if name.starts_with("cold") {
+            assert_eq!(r["status"], "skipped", "{r}");
+            assert!(r["reason"].as_str().unwrap().contains("tmpfs"), "{r}");
+        } else if name == "file → memory" {
+            assert_eq!(r["status"], "ran", "{r}");
+        }
+    }
+}

@@ -322,10 +322,11 @@ fn not_here(f: &StreamFailure) -> Option<String> {
         Some((tsperf_proto::RefuseCode::Unoffered | tsperf_proto::RefuseCode::Save, why)) => {
             Some(format!("the server: {why}"))
         }
-        _ if f.sent == 0 && format!("{:#}", f.error).contains("cold") => {
-            Some(format!("{:#}", f.error))
-        }
-        _ => None,
+        _ => f
+            .error
+            .chain()
+            .find_map(|c| c.downcast_ref::<tsperf_sys::cold::NotCold>())
+            .map(|why| why.0.clone()),
     }
 }
 

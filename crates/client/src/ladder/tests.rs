@@ -67,3 +67,30 @@ fn stages_whose_rungs_did_not_run_are_left_out() {
     assert_eq!(names, ["the network and both ends", "the source disk"]);
     assert!(stage_costs(|_| None, Some(AES), None).is_empty());
 }
+
+/// A failure before any byte went.
+fn failed_with(error: anyhow::Error) -> StreamFailure {
+    StreamFailure {
+        name: "x".into(),
+        bytes: None,
+        sent: 0,
+        acked: None,
+        elapsed: None,
+        intervals: Vec::new(),
+        interrupted: false,
+        error,
+    }
+}
+
+/// A rung is skipped (not failed) only where the machine refused what it asks: a cold read
+/// refused (typed), not any error whose words mention "cold" (a missing file named so).
+#[test]
+fn only_a_refused_cold_read_skips_a_rung() {
+    let refused = tsperf_sys::cold::NotCold("cannot read 'f' cold: it is on tmpfs".into());
+    let why = not_here(&failed_with(
+        anyhow::Error::new(refused).context("preparing"),
+    ));
+    assert!(why.unwrap().contains("it is on tmpfs"));
+    let missing = anyhow::anyhow!("cannot open file '/data/cold.bin': No such file or directory");
+    assert!(not_here(&failed_with(missing)).is_none());
+}
