@@ -12,7 +12,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// The way the pages were put out of the cache, as the report names it.
 pub const METHOD: &str = "posix_fadvise(DONTNEED)";
