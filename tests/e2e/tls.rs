@@ -450,3 +450,60 @@ fn an_unusable_certificate_stops_the_server_at_start() {
         assert_fails(&o, code, &needle);
     }
 }
+
+/// Clients that ask for a reverse stream over TLS and then stop reading (stopped processes)
+/// hold the server to its TLS bound, docs/security.md's: records unsent up to 256 KiB and
+/// rustls's own buffers, well under 1 MiB a connection, in either model; the server still
+/// serves another client over TLS meanwhile.
+#[test]
+fn stalled_tls_readers_stay_under_the_bound() {
+    const CLIENTS: u64 = 24;
+    for model in MODELS {
+        let server = Server::start(model);
+        // The generated text a reverse stream sends is made once and shared (36 MiB): made
+        // before the base is read, so what grows after is the connections'.
+        let (out, _) = client_json(
+            server.port,
+            &["--tls", "aes128gcm", "-R", "--bytes", "1MiB"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        let base = server.status_kib("VmHWM");
+        let port = server.port.to_string();
+        let mut stalled: Vec<std::process::Child> = (0..CLIENTS)
+            .map(|_| {
+                std::process::Command::new(bin("tsclient"))
+                    .args(["--port", &port, "--tls", "chacha20poly1305", "-R"])
+                    .args(["--bytes", "4GiB", "--no-progress", "--timeout", "60"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        // Let each get its stream going, then stop them all: the server's writes back up.
+        std::thread::sleep(Duration::from_millis(1500));
+        for c in &stalled {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGSTOP) };
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let (out, v) = client_json(server.port, &["--tls", "aes128gcm", "--bytes", "4MiB"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        assert_eq!(v["verified"], true);
+        let grown = server.status_kib("VmHWM").saturating_sub(base);
+        for c in &mut stalled {
+            let _ = c.kill();
+            // SAFETY: kill(2) on our own child: a stopped process takes SIGKILL.
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+            let _ = c.wait();
+        }
+        eprintln!(
+            "{model:?}: {CLIENTS} stalled TLS readers: VmHWM +{grown} KiB ({} KiB each)",
+            grown / CLIENTS
+        );
+        assert!(
+            grown < CLIENTS * 1024,
+            "{model:?}: {CLIENTS} stalled TLS readers grew the server by {grown} KiB"
+        );
+    }
+}
