@@ -170,7 +170,7 @@ fn differences(old: &Setup, new: &Setup) -> Vec<String> {
 }
 
 /// Each cell's repetitions, in first-seen order: a stream cell's rate (a session's sum), a
-/// latency cell's median round trip.
+/// latency cell's median round trip (under load, the loaded one).
 fn cells(runs: &[Run]) -> Vec<(Cell, &'static str, Vec<f64>)> {
     let mut out: Vec<(Cell, &'static str, Vec<f64>)> = Vec::new();
     for r in runs {
@@ -180,10 +180,13 @@ fn cells(runs: &[Run]) -> Vec<(Cell, &'static str, Vec<f64>)> {
             ClientJson::Parallel(p) | ClientJson::ParallelReverse(p) if p.sum.verified => {
                 ("MiB/s", p.sum.mib_per_s)
             }
-            ClientJson::Latency(l) => match &l.rtt_us {
-                Some(rtt) => ("µs p50", rtt.p50),
-                None => continue,
-            },
+            // A cell under load is its loaded round trips (its runs measure idle ones too).
+            ClientJson::Latency(l) => {
+                match l.under_load.as_ref().map_or(&l.rtt_us, |u| &u.rtt_us) {
+                    Some(rtt) => ("µs p50", rtt.p50),
+                    None => continue,
+                }
+            }
             _ => continue,
         };
         match out.iter_mut().find(|(c, ..)| *c == r.cell) {
@@ -412,5 +415,34 @@ mod tests {
         std::fs::write(dir.path().join("setup.json"), other).unwrap();
         let e = compare(results, dir.path()).unwrap_err().to_string();
         assert!(e.contains("different files"), "{e}");
+    }
+
+    /// A latency cell under load compares the loaded round trips, not the idle ones its
+    /// runs also measured: each such row holds the committed runs' `under_load.rtt_us.p50`.
+    #[test]
+    fn under_load_rows_compare_the_loaded_round_trips() {
+        let results = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../results"));
+        let (_, runs) = crate::folder::read_grid(results).unwrap();
+        let c = compare(results, results).unwrap();
+        let loaded: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|r| r.cell.contains("under load"))
+            .collect();
+        assert!(
+            !loaded.is_empty(),
+            "the committed grid has cells under load"
+        );
+        for row in loaded {
+            let want: Vec<f64> = runs
+                .iter()
+                .filter(|r| label(&r.cell) == row.cell)
+                .filter_map(|r| match &r.result {
+                    ClientJson::Latency(l) => l.under_load.as_ref()?.rtt_us.as_ref().map(|t| t.p50),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(row.old, want, "{}", row.cell);
+        }
     }
 }
