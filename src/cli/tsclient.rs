@@ -134,8 +134,22 @@ struct Args {
     /// The generated stream's size: what a run without FILE sends (the seed's text again and
     /// again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated
     /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
-    #[arg(long, value_parser = parse_bytes_arg, value_name = "SIZE")]
+    #[arg(short = 'n', long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
+    /// FILE given as iperf3 gives it (`-F FILE`): the same as FILE.
+    #[arg(
+        short = 'F',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    file_flag: Option<PathBuf>,
+    /// Send FILE with sendfile(), as iperf3's -Z (zero copy): the same as --io sendfile.
+    #[arg(short = 'Z', long, conflicts_with = "strategy")]
+    zerocopy: bool,
+    /// iperf3's UDP mode: refused, saying so (tsperf measures TCP only).
+    #[arg(short = 'u', long, hide = true)]
+    udp: bool,
     /// Send one --chunk of the generated stream again and again (its bytes stay in the CPU's
     /// cache), as iperf3's memory mode sends one -l buffer, instead of 36 MiB of text that
     /// does not repeat: the network without the sender's memory traffic. Every byte is still
@@ -238,6 +252,15 @@ impl Args {
             .filter(|id| cli::given(m, id.as_str()))
             .map(|id| id.as_str().to_owned())
             .collect();
+        // iperf3's spellings, as the flags they stand for.
+        if let Some(file) = args.file_flag.take() {
+            args.file = Some(file);
+            args.given.insert("file".to_owned());
+        }
+        if args.zerocopy {
+            args.strategy = client::Strategy::Sendfile;
+            args.given.insert("strategy".to_owned());
+        }
         Ok(args)
     }
 }

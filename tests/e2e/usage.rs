@@ -216,6 +216,26 @@ fn iperf3_short_flags_and_a_version_naming_the_commit() {
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["usage"], true, "{v:#}");
+    // -n sizes the stream, -F names the file, -Z sends it with sendfile, each verified.
+    let dir = tempfile::tempdir().unwrap();
+    let file = test_file(dir.path(), "f.bin", 1 << 20);
+    let (out, v) = client_json(server.port, &["-n", "2MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        (v["bytes"].as_u64(), v["verified"].as_bool()),
+        (Some(2 << 20), Some(true))
+    );
+    let (out, v) = client_json(server.port, &["-Z", "-F", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["strategy"], "sendfile", "{v:#}");
+    // -u: tsperf is TCP only, and says where UDP is; IPv6 with a port in brackets.
+    assert_fails(&client(&["-u"]), 2, "for UDP, use iperf3 -u");
+    assert_fails(
+        &client(&["--host", "::1:7433"]),
+        2,
+        "did you mean [::1]:7433?",
+    );
     // tsserver takes -p too: a second server on the first's port is refused, naming it.
     let taken = run(bin("tsserver"), &["-p", &port, "--once"]);
     assert_eq!(taken.status.code(), Some(1), "{}", stderr(&taken));

@@ -53,8 +53,23 @@ pub fn split_host(text: &str) -> Result<(String, Option<u16>), String> {
         Some((host, p)) if !p.contains(':') && !host.is_empty() => {
             Ok((host.to_owned(), Some(port(p)?)))
         }
-        _ => Ok((text.to_owned(), None)),
+        _ => match port_typed_on(text) {
+            Some((addr, p)) => Err(format!(
+                "ambiguous host '{text}': an IPv6 address with a port takes brackets: did you \
+                 mean [{addr}]:{p}? (for the address {text} itself, write [{text}])"
+            )),
+            None => Ok((text.to_owned(), None)),
+        },
     }
+}
+
+/// A bare IPv6 address whose last group reads as a port typed after it (4 or 5 decimal digits,
+/// up to 65535, the rest an address of its own): `::1:7433`.
+fn port_typed_on(text: &str) -> Option<(&str, u16)> {
+    let (addr, last) = text.rsplit_once(':')?;
+    let port: u16 = last.parse().ok()?;
+    let looks = (4..=5).contains(&last.len()) && last.bytes().all(|b| b.is_ascii_digit());
+    (looks && addr.parse::<std::net::Ipv6Addr>().is_ok()).then_some((addr, port))
 }
 
 /// What `--bind` names: an address, and a port if it was given as `HOST:PORT`.
@@ -336,6 +351,12 @@ mod host_tests {
             let e = split_host(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
+        // A bare IPv6 address whose last group reads as a port: the user meant brackets.
+        let e = split_host("::1:7433").unwrap_err();
+        assert!(e.contains("did you mean [::1]:7433?"), "{e}");
+        assert!(e.contains("[::1:7433]"), "{e}");
+        ok("[::1:7433]", "::1:7433", None);
+        ok("fe80::1:2", "fe80::1:2", None);
         let bind = |ip: &str, port| {
             Ok(Bind {
                 ip: ip.parse().unwrap(),

@@ -87,6 +87,11 @@ impl TryFrom<&Args> for RunSpec {
     type Error = Usage;
 
     fn try_from(args: &Args) -> Result<RunSpec, Usage> {
+        refuse(args.udp, || {
+            "tsperf measures TCP only (a file over TCP, verified end to end): for UDP, use \
+             iperf3 -u"
+                .to_owned()
+        })?;
         one_mode(args)?;
         refuse(args.runs.is_some() && !args.ladder, || {
             "--runs repeats the ladder's rungs: give --ladder (or run tsclient again)".to_owned()

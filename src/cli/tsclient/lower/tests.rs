@@ -432,3 +432,27 @@ fn the_ladder_runs_its_rungs_from_one_streams_settings() {
         "--runs repeats the ladder's rungs",
     );
 }
+
+/// iperf3's spellings: `-n` sizes the stream as `--bytes`, `-F FILE` sends FILE, `-Z` sends
+/// with sendfile (`--io sendfile`); `-u` is refused naming iperf3 for UDP.
+#[test]
+fn iperf3s_flags_lower_as_their_equivalents() {
+    let s = streams(&["-n", "4MiB"]);
+    assert_eq!(s.forward.unwrap().source, Source::Generated(4 << 20));
+    let s = streams(&["-F", "f.bin"]);
+    assert_eq!(
+        s.forward.unwrap().source,
+        Source::File(PathBuf::from("f.bin"))
+    );
+    let s = streams(&["-Z", "f.bin"]);
+    assert_eq!(s.forward.unwrap().strategy, Some(Strategy::Sendfile));
+    refused(&["-u"], "tsperf measures TCP only");
+    refused(&["-u"], "iperf3 -u");
+    for line in [&["-Z", "--io", "write"][..], &["-F", "a.bin", "b.bin"]] {
+        let argv = std::iter::once("tsclient").chain(line.iter().copied());
+        assert!(
+            Args::command().try_get_matches_from(argv).is_err(),
+            "{line:?}"
+        );
+    }
+}
