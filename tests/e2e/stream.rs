@@ -257,6 +257,17 @@ fn refusals_and_server_survives_garbage() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // An iperf3 client's cookie: the server's log names iperf3.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"hc2uqquvwarw7kcnvat3rcux2ox2r7kucypt\0")
+        .unwrap();
+    let _ = s.read_to_end(&mut Vec::new());
+    assert!(
+        server.wait_for(|_, e| e.contains("an iperf3 client, it seems")),
+        "{}",
+        server.stderr()
+    );
 
     // A latency hello is refused with a reason until latency mode exists.
     let mut s = TcpStream::connect(&addr).unwrap();

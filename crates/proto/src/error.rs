@@ -5,11 +5,28 @@ use crate::{
     VERSION, clock, tcp::MAX_CONGESTION,
 };
 
+/// What a hello that does not start with `TSPF` is: the bytes seen, and what sent them where
+/// that shows (an iperf3 client opens with a cookie of characters from `a-z` and `2-7`).
+fn bad_magic(seen: &[u8; 4]) -> String {
+    let cookie = seen
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b));
+    if cookie {
+        format!(
+            "bad magic {seen:02x?}: an iperf3 client, it seems (its cookie starts \"{}\"): this \
+             is a tsperf server; use tsclient, or point iperf3 at an iperf3 server (iperf3 -s)",
+            String::from_utf8_lossy(seen)
+        )
+    } else {
+        format!("bad magic {seen:02x?}: expected \"TSPF\" (not a tsperf peer?)")
+    }
+}
+
 /// Everything a decoder can refuse. Each names the field and the value it saw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
     /// The hello does not start with `TSPF`.
-    #[error("bad magic {0:02x?}: expected \"TSPF\" (not a tsperf peer?)")]
+    #[error("{}", bad_magic(.0))]
     BadMagic([u8; 4]),
     #[error(
         "the client speaks protocol version {0}, this tsserver version {VERSION}: use a tsclient \

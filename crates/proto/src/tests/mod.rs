@@ -121,6 +121,19 @@ fn hello_refusals() {
         decode_hello(b"TX"),
         Err(ProtocolError::BadMagic(*b"TX\0\0"))
     );
+    // An iperf3 client opens with a cookie of 36 characters from a-z and 2-7: named so.
+    let iperf3 = decode_hello(b"hc2uqquvwarw7kcnvat3rcux2ox2r7kucypt\0").unwrap_err();
+    assert_eq!(iperf3, ProtocolError::BadMagic(*b"hc2u"));
+    let said = iperf3.to_string();
+    assert!(
+        said.contains("an iperf3 client") && said.contains("tsclient"),
+        "{said}"
+    );
+    let said = ProtocolError::BadMagic(*b"GET ").to_string();
+    assert!(
+        said.contains("expected \"TSPF\"") && !said.contains("iperf3"),
+        "{said}"
+    );
     assert_eq!(refused(|b| b[5] = 1), ProtocolError::UnsupportedVersion(1));
     assert_eq!(refused(|b| b[5] = 2), ProtocolError::UnsupportedVersion(2));
     // The version is read as soon as it is in: an older, shorter hello is not waited for.
