@@ -317,3 +317,32 @@ fn meaningless_server_settings_are_refused() {
         }
     }
 }
+
+/// Words a first-time user meets read right: tsgen into a folder that does not exist names
+/// that folder (not a temporary file); a reverse stream of generated text does not speak of
+/// the server's file; `-P` without FILE does not speak of a file.
+#[test]
+fn first_hour_words_name_what_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin("tsgen"))
+        .arg("testdata/tsl.txt")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_fails(
+        &out,
+        1,
+        "cannot write 'testdata/tsl.txt': its folder 'testdata' does not exist",
+    );
+    assert!(!stderr(&out).contains(".tmp"), "{}", stderr(&out));
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let out = client(&["--port", &port, "-R", "--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("for its file ?"), "{}", stdout(&out));
+    let out = client(&["--port", &port, "-P", "2", "--bytes", "1MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("the file"), "{text}");
+    assert!(text.contains("the stripes cover all 1 MiB"), "{text}");
+}

@@ -223,6 +223,11 @@ pub fn generate(path: &Path, len: u64) -> Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    anyhow::ensure!(
+        dir.is_dir(),
+        "cannot write '{shown}': its folder '{}' does not exist (make it first)",
+        dir.display()
+    );
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file next to '{shown}'"))?;
     text_pieces(len, TEXT_PIECE, |piece| tmp.as_file_mut().write_all(piece))

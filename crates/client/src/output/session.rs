@@ -49,7 +49,10 @@ pub(super) fn session_human(p: &Session) -> String {
     }
     let whole = match (p.side, p.verified()) {
         (_, false) => "NOT VERIFIED".to_owned(),
-        (Side::Sent, true) => "every stripe verified, the stripes cover the file".to_owned(),
+        (Side::Sent, true) => format!(
+            "every stripe verified, the stripes cover all {}",
+            tsperf_results::units::size(p.whole)
+        ),
         (Side::Received, true) => "every stream verified".to_owned(),
     };
     let verdict = match p.side {

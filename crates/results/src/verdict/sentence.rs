@@ -106,13 +106,16 @@ impl Verdict {
         let retrans = l.retransmits.map_or("? retransmits".to_owned(), |n| {
             units::count(n, "retransmit")
         });
+        // A sender with no file (the generated stream) has no wait for one to show.
+        let file = l
+            .client_source_pct
+            .map_or(String::new(), |v| format!(", for its file {}", p(Some(v))));
         let mut s = format!(
-            "{snd}: on CPU {}, waiting for a CPU {}, for its file {}, on its socket {}; \
+            "{snd}: on CPU {}, waiting for a CPU {}{file}, on its socket {}; \
              {rcv}: on CPU {}, waiting for a CPU {}, log {}, disk {}, waiting for data {}; \
              TCP: busy {}, window full {}, send buffer full {}, {retrans}",
             p(l.sender_on_cpu_pct.or(Some(l.client_cpu_pct))),
             p(l.client_run_queue_pct),
-            p(l.client_source_pct),
             p(l.client_waiting_pct),
             p(l.server_cpu_pct),
             p(l.server_run_queue_pct),
