@@ -278,6 +278,9 @@ fn interrupt_exits_130() {
         "{}",
         stderr(&out)
     );
+    // In units a person reads, the exact count beside.
+    assert!(stderr(&out).contains(" of 256 MiB ("), "{}", stderr(&out));
+    assert!(stdout(&out).contains(" of 256 MiB ("), "{}", stdout(&out));
     // What was measured so far is a result, on stdout (it was empty before).
     assert!(
         stdout(&out).starts_with("interrupted after "),

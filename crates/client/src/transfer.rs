@@ -18,6 +18,7 @@ use crate::progress::Progress;
 use tsperf_proto::client::{Accepted, Clock, StreamConversation};
 use tsperf_proto::end::End;
 use tsperf_proto::{Frame, Hello, Report};
+use tsperf_results::units;
 use tsperf_sys::net;
 use tsperf_sys::source::Source;
 use tsperf_sys::text::Peer;
@@ -48,9 +49,9 @@ impl SoFar {
     /// How far it got: `N of M bytes`, or for a timed run `N bytes of a timed run`.
     fn how_far(&self) -> String {
         if self.timed {
-            format!("{} bytes of a timed run", self.sent)
+            format!("{} of a timed run", units::bytes(self.sent))
         } else {
-            format!("{} of {} bytes", self.sent, self.bytes)
+            units::bytes_of(self.sent, self.bytes)
         }
     }
 

@@ -68,6 +68,20 @@ pub fn size(bytes: u64) -> String {
     format_size(bytes, BINARY)
 }
 
+/// A byte count for people with the exact count beside: `6.78 MiB (7106671 bytes)`; under
+/// 1 KiB, `512 bytes`.
+pub fn bytes(n: u64) -> String {
+    match n {
+        0..1024 => count(n, "byte"),
+        _ => format!("{} ({n} bytes)", size(n)),
+    }
+}
+
+/// How far a transfer got: `6.78 MiB of 256 MiB (7106671 of 268435456 bytes)`.
+pub fn bytes_of(n: u64, whole: u64) -> String {
+    format!("{} of {} ({n} of {whole} bytes)", size(n), size(whole))
+}
+
 /// A duration in a unit that reads well: `850 µs`, `52.3 ms`, `1.234 s`.
 pub fn duration(d: Duration) -> String {
     let s = d.as_secs_f64();

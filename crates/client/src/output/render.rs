@@ -188,8 +188,8 @@ fn standing(d: &Result<Session, String>) -> Standing {
                     units::duration(o.measured.elapsed)
                 ),
                 Side::Received => format!(
-                    "interrupted after receiving {} bytes, every one verified",
-                    o.measured.bytes
+                    "interrupted after receiving {}, every one verified",
+                    units::bytes(o.measured.bytes)
                 ),
             },
             None,
@@ -205,15 +205,15 @@ fn standing(d: &Result<Session, String>) -> Standing {
 /// What a lone stream cut off by a stop had done.
 fn cut_off(s: &Session, f: &StreamFailure) -> String {
     match s.side {
-        Side::Received => format!("interrupted after receiving {} bytes", f.sent),
-        Side::Sent => {
-            let total = match (s.timed, f.bytes) {
-                (true, _) => " bytes of a timed run".to_owned(),
-                (false, Some(b)) => format!(" of {b} bytes"),
-                (false, None) => String::new(),
-            };
-            format!("interrupted after sending {}{total}", f.sent)
-        }
+        Side::Received => format!("interrupted after receiving {}", units::bytes(f.sent)),
+        Side::Sent => match (s.timed, f.bytes) {
+            (true, _) => format!(
+                "interrupted after sending {} of a timed run",
+                units::bytes(f.sent)
+            ),
+            (false, Some(b)) => format!("interrupted after sending {}", units::bytes_of(f.sent, b)),
+            (false, None) => format!("interrupted after sending {}", units::bytes(f.sent)),
+        },
     }
 }
 
