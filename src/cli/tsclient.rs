@@ -147,8 +147,9 @@ struct Args {
     /// Send FILE with sendfile(), as iperf3's -Z (zero copy): the same as --io sendfile.
     #[arg(short = 'Z', long, conflicts_with = "strategy")]
     zerocopy: bool,
-    /// iperf3's UDP mode: refused, saying so (tsperf measures TCP only).
-    #[arg(short = 'u', long, hide = true)]
+    /// iperf3's UDP mode: refused, saying so (tsperf measures TCP only; iperf3 -u measures
+    /// UDP).
+    #[arg(short = 'u', long)]
     udp: bool,
     /// Send one --chunk of the generated stream again and again (its bytes stay in the CPU's
     /// cache), as iperf3's memory mode sends one -l buffer, instead of 36 MiB of text that
