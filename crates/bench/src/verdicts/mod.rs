@@ -279,10 +279,7 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
         .into_iter()
         .partition(|r| cases::case(&r.case).is_some_and(|c| c.ladder()));
     let all = cases(&made);
-    let right = all
-        .iter()
-        .filter(|(_, rs)| rs.iter().all(|r| r.right()))
-        .count();
+    let right = all.iter().filter(|(_, rs)| all_right(rs)).count();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -317,11 +314,7 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
             first.expect.replace('|', " or "),
             tally(rs),
             rate.map_or("?".into(), |r| format!("{r:.1}")),
-            if rs.iter().all(|r| r.right()) {
-                "yes"
-            } else {
-                "**no**"
-            }
+            right_mark(rs)
         );
     }
     out += "\n## What each verdict rested on (the first run)\n\n";
@@ -343,6 +336,16 @@ pub fn render(runs: &[Run], machine: &Machine) -> String {
     out
 }
 
+/// Every run of a case named rightly.
+fn all_right(runs: &[&Run]) -> bool {
+    runs.iter().all(|r| r.right())
+}
+
+/// The table's mark for a case: `yes` when every run was named rightly.
+fn right_mark(runs: &[&Run]) -> &'static str {
+    if all_right(runs) { "yes" } else { "**no**" }
+}
+
 /// The ladder's cases: each makes one stage of a copy slow; right when the stage the closing
 /// line names (the costliest) is the one made slow.
 fn ladder_table(runs: &[Run]) -> String {
@@ -350,10 +353,7 @@ fn ladder_table(runs: &[Run]) -> String {
     if all.is_empty() {
         return String::new();
     }
-    let right = all
-        .iter()
-        .filter(|(_, rs)| rs.iter().all(|r| r.right()))
-        .count();
+    let right = all.iter().filter(|(_, rs)| all_right(rs)).count();
     let mut out = format!(
         "\n## The ladder's closing line against stages made slow\n\n\
          Each case makes one stage of a file copy slow and runs `tsclient --ladder FILE` against \
@@ -375,11 +375,7 @@ fn ladder_table(runs: &[Run]) -> String {
             first.expect.replace('|', " or "),
             tally(rs),
             median_rate(rs).map_or("?".into(), |r| format!("{r:.1}")),
-            if rs.iter().all(|r| r.right()) {
-                "yes"
-            } else {
-                "**no**"
-            }
+            right_mark(rs)
         );
     }
     out += "\nThe closing line of each case's first run:\n\n";
