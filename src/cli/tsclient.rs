@@ -179,6 +179,12 @@ struct Args {
     /// the server is not authenticated). Not with --io sendfile.
     #[arg(long, value_parser = values::cipher(), value_name = "SUITE")]
     tls: Option<tsperf_proto::tls::Cipher>,
+    /// Seal and open this end's TLS records in the kernel (kernel TLS): the handshake is made
+    /// in the process, then its keys are handed to the kernel, and --io sendfile sends FILE
+    /// through TLS. Implies --tls aes128gcm where --tls is not given. Refused where the kernel
+    /// has no kernel TLS (CONFIG_TLS; modprobe tls); the server seals its end in its process.
+    #[arg(long)]
+    ktls: bool,
     /// Read FILE from its disk, not the page cache: its pages are put out of the cache first
     /// (posix_fadvise DONTNEED, checked with mincore; refused where they stay, or on tmpfs),
     /// so the sender's reads are the disk's. A forward run's FILE, read once (not --time).

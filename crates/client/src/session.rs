@@ -273,7 +273,15 @@ pub(crate) fn start_tls<T: Transport>(
     let (Some(cipher), Some(pin)) = (cfg.spec.tls, accepted.tls) else {
         return Ok(());
     };
-    conn.start_tls(tsperf_stream::tls::client(cipher, pin.cert_sha256)?)
+    let records = match cfg.spec.kernel_tls {
+        true => tsperf_stream::tls::Records::Kernel,
+        false => tsperf_stream::tls::Records::Process,
+    };
+    conn.start_tls(tsperf_stream::tls::client(
+        cipher,
+        pin.cert_sha256,
+        records,
+    )?)
 }
 
 #[cfg(test)]

@@ -98,6 +98,9 @@ pub struct StreamSpec {
     pub cold: bool,
     /// The data over TLS 1.3 with this suite (`--tls`); `None`: in the clear.
     pub tls: Option<tsperf_proto::tls::Cipher>,
+    /// This end's TLS records sealed and opened by the kernel (`--ktls`): rustls makes the
+    /// handshake, then hands the keys to kernel TLS, and `sendfile` works through TLS.
+    pub kernel_tls: bool,
     /// How the receiving end writes the stream to its disk (`--far-disk`): forward, asked of
     /// the server; in reverse, this client's, into `save_dir`. `None`: not asked (forward: the
     /// server's own way).
@@ -325,6 +328,9 @@ impl StreamConfig {
         spec: &StreamSpec,
         auth: Option<Arc<Key>>,
     ) -> Result<(StreamConfig, Option<std::fs::File>)> {
+        if spec.kernel_tls {
+            tsperf_sys::ktls::offered().map_err(|why| anyhow::anyhow!("--ktls: {why}"))?;
+        }
         let generated = match (&spec.source, spec.side) {
             (Source::Generated(len), Side::Sent) => Some(*len),
             _ => None,

@@ -33,9 +33,10 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 21] = [
+const STREAM_ONLY: [&str; 22] = [
     "ladder",
     "tls",
+    "ktls",
     "cold",
     "far_disk",
     "save",
@@ -249,6 +250,7 @@ fn ladder(args: &Args) -> Result<(), Usage> {
         (args.far_disk.is_some(), "--far-disk"),
         (args.save.is_some(), "--save"),
         (args.strategy == Strategy::Sendfile, "--io sendfile"),
+        (args.ktls, "--ktls"),
     ] {
         refuse(given, || {
             format!(
@@ -305,11 +307,20 @@ fn saves(args: &Args) -> Result<(), Usage> {
 
 /// How this client writes: sendfile sends a file once; `--batch` is writev's.
 fn writes(args: &Args) -> Result<(), Usage> {
+    let tls = args.tls.is_some() || args.ktls;
     refuse(
-        args.tls.is_some() && args.strategy == Strategy::Sendfile,
+        tls && args.strategy == Strategy::Sendfile && !args.ktls,
         || {
-            "--io sendfile hands the file to the kernel, which cannot encrypt it here (no kernel \
-             TLS): --tls takes --io write or writev"
+            "--io sendfile hands the file to the kernel, which cannot encrypt what the process \
+             seals: --tls takes --io write or writev, or --ktls (kernel TLS) for sendfile"
+                .to_owned()
+        },
+    )?;
+    refuse(
+        tls && args.strategy == Strategy::Sendfile && (args.reverse || args.bidir),
+        || {
+            "--io sendfile through TLS: the server seals its records in its process, so a \
+             stream it sends (--reverse, --bidir) takes --io write or writev"
                 .to_owned()
         },
     )?;
@@ -359,7 +370,8 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         log: args.log.map_or(LogMode::None, LogMode::from),
         log_file: args.log_file.clone(),
         cold: args.cold,
-        tls: args.tls,
+        tls: args.tls.or(args.ktls.then_some(Cipher::Aes128Gcm)),
+        kernel_tls: args.ktls,
         save: args
             .far_disk
             .or(args.save.is_some().then_some(SaveMode::Durable)),
@@ -426,6 +438,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         log_file: Default::default(),
         cold: false,
         tls: None,
+        kernel_tls: false,
         save: None,
         save_dir: None,
         measure_save: false,

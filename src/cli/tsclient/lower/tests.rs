@@ -391,6 +391,39 @@ fn tls_asks_a_suite_either_way() {
     refused(&["--latency", "--tls", "aes256gcm"], "--tls");
 }
 
+/// `--ktls` seals this end's records in the kernel: TLS (AES-128-GCM unless --tls says) on
+/// every stream this client runs, and sendfile through it where this client sends; the server
+/// seals its own in its process, so a reverse stream still cannot go by its sendfile.
+#[test]
+fn kernel_tls_is_this_ends_and_lets_sendfile_through() {
+    use tsperf_proto::tls::Cipher;
+    let f = streams(&["--ktls", "f.bin"]).forward.unwrap();
+    assert_eq!((f.tls, f.kernel_tls), (Some(Cipher::Aes128Gcm), true));
+    let f = streams(&[
+        "--ktls",
+        "--tls",
+        "chacha20poly1305",
+        "--io",
+        "sendfile",
+        "f.bin",
+    ]);
+    let f = f.forward.unwrap();
+    assert_eq!(f.tls, Some(Cipher::Chacha20Poly1305));
+    assert_eq!(f.strategy, Some(Strategy::Sendfile));
+    let s = streams(&["--ktls", "--bidir"]);
+    assert!(s.forward.unwrap().kernel_tls && s.reverse.unwrap().kernel_tls);
+    assert!(
+        !streams(&["--tls", "aes128gcm", "f.bin"])
+            .forward
+            .unwrap()
+            .kernel_tls
+    );
+    refused(&["--ktls", "-R", "--io", "sendfile"], "sendfile");
+    refused(&["--ktls", "--bidir", "--io", "sendfile"], "sendfile");
+    refused(&["--latency", "--ktls"], "--ktls");
+    refused(&["--ladder", "--ktls"], "--ktls");
+}
+
 /// `--ladder [FILE]` runs its own rungs from one stream's settings: FILE or the generated text
 /// of `--bytes`, the encrypted rungs with `--tls`'s suite (AES-128-GCM by default); what the
 /// rungs set themselves, a direction or a stream count is refused.
