@@ -25,7 +25,8 @@ why_not() {
   [[ -n $qemu ]] || { echo "no qemu-system-x86_64 (apt-get install qemu-system-x86)"; return; }
   [[ -n $kernel && -f $kernel ]] || { echo "no Debian kernel in /boot (apt-get install linux-image-amd64)"; return; }
   [[ -f $mods/kernel/net/tls/tls.ko || -f $mods/kernel/net/tls/tls.ko.xz ]] || { echo "$kernel has no tls module under $mods"; return; }
-  [[ -n $busybox ]] || { echo "no busybox (apt-get install busybox-static)"; return; }
+  [[ -n $busybox ]] && ! ldd "$busybox" >/dev/null 2>&1 ||
+    { echo "no static busybox (apt-get install busybox-static)"; return; }
   [[ -r $kernel ]] || { echo "$kernel is not readable (run as root)"; return; }
 }
 

@@ -176,7 +176,7 @@ struct Args {
     /// chacha20poly1305), either way, after the hello and the clock queries in the clear: the
     /// cost of the cipher, against the same run without it. The server's certificate is pinned
     /// from its Accept, proved by the --auth-key key where there is one (else the report says
-    /// the server is not authenticated). Not with --io sendfile.
+    /// the server is not authenticated). Not with --io sendfile (but see --ktls).
     #[arg(long, value_parser = values::cipher(), value_name = "SUITE")]
     tls: Option<tsperf_proto::tls::Cipher>,
     /// Seal and open this end's TLS records in the kernel (kernel TLS): the handshake is made

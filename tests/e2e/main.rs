@@ -12,6 +12,7 @@ mod faults;
 mod grid;
 mod interrupt;
 mod json_modes;
+mod ktls;
 mod ladder;
 mod latency;
 mod layout;

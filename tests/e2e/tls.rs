@@ -38,7 +38,7 @@ fn every_suite_either_way_in_every_model() {
 }
 
 /// A relay between client and server that keeps what the client sent.
-fn relay(to: u16) -> (u16, Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+pub(crate) fn relay(to: u16) -> (u16, Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));

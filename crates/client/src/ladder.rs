@@ -108,7 +108,13 @@ impl Rung {
                 source: Source::Generated(len),
                 ..base.clone()
             },
-            Rung::File | Rung::KernelTls(_) => on_file,
+            Rung::File => on_file,
+            // The same writes as the TLS rung's, the records sealed by the kernel.
+            Rung::KernelTls(c) => StreamSpec {
+                tls: Some(c),
+                kernel_tls: true,
+                ..on_file
+            },
             Rung::Cold => StreamSpec {
                 cold: true,
                 ..on_file
@@ -206,12 +212,9 @@ pub fn run_ladder(
         let mut rungs = Vec::new();
         for rung in Rung::all(spec.cipher) {
             let step = match rung {
-                Rung::KernelTls(_) => Step::Skipped(match tsperf_sys::ktls::offered() {
-                    Err(why) => why,
-                    Ok(()) => "the kernel offers kernel TLS, but tsperf does not yet hand it a \
-                               stream's keys"
-                        .into(),
-                }),
+                Rung::KernelTls(_) if tsperf_sys::ktls::offered().is_err() => {
+                    Step::Skipped(tsperf_sys::ktls::offered().unwrap_err())
+                }
                 _ => run_rung(rung, spec, &file, bytes, auth.clone(), progress),
             };
             rungs.push((rung, step));
@@ -280,7 +283,10 @@ fn run_rung(
         Ok((cfg, _)) => cfg,
         Err(e) => return Step::Skipped(format!("{e:#}")),
     };
-    if matches!(rung, Rung::File | Rung::Tls(_) | Rung::FarDisk(_)) {
+    if matches!(
+        rung,
+        Rung::File | Rung::Tls(_) | Rung::KernelTls(_) | Rung::FarDisk(_)
+    ) {
         // From the page cache: read once, so a cold rung before leaves nothing to the disk
         // (through a small buffer: the file may be larger than memory).
         if let Ok(mut f) = std::fs::File::open(file) {

@@ -116,6 +116,8 @@ pub struct TlsUsed {
     pub authenticated: bool,
     /// The SHA-256 of the certificate the server presented (pinned from its Accept).
     pub cert_sha256: [u8; 32],
+    /// This end's records were sealed and opened by the kernel (`--ktls`).
+    pub kernel: bool,
 }
 
 impl TlsUsed {
@@ -125,8 +127,10 @@ impl TlsUsed {
         pin: Option<tsperf_proto::client::TlsPin>,
     ) -> Option<TlsUsed> {
         let pin = pin?;
+        let tls = tls?;
         Some(TlsUsed {
-            cipher: tls?.cipher()?,
+            kernel: tls.records() == tsperf_stream::tls::Records::Kernel,
+            cipher: tls.cipher()?,
             authenticated: pin.authenticated,
             cert_sha256: pin.cert_sha256,
         })

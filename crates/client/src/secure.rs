@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use tsperf_stream::tls::{Tls, Wire};
+use tsperf_stream::tls::{Records, Tls, Wire};
 
 use super::Transport;
 
@@ -53,11 +53,16 @@ impl<T: Transport> AsFd for Secure<T> {
 
 impl<T: Transport> tsperf_stream::send::Sink for Secure<T> {
     fn sendfile(&mut self, file: &std::fs::File, offset: u64, len: usize) -> io::Result<usize> {
-        match self.tls {
-            None => self.inner.sendfile(file, offset, len),
-            Some(_) => Err(io::Error::new(
+        if self.tls.is_some() {
+            // The handshake first, and with --ktls the keys handed to the kernel.
+            self.wire().flush()?;
+        }
+        match self.tls.as_deref().map(Tls::records) {
+            None | Some(Records::Kernel) => self.inner.sendfile(file, offset, len),
+            Some(Records::Process) => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "sendfile cannot send through TLS in this process (no kernel TLS)",
+                "sendfile cannot send through TLS sealed in this process (only through kernel \
+                 TLS: --ktls)",
             )),
         }
     }

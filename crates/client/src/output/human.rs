@@ -192,7 +192,11 @@ fn tls(o: &StreamOutcome) -> String {
     } else {
         "the server NOT authenticated (no --auth-key: encrypted, but anyone could be at the far end)"
     };
-    format!("  over TLS 1.3, {}: {who}\n", t.cipher.suite())
+    let kernel = match t.kernel {
+        true => " (this end's records sealed by the kernel: kernel TLS)",
+        false => "",
+    };
+    format!("  over TLS 1.3, {}{kernel}: {who}\n", t.cipher.suite())
 }
 
 /// How a file read cold was put out of the page cache first.

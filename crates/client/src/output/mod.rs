@@ -74,9 +74,9 @@ fn forward_object(o: &StreamOutcome, d: &Forward) -> StreamJson {
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,
         intervals: o.measured.intervals.clone(),
-        tls: o
-            .tls
-            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256)),
+        tls: o.tls.map(|t| {
+            tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256, t.kernel)
+        }),
         timed: o.measured.timed.map(sections::timed_json),
         error: (!o.verified()).then(|| human::mismatch(o)),
     }

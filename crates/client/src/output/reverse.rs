@@ -56,9 +56,9 @@ pub(super) fn reverse_object(o: &StreamOutcome, d: &Reverse) -> ReverseJson {
         clock: clock_json(o.clock),
         timed: o.measured.timed.map(sections::timed_json),
         intervals: o.measured.intervals.clone(),
-        tls: o
-            .tls
-            .map(|t| tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256)),
+        tls: o.tls.map(|t| {
+            tsperf_results::json::TlsJson::of(t.cipher, t.authenticated, &t.cert_sha256, t.kernel)
+        }),
         limited_by: Some(verdict.limited_by),
         limits: verdict.limits,
         error: (!o.verified()).then(|| mismatch(o)),

@@ -17,21 +17,27 @@ pub struct TlsJson {
     /// before it was kept).
     #[serde(default)]
     pub cert_sha256: String,
+    /// This client's records were sealed and opened by the kernel (kernel TLS, `--ktls`): the
+    /// handshake made in the process, its keys then handed over. False: by rustls.
+    #[serde(default)]
+    pub kernel: bool,
 }
 
 impl TlsJson {
-    /// The JSON of a suite, whether the key vouched for the server, and its certificate's
-    /// SHA-256.
+    /// The JSON of a suite, whether the key vouched for the server, its certificate's
+    /// SHA-256, and whether the kernel sealed this end's records.
     pub fn of(
         cipher: tsperf_proto::tls::Cipher,
         authenticated: bool,
         cert_sha256: &[u8; 32],
+        kernel: bool,
     ) -> TlsJson {
         TlsJson {
             suite: cipher.suite().to_owned(),
             cipher: cipher.name().to_owned(),
             authenticated,
             cert_sha256: cert_sha256.iter().map(|b| format!("{b:02x}")).collect(),
+            kernel,
         }
     }
 }
