@@ -164,7 +164,8 @@ struct Args {
     /// verified, and print one table: each rung's rate, its drop from the rung it stands on,
     /// CPU per GiB on each end, what limited it, and the stage that costs the copy most. A rung
     /// the server or the machine cannot run is skipped with the reason. --tls picks the
-    /// encrypted rungs' suite.
+    /// encrypted rungs' suite; -t SECS runs the rungs that can repeat FILE for that long (the
+    /// cold read and the far-disk rungs are one pass of it).
     #[arg(long)]
     ladder: bool,
     /// With --ladder: run the whole ladder N times, one run after another so that the rungs

@@ -285,3 +285,52 @@ fn a_file_in_memory_skips_the_cold_rungs() {
         }
     }
 }
+
+/// A timed ladder (`-t`): the rungs that can repeat the file run for the time, each verified
+/// (the JSON's `timed.time_s`); the cold read, the far-disk rungs and the whole copy are one
+/// pass of it, saved and measured as in a sized ladder; the table's first line says which.
+#[test]
+fn a_timed_ladder_times_the_rungs_that_can_repeat_the_file() {
+    let save = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let server = Server::start(&["--save", save.path().to_str().unwrap()]);
+    let (out, v) = client_json(server.port, &["--ladder", "-t", "0.3", "--bytes", "2MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for r in v["rungs"].as_array().unwrap() {
+        let name = r["rung"].as_str().unwrap();
+        if r["status"] == "skipped" {
+            // Cold reads of a file on tmpfs, kernel TLS where the kernel has none.
+            assert!(name.contains("cold") || name.contains("kernel TLS"), "{r}");
+            continue;
+        }
+        assert_eq!(r["status"], "ran", "{name}: {r}");
+        assert_eq!(r["run"]["verified"], true, "{name}");
+        let repeats = !(name.contains("cold") || name.contains("far disk"));
+        match repeats {
+            true => assert_eq!(r["run"]["timed"]["time_s"], 0.3, "{name}: {r}"),
+            false => {
+                assert!(r["run"].get("timed").is_none(), "{name}: {r}");
+                assert_eq!(r["run"]["bytes"], 2 << 20, "{name}: one pass");
+            }
+        }
+    }
+    let out = client(&[
+        "--port",
+        &server.port.to_string(),
+        "--ladder",
+        "-t",
+        "0.3",
+        "--bytes",
+        "2MiB",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("for 0.3 s each (cold and far disk: one pass)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(save.path()).unwrap().count(),
+        0,
+        "nothing kept"
+    );
+}

@@ -91,12 +91,28 @@ impl Rung {
         }
     }
 
+    /// It can run for a time (`-t`): its file is read again and again. A cold read and a save
+    /// are one pass of the file each, so those rungs are sized by it.
+    pub fn timed(self) -> bool {
+        matches!(
+            self,
+            Rung::Memory | Rung::File | Rung::Tls(_) | Rung::KernelTls(_)
+        )
+    }
+
     /// The stream this rung runs: `base` with its source and its stages.
     fn spec(self, base: &StreamSpec, file: &std::path::Path, len: u64) -> StreamSpec {
         // Written by the server only where the rung asks (a server with `--save` writes every
-        // file by default).
+        // sized file by default; a timed stream is never saved, and asks nothing); timed
+        // where the rung can be.
+        let (time, omit) = match self.timed() {
+            true => (base.time, base.omit),
+            false => (None, Duration::ZERO),
+        };
         let base = &StreamSpec {
-            save: Some(SaveMode::Discard),
+            save: time.is_none().then_some(SaveMode::Discard),
+            time,
+            omit,
             ..base.clone()
         };
         let on_file = StreamSpec {
@@ -164,6 +180,8 @@ pub struct Ladder {
     /// Every run's rungs, in the order they ran (the rungs alternating: run 1's, then run
     /// 2's, ...); empty for a single run.
     pub runs: Vec<Vec<(Rung, Step)>>,
+    /// The time each rung that can repeat its file ran for (`-t`); `None`: one pass each.
+    pub time: Option<Duration>,
 }
 
 /// What to run: the streams' settings, the file (a temporary of `--bytes` generated text when
@@ -234,6 +252,7 @@ pub fn run_ladder(
         bytes,
         rungs,
         runs,
+        time: spec.base.time,
     })
 }
 

@@ -8,150 +8,20 @@
 //! socket takes, and says `WouldBlock` only when it could take nothing. A pending handshake is
 //! driven by whichever comes first. `flush` sends every record waiting; [`Wire::close`] ends
 //! the TLS (close_notify) where the clear stream would close or half-close.
+//!
+//! With kernel TLS ([`Records::Kernel`]) the handshake is made by rustls as ever, then its keys
+//! are handed to the kernel (`tls/kernel.rs`), and the socket's reads, writes and `sendfile` carry
+//! plain bytes.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::Arc;
-
-use anyhow::{Context, Result};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
-use sha2::Digest;
 
 pub use tsperf_proto::tls::Cipher;
 
-/// The most encrypted bytes a connection holds waiting for its socket: a write takes no more
-/// plain bytes while this much is unsent.
-pub const TLS_BUFFER: usize = 256 << 10;
+mod config;
+mod kernel;
 
-/// The name the server's certificate is made for and the client asks for (never looked up).
-const SERVER_NAME: &str = "tsperf";
-
-/// The cipher suite of `cipher`, as rustls has it.
-fn suite(cipher: Cipher) -> rustls::SupportedCipherSuite {
-    use rustls::crypto::ring::cipher_suite as s;
-    match cipher {
-        Cipher::Aes128Gcm => s::TLS13_AES_128_GCM_SHA256,
-        Cipher::Aes256Gcm => s::TLS13_AES_256_GCM_SHA384,
-        Cipher::Chacha20Poly1305 => s::TLS13_CHACHA20_POLY1305_SHA256,
-    }
-}
-
-/// The cipher of a negotiated suite.
-pub fn cipher_of(suite: rustls::SupportedCipherSuite) -> Option<Cipher> {
-    Cipher::ALL
-        .into_iter()
-        .find(|c| self::suite(*c).suite() == suite.suite())
-}
-
-/// The crypto provider with only TLS 1.3's suites, or one of them.
-fn provider(only: Option<Cipher>) -> Arc<CryptoProvider> {
-    // ring's provider has no post-quantum key exchange, which rustls now marks deprecated; a
-    // stream's one key exchange is not what is measured here, its record cipher is (ring's
-    // AES-GCM and ChaCha20-Poly1305), and ring builds with no toolchain beyond a C compiler.
-    #[allow(deprecated)]
-    let base = rustls::crypto::ring::default_provider();
-    let cipher_suites = match only {
-        Some(c) => vec![suite(c)],
-        None => Cipher::ALL.into_iter().map(suite).collect(),
-    };
-    Arc::new(CryptoProvider {
-        cipher_suites,
-        ..base
-    })
-}
-
-/// A server's TLS: a certificate made when it starts (self-signed, its key never leaves the
-/// process), and the configuration every stream over TLS is served with.
-#[derive(Debug)]
-pub struct ServerTls {
-    config: Arc<rustls::ServerConfig>,
-    cert_sha256: [u8; 32],
-}
-
-impl ServerTls {
-    /// A fresh certificate and key (ECDSA P-256), and the TLS 1.3 configuration that presents
-    /// it, offering the three suites (the client asks for one).
-    pub fn ephemeral() -> Result<ServerTls> {
-        let made = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
-            .context("cannot make the server's TLS certificate")?;
-        let cert: CertificateDer<'static> = made.cert.der().clone();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-        ServerTls::presenting(vec![cert], key).context("the server's TLS certificate")
-    }
-
-    /// The operator's certificate (a PEM file, the chain with its own certificate first:
-    /// `--tls-cert`) and its private key (a PEM file, PKCS#8, PKCS#1 or SEC1: `--tls-key`).
-    /// The client pins it as it pins a certificate made at start: from the Accept, proved by
-    /// the key where there is one.
-    pub fn from_pem(cert: &std::path::Path, key: &std::path::Path) -> Result<ServerTls> {
-        use rustls::pki_types::pem::{self, PemObject};
-        let read = |flag: &str, path: &std::path::Path| {
-            std::fs::read(path).with_context(|| format!("cannot read {flag} '{}'", path.display()))
-        };
-        let (cert_pem, key_pem) = (read("--tls-cert", cert)?, read("--tls-key", key)?);
-        let chain = CertificateDer::pem_slice_iter(&cert_pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| anyhow::anyhow!("--tls-cert '{}': {e}", cert.display()))?;
-        anyhow::ensure!(
-            !chain.is_empty(),
-            "--tls-cert '{}' holds no certificate: expected PEM (-----BEGIN CERTIFICATE-----)",
-            cert.display()
-        );
-        let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
-            pem::Error::NoItemsFound => anyhow::anyhow!(
-                "--tls-key '{}' holds no private key: expected PEM (PKCS#8, PKCS#1 or SEC1)",
-                key.display()
-            ),
-            other => anyhow::anyhow!("--tls-key '{}': {other}", key.display()),
-        })?;
-        ServerTls::presenting(chain, private).map_err(|e| match e.downcast_ref::<rustls::Error>() {
-            Some(rustls::Error::InconsistentKeys(_)) => anyhow::anyhow!(
-                "--tls-key '{}' is not the key of --tls-cert '{}'",
-                key.display(),
-                cert.display()
-            ),
-            _ => e.context(format!("--tls-cert '{}'", cert.display())),
-        })
-    }
-
-    /// The TLS 1.3 configuration that presents `chain` (its own certificate first) with `key`,
-    /// offering the three suites (the client asks for one).
-    fn presenting(
-        chain: Vec<CertificateDer<'static>>,
-        key: PrivateKeyDer<'static>,
-    ) -> Result<ServerTls> {
-        let cert_sha256 = sha2::Sha256::digest(chain[0].as_ref()).into();
-        let mut config = rustls::ServerConfig::builder_with_provider(provider(None))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .context("TLS 1.3")?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)?;
-        // No session is resumed, so no ticket is sent: nothing but the stream's records
-        // follows the handshake (a client with kernel TLS reads them in the kernel).
-        config.send_tls13_tickets = 0;
-        config.enable_secret_extraction = true;
-        Ok(ServerTls {
-            config: Arc::new(config),
-            cert_sha256,
-        })
-    }
-
-    /// The SHA-256 of the certificate it presents (what the Accept names).
-    pub fn cert_sha256(&self) -> [u8; 32] {
-        self.cert_sha256
-    }
-
-    /// The server's end of a new stream over TLS.
-    pub fn connection(&self) -> Result<Tls> {
-        let mut c = rustls::ServerConnection::new(self.config.clone())
-            .context("cannot start the server's TLS")?;
-        c.set_buffer_limit(Some(TLS_BUFFER));
-        Ok(Tls::user(rustls::Connection::Server(c), false))
-    }
-}
+pub use config::{ServerTls, TLS_BUFFER, cipher_of, client};
 
 /// Where a stream's records are sealed and opened once its handshake is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,84 +31,6 @@ pub enum Records {
     /// In the kernel (kernel TLS): the keys are handed to it after the handshake, and the
     /// socket's writes, `sendfile` and reads carry plain bytes.
     Kernel,
-}
-
-/// The client's end of a stream over TLS with `cipher`, taking only the certificate whose
-/// SHA-256 is `pin`, its records sealed and opened where `records` says.
-pub fn client(cipher: Cipher, pin: [u8; 32], records: Records) -> Result<Tls> {
-    let provider = provider(Some(cipher));
-    let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .context("TLS 1.3")?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Pinned { pin, provider }))
-        .with_no_client_auth();
-    config.enable_secret_extraction = records == Records::Kernel;
-    let name = ServerName::try_from(SERVER_NAME).context("the server's name")?;
-    let mut c = rustls::ClientConnection::new(Arc::new(config), name)
-        .context("cannot start the client's TLS")?;
-    c.set_buffer_limit(Some(TLS_BUFFER));
-    Ok(Tls::user(
-        rustls::Connection::Client(c),
-        records == Records::Kernel,
-    ))
-}
-
-/// Takes the one certificate the Accept named (by its SHA-256), and its signatures as TLS 1.3
-/// checks them; no certificate authority is asked.
-#[derive(Debug)]
-struct Pinned {
-    pin: [u8; 32],
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let got: [u8; 32] = sha2::Sha256::digest(end_entity.as_ref()).into();
-        if got == self.pin {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General(
-                "the server presented another certificate than its Accept named".into(),
-            ))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Err(rustls::Error::General("TLS 1.2 is not offered".into()))
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 /// The most bytes one read from the socket takes for TLS: records are then handed to rustls
@@ -397,7 +189,7 @@ impl Tls {
             (tsperf_sys::ktls::Direction::Send, secrets.tx),
             (tsperf_sys::ktls::Direction::Receive, secrets.rx),
         ] {
-            install(sock, direction, seq, &secret)?;
+            kernel::install(sock, direction, seq, &secret)?;
         }
         self.0 = State::Kernel {
             cipher,
@@ -406,34 +198,6 @@ impl Tls {
         };
         Ok(())
     }
-}
-
-/// Hands the kernel one direction's keys.
-fn install(
-    sock: &impl AsFd,
-    direction: tsperf_sys::ktls::Direction,
-    seq: u64,
-    secret: &rustls::ConnectionTrafficSecrets,
-) -> io::Result<()> {
-    use rustls::ConnectionTrafficSecrets as T;
-    use tsperf_sys::ktls::Suite;
-    let (suite, key, iv) = match secret {
-        T::Aes128Gcm { key, iv } => (Suite::Aes128Gcm, key, iv),
-        T::Aes256Gcm { key, iv } => (Suite::Aes256Gcm, key, iv),
-        T::Chacha20Poly1305 { key, iv } => (Suite::Chacha20Poly1305, key, iv),
-        _ => return Err(io::Error::other("a TLS suite kernel TLS does not take")),
-    };
-    let iv: &[u8; 12] = iv
-        .as_ref()
-        .try_into()
-        .map_err(|_| io::Error::other("a TLS IV not of 12 bytes"))?;
-    let secrets = tsperf_sys::ktls::Secrets {
-        suite,
-        key: key.as_ref(),
-        iv,
-        seq,
-    };
-    tsperf_sys::ktls::install(sock, direction, &secrets)
 }
 
 /// Sends what TLS has waiting until it has none (`Ok`), or the socket takes no more
@@ -543,49 +307,6 @@ fn cut_off(client: bool) -> io::Error {
     )
 }
 
-/// Reads plain bytes from a socket whose records the kernel opens: data, or `Ok(0)` once the
-/// peer's close_notify is read; a ticket is passed over. Data is read through the socket's own
-/// `read` (its waits and deadlines kept); a record of another type fails that read with `EIO`,
-/// and is then read with its type.
-fn kernel_read<S: Read + AsFd>(
-    sock: &mut S,
-    buf: &mut [u8],
-    client: bool,
-    ended: &mut bool,
-) -> io::Result<usize> {
-    use tsperf_sys::ktls::{ALERT, HANDSHAKE};
-    while !*ended {
-        match sock.read(buf) {
-            Ok(0) => return Err(cut_off(client)),
-            Err(e) if tsperf_sys::ktls::is_other_record(&e) => {}
-            other => return other,
-        }
-        let mut record = [0u8; 1024];
-        match tsperf_sys::ktls::recv(sock, &mut record)? {
-            (n, ALERT) if n >= 2 && record[1] == 0 => *ended = true,
-            (n, ALERT) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("TLS: the peer sent alert {}", record[n.min(2) - 1]),
-                ));
-            }
-            // A session ticket (type 4) means nothing here; a key update (24) changes keys
-            // the kernel holds and cannot follow.
-            (n, HANDSHAKE) if n >= 1 && record[0] == 4 => {}
-            (_, kind) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "TLS: a record of type {kind} after the handshake, which kernel TLS does \
-                         not follow"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(0)
-}
-
 impl<S: Read + Write + AsFd> Read for Wire<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let Some(t) = self.tls.as_deref_mut() else {
@@ -596,7 +317,7 @@ impl<S: Read + Write + AsFd> Read for Wire<'_, S> {
             let (tls, raw) = match &mut t.0 {
                 State::User { tls, raw, .. } => (tls, raw),
                 State::Kernel { client, ended, .. } => {
-                    return kernel_read(self.sock, buf, *client, ended);
+                    return kernel::read(self.sock, buf, *client, ended);
                 }
                 State::Lost => return Err(lost()),
             };

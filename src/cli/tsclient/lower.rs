@@ -238,14 +238,13 @@ fn reverse_takes(args: &Args) -> Result<(), Usage> {
     Ok(())
 }
 
-/// What the ladder sets in each rung itself, or cannot take: a direction, stripes, a time, a
-/// cold read or a save asked for the whole run.
+/// What the ladder sets in each rung itself, or cannot take: a direction, stripes, a cold read
+/// or a save asked for the whole run. A time (`-t`) times the rungs that can repeat their file.
 fn ladder(args: &Args) -> Result<(), Usage> {
     for (given, flag) in [
         (args.reverse, "--reverse"),
         (args.bidir, "--bidir"),
         (args.parallel.is_some_and(|n| n > 1), "--parallel"),
-        (args.time.is_some(), "--time"),
         (args.cold, "--cold"),
         (args.far_disk.is_some(), "--far-disk"),
         (args.save.is_some(), "--save"),

@@ -94,3 +94,53 @@ fn only_a_refused_cold_read_skips_a_rung() {
     let missing = anyhow::anyhow!("cannot open file '/data/cold.bin': No such file or directory");
     assert!(not_here(&failed_with(missing)).is_none());
 }
+
+/// A timed ladder (`-t`): the rungs that can repeat their file (memory, file, TLS, kernel
+/// TLS) run for the time, after `-O`'s omitted start; a cold read and a save are one pass of
+/// FILE each, so those rungs are sized by it whatever the time.
+#[test]
+fn a_timed_ladder_times_the_rungs_that_can_repeat() {
+    let base = StreamSpec {
+        side: crate::run::Side::Sent,
+        host: "far".into(),
+        port: 7433,
+        chunk: 131072,
+        source: Source::Generated(1 << 20),
+        one_buffer: false,
+        strategy: None,
+        batch: 1,
+        timeout: Duration::from_secs(30),
+        min_rate: 0,
+        nonblocking: false,
+        sndbuf: None,
+        congestion: None,
+        server_log: None,
+        clock_queries: 0,
+        interval: None,
+        live: false,
+        json_lines: false,
+        time: Some(Duration::from_secs(3)),
+        omit: Duration::from_secs(1),
+        log: tsperf_proto::LogMode::None,
+        log_file: PathBuf::new(),
+        cold: false,
+        tls: None,
+        kernel_tls: false,
+        save: None,
+        save_dir: None,
+        measure_save: false,
+    };
+    let file = std::path::Path::new("f.bin");
+    for rung in Rung::all(AES) {
+        let s = rung.spec(&base, file, 1 << 20);
+        let timed = matches!(
+            rung,
+            Rung::Memory | Rung::File | Rung::Tls(_) | Rung::KernelTls(_)
+        );
+        assert_eq!(rung.timed(), timed, "{}", rung.name());
+        match timed {
+            true => assert_eq!((s.time, s.omit), (base.time, base.omit), "{}", rung.name()),
+            false => assert_eq!((s.time, s.omit), (None, Duration::ZERO), "{}", rung.name()),
+        }
+    }
+}

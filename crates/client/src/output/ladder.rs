@@ -41,8 +41,14 @@ pub fn ladder_human(l: &Ladder) -> String {
         0 | 1 => String::new(),
         n => format!(", the median of {n} runs (the rungs alternating)"),
     };
+    let timed = l.time.map_or(String::new(), |t| {
+        format!(
+            ", those that can repeat it for {} s each (cold and far disk: one pass)",
+            t.as_secs_f64()
+        )
+    });
     let mut out = format!(
-        "ladder of '{}' ({}): each rung a verified transfer{runs}\n  {:<40} {:>9}  {:>17}  {:>13}  {}\n",
+        "ladder of '{}' ({}): each rung a verified transfer{timed}{runs}\n  {:<40} {:>9}  {:>17}  {:>13}  {}\n",
         l.file.display(),
         tsperf_results::units::size(l.bytes),
         "rung",
@@ -95,6 +101,7 @@ pub fn ladder_json(l: &Ladder) -> LadderJson {
                 bytes: l.bytes,
                 rungs: run.clone(),
                 runs: Vec::new(),
+                time: l.time,
             })
         })
         .collect();

@@ -425,8 +425,8 @@ fn kernel_tls_is_this_ends_and_lets_sendfile_through() {
 }
 
 /// `--ladder [FILE]` runs its own rungs from one stream's settings: FILE or the generated text
-/// of `--bytes`, the encrypted rungs with `--tls`'s suite (AES-128-GCM by default); what the
-/// rungs set themselves, a direction or a stream count is refused.
+/// of `--bytes`, the encrypted rungs with `--tls`'s suite (AES-128-GCM by default), timed by
+/// `-t`; what the rungs set themselves, a direction or a stream count is refused.
 #[test]
 fn the_ladder_runs_its_rungs_from_one_streams_settings() {
     use tsperf_proto::tls::Cipher;
@@ -445,7 +445,6 @@ fn the_ladder_runs_its_rungs_from_one_streams_settings() {
         ("-R", None),
         ("--bidir", None),
         ("-P", Some("2")),
-        ("-t", Some("2")),
         ("--cold", None),
         ("--far-disk", Some("durable")),
     ] {
@@ -459,6 +458,10 @@ fn the_ladder_runs_its_rungs_from_one_streams_settings() {
         "--ladder applies to stream transfers only",
     );
     assert_eq!(ladder(&["--ladder", "f.bin"]).runs, 1);
+    // Timed: the rungs that can repeat their file run for the time (the ladder's own test).
+    let l = ladder(&["--ladder", "-t", "2", "-O", "1", "f.bin"]);
+    assert_eq!(l.base.time, Some(std::time::Duration::from_secs(2)));
+    assert_eq!(l.base.omit, std::time::Duration::from_secs(1));
     assert_eq!(ladder(&["--ladder", "--runs", "5", "f.bin"]).runs, 5);
     refused(
         &["--runs", "3", "f.bin"],
