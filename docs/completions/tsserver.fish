@@ -27,6 +27,7 @@ complete -c tsserver -l blocking -d 'Serve each connection on its own thread wit
 complete -c tsserver -l allow-client-log -d 'Let each client choose its transfer\'s log sink (tsclient --server-log): none, stdout, or the --log-file named here (never a path of the client\'s). --log stays the sink of clients that do not ask. The log file is opened at start'
 complete -c tsserver -l no-reverse -d 'Refuse reverse streams (tsclient --reverse): this server then only receives'
 complete -c tsserver -l no-tls -d 'Offer no TLS: a client\'s --tls is refused, naming this flag. By default the server makes a certificate when it starts (self-signed; its SHA-256 goes to each client that asks for TLS, proved by the --auth-key key where there is one) and serves streams over TLS 1.3'
+complete -c tsserver -l ktls -d 'Seal and open the server\'s TLS records in the kernel (kernel TLS): each handshake is made in the process, then its keys are handed to the kernel, and a reverse stream asked with --io sendfile goes through TLS. Refused at start where the kernel has no kernel TLS (CONFIG_TLS; modprobe tls)'
 complete -c tsserver -l overwrite -d 'With --save, replace a file of the same name (refused by default)'
 complete -c tsserver -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tsserver -s V -l version -d 'Print version'

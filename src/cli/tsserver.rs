@@ -77,6 +77,12 @@ struct Args {
     /// The private key of --tls-cert: a PEM file (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Seal and open the server's TLS records in the kernel (kernel TLS): each handshake is
+    /// made in the process, then its keys are handed to the kernel, and a reverse stream asked
+    /// with --io sendfile goes through TLS. Refused at start where the kernel has no kernel TLS
+    /// (CONFIG_TLS; modprobe tls).
+    #[arg(long, conflicts_with = "no_tls")]
+    ktls: bool,
     /// Serve the files in DIR to reverse streams that name one (tsclient --reverse NAME): plain
     /// names only, opened from a handle on DIR, never through a symlink, regular files only.
     #[arg(long, value_name = "DIR")]
@@ -276,6 +282,7 @@ fn policy(
         idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
         auth: auth.map(|k| k as std::sync::Arc<dyn tsperf_proto::serve::Authenticator>),
         tls_cert,
+        tls_kernel: args.ktls,
     }
 }
 
@@ -286,6 +293,13 @@ fn tls(args: &Args) -> anyhow::Result<Option<std::sync::Arc<server::ServerTls>>>
         _ if args.no_tls => return Ok(None),
         (Some(cert), Some(key)) => server::ServerTls::from_pem(cert, key)?,
         _ => server::ServerTls::ephemeral()?,
+    };
+    let tls = match args.ktls {
+        true => {
+            tsperf_sys::ktls::offered().map_err(|why| anyhow::anyhow!("--ktls: {why}"))?;
+            tls.sealed_by(server::Records::Kernel)
+        }
+        false => tls,
     };
     Ok(Some(std::sync::Arc::new(tls)))
 }

@@ -109,6 +109,96 @@ fn sendfile_through_kernel_tls_puts_no_plain_text_on_the_wire() {
     );
 }
 
+/// A server with `--ktls` seals its records in the kernel too: in either server model, a
+/// reverse stream asked by sendfile goes through TLS (each suite, the client's records sealed
+/// by rustls or by the kernel), a forward stream is opened by the server's kernel, and a
+/// two-way run does both; each verified, and the kernel counts the server's sockets as well.
+#[test]
+fn a_server_with_ktls_sends_by_sendfile_through_tls() {
+    if let Err(why) = offered() {
+        eprintln!("skipped here: {why}");
+        return;
+    }
+    let (tx0, rx0) = kernel_counts();
+    let mut runs = 0;
+    for model in MODELS {
+        let mut args = model.to_vec();
+        args.push("--ktls");
+        let server = Server::start(&args);
+        for cipher in ["aes128gcm", "aes256gcm", "chacha20poly1305"] {
+            let ways: [&[&str]; 4] = [
+                &["-R", "--io", "sendfile", "--bytes", "3MiB"],
+                &[
+                    "-R",
+                    "--io",
+                    "sendfile",
+                    "--bytes",
+                    "3MiB",
+                    "--ktls",
+                    "--nonblocking",
+                ],
+                &["--bytes", "3MiB"],
+                &["--bidir", "--bytes", "3MiB", "--ktls"],
+            ];
+            for way in ways {
+                let mut args = vec!["--tls", cipher];
+                args.extend_from_slice(way);
+                let (out, v) = client_json(server.port, &args);
+                let what = format!("{model:?} {args:?}");
+                assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+                let streams = match v.get("forward") {
+                    Some(f) => vec![f.clone(), v["reverse"].clone()],
+                    None => vec![v.clone()],
+                };
+                for s in streams {
+                    assert_eq!(s["verified"], true, "{what}: {s}");
+                    assert_eq!(s["tls"]["cipher"], cipher, "{what}: {s}");
+                }
+                runs += 1;
+            }
+        }
+    }
+    // Every run's server end got keys both ways, and the runs with --ktls their client end too.
+    let (tx, rx) = kernel_counts();
+    assert!(
+        tx - tx0 >= runs + runs / 2 && rx - rx0 >= runs + runs / 2,
+        "{runs} runs, the kernel sealed on {} sockets and opened on {}",
+        tx - tx0,
+        rx - rx0
+    );
+}
+
+/// A server without `--ktls` refuses a reverse stream asked over TLS by sendfile, naming the
+/// flag and the calls it does take; one asked by writes is served.
+#[test]
+fn a_server_without_ktls_refuses_its_sendfile_through_tls() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "--tls",
+        "aes128gcm",
+        "-R",
+        "--io",
+        "sendfile",
+        "--bytes",
+        "1MiB",
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--ktls") && err.contains("--io write"),
+        "{err}"
+    );
+    let (out, v) = client_json(
+        server.port,
+        &["--tls", "aes128gcm", "-R", "--bytes", "1MiB"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["verified"], true);
+}
+
 /// The ladder's kernel TLS rung runs where the kernel offers it: verified, its records sealed by
 /// the kernel, the same suite as the TLS rung's.
 #[test]
@@ -138,7 +228,7 @@ fn the_ladders_kernel_tls_rung_runs_where_the_kernel_offers_it() {
 }
 
 /// Where the kernel has no kernel TLS, `--ktls` is refused before any byte is sent, saying
-/// why and how to get it, and the run exits non-zero.
+/// why and how to get it, and the run exits non-zero; `tsserver --ktls` will not start.
 #[test]
 fn without_kernel_tls_ktls_is_refused_saying_why() {
     if offered().is_ok() {
@@ -157,6 +247,16 @@ fn without_kernel_tls_ktls_is_refused_saying_why() {
     let err = stderr(&out);
     assert!(
         err.contains("--ktls") && err.contains("no kernel TLS") && err.contains("modprobe tls"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tsserver"))
+        .args(["--port", "0", "--ktls"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "tsserver --ktls started");
+    let err = stderr(&out);
+    assert!(
+        err.contains("--ktls") && err.contains("no kernel TLS"),
         "{err}"
     );
 }
@@ -201,18 +301,20 @@ fn the_kernel_tls_tests_pass_on_a_kernel_that_has_it() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "in the VM: {text}\n{}", stderr(&out));
+    // The data-path tests skip only where the kernel has no kernel TLS.
     assert!(
-        !text.contains("skipped here"),
+        !text.contains("no kernel TLS"),
         "a test skipped in the VM: {text}"
     );
-    assert!(
-        text.contains("kernel_tls_streams_verify_either_way_in_every_model ... ok"),
-        "{text}"
-    );
-    assert!(
-        text.contains("kernel_tls_carries_the_bytes_whole_with_writes_and_sendfile ... ok"),
-        "{text}"
-    );
+    for test in [
+        "kernel_tls_streams_verify_either_way_in_every_model",
+        "sendfile_through_kernel_tls_puts_no_plain_text_on_the_wire",
+        "a_server_with_ktls_sends_by_sendfile_through_tls",
+        "the_ladders_kernel_tls_rung_runs_where_the_kernel_offers_it",
+        "kernel_tls_carries_the_bytes_whole_with_writes_and_sendfile",
+    ] {
+        assert!(text.contains(&format!("{test} ... ok")), "{test}: {text}");
+    }
 }
 
 /// The engine crate's unit-test binary (built by `cargo test --workspace`), newest first.

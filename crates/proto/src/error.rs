@@ -83,10 +83,10 @@ pub enum ProtocolError {
          sends only"
     )]
     BadSave(u8),
-    /// The cipher suite is not one, or the hello is not a stream's, or asks sendfile.
+    /// The cipher suite is not one, or the hello is not a stream's.
     #[error(
         "bad TLS cipher suite {0}: expected 0 (clear text), 1 (aes128gcm), 2 (aes256gcm) or 3 \
-         (chacha20poly1305), in the hello of a stream not sent by sendfile"
+         (chacha20poly1305), in the hello of a stream"
     )]
     BadTls(u8),
     /// The file name is not UTF-8.

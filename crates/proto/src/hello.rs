@@ -324,7 +324,7 @@ fn ways(
     if flags & FLAG_MEASURE_SAVE != 0 && !save.is_some_and(SaveMode::writes) {
         return Err(ProtocolError::BadFlags(flags));
     }
-    Ok((call, save, tls_of(buf[53], mode, call)?))
+    Ok((call, save, tls_of(buf[53], mode)?))
 }
 
 /// A latency hello's stream fields: a chunk of 1, no name, no duration.
@@ -362,16 +362,12 @@ fn save_of(code: u8, sized_file: bool) -> Result<Option<SaveMode>, ProtocolError
     }
 }
 
-/// The cipher suite at byte 53, checked: one only for a stream, and not with sendfile (the
-/// bytes must pass through the process to be encrypted).
-fn tls_of(
-    code: u8,
-    mode: Mode,
-    call: Option<Call>,
-) -> Result<Option<crate::tls::Cipher>, ProtocolError> {
+/// The cipher suite at byte 53, checked: one only for a stream. With sendfile it is the
+/// server's to grant (its records sealed by the kernel: `--ktls`).
+fn tls_of(code: u8, mode: Mode) -> Result<Option<crate::tls::Cipher>, ProtocolError> {
     match crate::tls::Cipher::of(code) {
         Some(None) => Ok(None),
-        Some(Some(c)) if mode == Mode::Stream && call != Some(Call::Sendfile) => Ok(Some(c)),
+        Some(Some(c)) if mode == Mode::Stream => Ok(Some(c)),
         _ => Err(ProtocolError::BadTls(code)),
     }
 }

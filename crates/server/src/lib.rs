@@ -21,7 +21,7 @@ mod once;
 pub mod outbox;
 pub mod readlog;
 pub mod receiver;
-pub use tsperf_stream::tls::ServerTls;
+pub use tsperf_stream::tls::{Records, ServerTls};
 pub use tsperf_sys::save;
 pub mod serve_dir;
 pub mod sessions;

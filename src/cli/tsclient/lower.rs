@@ -306,20 +306,13 @@ fn saves(args: &Args) -> Result<(), Usage> {
 
 /// How this client writes: sendfile sends a file once; `--batch` is writev's.
 fn writes(args: &Args) -> Result<(), Usage> {
-    let tls = args.tls.is_some() || args.ktls;
+    // This client's sendfile goes through TLS only when the kernel seals its records; the
+    // server's (--reverse) is the server's to grant (tsserver --ktls).
     refuse(
-        tls && args.strategy == Strategy::Sendfile && !args.ktls,
+        args.tls.is_some() && args.strategy == Strategy::Sendfile && !args.ktls && !args.reverse,
         || {
             "--io sendfile hands the file to the kernel, which cannot encrypt what the process \
              seals: --tls takes --io write or writev, or --ktls (kernel TLS) for sendfile"
-                .to_owned()
-        },
-    )?;
-    refuse(
-        tls && args.strategy == Strategy::Sendfile && (args.reverse || args.bidir),
-        || {
-            "--io sendfile through TLS: the server seals its records in its process, so a \
-             stream it sends (--reverse, --bidir) takes --io write or writev"
                 .to_owned()
         },
     )?;

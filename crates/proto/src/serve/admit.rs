@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{BULK_READ, Hello, LogMode, Mode, RefuseCode, StdoutKind};
+use crate::{BULK_READ, Call, Hello, LogMode, Mode, RefuseCode, StdoutKind};
 
 /// Default: how long a new connection may take to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,6 +70,9 @@ pub struct Policy {
     /// The SHA-256 of the certificate the server presents to a stream over TLS; `None`: it
     /// offers no TLS (`--no-tls`).
     pub tls_cert: Option<[u8; 32]>,
+    /// The server's TLS records are sealed by the kernel (`--ktls`): its sendfile goes through
+    /// TLS.
+    pub tls_kernel: bool,
 }
 
 impl Default for Policy {
@@ -89,6 +92,7 @@ impl Default for Policy {
             idle_timeout: IDLE_TIMEOUT,
             auth: None,
             tls_cert: None,
+            tls_kernel: false,
         }
     }
 }
@@ -175,6 +179,14 @@ fn offered(hello: &Hello, policy: &Policy) -> Result<(), Refusal> {
                 "this server offers no TLS (it was started with --no-tls): --tls {} is not offered",
                 cipher.name()
             ),
+        ));
+    }
+    if hello.tls.is_some() && hello.call == Some(Call::Sendfile) && !policy.tls_kernel {
+        return Err((
+            RefuseCode::Unoffered,
+            "this server seals its TLS records in its process, so its sendfile cannot send \
+             through TLS: start it with --ktls (kernel TLS), or ask -R --io write or writev"
+                .to_owned(),
         ));
     }
     Ok(())

@@ -59,6 +59,7 @@ fn provider(only: Option<Cipher>) -> Arc<CryptoProvider> {
 pub struct ServerTls {
     config: Arc<rustls::ServerConfig>,
     cert_sha256: [u8; 32],
+    records: Records,
 }
 
 impl ServerTls {
@@ -126,6 +127,7 @@ impl ServerTls {
         Ok(ServerTls {
             config: Arc::new(config),
             cert_sha256,
+            records: Records::Process,
         })
     }
 
@@ -139,7 +141,21 @@ impl ServerTls {
         let mut c = rustls::ServerConnection::new(self.config.clone())
             .context("cannot start the server's TLS")?;
         c.set_buffer_limit(Some(TLS_BUFFER));
-        Ok(Tls::user(rustls::Connection::Server(c), false))
+        Ok(Tls::user(
+            rustls::Connection::Server(c),
+            self.records == Records::Kernel,
+        ))
+    }
+
+    /// The same, its streams' records sealed and opened where `records` says (`tsserver
+    /// --ktls`: by the kernel, after each handshake).
+    pub fn sealed_by(self, records: Records) -> ServerTls {
+        ServerTls { records, ..self }
+    }
+
+    /// Where its streams' records are sealed and opened.
+    pub fn records(&self) -> Records {
+        self.records
     }
 }
 

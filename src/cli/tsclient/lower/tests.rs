@@ -384,16 +384,15 @@ fn tls_asks_a_suite_either_way() {
         &["--tls", "aes256gcm", "--io", "sendfile", "f.bin"],
         "sendfile",
     );
-    refused(
-        &["--tls", "aes256gcm", "-R", "--io", "sendfile"],
-        "sendfile",
-    );
+    // The server's sendfile through TLS is the server's to grant (tsserver --ktls).
+    let r = streams(&["--tls", "aes256gcm", "-R", "--io", "sendfile"]);
+    assert_eq!(r.reverse.unwrap().strategy, Some(Strategy::Sendfile));
     refused(&["--latency", "--tls", "aes256gcm"], "--tls");
 }
 
 /// `--ktls` seals this end's records in the kernel: TLS (AES-128-GCM unless --tls says) on
-/// every stream this client runs, and sendfile through it where this client sends; the server
-/// seals its own in its process, so a reverse stream still cannot go by its sendfile.
+/// every stream this client runs, and sendfile through it where this client sends; whether
+/// the server's sendfile goes through TLS is the server's to say (tsserver --ktls).
 #[test]
 fn kernel_tls_is_this_ends_and_lets_sendfile_through() {
     use tsperf_proto::tls::Cipher;
@@ -418,8 +417,12 @@ fn kernel_tls_is_this_ends_and_lets_sendfile_through() {
             .unwrap()
             .kernel_tls
     );
-    refused(&["--ktls", "-R", "--io", "sendfile"], "sendfile");
-    refused(&["--ktls", "--bidir", "--io", "sendfile"], "sendfile");
+    let s = streams(&["--ktls", "--bidir", "--io", "sendfile"]);
+    assert_eq!(s.forward.unwrap().strategy, Some(Strategy::Sendfile));
+    refused(
+        &["--tls", "aes128gcm", "--bidir", "--io", "sendfile"],
+        "--ktls",
+    );
     refused(&["--latency", "--ktls"], "--ktls");
     refused(&["--ladder", "--ktls"], "--ktls");
 }

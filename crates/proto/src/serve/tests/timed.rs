@@ -191,3 +191,31 @@ fn reverse_refusals() {
     assert_eq!(code, RefuseCode::Unoffered);
     assert!(why.contains("--no-reverse"), "{why}");
 }
+
+/// A reverse stream asked over TLS by sendfile is served only by a server whose TLS records
+/// the kernel seals (`--ktls`); another refuses it, naming the flag and the other calls.
+#[test]
+fn sendfile_through_tls_needs_the_servers_kernel_tls() {
+    use crate::Call;
+    use crate::tls::Cipher;
+    let hello = Hello {
+        reverse: true,
+        tls: Some(Cipher::Aes128Gcm),
+        call: Some(Call::Sendfile),
+        ..Hello::stream(1 << 20, 10240, "")
+    };
+    let with_tls = |kernel| Policy {
+        tls_cert: Some([7; 32]),
+        tls_kernel: kernel,
+        ..policy()
+    };
+    let (code, why) = admit(&hello, &with_tls(false)).unwrap_err();
+    assert_eq!(code, RefuseCode::Unoffered);
+    assert!(
+        why.contains("--ktls") && why.contains("--io write"),
+        "{why}"
+    );
+    assert!(admit(&hello, &with_tls(true)).is_ok());
+    let clear = Hello { tls: None, ..hello };
+    assert!(admit(&clear, &with_tls(false)).is_ok());
+}
