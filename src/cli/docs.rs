@@ -66,7 +66,7 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "tsclient --latency --count 1000 --framing split",
-                "Ask the server for its clock 1000 times, the length prefix and body in two writes: with Nagle's algorithm on, each round trip waits for the delayed ACK (about 40 ms on Linux), and the summary says so.",
+                "Ask the server for its clock 1000 times, the length prefix and body in two writes: with Nagle's algorithm on, each round trip waits for a delayed ACK each way (at least 40 ms each on Linux: a round trip of about 88 ms on loopback), and the summary says so.",
             ),
             (
                 "tsclient --json --chunk 1024 file.txt",
@@ -134,6 +134,90 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
 ];
 
+/// Each program's exit codes: the code and when.
+const EXIT_STATUS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "tsclient",
+        &[
+            (
+                "0",
+                "Every stream verified (the server counted and checksummed every byte and the digests agree), the latency run answered, or every ladder rung ran or was skipped with its reason.",
+            ),
+            (
+                "1",
+                "A failure: a stream not verified (the digests or the byte counts differ), the connection lost, the server refused, a ladder rung failed. What was measured is printed first.",
+            ),
+            (
+                "2",
+                "A usage error: a flag or value not understood, or flags that do not go together; nothing was sent.",
+            ),
+            (
+                "130",
+                "Interrupted by Ctrl-C or SIGTERM: every byte until then verified, and printed.",
+            ),
+        ],
+    ),
+    (
+        "tsserver",
+        &[
+            (
+                "0",
+                "Stopped by SIGINT or SIGTERM (transfers in flight given --grace), or with --once, the client's run served whole.",
+            ),
+            (
+                "1",
+                "It could not start (the address in use, a certificate or key that does not load, --ktls on a kernel without kernel TLS), or with --once, a connection of the run did not complete.",
+            ),
+            ("2", "A usage error."),
+        ],
+    ),
+    (
+        "tsgen",
+        &[
+            ("0", "The file was written whole."),
+            (
+                "1",
+                "It could not be (its folder missing, the disk full); nothing half-written is left.",
+            ),
+            ("2", "A usage error."),
+        ],
+    ),
+    (
+        "tsmatrix",
+        &[
+            ("0", "Every cell ran and was verified."),
+            (
+                "1",
+                "A cell failed or a server could not be reached; the cells run so far are kept.",
+            ),
+            ("2", "A usage error."),
+            (
+                "130",
+                "Interrupted: the cells run so far are kept and rendered.",
+            ),
+        ],
+    ),
+    (
+        "tsreport",
+        &[
+            ("0", "The reports were written (or the comparison printed)."),
+            (
+                "1",
+                "An input could not be read or is not a tsperf result; nothing is written through a link or half-written.",
+            ),
+            ("2", "A usage error."),
+        ],
+    ),
+    (
+        "tsdocs",
+        &[
+            ("0", "The pages were written, or (--check) are up to date."),
+            ("1", "(--check) A page is missing or stale."),
+            ("2", "A usage error."),
+        ],
+    ),
+];
+
 /// Text for a roff line: backslashes and hyphens escaped, no line opening with a control
 /// character.
 fn roff_text(s: &str) -> String {
@@ -169,14 +253,25 @@ fn man_page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
             )?;
         }
     }
+    if let Some((_, codes)) = EXIT_STATUS.iter().find(|(n, _)| *n == name) {
+        writeln!(page, ".SH \"EXIT STATUS\"")?;
+        for (code, when) in *codes {
+            writeln!(page, ".TP\n\\fB{code}\\fR\n{}", roff_text(when))?;
+        }
+    }
+    // The installed pages only: tsdocs writes this tree's pages and is not installed.
     let others: Vec<String> = commands()
         .iter()
         .map(|c| c.get_name().to_owned())
-        .filter(|n| n != name)
+        .filter(|n| n != name && n != "tsdocs")
         .map(|n| format!("\\fB{n}\\fR(1)"))
         .collect();
     writeln!(page, ".SH \"SEE ALSO\"\n{}.", others.join(", "))?;
-    writeln!(page, ".PP\nThe README and docs/ of the tsperf repository.")?;
+    writeln!(
+        page,
+        ".PP\n/usr/share/doc/tsperf/README.md and /usr/share/doc/tsperf/docs/ (installed with the \
+         package), or the README and docs/ of the tsperf source tree."
+    )?;
     man.render_version_section(&mut page)?;
     Ok(page)
 }
@@ -293,6 +388,12 @@ mod tests {
                 }
             }
             assert!(page.contains(".SH EXAMPLES"), "{name}");
+            assert!(page.contains(".SH \"EXIT STATUS\""), "{name}");
+            let see_also = &page[page.find("SEE ALSO").unwrap()..];
+            assert!(
+                !see_also.contains("tsdocs"),
+                "{name}: tsdocs is not installed"
+            );
         }
     }
 

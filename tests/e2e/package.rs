@@ -191,9 +191,13 @@ fn the_debian_package_installs_and_runs() {
             assert!(has(&file).is_some(), "no {file}: {listing}");
         }
     }
+    // The README's links to docs/ resolve where it is installed; the man pages name them.
     for file in [
         "./usr/lib/systemd/system/tsserver.service",
         "./etc/default/tsserver",
+        "./usr/share/doc/tsperf/README.md",
+        "./usr/share/doc/tsperf/docs/usage.md",
+        "./usr/share/doc/tsperf/docs/json.md",
     ] {
         assert!(has(file).is_some(), "no {file}: {listing}");
     }

@@ -157,6 +157,12 @@ mod tests {
         assert!(e.contains("not a regular file"), "{e}");
         assert!(e.contains(&dir.path().display().to_string()), "{e}");
         assert!(e.contains("a results file was expected"), "{e}");
+        // A missing one says why once (the error's source was printed twice).
+        let e = format!(
+            "{:#}",
+            read_input(&dir.path().join("gone.json")).unwrap_err()
+        );
+        assert_eq!(e.matches("No such file").count(), 1, "{e}");
         let ok = dir.path().join("ok.json");
         std::fs::write(&ok, "{}").unwrap();
         assert_eq!(read_input(&ok).unwrap(), "{}");

@@ -13,7 +13,7 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// It could not be opened or read.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
     /// It is a FIFO, a device, a directory, a socket.
     #[error("it is not a regular file")]
