@@ -451,6 +451,22 @@ fn doc_links_resolve_and_the_readme_is_short() {
     assert!(readme <= 16 * 1024, "README.md is {readme} bytes");
 }
 
+/// The README's first screen is what tsperf is and its Quick start (before the background), and
+/// no example sends to a benchmark address (198.18.0.0/15) a reader could run before making the
+/// namespace that holds it: such an address appears only where the namespaces are named.
+#[test]
+fn the_readme_starts_with_the_quick_start_and_no_example_leaves_the_machine() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let at = |h: &str| readme.find(h).unwrap_or_else(|| panic!("no {h:?} in README.md"));
+    assert!(at("## Quick start") < at("## Why it exists"), "Quick start first");
+    assert!(at("## Quick start") < 2000, "the Quick start on the first screen");
+    for (n, line) in readme.lines().enumerate() {
+        if line.contains("198.18.") || line.contains("198.19.") {
+            assert!(line.contains("namespace"), "README.md:{}: {line}", n + 1);
+        }
+    }
+}
+
 /// No tracked file reaches 1 MiB: large test data is generated (tsgen), and committed results
 /// are kept small (a grid with many cells runs fewer repetitions).
 #[test]
