@@ -431,3 +431,42 @@ fn a_silent_listener_is_announced_before_the_deadline() {
     }
     drop(hold);
 }
+
+/// A host that never answers the connect (its SYNs dropped: here a listener whose accept queue
+/// is full) is said out loud after 2 s, not only at the timeout, in either socket model; the
+/// run then fails naming the address and the timeout.
+#[test]
+fn a_connect_without_an_answer_is_said_after_two_seconds() {
+    use socket2::{Domain, Socket, Type};
+    let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    l.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    l.listen(0).unwrap();
+    let addr = l.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue (never accepted): further SYNs are dropped.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let _ = s.connect(&addr.into());
+        held.push(s);
+    }
+    thread::sleep(Duration::from_millis(300));
+    let port = addr.port().to_string();
+    for io in [&[][..], &["--nonblocking"]] {
+        let mut args = vec!["--port", &port, "--timeout", "4", "--bytes", "1MiB"];
+        args.extend_from_slice(io);
+        let out = client(&args);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("connecting to {addr}: no answer after 2 s")),
+            "{io:?}: {err}"
+        );
+        assert_fails(&out, 1, "no answer within 4 s");
+    }
+}

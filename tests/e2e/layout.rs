@@ -457,9 +457,19 @@ fn doc_links_resolve_and_the_readme_is_short() {
 #[test]
 fn the_readme_starts_with_the_quick_start_and_no_example_leaves_the_machine() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let at = |h: &str| readme.find(h).unwrap_or_else(|| panic!("no {h:?} in README.md"));
-    assert!(at("## Quick start") < at("## Why it exists"), "Quick start first");
-    assert!(at("## Quick start") < 2000, "the Quick start on the first screen");
+    let at = |h: &str| {
+        readme
+            .find(h)
+            .unwrap_or_else(|| panic!("no {h:?} in README.md"))
+    };
+    assert!(
+        at("## Quick start") < at("## Why it exists"),
+        "Quick start first"
+    );
+    assert!(
+        at("## Quick start") < 2000,
+        "the Quick start on the first screen"
+    );
     for (n, line) in readme.lines().enumerate() {
         if line.contains("198.18.") || line.contains("198.19.") {
             assert!(line.contains("namespace"), "README.md:{}: {line}", n + 1);

@@ -144,7 +144,8 @@ impl Transport for Blocking {
     const IO: super::ClientIo = super::ClientIo::Blocking;
 
     fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self> {
-        Ok(Blocking::new(net::connect(host, port, timeout)?, timeout)?)
+        let stream = net::connect(host, port, timeout, &mut super::say_unanswered)?;
+        Ok(Blocking::new(stream, timeout)?)
     }
 
     fn peer(&self) -> io::Result<SocketAddr> {

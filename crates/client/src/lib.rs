@@ -204,6 +204,17 @@ pub trait Transport: Read + tsperf_stream::send::Sink + Sized {
     }
 }
 
+/// Says on stderr that a connect to `addr` has had no answer for
+/// [`tsperf_sys::net::CONNECT_NOTICE`] (a host down, or SYNs dropped), and how long it goes on.
+fn say_unanswered(addr: &std::net::SocketAddr, left: Duration) {
+    eprintln!(
+        "tsclient: connecting to {addr}: no answer after {} s (trying {:.0} s more, --timeout; is \
+         the host up and the port open?)",
+        tsperf_sys::net::CONNECT_NOTICE.as_secs(),
+        left.as_secs_f64()
+    );
+}
+
 /// A stream transfer that did not finish: why, and what it had measured.
 #[derive(Debug)]
 pub struct StreamFailure {

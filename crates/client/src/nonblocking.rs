@@ -64,16 +64,27 @@ impl MioConn {
             would_block: 0,
             polls: 0,
         };
+        let notice = Instant::now() + tsperf_sys::net::CONNECT_NOTICE;
+        let mut said = false;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
             if left.is_zero() {
                 bail!(
                     "could not connect to {addr}: no answer within {} s",
                     timeout.as_secs_f64()
                 );
             }
+            if !said && now >= notice {
+                super::say_unanswered(&addr, left);
+                said = true;
+            }
+            let wait = match said {
+                true => left,
+                false => left.min(notice.saturating_duration_since(now)),
+            };
             conn.poll
-                .poll(&mut conn.events, Some(left))
+                .poll(&mut conn.events, Some(wait))
                 .or_else(ignore_eintr)
                 .with_context(fail)?;
             if conn.events.is_empty() {

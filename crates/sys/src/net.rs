@@ -104,8 +104,14 @@ pub fn parse_bind(text: &str) -> Result<Bind, String> {
 }
 
 /// Resolves `host:port` and connects to the first address that answers, all within `timeout`
-/// (a deadline for the whole attempt, however many addresses the name has).
-pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
+/// (a deadline for the whole attempt, however many addresses the name has). An address that
+/// has not answered after [`CONNECT_NOTICE`] is passed to `silent` with the time still left.
+pub fn connect(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    silent: &mut dyn FnMut(&SocketAddr, Duration),
+) -> Result<TcpStream> {
     let addrs = resolve(host, port)?;
     let by = std::time::Instant::now() + timeout;
     let mut last = None;
@@ -115,7 +121,16 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
             last = Some((addr, io::ErrorKind::TimedOut.into()));
             break;
         }
-        match TcpStream::connect_timeout(addr, left) {
+        // A first try of CONNECT_NOTICE; then, said, the rest of the time.
+        let first = TcpStream::connect_timeout(addr, left.min(CONNECT_NOTICE));
+        let tried = match first {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && left > CONNECT_NOTICE => {
+                silent(addr, left - CONNECT_NOTICE);
+                TcpStream::connect_timeout(addr, left - CONNECT_NOTICE)
+            }
+            other => other,
+        };
+        match tried {
             Ok(s) => return Ok(s),
             Err(e) => last = Some((addr, e)),
         }
@@ -129,6 +144,10 @@ pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
         None => bail!("host '{host}' resolved to no address"),
     }
 }
+
+/// How long a connect may go unanswered before the caller is told (`silent`): a host that
+/// drops the SYNs (down, or a firewall) is otherwise the whole timeout of silence.
+pub const CONNECT_NOTICE: Duration = Duration::from_secs(2);
 
 /// A read of a frame that timed out (the socket's timeout, or the caller's deadline).
 #[derive(Debug, thiserror::Error)]
