@@ -136,6 +136,11 @@ struct Args {
     /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
     #[arg(short = 'n', long, value_parser = parse_bytes_arg, value_name = "SIZE")]
     bytes: Option<u64>,
+    /// Send N writes of --chunk bytes, as iperf3's -k (blocks): the generated stream of N times
+    /// the chunk (with --reverse, asked of the server). Suffixes K/M/G (binary).
+    #[arg(short = 'k', long, value_parser = parse_bytes_arg, value_name = "N",
+          conflicts_with_all = ["bytes", "time", "file", "file_flag", "latency"])]
+    blockcount: Option<u64>,
     /// FILE given as iperf3 gives it (`-F FILE`): the same as FILE.
     #[arg(
         short = 'F',
@@ -268,6 +273,19 @@ impl Args {
         if args.zerocopy {
             args.strategy = client::Strategy::Sendfile;
             args.given.insert("strategy".to_owned());
+        }
+        if let Some(blocks) = args.blockcount {
+            let bytes = blocks.checked_mul(u64::from(args.chunk)).ok_or_else(|| {
+                Args::command().error(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!(
+                        "-k {blocks} writes of {} bytes is more than tsperf counts",
+                        args.chunk
+                    ),
+                )
+            })?;
+            args.bytes = Some(bytes);
+            args.given.insert("bytes".to_owned());
         }
         Ok(args)
     }

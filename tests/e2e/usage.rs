@@ -229,6 +229,14 @@ fn iperf3_short_flags_and_a_version_naming_the_commit() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(v["verified"], true);
     assert_eq!(v["strategy"], "sendfile", "{v:#}");
+    // -k N: N writes of the chunk, counted and verified.
+    let (out, v) = client_json(server.port, &["-k", "300", "-l", "1K"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        (v["bytes"].as_u64(), v["chunk"].as_u64()),
+        (Some(300 << 10), Some(1024))
+    );
+    assert_eq!(v["verified"], true);
     // -u: tsperf is TCP only, and says where UDP is; IPv6 with a port in brackets.
     assert_fails(&client(&["-u"]), 2, "for UDP, use iperf3 -u");
     assert_fails(

@@ -485,9 +485,23 @@ fn iperf3s_flags_lower_as_their_equivalents() {
     );
     let s = streams(&["-Z", "f.bin"]);
     assert_eq!(s.forward.unwrap().strategy, Some(Strategy::Sendfile));
+    // -k N: N writes of the chunk (iperf3's blocks), the generated stream sized so.
+    let s = streams(&["-k", "100", "-l", "1K"]);
+    assert_eq!(s.forward.unwrap().source, Source::Generated(100 << 10));
+    let s = streams(&["-k", "2K", "-l", "100"]);
+    assert_eq!(s.forward.unwrap().source, Source::Generated(2048 * 100));
+    let s = streams(&["-R", "--blockcount", "8", "-l", "4K"]);
+    assert_eq!(s.reverse.unwrap().source, Source::Generated(32 << 10));
     refused(&["-u"], "tsperf measures TCP only");
     refused(&["-u"], "iperf3 -u");
-    for line in [&["-Z", "--io", "write"][..], &["-F", "a.bin", "b.bin"]] {
+    for line in [
+        &["-Z", "--io", "write"][..],
+        &["-F", "a.bin", "b.bin"],
+        &["-k", "5", "-n", "1M"],
+        &["-k", "5", "-t", "3"],
+        &["-k", "5", "f.bin"],
+        &["-k", "0"],
+    ] {
         let argv = std::iter::once("tsclient").chain(line.iter().copied());
         assert!(
             Args::command().try_get_matches_from(argv).is_err(),
