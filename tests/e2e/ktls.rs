@@ -24,6 +24,22 @@ fn kernel_counts() -> (u64, u64) {
     (field("TlsTxSw"), field("TlsRxSw"))
 }
 
+/// Runs tsclient `args` against `port` and returns each direction's object (a two-way run has
+/// one each way), each verified over TLS with `cipher`.
+fn verified_streams(port: u16, args: &[&str], cipher: &str, what: &str) -> Vec<serde_json::Value> {
+    let (out, v) = client_json(port, args);
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+    let streams = match v.get("forward") {
+        Some(f) => vec![f.clone(), v["reverse"].clone()],
+        None => vec![v],
+    };
+    for s in &streams {
+        assert_eq!(s["verified"], true, "{what}: {s}");
+        assert_eq!(s["tls"]["cipher"], cipher, "{what}: {s}");
+    }
+    streams
+}
+
 /// Each suite, forward by writes and by sendfile, reverse and both ways, with either socket
 /// model at the client and either server model: every stream verified, the JSON saying the
 /// kernel sealed the client's records, and the kernel's own counters showing sockets that got
@@ -53,17 +69,8 @@ fn kernel_tls_streams_verify_either_way_in_every_model() {
                     let mut args = vec!["--ktls", "--tls", cipher, "--chunk", "10240"];
                     args.extend_from_slice(io);
                     args.extend_from_slice(way);
-                    let (out, v) = client_json(server.port, &args);
                     let what = format!("{model:?} {args:?}");
-                    assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
-                    // A two-way run has an object each way.
-                    let streams = match v.get("forward") {
-                        Some(f) => vec![f.clone(), v["reverse"].clone()],
-                        None => vec![v.clone()],
-                    };
-                    for s in streams {
-                        assert_eq!(s["verified"], true, "{what}: {s}");
-                        assert_eq!(s["tls"]["cipher"], cipher, "{what}: {s}");
+                    for s in verified_streams(server.port, &args, cipher, &what) {
                         assert_eq!(s["tls"]["kernel"], true, "{what}: {s}");
                     }
                     runs += 1;
@@ -143,17 +150,8 @@ fn a_server_with_ktls_sends_by_sendfile_through_tls() {
             for way in ways {
                 let mut args = vec!["--tls", cipher];
                 args.extend_from_slice(way);
-                let (out, v) = client_json(server.port, &args);
                 let what = format!("{model:?} {args:?}");
-                assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
-                let streams = match v.get("forward") {
-                    Some(f) => vec![f.clone(), v["reverse"].clone()],
-                    None => vec![v.clone()],
-                };
-                for s in streams {
-                    assert_eq!(s["verified"], true, "{what}: {s}");
-                    assert_eq!(s["tls"]["cipher"], cipher, "{what}: {s}");
-                }
+                verified_streams(server.port, &args, cipher, &what);
                 runs += 1;
             }
         }
