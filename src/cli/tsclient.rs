@@ -57,7 +57,7 @@ struct Args {
     /// in bytes a second (suffixes k/KiB/m/MiB/g, binary): it is cut off, with what came, when
     /// it has not ended --timeout plus its size at this rate after its first byte, so a server
     /// that trickles cannot hold the client. A timed stream ends by its time instead.
-    #[arg(long, default_value = "128KiB", value_parser = parse_rate, value_name = "BYTES")]
+    #[arg(long, default_value = "128KiB", value_parser = values::rate, value_name = "BYTES")]
     min_rate: u64,
     /// Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O.
     #[arg(long)]
@@ -134,11 +134,11 @@ struct Args {
     /// The generated stream's size: what a run without FILE sends (the seed's text again and
     /// again; 36 MiB of it held in memory, whatever the size), and with --reverse or --bidir what it asks the server for; one pass, repeated
     /// in a timed run. Suffixes k/KiB/m/MiB/g (binary). Default 36MiB, the seed's file.
-    #[arg(short = 'n', long, value_parser = parse_bytes_arg, value_name = "SIZE")]
+    #[arg(short = 'n', long, value_parser = values::size, value_name = "SIZE")]
     bytes: Option<u64>,
     /// Send N writes of --chunk bytes, as iperf3's -k (blocks): the generated stream of N times
     /// the chunk (with --reverse, asked of the server). Suffixes K/M/G (binary).
-    #[arg(short = 'k', long, value_parser = parse_bytes_arg, value_name = "N",
+    #[arg(short = 'k', long, value_parser = values::size, value_name = "N",
           conflicts_with_all = ["bytes", "time", "file", "file_flag", "latency"])]
     blockcount: Option<u64>,
     /// FILE given as iperf3 gives it (`-F FILE`): the same as FILE.
@@ -288,24 +288,6 @@ impl Args {
             args.given.insert("bytes".to_owned());
         }
         Ok(args)
-    }
-}
-
-fn parse_bytes_arg(s: &str) -> Result<u64, String> {
-    match tsperf_results::units::parse_size(s) {
-        Some(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "invalid size '{s}': expected bytes such as 36MiB, at least 1"
-        )),
-    }
-}
-
-fn parse_rate(s: &str) -> Result<u64, String> {
-    match tsperf_results::units::parse_size(s) {
-        Some(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "invalid rate '{s}': expected bytes a second such as 128KiB or 10MiB, at least 1"
-        )),
     }
 }
 

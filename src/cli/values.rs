@@ -99,3 +99,23 @@ mirror! {
         File,
     }
 }
+
+/// A size in bytes (`36MiB`), at least 1.
+pub(crate) fn size(s: &str) -> Result<u64, String> {
+    match tsperf_results::units::parse_size(s) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "invalid size '{s}': expected bytes such as 36MiB, at least 1"
+        )),
+    }
+}
+
+/// A rate in bytes a second (`128KiB`), at least 1.
+pub(crate) fn rate(s: &str) -> Result<u64, String> {
+    match tsperf_results::units::parse_size(s) {
+        Some(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "invalid rate '{s}': expected bytes a second such as 128KiB or 10MiB, at least 1"
+        )),
+    }
+}
