@@ -23,7 +23,7 @@ _tsclient() {
 
     case "${cmd}" in
         tsclient)
-            opts="-c -p -l -J -C -i -t -O -R -P -n -k -F -Z -u -h -V --host --port --chunk --chunk-reverse --json --json-stream --no-progress --timeout --min-rate --nonblocking --io --batch --sndbuf --congestion --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --blockcount --file --zerocopy --udp --one-buffer --ladder --runs --tls --ktls --cold --far-disk --save --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help --version"
+            opts="-c -p -l -J -V -v -C -i -t -O -R -P -n -k -F -Z -u -h --host --port --chunk --chunk-reverse --json --json-stream --verbose --version --no-progress --timeout --min-rate --nonblocking --io --batch --sndbuf --congestion --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --blockcount --file --zerocopy --udp --one-buffer --ladder --runs --tls --ktls --cold --far-disk --save --auth-key --latency --count --warmup --codec --framing --nodelay --reconnect --busy-poll --under-load --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -45,6 +45,8 @@ split-request\t'The request in two writes, the response in one: Nagle\'s algorit
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
 complete -c tsclient -s J -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l json-stream -d 'Print JSON lines on stdout as things happen, as iperf3 does with this flag: a `start` event, each interval\'s sample (`interval`, and a session\'s `sum`), and last, always, the `end` event holding the one object of a JSON run, on a failure and Ctrl-C too'
+complete -c tsclient -s V -l verbose -d 'The report\'s full detail, as iperf3\'s -V: each end\'s counts and CPU split, the clock, every share the verdict was judged on, where the receiver\'s time went, and every TCP figure on the interval lines. The JSON always has all of it'
+complete -c tsclient -s v -l version -d 'Print the version, as iperf3\'s -v'
 complete -c tsclient -l no-progress -d 'Do not show the progress bar (it is shown on stderr only when stderr is a terminal)'
 complete -c tsclient -l nonblocking -d 'Use a mio non-blocking socket (waits in poll, handles short writes) instead of blocking I/O'
 complete -c tsclient -s R -l reverse -d 'The server sends and this client receives, counts and checksums (as iperf3 -R): the generated stream (the tsgen text; 36MiB is the seed\'s tsl.txt byte for byte) of --bytes, or, given a NAME for FILE, that file from a server started with --serve DIR; for --time again and again; in writes of --chunk bytes. Verified by the server\'s end trailer'
@@ -60,4 +62,3 @@ complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by de
 complete -c tsclient -l reconnect -d 'Latency: a new TCP connection for every request (like netperf TCP_CRR)'
 complete -c tsclient -l busy-poll -d 'Latency: wait for each answer by spinning on a non-blocking peek (as sockperf\'s busy polling does) instead of sleeping in a read: the client\'s CPU stays awake, so an idle machine\'s deep sleep states do not add to the round trip. Costs a whole CPU meanwhile'
 complete -c tsclient -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c tsclient -s V -l version -d 'Print version'

@@ -22,6 +22,7 @@ mod package;
 mod parallel;
 mod peer_text;
 mod progress;
+mod report;
 mod report_inputs;
 mod reverse;
 mod save;

@@ -76,7 +76,12 @@ fn progress_bar_renders_on_a_terminal() {
     assert!(
         clean
             .iter()
-            .any(|l| l.starts_with("sent 6 MiB in ") && l.contains("verified"))
+            .any(|l| l.starts_with("[  0] ") && l.contains(" 6 MiB ") && l.ends_with("sender")),
+        "{screen:?}"
+    );
+    assert!(
+        clean.iter().any(|l| l.starts_with("verified: ")),
+        "{screen:?}"
     );
 }
 
@@ -116,10 +121,12 @@ fn a_timed_runs_bar_shows_its_time() {
     assert!(screen.contains("ETA"), "{screen:?}");
 }
 
-/// Lines of `text` that start with `label` and carry an interval (`[  0.000-  0.200 s]`).
+/// Lines of `text` that start with `label` and are an interval's row (`0.00-0.20   sec`, no
+/// summary's `sender` or `receiver`).
 fn interval_lines<'a>(text: &'a str, label: &str) -> Vec<&'a str> {
     text.lines()
-        .filter(|l| l.starts_with(label) && l.contains(" s] "))
+        .filter(|l| l.starts_with(label) && l.contains(" sec "))
+        .filter(|l| !l.ends_with("sender") && !l.ends_with("receiver"))
         .collect()
 }
 
@@ -132,7 +139,7 @@ fn parallel_and_bidir_intervals_are_printed_and_labelled() {
     let out = client(&["--port", &port, "-P", "2", "-i", "0.2", "-t", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    for label in ["[  0]  [", "[  1]  [", "[SUM]  ["] {
+    for label in ["[  0] ", "[  1] ", "[SUM] "] {
         let lines = interval_lines(&text, label);
         assert!(lines.len() >= 3, "{label}: {text}");
     }
@@ -142,12 +149,13 @@ fn parallel_and_bidir_intervals_are_printed_and_labelled() {
     let out = client(&["--port", &port, "--bidir", "-i", "0.2", "-t", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(interval_lines(&text, "[TX]  [").len() >= 3, "{text}");
-    let rx = interval_lines(&text, "[RX]  [");
+    assert!(interval_lines(&text, "[  0][TX] ").len() >= 3, "{text}");
+    let rx = interval_lines(&text, "[  0][RX] ");
     assert!(rx.len() >= 3, "{text}");
-    assert!(rx.iter().all(|l| l.contains("received")), "{text}");
+    // A receiver's sample has no sender's figures (no congestion window).
+    assert!(rx.iter().all(|l| !l.contains("cwnd")), "{text}");
     // Nothing unlabelled.
-    assert!(interval_lines(&text, "  [").is_empty(), "{text}");
+    assert!(interval_lines(&text, " ").is_empty(), "{text}");
 
     let out = client(&[
         "--port", &port, "-P", "2", "--bidir", "-i", "0.2", "-t", "1",

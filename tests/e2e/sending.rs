@@ -185,7 +185,7 @@ fn congestion_control_is_chosen_and_named() {
         }
     }
     let port = server.port.to_string();
-    let human = client(&["--port", &port, "--bytes", "1M", "-C", "reno"]);
+    let human = client(&["--port", &port, "-V", "--bytes", "1M", "-C", "reno"]);
     assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
     assert!(
         stdout(&human).contains(", TCP reno, cpu "),
@@ -257,7 +257,7 @@ fn the_server_sends_with_the_congestion_control_asked_for() {
         assert_eq!(v["forward"]["client"]["congestion"], "reno", "{v}");
         assert_eq!(v["reverse"]["server"]["congestion"], "reno", "{v}");
         let port = server.port.to_string();
-        let human = client(&["--port", &port, "-R", "--bytes", "1M", "-C", "reno"]);
+        let human = client(&["--port", &port, "-V", "-R", "--bytes", "1M", "-C", "reno"]);
         assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
         assert!(
             stdout(&human).contains(" short), TCP reno, first to last write "),
@@ -267,7 +267,9 @@ fn the_server_sends_with_the_congestion_control_asked_for() {
         // A parallel session's SUM line names the algorithm its streams were sent with,
         // either way.
         for reverse in [&["-R"][..], &[]] {
-            let mut args = vec!["--port", &port, "-P", "2", "--bytes", "2M", "-C", "reno"];
+            let mut args = vec![
+                "--port", &port, "-V", "-P", "2", "--bytes", "2M", "-C", "reno",
+            ];
             args.extend_from_slice(reverse);
             let human = client(&args);
             assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));

@@ -96,14 +96,22 @@ fn human_report_names_strategy() {
     let path = test_file(dir.path(), "h.txt", 100_000);
     let port = server.port.to_string();
     let p = path.to_str().unwrap();
-    let out = client(&["--port", &port, "--io", "writev", "--batch", "8", p]);
+    let out = client(&["--port", &port, "-V", "--io", "writev", "--batch", "8", p]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("io blocking writev of 8, verified"),
         "{}",
         stdout(&out)
     );
-    let out = client(&["--port", &port, "--io", "sendfile", "--nonblocking", p]);
+    let out = client(&[
+        "--port",
+        &port,
+        "-V",
+        "--io",
+        "sendfile",
+        "--nonblocking",
+        p,
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("io nonblocking sendfile, verified"),

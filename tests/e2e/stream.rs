@@ -78,13 +78,31 @@ fn human_output_has_seed_lines() {
     stamp(lines[0], "begin");
     assert_eq!(lines[1], "file[tsl.txt] read over .");
     stamp(lines[2], "end");
+    assert!(lines[3].starts_with("[ ID] Interval "), "{}", lines[3]);
+    for (line, end) in [(lines[4], "sender"), (lines[5], "receiver")] {
+        assert!(line.starts_with("[  0] ") && line.ends_with(end), "{line}");
+        assert!(line.contains(" 97.66 KiB ") && line.contains("MiB/s") && line.contains("Gbit/s"));
+    }
+    assert!(
+        lines[6].starts_with("verified: the server counted all 97.66 KiB"),
+        "{text}"
+    );
+    // With -V, the headline says how it was sent.
+    let out = client(&[
+        "--port",
+        &port,
+        "-V",
+        "--chunk",
+        "1k",
+        path.to_str().unwrap(),
+    ]);
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert!(lines[3].starts_with("sent 97.66 KiB in "), "{}", lines[3]);
     assert!(
         lines[3].contains("chunk 1024 B, io blocking write, verified (xxh3 "),
         "{}",
         lines[3]
     );
-    assert!(text.contains("MiB/s") && text.contains("Gbit/s"));
     assert!(
         server.wait_for(|o, _| o.contains("file[tsl.txt] read over .")
             && o.contains("tsserver: received 97.66 KiB"))
@@ -431,7 +449,13 @@ fn counts_of_one_are_singular() {
         args.extend(model);
         let server = Server::start(&args);
         let port = server.port.to_string();
-        let out = client(&["--port", &port, "--no-progress", path.to_str().unwrap()]);
+        let out = client(&[
+            "--port",
+            &port,
+            "-V",
+            "--no-progress",
+            path.to_str().unwrap(),
+        ]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = stdout(&out);
         assert!(text.contains("client: 1 write call (0 short)"), "{text}");

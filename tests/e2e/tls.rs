@@ -135,9 +135,8 @@ fn a_key_authenticates_and_no_tls_refuses() {
         "1MiB",
     ]);
     assert!(
-        stdout(&out).contains(
-            "over TLS 1.3, TLS13_AES_128_GCM_SHA256: the server's certificate proved by the key"
-        ),
+        stdout(&out)
+            .contains("encrypted: TLS 1.3 TLS13_AES_128_GCM_SHA256; the server proved by the key"),
         "{}",
         stdout(&out)
     );

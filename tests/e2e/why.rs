@@ -172,7 +172,14 @@ fn summary_says_why() {
     // three times; one must name its limit.
     let mut tries = Vec::new();
     let text = loop {
-        let o = client(&["--port", &port, "--chunk", "102", file.to_str().unwrap()]);
+        let o = client(&[
+            "--port",
+            &port,
+            "-V",
+            "--chunk",
+            "102",
+            file.to_str().unwrap(),
+        ]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let text = stdout(&o);
         let unjudged = ["limited by: unknown", "limited by: too short"];
@@ -230,7 +237,11 @@ fn intervals_add_up_to_the_transfer() {
         file.to_str().unwrap(),
     ]);
     let text = stdout(&human);
-    assert!(text.starts_with("  [  0.000-"), "{text}");
+    assert!(text.starts_with("[ ID] Interval "), "{text}");
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("[  0]  0.000-"),
+        "{text}"
+    );
     assert!(text.contains("\nbegin sec["), "{text}");
 }
 
@@ -320,7 +331,7 @@ fn the_clock_line_says_why_a_one_way_time_is_missing() {
     let server = Server::start(&[]);
     let port = server.port.to_string();
     for chunk in ["102", "10240"] {
-        let out = client(&["--port", &port, "--bytes", "4MiB", "--chunk", chunk]);
+        let out = client(&["--port", &port, "-V", "--bytes", "4MiB", "--chunk", chunk]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = stdout(&out);
         let clock = text

@@ -8,13 +8,13 @@
 //! streams' start, a connect apart). A lock is taken once per sample, never per chunk.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::intervals::{Interval, line, received_line};
 use crate::progress::Progress;
+use tsperf_results::intervals::{header, row as row_of};
 use tsperf_results::json::{Event, IntervalEvent, SumEvent};
-use tsperf_results::units;
 
 /// How a stream's samples are printed as they are taken.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +25,11 @@ pub struct Live {
     pub sum: Option<(Arc<Sums>, usize)>,
     /// One JSON line per sample (`--json-stream`) instead of a line for people.
     pub json: bool,
+    /// A timed run's omitted start (`--omit`), seconds: samples that end within it are marked
+    /// `(omitted)`, as iperf3 marks them.
+    pub omit_s: f64,
+    /// Every TCP figure on each line (`--verbose`).
+    pub verbose: bool,
 }
 
 impl Live {
@@ -34,7 +39,7 @@ impl Live {
         Live {
             label: format!("{}{}", self.label, if sending { "[TX]" } else { "[RX]" }),
             sum: None,
-            json: self.json,
+            ..self.clone()
         }
     }
 
@@ -43,7 +48,7 @@ impl Live {
         Live {
             label: format!("[{index:>3}]{}", self.label),
             sum: Some((sums.clone(), index)),
-            json: self.json,
+            ..self.clone()
         }
     }
 
@@ -54,6 +59,7 @@ impl Live {
             streams,
             rows: Mutex::new(Vec::new()),
             json: self.json,
+            omit_s: self.omit_s,
         })
     }
 
@@ -71,13 +77,41 @@ impl Live {
                     interval: i.clone(),
                 })));
             } else {
-                let text = if receiving { received_line(i) } else { line(i) };
-                bar.println(&format!("{}{text}", live.label));
+                let label = id(&live.label);
+                let text = match receiving {
+                    true => received_line(&label, i, live.verbose),
+                    false => line(&label, i, live.verbose),
+                };
+                if !HEADED.swap(true, Ordering::Relaxed) {
+                    bar.println(&header());
+                }
+                bar.println((text + omitted(i.end_s, live.omit_s)).trim_end());
             }
             if let Some((sums, _)) = &live.sum {
                 sums.add(taken.fetch_add(1, Ordering::Relaxed), i);
             }
         }
+    }
+}
+
+/// The table's header is printed once, above the first line of the run.
+static HEADED: AtomicBool = AtomicBool::new(false);
+
+/// A line's label as the table shows it: a lone stream's (unlabelled, or only `[TX]` or
+/// `[RX]`) is stream 0's, as iperf3 numbers every stream.
+fn id(label: &str) -> String {
+    match label.starts_with("[ ") || label.starts_with("[SUM") {
+        true => label.to_owned(),
+        false => format!("[  0]{label}"),
+    }
+}
+
+/// ` (omitted)` for a sample that ends within the omitted start, as iperf3 marks it.
+fn omitted(end_s: f64, omit_s: f64) -> &'static str {
+    // A sample ends on the omitted start's end give or take the sampler's wake-up.
+    match omit_s > 0.0 && end_s <= omit_s + 0.01 {
+        true => "  (omitted)",
+        false => "",
     }
 }
 
@@ -103,6 +137,7 @@ pub struct Sums {
     streams: usize,
     rows: Mutex<Vec<Row>>,
     json: bool,
+    omit_s: f64,
 }
 
 impl Sums {
@@ -153,15 +188,10 @@ impl Sums {
                 streams: row.reported,
             }));
         }
-        let secs = (row.end_s - row.start_s).max(1e-9);
-        format!(
-            "{}  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s{note}",
-            self.label,
-            row.start_s,
-            row.end_s,
-            units::size(row.bytes),
-            row.bytes as f64 / (1024.0 * 1024.0) / secs,
-        )
+        let text = row_of(&self.label, (row.start_s, row.end_s), row.bytes, None)
+            + omitted(row.end_s, self.omit_s)
+            + note;
+        text.trim_end().to_owned()
     }
 }
 
@@ -193,7 +223,7 @@ mod tests {
         assert_eq!(rows[1].reported, 1);
         assert_eq!(
             s.line(&rows[0], ""),
-            "[SUM]  [  0.000-  0.510 s]      150 B       0.0 MiB/s"
+            "[SUM]   0.00-0.51   sec      150 B       0.0 MiB/s   0.00 Gbit/s"
         );
         s.finish();
         assert!(s.rows.lock().unwrap().is_empty());

@@ -86,6 +86,8 @@ pub struct StreamSpec {
     pub live: bool,
     /// Printed as JSON lines (`--json-stream`).
     pub json_lines: bool,
+    /// The report's full detail (`--verbose`): here, every TCP figure on each interval line.
+    pub verbose: bool,
     /// A timed run (`--time`): the data again and again for this long after `omit`.
     pub time: Option<Duration>,
     /// A timed run's start left out of its figures (`--omit`), as iperf3 `-O` does: slow start.
@@ -372,6 +374,8 @@ impl StreamConfig {
             auth,
             live: spec.live.then(|| crate::live::Live {
                 json: spec.json_lines,
+                omit_s: spec.omit.as_secs_f64(),
+                verbose: spec.verbose,
                 ..crate::live::Live::default()
             }),
             stripe: None,

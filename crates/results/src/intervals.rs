@@ -68,34 +68,88 @@ pub fn merge_pairs(samples: Vec<Interval>) -> Vec<Interval> {
         .collect()
 }
 
-/// One sample as a line of the human report, as iperf3 `-i` prints them.
-pub fn line(i: &Interval) -> String {
-    let opt = |v: Option<u64>, f: &dyn Fn(u64) -> String| v.map_or("?".to_owned(), f);
+/// The head of iperf3's table, above the interval lines and the summary's rows: its columns
+/// over [`row`]'s.
+pub fn header() -> String {
     format!(
-        "  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s  acked {:>9}  rtt {}  cwnd {}  window full {}  \
-         retrans {}",
-        i.start_s,
-        i.end_s,
-        crate::units::size(i.bytes),
-        i.mib_per_s,
-        i.acked_mib_per_s
-            .map_or("?".to_owned(), |r| format!("{r:.1} MiB/s")),
-        opt(i.rtt_us, &|v| format!("{v} µs")),
-        opt(i.snd_cwnd, &|v| v.to_string()),
-        opt(i.rwnd_limited_us, &|v| format!("{} ms", v / 1000)),
-        opt(i.retransmits, &|v| v.to_string()),
+        "{:<5} {:<18}{:>10} {:<30}{:>5}",
+        "[ ID]", "Interval", "Transfer", "   Bitrate", "Retr"
     )
 }
 
-/// A receiver's sample as a line (a reverse stream: it has no sender's figures): its bytes,
-/// their rate and the round trip.
-pub fn received_line(i: &Interval) -> String {
+/// One row of iperf3's table: the label (`[  0]`, `[SUM]`, `[  1][TX]`), the interval in
+/// seconds, the bytes, their rate in MiB/s and Gbit/s, the retransmits where the row has them,
+/// then `tail`. Every row divides: the rate is the bytes over the interval shown.
+pub fn row(label: &str, (start_s, end_s): (f64, f64), bytes: u64, retr: Option<u64>) -> String {
+    let time = std::time::Duration::from_secs_f64((end_s - start_s).max(0.0));
+    // Hundredths, as iperf3's; thousandths for a row shorter than a tenth of a second.
+    let places = if end_s - start_s < 0.1 { 3 } else { 2 };
     format!(
-        "  [{:7.3}-{:7.3} s] {:>10} {:9.1} MiB/s  received, rtt {}",
-        i.start_s,
-        i.end_s,
-        crate::units::size(i.bytes),
-        i.mib_per_s,
-        i.rtt_us.map_or("?".to_owned(), |v| format!("{v} µs")),
+        "{label:<5} {start_s:>6.places$}-{end_s:<6.places$} sec {:>10} {:>9.1} MiB/s {:>6.2} \
+         Gbit/s {:>5}",
+        crate::units::size(bytes),
+        crate::units::mib_per_s(bytes, time),
+        crate::units::gbit_per_s(bytes, time),
+        retr.map_or(String::new(), |r| r.to_string()),
     )
+}
+
+/// One sender's sample as a row of iperf3's table (the label's, then `-i`'s columns) and the
+/// congestion window in segments; `verbose` adds the round trip, what the receiver
+/// acknowledged and the time its window was full.
+pub fn line(label: &str, i: &Interval, verbose: bool) -> String {
+    let opt = |v: Option<u64>, f: &dyn Fn(u64) -> String| v.map_or("?".to_owned(), f);
+    let mut s = row(label, (i.start_s, i.end_s), i.bytes, i.retransmits)
+        + &format!("  cwnd {} seg", opt(i.snd_cwnd, &|v| v.to_string()));
+    if verbose {
+        s += &format!(
+            "  rtt {}  acked {}  window full {}",
+            opt(i.rtt_us, &rtt),
+            i.acked_mib_per_s
+                .map_or("?".to_owned(), |r| format!("{r:.1} MiB/s")),
+            opt(i.rwnd_limited_us, &|v| format!("{} ms", v / 1000)),
+        );
+    }
+    s
+}
+
+/// A round trip in µs for people: `870 µs`, `3.2 ms` from a millisecond on.
+fn rtt(us: u64) -> String {
+    match us {
+        0..1000 => format!("{us} µs"),
+        _ => format!("{:.1} ms", us as f64 / 1e3),
+    }
+}
+
+/// A receiver's sample as a row (a reverse stream: it has no sender's figures): its bytes and
+/// their rate; `verbose` adds the round trip as the receiver sees it.
+pub fn received_line(label: &str, i: &Interval, verbose: bool) -> String {
+    let r = row(label, (i.start_s, i.end_s), i.bytes, None);
+    match verbose {
+        true => r + &format!("  rtt {}", i.rtt_us.map_or("?".to_owned(), rtt)),
+        false => r,
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The header's columns end where the rows' do, and a row divides: 1 GiB in 2 s is 512
+    /// MiB/s.
+    #[test]
+    fn the_header_stands_over_the_rows_columns() {
+        let r = row("[  0]", (1.0, 3.0), 1 << 30, Some(7));
+        let h = header();
+        assert_eq!(r.len(), h.len(), "{h}\n{r}");
+        assert!(r.contains("1.00-3.00   sec"), "{r}");
+        assert!(r.contains("512.0 MiB/s"), "{r}");
+        for (word, end) in [("Transfer", "GiB"), ("Retr", "7")] {
+            assert_eq!(
+                h.find(word).unwrap() + word.len(),
+                r.find(end).unwrap() + end.len(),
+                "{h}\n{r}"
+            );
+        }
+    }
 }

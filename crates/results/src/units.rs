@@ -114,6 +114,21 @@ pub fn mib_per_s(bytes: u64, elapsed: Duration) -> f64 {
     per_second(bytes as f64 / (1024.0 * 1024.0), elapsed)
 }
 
+/// A process's CPU time as one figure, user plus system: the kernel measures the sum, but
+/// splits it between the two by sampling at its tick, so a short run's split can read `0 µs
+/// user` (with `split`, the split follows, saying so).
+pub fn cpu(user_us: u64, sys_us: u64, split: bool) -> String {
+    let total = duration(Duration::from_micros(user_us + sys_us));
+    match split {
+        false => total,
+        true => format!(
+            "{total} ({} user + {} sys, as the kernel's tick samples them)",
+            duration(Duration::from_micros(user_us)),
+            duration(Duration::from_micros(sys_us))
+        ),
+    }
+}
+
 /// Throughput in Gbit/s (10^9 bits), the unit a link is sold in; 0 when no time passed.
 pub fn gbit_per_s(bytes: u64, elapsed: Duration) -> f64 {
     per_second(bytes as f64 * 8.0 / 1e9, elapsed)

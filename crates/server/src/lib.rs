@@ -257,7 +257,7 @@ pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u3
     let text = format!(
         "{}\nfile[{}] read over .\n{}\n\
          tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
-         {} of up to {read_size} B, cpu {} user + {} sys, io {}, xxh3 {:016x}\n",
+         {} of up to {read_size} B, cpu {}, io {}, xxh3 {:016x}\n",
         Stamp {
             label: "begin",
             unix_us: begin
@@ -272,8 +272,7 @@ pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u3
         units::mib_per_s(r.bytes, elapsed),
         units::gbit_per_s(r.bytes, elapsed),
         tsperf_results::units::count(r.reads, "read"),
-        units::duration(Duration::from_micros(r.cpu_user_us)),
-        units::duration(Duration::from_micros(r.cpu_sys_us)),
+        units::cpu(r.cpu_user_us, r.cpu_sys_us, false),
         r.server_io.map_or("?".to_owned(), |io| io.to_string()),
         r.digest,
     );
@@ -300,7 +299,7 @@ pub fn print_sent(
     let text = format!(
         "{}\nfile[{}] sent over .\n{}\n\
          tsserver: sent {} to {peer} in {} (first to last write): {:.1} MiB/s ({:.2} Gbit/s), \
-         {} of {} B, cpu {} user + {} sys, io {}\n",
+         {} of {} B, cpu {}, io {}\n",
         Stamp {
             label: "begin",
             unix_us: s.first_write_unix_us
@@ -320,8 +319,7 @@ pub fn print_sent(
         units::gbit_per_s(s.bytes, elapsed),
         tsperf_results::units::count(s.writes, "write"),
         s.chunk,
-        units::duration(Duration::from_micros(s.cpu_user_us)),
-        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        units::cpu(s.cpu_user_us, s.cpu_sys_us, false),
         s.server_io,
     );
     out.message(Stream::Out, &text);

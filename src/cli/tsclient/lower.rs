@@ -352,11 +352,17 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         congestion: args.congestion.clone(),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
-        interval: args.interval.map(Duration::from_secs_f64),
+        // A timed run printed as it happens has a line each second unless told otherwise, as
+        // iperf3's; `--json` keeps its object as it was (no samples unless asked for).
+        interval: args
+            .interval
+            .or((args.time.is_some() && (!args.json || args.json_stream)).then_some(1.0))
+            .map(Duration::from_secs_f64),
         // Samples as they are taken: lines for people, JSON lines with --json-stream, none
         // with --json (they are in its one object).
         live: !args.json || args.json_stream,
         json_lines: args.json_stream,
+        verbose: args.verbose,
         time: args.time.map(Duration::from_secs_f64),
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
@@ -424,6 +430,7 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         interval: None,
         live: false,
         json_lines: false,
+        verbose: false,
         time: None,
         omit: Duration::ZERO,
         log: LogMode::None,

@@ -118,6 +118,7 @@ fn a_timed_ladder_times_the_rungs_that_can_repeat() {
         clock_queries: 0,
         interval: None,
         live: false,
+        verbose: false,
         json_lines: false,
         time: Some(Duration::from_secs(3)),
         omit: Duration::from_secs(1),

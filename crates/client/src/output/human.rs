@@ -28,6 +28,7 @@ pub(super) fn stream_human(o: &StreamOutcome) -> String {
         + &forward.map_or_else(|| sections::clock(o.clock, ""), |_| clock_human(o))
         + &sections::verdict(&o.verdict())
         + &forward.map_or(String::new(), |_| server_after(&o.receiver))
+        + &unprinted(o)
         + &tls(o)
         + &cold(forward)
         + &saved(o)
@@ -92,14 +93,13 @@ fn sender_line(o: &StreamOutcome, s: &Sent) -> String {
         ),
     };
     format!(
-        "{} ({} short){}{span}, cpu {} user + {} sys{tail}",
+        "{} ({} short){}{span}, cpu {}{tail}",
         units::count(s.writes, &call),
         s.partial_writes,
         s.congestion
             .as_ref()
             .map_or(String::new(), |c| format!(", TCP {}", Peer(c.as_str()))),
-        units::duration(Duration::from_micros(s.cpu_user_us)),
-        units::duration(Duration::from_micros(s.cpu_sys_us)),
+        units::cpu(s.cpu_user_us, s.cpu_sys_us, true),
     )
 }
 
@@ -121,11 +121,10 @@ fn receiver_line(o: &StreamOutcome, r: &Report) -> String {
         Detail::Received(_) => Default::default(),
     };
     format!(
-        "{} of up to {} B{span}, cpu {} user + {} sys{io}, log {}{stdout}",
+        "{} of up to {} B{span}, cpu {}{io}, log {}{stdout}",
         units::count(r.reads, "read"),
         r.read_size,
-        units::duration(Duration::from_micros(r.cpu_user_us)),
-        units::duration(Duration::from_micros(r.cpu_sys_us)),
+        units::cpu(r.cpu_user_us, r.cpu_sys_us, true),
         match r.log {
             None => "?".to_owned(),
             Some(LogMode::None) => "none".to_owned(),
@@ -172,14 +171,20 @@ fn server_after(s: &Report) -> String {
             parts.join(", ")
         );
     }
-    if s.output_dropped > 0 {
-        out += &format!(
-            "  the server could not print {} of its own output: its stdout or stderr is not \
-             being read\n",
-            units::count(u64::from(s.output_dropped), "line")
-        );
-    }
     out
+}
+
+/// A line when a receiving server could not print some of its own output.
+pub(super) fn unprinted(o: &StreamOutcome) -> String {
+    let s = &o.receiver;
+    if s.output_dropped == 0 || o.side() != Side::Sent {
+        return String::new();
+    }
+    format!(
+        "  the server could not print {} of its own output: its stdout or stderr is not being \
+         read\n",
+        units::count(u64::from(s.output_dropped), "line")
+    )
 }
 
 /// The stream's TLS: its suite, and whether the key vouched for the server.
@@ -200,7 +205,7 @@ fn tls(o: &StreamOutcome) -> String {
 }
 
 /// How a file read cold was put out of the page cache first.
-fn cold(forward: Option<&Forward>) -> String {
+pub(super) fn cold(forward: Option<&Forward>) -> String {
     let Some(e) = forward.and_then(|d| d.cold) else {
         return String::new();
     };
@@ -215,7 +220,7 @@ fn cold(forward: Option<&Forward>) -> String {
 }
 
 /// Where the receiving end saved the stream, how, and the write's and the sync's times.
-fn saved(o: &StreamOutcome) -> String {
+pub(super) fn saved(o: &StreamOutcome) -> String {
     let r = &o.receiver;
     let Some(mode) = r.save else {
         return String::new();
@@ -243,7 +248,7 @@ fn saved(o: &StreamOutcome) -> String {
 }
 
 /// A line when some of the receiver's per-read log lines could not be written.
-fn lost_log_lines(o: &StreamOutcome) -> String {
+pub(super) fn lost_log_lines(o: &StreamOutcome) -> String {
     let r = &o.receiver;
     let (written, lost) = (u64::from(r.log_lines), u64::from(r.log_lines_lost));
     if lost == 0 {

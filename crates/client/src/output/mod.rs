@@ -243,6 +243,7 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
+mod brief;
 mod human;
 mod ladder;
 mod latency;

@@ -76,9 +76,13 @@ pub fn json(o: &Streams) -> ClientOutput {
     }
 }
 
-/// The report for people. A run that failed outright prints nothing here: its error says it
-/// all (an interrupted stream says what it had done).
-pub fn human(o: &Streams) -> String {
+/// The report for people: at a glance ([`super::brief`]), or with `verbose` every figure. A
+/// run that failed outright prints nothing here: its error says it all (an interrupted
+/// stream says what it had done).
+pub fn human(o: &Streams, verbose: bool) -> String {
+    if !verbose {
+        return super::brief::report(o);
+    }
     match (&o.forward, &o.reverse) {
         (Some(f), Some(r)) => format!(
             "to the server:\n{}\nfrom the server:\n{}",

@@ -42,7 +42,7 @@ pub(super) fn session_human(p: &Session) -> String {
             Ok(s) => {
                 let checked = sections::check(s.verified(), s.measured.digest);
                 rate_line(&format!("[{i:>3}]{received}"), s.measured.rated())
-                    + &format!(", {checked}, limited by {}\n", s.limited_by())
+                    + &format!(", {checked}, limited by {}\n", s.limited_by().words())
             }
             Err(f) => format!("[{i:>3}] failed: {:#}\n", f.error),
         };
@@ -58,7 +58,7 @@ pub(super) fn session_human(p: &Session) -> String {
     let verdict = match p.side {
         Side::Sent => format!(
             ", limited by {} (most streams' verdict)",
-            p.verdict().map_or("?".to_owned(), |v| v.to_string())
+            p.verdict().map_or("?", |v| v.words())
         ),
         Side::Received => String::new(),
     };
@@ -90,7 +90,7 @@ fn sent_with(p: &Session) -> String {
 }
 
 /// The seed's begin and end lines, from the first stream's first byte to the last one's end.
-fn stamps(p: &Session) -> String {
+pub(super) fn stamps(p: &Session) -> String {
     use crate::run::Member;
     let ok: Vec<&StreamOutcome> = p.streams.iter().flatten().collect();
     let begin = ok.iter().map(|s| s.span_us().0).min().unwrap_or(0);

@@ -133,6 +133,26 @@ impl LimitedBy {
     }
 }
 
+impl LimitedBy {
+    /// The verdict in plain words, for a report's line: `the receiver's CPU`.
+    pub fn words(self) -> &'static str {
+        match self {
+            LimitedBy::ReceiverLog => "the receiver's per-read log",
+            LimitedBy::ReceiverDisk => "the receiver's disk",
+            LimitedBy::SharedCpu => "this machine's CPUs, which both ends share",
+            LimitedBy::ReceiverCpu => "the receiver's CPU",
+            LimitedBy::Receiver => "the receiver (its window was full)",
+            LimitedBy::SenderSource => "the sender's reads of its file",
+            LimitedBy::SenderCpu => "the sender's CPU",
+            LimitedBy::SenderBuffer => "the sender's send buffer",
+            LimitedBy::Sender => "the sender (it had nothing to send)",
+            LimitedBy::Network => "the network",
+            LimitedBy::Unknown => "nothing that shows (unknown)",
+            LimitedBy::TooShort => "nothing yet: too short to tell (100 ms or more needed)",
+        }
+    }
+}
+
 impl fmt::Display for LimitedBy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -80,7 +80,7 @@ impl Verdict {
             }
             LimitedBy::Unknown => unknown_sentence(l),
             LimitedBy::TooShort => format!(
-                "limited by: too short to tell ({:.0} ms; the shares need {} ms or more: send \
+                "limited by: too short to tell ({:.0} ms; a verdict needs {} ms or more: send \
                  more, or run for a time with -t)",
                 f(l.elapsed_ms),
                 super::MIN_JUDGED.as_millis()

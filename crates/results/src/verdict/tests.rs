@@ -424,7 +424,7 @@ fn a_transfer_too_short_to_judge_says_so() {
     assert_eq!(v.limits.elapsed_ms, Some(17.0));
     let s = v.sentence();
     assert!(
-        s.starts_with("limited by: too short to tell (17 ms; the shares need 100 ms or more"),
+        s.starts_with("limited by: too short to tell (17 ms; a verdict needs 100 ms or more"),
         "{s}"
     );
     assert!(s.contains("-t"), "{s}");
