@@ -42,6 +42,11 @@ object\t'A self-describing object naming its type and fields, as Java serializat
 complete -c tsclient -l framing -d 'Latency: one write per message, or the length prefix and body in two writes' -r -f -a "single\t'Length prefix and body in one write'
 split\t'Length prefix in one write, body in another, on both ends: what a fresh `ObjectOutputStream` per message does; meets Nagle\'s algorithm both ways'
 split-request\t'The request in two writes, the response in one: Nagle\'s algorithm meets one delayed ACK a round trip (about 40 ms)'"
+complete -c tsclient -s w -l window -d 'Socket buffers of this client\'s data sockets (SO_SNDBUF and SO_RCVBUF), as iperf3\'s -w sets its end\'s; suffixes k/KiB/m/MiB. The server\'s are its own (tsserver --rcvbuf, --send-buffers)' -r
+complete -c tsclient -s b -l bitrate -d 'Pace this client\'s sends to RATE bits a second (SO_MAX_PACING_RATE; the fq qdisc paces where it is the interface\'s, TCP\'s own pacing where not), as iperf3\'s -b: 100M, 2.5G (K, M, G: powers of 1000); 0 is unlimited. Every byte still verified. Not with --reverse (the server sends); with --bidir it paces the stream to the server' -r
+complete -c tsclient -s f -l format -d 'Rates in this unit, as iperf3\'s -f: k, m, g, t (Kbit/s ... Tbit/s) or K, M, G, T (KiB/s ... TiB/s), one column; by default MiB/s and Gbit/s side by side' -r
+complete -c tsclient -s T -l title -d 'Begin every line of the report with TITLE, as iperf3\'s -T' -r
+complete -c tsclient -l logfile -d 'Write the report to FILE (appended) instead of stdout, as iperf3\'s --logfile; errors stay on stderr' -r -F
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
 complete -c tsclient -s J -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l json-stream -d 'Print JSON lines on stdout as things happen, as iperf3 does with this flag: a `start` event, each interval\'s sample (`interval`, and a session\'s `sum`), and last, always, the `end` event holding the one object of a JSON run, on a failure and Ctrl-C too'
@@ -58,7 +63,10 @@ complete -c tsclient -l ladder -d 'Take a file copy apart: run FILE (or the gene
 complete -c tsclient -l ktls -d 'Seal and open this end\'s TLS records in the kernel (kernel TLS): the handshake is made in the process, then its keys are handed to the kernel, and --io sendfile sends FILE through TLS. Implies --tls aes128gcm where --tls is not given. Refused where the kernel has no kernel TLS (CONFIG_TLS; modprobe tls); the server seals its end in its process'
 complete -c tsclient -l cold -d 'Read FILE from its disk, not the page cache: its pages are put out of the cache first (posix_fadvise DONTNEED, checked with mincore; refused where they stay, or on tmpfs), so the sender\'s reads are the disk\'s. A forward run\'s FILE, read once (not --time)'
 complete -c tsclient -l latency -d 'Latency mode: clock queries, request and response, instead of a file'
-complete -c tsclient -l nodelay -d 'Latency: set TCP_NODELAY on both ends (by default Nagle\'s algorithm stays on, as in most programs)'
+complete -c tsclient -s N -l nodelay -d 'TCP_NODELAY (no Nagle), as iperf3\'s -N: on this client\'s data sockets for a stream; in latency mode on both ends (by default Nagle\'s algorithm stays on, as in most programs)'
+complete -c tsclient -s 4 -l version4 -d 'Connect over IPv4 only, as iperf3\'s -4'
+complete -c tsclient -s 6 -l version6 -d 'Connect over IPv6 only, as iperf3\'s -6'
+complete -c tsclient -l get-server-output -d 'The server\'s own figures in the report, as iperf3\'s --get-server-output asks: the same as --verbose (tsperf\'s report always holds what the server measured; -V prints it all)'
 complete -c tsclient -l reconnect -d 'Latency: a new TCP connection for every request (like netperf TCP_CRR)'
 complete -c tsclient -l busy-poll -d 'Latency: wait for each answer by spinning on a non-blocking peek (as sockperf\'s busy polling does) instead of sleeping in a read: the client\'s CPU stays awake, so an idle machine\'s deep sleep states do not add to the round trip. Costs a whole CPU meanwhile'
 complete -c tsclient -s h -l help -d 'Print help (see more with \'--help\')'

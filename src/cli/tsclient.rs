@@ -42,6 +42,7 @@ fn run() -> anyhow::Result<ExitCode> {
     let args = Args::from_matches(&matches).unwrap_or_else(|e| cli::clap_exit(e));
     let spec = RunSpec::try_from(&args).unwrap_or_else(|u| cli::usage_error::<Args>(u));
     cli::init_diagnostics();
+    report_settings(&args)?;
     // The stop handler comes before anything that takes time or may block (the generated
     // text, a key file): a Ctrl-C from here on prints what there is to print.
     let mut progress = if args.latency {
@@ -62,6 +63,28 @@ fn run() -> anyhow::Result<ExitCode> {
     });
     // A failure with nothing printed yet still prints its object.
     ran.inspect_err(cli::print_failure_json)
+}
+
+/// What iperf3's output and address flags set for the whole run: the rows' unit (-f), the
+/// title (-T), the family (-4, -6), and where the report goes (--logfile).
+fn report_settings(args: &Args) -> anyhow::Result<()> {
+    use tsperf_sys::client_net::{self, Family};
+    if let Some(unit) = args.format {
+        tsperf_results::intervals::set_rate_unit(unit);
+    }
+    if let Some(title) = &args.title {
+        client::live::set_title(title);
+    }
+    match (args.ipv4, args.ipv6) {
+        (true, _) => client_net::hold_to(Family::V4),
+        (_, true) => client_net::hold_to(Family::V6),
+        _ => {}
+    }
+    if let Some(path) = &args.logfile {
+        client_net::stdout_to(path)
+            .with_context(|| format!("cannot write --logfile '{}'", path.display()))?;
+    }
+    Ok(())
 }
 
 /// On Ctrl-C or SIGTERM the run stops and prints what it measured ([`client::interrupt`]); if it
@@ -120,7 +143,10 @@ fn stream_run(
     let text = if args.json() {
         cli::json_text(&output::json(&outcome))
     } else {
-        output::human(&outcome, args.verbose)
+        client::live::titled(&output::human(
+            &outcome,
+            args.verbose || args.get_server_output,
+        ))
     };
     cli::print_result(&text)?;
     match output::finish(&outcome) {
@@ -147,7 +173,7 @@ fn ladder_run(
         let object = ClientJson::Ladder(output::ladder_json(&ladder));
         cli::json_text(&ClientOutput::Result(object))
     } else {
-        output::ladder_human(&ladder)
+        client::live::titled(&output::ladder_human(&ladder))
     };
     cli::print_result(&text)?;
     if client::interrupt::requested() {
@@ -176,7 +202,7 @@ fn latency_run(
     if args.json() {
         cli::print_result(&cli::json_text(&output::latency_json(&result)))?;
     } else if !failed_at_once {
-        cli::print_result(&output::latency_human(&result))?;
+        cli::print_result(&client::live::titled(&output::latency_human(&result)))?;
     }
     match result.stopped.take() {
         None => Ok(ExitCode::SUCCESS),

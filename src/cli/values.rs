@@ -110,6 +110,52 @@ pub(crate) fn size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// iperf3's `-b`: bits a second with a decimal suffix (`100M` = 10^8 bit/s; K, M, G, T), as
+/// bytes a second for `SO_MAX_PACING_RATE`; 0 is iperf3's "unlimited".
+pub(crate) fn bitrate(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "invalid bitrate '{s}': expected bits a second such as 100M or 2.5G (K, M, G, T: powers of 1000)"
+        )
+    };
+    let (digits, scale) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let scale = match c.to_ascii_uppercase() {
+                'K' => 1e3,
+                'M' => 1e6,
+                'G' => 1e9,
+                'T' => 1e12,
+                _ => return Err(bad()),
+            };
+            (&s[..i], scale)
+        }
+        _ => (s, 1.0),
+    };
+    let bits = digits.parse::<f64>().map_err(|_| bad())? * scale;
+    if !bits.is_finite() || bits < 0.0 || (bits > 0.0 && bits < 8.0) || bits > 8e15 {
+        return Err(bad());
+    }
+    Ok((bits / 8.0) as u64)
+}
+
+/// iperf3's `-f`: the unit the rows' rates are printed in.
+pub(crate) fn rate_unit(s: &str) -> Result<tsperf_results::intervals::RateUnit, String> {
+    use tsperf_results::intervals::RateUnit;
+    match s {
+        "k" => Ok(RateUnit::Kbit),
+        "m" => Ok(RateUnit::Mbit),
+        "g" => Ok(RateUnit::Gbit),
+        "t" => Ok(RateUnit::Tbit),
+        "K" => Ok(RateUnit::KiB),
+        "M" => Ok(RateUnit::MiB),
+        "G" => Ok(RateUnit::GiB),
+        "T" => Ok(RateUnit::TiB),
+        _ => Err(format!(
+            "invalid format '{s}': expected k, m, g or t (bits a second) or K, M, G or T (bytes)"
+        )),
+    }
+}
+
 /// A rate in bytes a second (`128KiB`), at least 1.
 pub(crate) fn rate(s: &str) -> Result<u64, String> {
     match tsperf_results::units::parse_size(s) {

@@ -11,6 +11,7 @@ mod console;
 mod faults;
 mod grid;
 mod interrupt;
+mod iperf3_flags;
 mod json_modes;
 mod ktls;
 mod ladder;

@@ -17,7 +17,10 @@ fn a_refused_command_line_exits_2_naming_the_flag() {
             &["--latency", "--chunk", "1024"],
             "--chunk applies to stream transfers only",
         ),
-        (&["--nodelay", file], "--nodelay applies to --latency only"),
+        (
+            &["--reconnect", file],
+            "--reconnect applies to --latency only",
+        ),
         (
             &["-R", "--chunk-reverse", "1k"],
             "--chunk-reverse sets the server's writes",

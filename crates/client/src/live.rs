@@ -83,14 +83,29 @@ impl Live {
                     false => line(&label, i, live.verbose),
                 };
                 if !HEADED.swap(true, Ordering::Relaxed) {
-                    bar.println(&header());
+                    bar.println(titled(&header()).trim_end());
                 }
-                bar.println((text + omitted(i.end_s, live.omit_s)).trim_end());
+                bar.println(titled(&(text + omitted(i.end_s, live.omit_s))).trim_end());
             }
             if let Some((sums, _)) = &live.sum {
                 sums.add(taken.fetch_add(1, Ordering::Relaxed), i);
             }
         }
+    }
+}
+
+static TITLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Begins every later line for people with `title` (iperf3's `-T`), set once, at start.
+pub fn set_title(title: &str) {
+    let _ = TITLE.set(format!("{}:  ", tsperf_sys::text::Peer(title)));
+}
+
+/// `text`'s lines, each begun with the title where one is set.
+pub fn titled(text: &str) -> String {
+    match TITLE.get() {
+        None => text.to_owned(),
+        Some(t) => text.lines().map(|l| format!("{t}{l}\n")).collect(),
     }
 }
 
@@ -118,7 +133,7 @@ fn omitted(end_s: f64, omit_s: f64) -> &'static str {
 /// One line on stdout, whole (the lock keeps streams' lines apart); a closed stdout is
 /// ignored: the run's result is what matters.
 fn print_line(text: &str) {
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", titled(text).trim_end());
 }
 
 /// One interval of a session: what its streams reported so far.

@@ -201,6 +201,37 @@ pub(crate) fn stream_hello(cfg: &crate::StreamConfig, length: u64, name: &str) -
     }
 }
 
+/// Sets what the spec asks of this client's data socket before the hello: its buffers, no
+/// Nagle, and (`sending`) its congestion control and pacing.
+pub(crate) fn tune<T: Transport>(
+    conn: &T,
+    spec: &crate::spec::StreamSpec,
+    sending: bool,
+) -> Result<()> {
+    let sock = conn.socket();
+    if let Some(n) = spec.sndbuf.filter(|_| sending) {
+        sock.set_send_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
+    }
+    if let Some(n) = spec.rcvbuf {
+        sock.set_recv_buffer_size(n as usize)
+            .with_context(|| format!("cannot set the receive buffer to {n} bytes"))?;
+    }
+    if spec.nodelay {
+        sock.set_tcp_nodelay(true)
+            .context("cannot set TCP_NODELAY (-N)")?;
+    }
+    if let Some(name) = spec.congestion.as_ref().filter(|_| sending) {
+        tsperf_sys::congestion::set(&*sock, name)
+            .with_context(|| format!("--congestion {name}"))?;
+    }
+    if let Some(rate) = spec.pacing.filter(|_| sending) {
+        tsperf_sys::client_net::set_pacing(&*sock, rate)
+            .with_context(|| format!("cannot pace the socket to {rate} bytes a second (-b)"))?;
+    }
+    Ok(())
+}
+
 /// Opens a stream with `hello` (`what`: what the server is asked to accept): its timeout set,
 /// the hello answered, the clock queries made; the server's address, its Accept, the clock
 /// and the conversation, which goes on after the data.

@@ -73,6 +73,13 @@ pub struct StreamSpec {
     pub nonblocking: bool,
     /// The send buffer to ask for (SO_SNDBUF).
     pub sndbuf: Option<u32>,
+    /// The receive buffer to ask for (SO_RCVBUF, iperf3's `-w` on this end).
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY on this client's data socket from the start (iperf3's `-N`).
+    pub nodelay: bool,
+    /// This client's sends paced to at most this many bytes a second (`SO_MAX_PACING_RATE`,
+    /// iperf3's `-b`).
+    pub pacing: Option<u64>,
     /// The TCP congestion control to send with (`TCP_CONGESTION`, iperf3's `-C`); by default
     /// the kernel's. In reverse the hello asks it of the server.
     pub congestion: Option<String>,
@@ -172,8 +179,9 @@ pub struct LatencySpec {
     pub under_load: Option<StreamSpec>,
 }
 
-/// What a run is.
+/// What a run is. One is made a run, so the variants' sizes do not matter.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Mode {
     /// Streams, any direction and count.
     Streams(StreamsSpec),

@@ -8,7 +8,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::outcome::{Detail, Forward, StreamOutcome};
 use super::send::{Stop, Tally, acknowledged, send_data};
@@ -333,15 +333,7 @@ fn result<T: Transport>(
 /// Everything before the data: the socket's settings, the hello and its answer, the clock
 /// queries. The conversation goes on after the data, to the report.
 fn prepare<T: Transport>(conn: &mut T, source: &Source, cfg: &StreamConfig) -> Result<Prepared> {
-    if let Some(n) = cfg.spec.sndbuf {
-        conn.socket()
-            .set_send_buffer_size(n as usize)
-            .with_context(|| format!("cannot set the send buffer to {n} bytes"))?;
-    }
-    if let Some(name) = &cfg.spec.congestion {
-        tsperf_sys::congestion::set(&*conn.socket(), name)
-            .with_context(|| format!("--congestion {name}"))?;
-    }
+    super::session::tune(conn, &cfg.spec, true)?;
     let hello = Hello {
         log: cfg.spec.server_log,
         save: cfg.spec.save,

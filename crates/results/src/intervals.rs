@@ -68,6 +68,71 @@ pub fn merge_pairs(samples: Vec<Interval>) -> Vec<Interval> {
         .collect()
 }
 
+/// A unit for the rows' rates, as iperf3's `-f` names them: lower case bits a second (powers of
+/// 1000), upper case bytes a second (powers of 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateUnit {
+    /// Kbit/s.
+    Kbit,
+    /// Mbit/s.
+    Mbit,
+    /// Gbit/s.
+    Gbit,
+    /// Tbit/s.
+    Tbit,
+    /// KiB/s.
+    KiB,
+    /// MiB/s.
+    MiB,
+    /// GiB/s.
+    GiB,
+    /// TiB/s.
+    TiB,
+}
+
+impl RateUnit {
+    /// `bytes` over `secs` in this unit, and the unit's name.
+    fn of(self, bytes: f64, secs: f64) -> (f64, &'static str) {
+        let per_s = if secs > 0.0 { bytes / secs } else { 0.0 };
+        let (scale, name) = match self {
+            RateUnit::Kbit => (1e3 / 8.0, "Kbit/s"),
+            RateUnit::Mbit => (1e6 / 8.0, "Mbit/s"),
+            RateUnit::Gbit => (1e9 / 8.0, "Gbit/s"),
+            RateUnit::Tbit => (1e12 / 8.0, "Tbit/s"),
+            RateUnit::KiB => (1024.0, "KiB/s"),
+            RateUnit::MiB => (1024.0 * 1024.0, "MiB/s"),
+            RateUnit::GiB => (1024.0 * 1024.0 * 1024.0, "GiB/s"),
+            RateUnit::TiB => (1024.0f64.powi(4), "TiB/s"),
+        };
+        (per_s / scale, name)
+    }
+}
+
+static UNIT: std::sync::OnceLock<RateUnit> = std::sync::OnceLock::new();
+
+/// Prints every later row's rate in `unit` alone (iperf3's `-f`), set once, at start.
+pub fn set_rate_unit(unit: RateUnit) {
+    let _ = UNIT.set(unit);
+}
+
+/// The rate columns of a row: MiB/s and Gbit/s, or the one unit set.
+fn rates(bytes: u64, secs: f64) -> String {
+    match UNIT.get() {
+        None => {
+            let time = std::time::Duration::from_secs_f64(secs.max(0.0));
+            format!(
+                "{:>9.1} MiB/s {:>6.2} Gbit/s",
+                crate::units::mib_per_s(bytes, time),
+                crate::units::gbit_per_s(bytes, time),
+            )
+        }
+        Some(unit) => {
+            let (v, name) = unit.of(bytes as f64, secs);
+            format!("{v:>15.2} {name:<13}")
+        }
+    }
+}
+
 /// The head of iperf3's table, above the interval lines and the summary's rows: its columns
 /// over [`row`]'s.
 pub fn header() -> String {
@@ -78,18 +143,15 @@ pub fn header() -> String {
 }
 
 /// One row of iperf3's table: the label (`[  0]`, `[SUM]`, `[  1][TX]`), the interval in
-/// seconds, the bytes, their rate in MiB/s and Gbit/s, the retransmits where the row has them,
-/// then `tail`. Every row divides: the rate is the bytes over the interval shown.
+/// seconds, the bytes, their rate in MiB/s and Gbit/s (or the unit set), the retransmits
+/// where the row has them. Every row divides: the rate is the bytes over the interval shown.
 pub fn row(label: &str, (start_s, end_s): (f64, f64), bytes: u64, retr: Option<u64>) -> String {
-    let time = std::time::Duration::from_secs_f64((end_s - start_s).max(0.0));
     // Hundredths, as iperf3's; thousandths for a row shorter than a tenth of a second.
     let places = if end_s - start_s < 0.1 { 3 } else { 2 };
     format!(
-        "{label:<5} {start_s:>6.places$}-{end_s:<6.places$} sec {:>10} {:>9.1} MiB/s {:>6.2} \
-         Gbit/s {:>5}",
+        "{label:<5} {start_s:>6.places$}-{end_s:<6.places$} sec {:>10} {} {:>5}",
         crate::units::size(bytes),
-        crate::units::mib_per_s(bytes, time),
-        crate::units::gbit_per_s(bytes, time),
+        rates(bytes, end_s - start_s),
         retr.map_or(String::new(), |r| r.to_string()),
     )
 }

@@ -9,6 +9,7 @@
 //! errors and exit code ([`program`]).
 
 pub mod auth;
+pub mod client_net;
 pub mod cold;
 pub mod congestion;
 pub mod direct;

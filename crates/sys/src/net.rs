@@ -11,10 +11,11 @@ use tsperf_proto::{Frame, decode_frame};
 
 /// The addresses `host:port` resolves to; an error names the host.
 pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
-    Ok((host, port)
+    let addrs = (host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve host '{host}'"))?
-        .collect())
+        .collect();
+    crate::client_net::of_family(host, addrs)
 }
 
 /// Splits what a user typed for `--host` into a host and, if it named one, a port: `name`,

@@ -96,16 +96,17 @@ pub(super) struct Args {
     /// Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate
     /// and what the kernel's TCP_INFO says changed; printed as they happen, or in the JSON's
     /// `intervals`. Off by default.
-    #[arg(short = 'i', long, value_parser = parse_interval, value_name = "SECS")]
+    #[arg(short = 'i', long, value_parser = parse_interval, value_name = "SECS", allow_negative_numbers = true)]
     pub(super) interval: Option<f64>,
     /// A timed run, as iperf3 -t: send the file again and again for SECS seconds (0.001 to
     /// 86400); the last pass may be partial. Every byte is counted and checksummed by the
     /// server, and the whole run verified. Ctrl-C ends it as its time does.
-    #[arg(short = 't', long, value_parser = parse_run_secs, value_name = "SECS")]
+    #[arg(short = 't', long, value_parser = parse_run_secs, value_name = "SECS", allow_negative_numbers = true)]
     pub(super) time: Option<f64>,
     /// With --time, leave the first SECS seconds (slow start) out of the rate, as iperf3 -O:
     /// the run lasts --omit plus --time.
-    #[arg(short = 'O', long, requires = "time", value_parser = parse_omit, value_name = "SECS")]
+    #[arg(short = 'O', long, requires = "time", value_parser = parse_omit, value_name = "SECS",
+          allow_negative_numbers = true)]
     pub(super) omit: Option<f64>,
     /// With --reverse, where this client's per-read lines go, as the server's --log: none,
     /// stdout (one write per line) or file (--log-file, buffered). Not with --json on stdout.
@@ -229,10 +230,44 @@ pub(super) struct Args {
     /// Latency: one write per message, or the length prefix and body in two writes.
     #[arg(long, value_enum, default_value_t = FramingArg::Single)]
     pub(super) framing: FramingArg,
-    /// Latency: set TCP_NODELAY on both ends (by default Nagle's algorithm stays on, as in most
-    /// programs).
-    #[arg(long)]
+    /// TCP_NODELAY (no Nagle), as iperf3's -N: on this client's data sockets for a stream; in
+    /// latency mode on both ends (by default Nagle's algorithm stays on, as in most programs).
+    #[arg(short = 'N', long)]
     pub(super) nodelay: bool,
+    /// Socket buffers of this client's data sockets (SO_SNDBUF and SO_RCVBUF), as iperf3's -w
+    /// sets its end's; suffixes k/KiB/m/MiB. The server's are its own (tsserver --rcvbuf,
+    /// --send-buffers).
+    #[arg(short = 'w', long, value_parser = units::parse_buffer, value_name = "BYTES",
+          conflicts_with = "sndbuf")]
+    pub(super) window: Option<u32>,
+    /// Pace this client's sends to RATE bits a second (SO_MAX_PACING_RATE; the fq qdisc paces
+    /// where it is the interface's, TCP's own pacing where not), as iperf3's -b: 100M, 2.5G
+    /// (K, M, G: powers of 1000); 0 is unlimited. Every byte still verified. Not with
+    /// --reverse (the server sends); with --bidir it paces the stream to the server.
+    #[arg(short = 'b', long, value_parser = values::bitrate, value_name = "RATE",
+          allow_hyphen_values = true)]
+    pub(super) bitrate: Option<u64>,
+    /// Rates in this unit, as iperf3's -f: k, m, g, t (Kbit/s ... Tbit/s) or K, M, G, T
+    /// (KiB/s ... TiB/s), one column; by default MiB/s and Gbit/s side by side.
+    #[arg(short = 'f', long, value_parser = values::rate_unit, value_name = "UNIT")]
+    pub(super) format: Option<tsperf_results::intervals::RateUnit>,
+    /// Begin every line of the report with TITLE, as iperf3's -T.
+    #[arg(short = 'T', long, value_name = "TITLE")]
+    pub(super) title: Option<String>,
+    /// Write the report to FILE (appended) instead of stdout, as iperf3's --logfile; errors
+    /// stay on stderr.
+    #[arg(long, value_name = "FILE")]
+    pub(super) logfile: Option<PathBuf>,
+    /// Connect over IPv4 only, as iperf3's -4.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub(super) ipv4: bool,
+    /// Connect over IPv6 only, as iperf3's -6.
+    #[arg(short = '6', long = "version6")]
+    pub(super) ipv6: bool,
+    /// The server's own figures in the report, as iperf3's --get-server-output asks: the same
+    /// as --verbose (tsperf's report always holds what the server measured; -V prints it all).
+    #[arg(long)]
+    pub(super) get_server_output: bool,
     /// Latency: a new TCP connection for every request (like netperf TCP_CRR).
     #[arg(long)]
     pub(super) reconnect: bool,

@@ -33,7 +33,9 @@ fn refuse(bad: bool, msg: impl FnOnce() -> String) -> Result<(), Usage> {
 }
 
 /// Flags that belong to stream transfers only, by their argument ids.
-const STREAM_ONLY: [&str; 22] = [
+const STREAM_ONLY: [&str; 24] = [
+    "window",
+    "bitrate",
     "ladder",
     "tls",
     "ktls",
@@ -58,12 +60,11 @@ const STREAM_ONLY: [&str; 22] = [
     "interval",
 ];
 /// Flags that belong to latency runs only.
-const LATENCY_ONLY: [&str; 8] = [
+const LATENCY_ONLY: [&str; 7] = [
     "count",
     "warmup",
     "codec",
     "framing",
-    "nodelay",
     "reconnect",
     "busy_poll",
     "under_load",
@@ -94,6 +95,11 @@ impl TryFrom<&Args> for RunSpec {
                 .to_owned()
         })?;
         one_mode(args)?;
+        refuse(args.reverse && args.bitrate.is_some_and(|r| r > 0), || {
+            "-b paces this client's sends, and with --reverse the server sends: shape the \
+             server's link (tc), or give --bidir, whose stream to the server -b paces"
+                .to_owned()
+        })?;
         refuse(args.runs.is_some() && !args.ladder, || {
             "--runs repeats the ladder's rungs: give --ladder (or run tsclient again)".to_owned()
         })?;
@@ -348,7 +354,11 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         timeout: Duration::from_secs_f64(args.timeout),
         min_rate: args.min_rate,
         nonblocking: args.nonblocking,
-        sndbuf: args.sndbuf,
+        sndbuf: args.sndbuf.or(args.window),
+        rcvbuf: args.window,
+        nodelay: args.nodelay,
+        // The pacing is of this client's sends: the forward stream's.
+        pacing: args.bitrate.filter(|&r| r > 0 && side == Side::Sent),
         congestion: args.congestion.clone(),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
@@ -362,7 +372,7 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         // with --json (they are in its one object).
         live: !args.json || args.json_stream,
         json_lines: args.json_stream,
-        verbose: args.verbose,
+        verbose: args.verbose || args.get_server_output,
         time: args.time.map(Duration::from_secs_f64),
         omit: Duration::from_secs_f64(args.omit.unwrap_or(0.0)),
         log: args.log.map_or(LogMode::None, LogMode::from),
@@ -424,6 +434,9 @@ fn latency(args: &Args, host: String, port: u16) -> LatencySpec {
         min_rate: client::DEFAULT_MIN_RATE,
         nonblocking: args.nonblocking,
         sndbuf: None,
+        rcvbuf: None,
+        nodelay: false,
+        pacing: None,
         congestion: None,
         server_log: args.server_log.map(LogMode::from),
         clock_queries: 0,

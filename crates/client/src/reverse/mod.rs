@@ -301,6 +301,7 @@ fn open<T: Transport>(
     bytes: u64,
     name: &str,
 ) -> Result<(SocketAddr, Accepted, Option<Clock>)> {
+    crate::session::tune(conn, &cfg.spec, false)?;
     let hello = Hello {
         reverse: true,
         tls: cfg.spec.tls,

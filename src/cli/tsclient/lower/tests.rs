@@ -56,6 +56,8 @@ fn a_stream_flag_is_refused_in_a_latency_run() {
         ("--server-log", Some("file")),
         ("--clock-queries", Some("2")),
         ("--interval", Some("1")),
+        ("--window", Some("64k")),
+        ("-b", Some("10M")),
     ] {
         let mut line = vec!["--latency", flag];
         line.extend(value);
@@ -77,7 +79,6 @@ fn a_latency_flag_is_refused_in_a_stream_run() {
         ("--warmup", Some("1")),
         ("--codec", Some("object")),
         ("--framing", Some("split")),
-        ("--nodelay", None),
         ("--reconnect", None),
         ("--busy-poll", None),
         ("--under-load", Some("f.txt")),
@@ -407,4 +408,5 @@ fn iperf3s_flags_lower_as_their_equivalents() {
     }
 }
 
+mod iperf3;
 mod stages;

@@ -1,0 +1,93 @@
+//! What iperf3's client flags ask of the kernel beyond a plain connect: the address family a
+//! host name resolves to (`-4`, `-6`), the pacing of a sending socket (`-b`,
+//! `SO_MAX_PACING_RATE`), and stdout sent to a file (`--logfile`).
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// An address family the connections are held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4 only (`-4`).
+    V4,
+    /// IPv6 only (`-6`).
+    V6,
+}
+
+static FAMILY: OnceLock<Family> = OnceLock::new();
+
+/// Holds every later [`crate::net::resolve`] of this process to `family` (set once, at start).
+pub fn hold_to(family: Family) {
+    let _ = FAMILY.set(family);
+}
+
+/// `addrs` kept to the family held to, if any; an error names the host and the flag when none
+/// is left.
+pub fn of_family(host: &str, addrs: Vec<SocketAddr>) -> anyhow::Result<Vec<SocketAddr>> {
+    let Some(family) = FAMILY.get() else {
+        return Ok(addrs);
+    };
+    let kept: Vec<SocketAddr> = addrs
+        .into_iter()
+        .filter(|a| a.is_ipv4() == (*family == Family::V4))
+        .collect();
+    if kept.is_empty() {
+        let (name, flag) = match family {
+            Family::V4 => ("IPv4", "-4"),
+            Family::V6 => ("IPv6", "-6"),
+        };
+        anyhow::bail!("host '{host}' has no {name} address ({flag} asks for one)");
+    }
+    Ok(kept)
+}
+
+/// Paces what `sock` sends to at most `bytes_per_s` (`SO_MAX_PACING_RATE`): the fq qdisc
+/// paces it where it is the interface's, TCP's own pacing where it is not (Linux 4.13 on).
+pub fn set_pacing<S: AsFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
+    // SAFETY: `rate` is a live u64 and its size is passed; the descriptor is borrowed open.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &bytes_per_s as *const u64 as *const libc::c_void,
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Sends this process's stdout to `path` from now on, appended to what it holds (iperf3's
+/// `--logfile`); stderr stays where it was.
+pub fn stdout_to(path: &Path) -> io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    // SAFETY: both descriptors are open; dup2 replaces fd 1 atomically.
+    match unsafe { libc::dup2(file.as_raw_fd(), libc::STDOUT_FILENO) } {
+        -1 => Err(io::Error::last_os_error()),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pacing rate is taken by a TCP socket and read back as set.
+    #[test]
+    fn a_socket_takes_a_pacing_rate() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        set_pacing(&sock, 1_250_000).unwrap();
+        let got = crate::net::get_int(&sock, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE).unwrap();
+        assert_eq!(got, 1_250_000);
+    }
+}

@@ -1,0 +1,86 @@
+//! iperf3's flags as an iperf3 user types them, each lowered to what iperf3's does (or refused
+//! naming what does it).
+
+use super::*;
+
+/// `-w BYTES` sizes both of this client's socket buffers, each way; `--sndbuf` keeps its own
+/// meaning and is not given with it.
+#[test]
+fn window_sizes_this_ends_buffers() {
+    let f = streams(&["-w", "256K", "f.bin"]).forward.unwrap();
+    assert_eq!((f.sndbuf, f.rcvbuf), (Some(256 << 10), Some(256 << 10)));
+    let r = streams(&["-R", "-w", "1M"]).reverse.unwrap();
+    assert_eq!(r.rcvbuf, Some(1 << 20));
+    let f = streams(&["f.bin"]).forward.unwrap();
+    assert_eq!((f.sndbuf, f.rcvbuf), (None, None));
+    let argv = ["tsclient", "-w", "64k", "--sndbuf", "64k", "f.bin"];
+    assert!(Args::command().try_get_matches_from(argv).is_err());
+}
+
+/// `-N` turns Nagle off on a stream's socket as iperf3's does (and still both ends' in a
+/// latency run).
+#[test]
+fn no_delay_reaches_a_stream() {
+    assert!(streams(&["-N", "f.bin"]).forward.unwrap().nodelay);
+    assert!(!streams(&["f.bin"]).forward.unwrap().nodelay);
+    assert!(streams(&["-N", "--bidir"]).reverse.unwrap().nodelay);
+    assert!(matches!(lower(&["--latency", "-N"]).unwrap().mode, Mode::Latency(l) if l.nodelay));
+}
+
+/// `-b RATE` paces this client's sends in bytes a second (iperf3's bits, decimal suffixes);
+/// 0 is unlimited; with --reverse the server sends, so it is refused, naming what to do.
+#[test]
+fn bitrate_paces_what_this_client_sends() {
+    let f = streams(&["-b", "100M", "f.bin"]).forward.unwrap();
+    assert_eq!(f.pacing, Some(12_500_000));
+    assert_eq!(streams(&["-b", "0", "f.bin"]).forward.unwrap().pacing, None);
+    let both = streams(&["-b", "2.5G", "--bidir"]);
+    assert_eq!(both.forward.unwrap().pacing, Some(312_500_000));
+    assert_eq!(both.reverse.unwrap().pacing, None);
+    refused(&["-R", "-b", "10M"], "the server sends");
+    for bad in ["10Q", "-5M", "fast", "1"] {
+        let argv = ["tsclient", "-b", bad, "f.bin"];
+        let e = Args::command().try_get_matches_from(argv).unwrap_err();
+        assert!(e.to_string().contains("invalid bitrate"), "{bad}: {e}");
+    }
+}
+
+/// `--get-server-output` prints the server's figures: the verbose report.
+#[test]
+fn get_server_output_is_the_verbose_report() {
+    assert!(
+        streams(&["--get-server-output", "f.bin"])
+            .forward
+            .unwrap()
+            .verbose
+    );
+    assert!(streams(&["-V", "f.bin"]).forward.unwrap().verbose);
+    assert!(!streams(&["f.bin"]).forward.unwrap().verbose);
+}
+
+/// `-f` takes iperf3's units and refuses others by name; `-4` and `-6` exclude each other;
+/// `-v` is the version and `-V` the verbose report, as iperf3's.
+#[test]
+fn format_family_and_version_read_as_iperf3s() {
+    let parse = |argv: &[&str]| Args::command().try_get_matches_from(argv);
+    for unit in ["k", "m", "g", "t", "K", "M", "G", "T"] {
+        assert!(parse(&["tsclient", "-f", unit]).is_ok(), "{unit}");
+    }
+    let e = parse(&["tsclient", "-f", "x"]).unwrap_err();
+    assert!(e.to_string().contains("invalid format 'x'"), "{e}");
+    assert!(parse(&["tsclient", "-4", "-6"]).is_err());
+    let e = parse(&["tsclient", "-v"]).unwrap_err();
+    assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion);
+}
+
+/// A negative number where a time is asked is refused for what it is, not read as a flag.
+#[test]
+fn a_negative_time_is_refused_as_a_time() {
+    for (flag, words) in [("-t", "invalid time '-1'"), ("-i", "invalid interval '-1'")] {
+        let e = Args::command()
+            .try_get_matches_from(["tsclient", flag, "-1"])
+            .unwrap_err();
+        assert!(e.to_string().contains(words), "{flag}: {e}");
+        assert!(!e.to_string().contains("'-- -1'"), "{flag}: {e}");
+    }
+}
