@@ -66,7 +66,8 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 /// What iperf3's output and address flags set for the whole run: the rows' unit (-f), the
-/// title (-T), the family (-4, -6), and where the report goes (--logfile).
+/// title (-T), the local end (-B, --cport), the family (-4, -6), and where the report goes
+/// (--logfile).
 fn report_settings(args: &Args) -> anyhow::Result<()> {
     use tsperf_sys::client_net::{self, Family};
     if let Some(unit) = args.format {
@@ -74,6 +75,9 @@ fn report_settings(args: &Args) -> anyhow::Result<()> {
     }
     if let Some(title) = &args.title {
         client::live::set_title(title);
+    }
+    if args.bind.is_some() || args.cport.is_some() {
+        client_net::bind_from(args.bind, args.cport);
     }
     match (args.ipv4, args.ipv6) {
         (true, _) => client_net::hold_to(Family::V4),

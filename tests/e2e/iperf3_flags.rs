@@ -89,3 +89,46 @@ fn a_family_flag_holds_the_connection_to_it() {
     let out = client(&["--port", &port, "-4", "-n", "1M"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `-B ADDR` and `--cport PORT` set where the connections come from, as the server sees them:
+/// a session's streams from PORT and the ports after it. An address not this host's is
+/// refused, naming it.
+#[test]
+fn bind_and_cport_set_this_end() {
+    let server = Server::start(&[]);
+    let port = server.port.to_string();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let cport = free.local_addr().unwrap().port();
+    drop(free);
+    let c = cport.to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "-B",
+        "127.0.0.2",
+        "--cport",
+        &c,
+        "-n",
+        "1M",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(server.wait_for(|o, _| o.contains(&format!("from 127.0.0.2:{cport} "))));
+    for (k, model) in [&[][..], &["--nonblocking"][..]].into_iter().enumerate() {
+        let first = cport + 10 * (k as u16 + 1);
+        let next = first.to_string();
+        let mut args = vec!["--port", &port, "--cport", &next, "-P", "2", "-n", "1M"];
+        args.extend_from_slice(model);
+        let out = client(&args);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        for p in [first, first + 1] {
+            assert!(
+                server.wait_for(|o, _| o.contains(&format!("from 127.0.0.1:{p} "))),
+                "{model:?} {p}: {}",
+                server.stdout()
+            );
+        }
+    }
+    // Not this host's: the bind fails before anything is sent.
+    let out = client(&["--port", &port, "-B", "198.18.255.254", "-n", "1M"]);
+    assert_fails(&out, 1, "cannot bind this end to 198.18.255.254:0");
+}

@@ -49,7 +49,18 @@ impl MioConn {
 
     fn connect_one(addr: SocketAddr, deadline: Instant, timeout: Duration) -> Result<MioConn> {
         let fail = || format!("could not connect to {addr}");
-        let mut stream = TcpStream::connect(addr).with_context(fail)?;
+        let mut stream = match tsperf_sys::client_net::local_for(&addr) {
+            None => TcpStream::connect(addr).with_context(fail)?,
+            Some(local) => {
+                let sock = tsperf_sys::client_net::bound(&addr, local, true)?;
+                match sock.connect(&addr.into()) {
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                    Err(e) => return Err(e).with_context(fail),
+                }
+                TcpStream::from_std(sock.into())
+            }
+        };
         let poll = Poll::new().context("cannot create a poll")?;
         poll.registry()
             .register(&mut stream, CONN, Interest::READABLE | Interest::WRITABLE)

@@ -1,6 +1,7 @@
 //! What iperf3's client flags ask of the kernel beyond a plain connect: the address family a
-//! host name resolves to (`-4`, `-6`), the pacing of a sending socket (`-b`,
-//! `SO_MAX_PACING_RATE`), and stdout sent to a file (`--logfile`).
+//! host name resolves to (`-4`, `-6`), the local address and port a connection binds to (`-B`,
+//! `--cport`), the pacing of a sending socket (`-b`, `SO_MAX_PACING_RATE`), and stdout sent to
+//! a file (`--logfile`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -42,6 +43,57 @@ pub fn of_family(host: &str, addrs: Vec<SocketAddr>) -> anyhow::Result<Vec<Socke
         anyhow::bail!("host '{host}' has no {name} address ({flag} asks for one)");
     }
     Ok(kept)
+}
+
+/// Where this client's connections come from: an address (`-B`), a first port (`--cport`).
+#[derive(Debug, Clone, Copy)]
+struct Local {
+    addr: Option<std::net::IpAddr>,
+    port: Option<u16>,
+}
+
+static LOCAL: OnceLock<Local> = OnceLock::new();
+static NEXT_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+
+/// Binds every later connection of this process to `addr` (`-B`) and, from `port` on, one
+/// port a connection (`--cport`: a session's streams take the ports after it, as iperf3's do);
+/// set once, at start.
+pub fn bind_from(addr: Option<std::net::IpAddr>, port: Option<u16>) {
+    let _ = LOCAL.set(Local { addr, port });
+}
+
+/// The local address the next connection to `peer` is to bind to, where one was asked.
+pub fn local_for(peer: &SocketAddr) -> Option<SocketAddr> {
+    let l = LOCAL.get()?;
+    let any = match peer {
+        SocketAddr::V4(_) => std::net::IpAddr::from([0u8; 4]),
+        SocketAddr::V6(_) => std::net::IpAddr::from([0u16; 8]),
+    };
+    let n = NEXT_PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let port = l.port.map_or(0, |p| p.saturating_add(n));
+    Some(SocketAddr::new(l.addr.unwrap_or(any), port))
+}
+
+/// A socket for `peer`, bound to `local`; non-blocking if asked (its connect then returns at
+/// once). The error names the address it could not take.
+pub fn bound(
+    peer: &SocketAddr,
+    local: SocketAddr,
+    nonblocking: bool,
+) -> anyhow::Result<socket2::Socket> {
+    use anyhow::Context as _;
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(*peer),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    sock.set_nonblocking(nonblocking)?;
+    // A port a run before left in TIME_WAIT may be bound again, as iperf3's --cport allows.
+    sock.set_reuse_address(true)?;
+    sock.bind(&local.into()).with_context(|| {
+        format!("cannot bind this end to {local} (-B, --cport) to reach {peer}")
+    })?;
+    Ok(sock)
 }
 
 /// Paces what `sock` sends to at most `bytes_per_s` (`SO_MAX_PACING_RATE`): the fq qdisc

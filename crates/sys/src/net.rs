@@ -122,6 +122,17 @@ pub fn connect(
             last = Some((addr, io::ErrorKind::TimedOut.into()));
             break;
         }
+        // A connection bound to a local address (-B, --cport) has one try of the whole time.
+        if let Some(local) = crate::client_net::local_for(addr) {
+            let sock = crate::client_net::bound(addr, local, false)?;
+            match sock.connect_timeout(&(*addr).into(), left) {
+                Ok(()) => return Ok(sock.into()),
+                Err(e) => {
+                    last = Some((addr, e));
+                    continue;
+                }
+            }
+        }
         // A first try of CONNECT_NOTICE; then, said, the rest of the time.
         let first = TcpStream::connect_timeout(addr, left.min(CONNECT_NOTICE));
         let tried = match first {

@@ -258,6 +258,13 @@ pub(super) struct Args {
     /// stay on stderr.
     #[arg(long, value_name = "FILE")]
     pub(super) logfile: Option<PathBuf>,
+    /// Connect from this local address, as iperf3's -B (an address of this host).
+    #[arg(short = 'B', long, value_name = "ADDR")]
+    pub(super) bind: Option<std::net::IpAddr>,
+    /// Connect from this local port, as iperf3's --cport: a session's later connections (-P,
+    /// --bidir) from the ports after it.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(super) cport: Option<u16>,
     /// Connect over IPv4 only, as iperf3's -4.
     #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
     pub(super) ipv4: bool,
