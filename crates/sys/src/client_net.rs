@@ -96,6 +96,19 @@ pub fn bound(
     Ok(sock)
 }
 
+/// A blocking connection to `peer` from `local`, within `timeout`; a failed bind says which
+/// address it could not take.
+pub fn connect_from(
+    peer: &SocketAddr,
+    local: SocketAddr,
+    timeout: std::time::Duration,
+) -> io::Result<std::net::TcpStream> {
+    let sock = bound(peer, local, false)
+        .map_err(|e| io::Error::new(io::ErrorKind::AddrNotAvailable, format!("{e:#}")))?;
+    sock.connect_timeout(&(*peer).into(), timeout)?;
+    Ok(sock.into())
+}
+
 /// Paces what `sock` sends to at most `bytes_per_s` (`SO_MAX_PACING_RATE`): the fq qdisc
 /// paces it where it is the interface's, TCP's own pacing where it is not (Linux 4.13 on).
 pub fn set_pacing<S: AsFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {

@@ -122,25 +122,17 @@ pub fn connect(
             last = Some((addr, io::ErrorKind::TimedOut.into()));
             break;
         }
-        // A connection bound to a local address (-B, --cport) has one try of the whole time.
-        if let Some(local) = crate::client_net::local_for(addr) {
-            let sock = crate::client_net::bound(addr, local, false)?;
-            match sock.connect_timeout(&(*addr).into(), left) {
-                Ok(()) => return Ok(sock.into()),
-                Err(e) => {
-                    last = Some((addr, e));
-                    continue;
+        let tried = match crate::client_net::local_for(addr) {
+            // Bound to a local address (-B, --cport): one try of the whole time.
+            Some(local) => crate::client_net::connect_from(addr, local, left),
+            // A first try of CONNECT_NOTICE; then, said, the rest of the time.
+            None => match TcpStream::connect_timeout(addr, left.min(CONNECT_NOTICE)) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && left > CONNECT_NOTICE => {
+                    silent(addr, left - CONNECT_NOTICE);
+                    TcpStream::connect_timeout(addr, left - CONNECT_NOTICE)
                 }
-            }
-        }
-        // A first try of CONNECT_NOTICE; then, said, the rest of the time.
-        let first = TcpStream::connect_timeout(addr, left.min(CONNECT_NOTICE));
-        let tried = match first {
-            Err(e) if e.kind() == io::ErrorKind::TimedOut && left > CONNECT_NOTICE => {
-                silent(addr, left - CONNECT_NOTICE);
-                TcpStream::connect_timeout(addr, left - CONNECT_NOTICE)
-            }
-            other => other,
+                other => other,
+            },
         };
         match tried {
             Ok(s) => return Ok(s),

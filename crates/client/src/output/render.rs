@@ -76,7 +76,8 @@ pub fn json(o: &Streams) -> ClientOutput {
     }
 }
 
-/// The report for people: at a glance ([`super::brief`]), or with `verbose` every figure. A
+/// The report for people: at a glance (iperf3's table and a few sentences), or with `verbose`
+/// every figure. A
 /// run that failed outright prints nothing here: its error says it all (an interrupted
 /// stream says what it had done).
 pub fn human(o: &Streams, verbose: bool) -> String {
