@@ -161,10 +161,18 @@ fn quick_grid_on_loopback() {
         text.contains("stream  chunk   102  blocking"),
         "no per-cell lines: {text}"
     );
+    // A few lines of what it found, not the tables (they are in matrix.md).
     assert!(
-        text.contains("## Stream: throughput"),
-        "no final tables: {text}"
+        text.contains("stream: 18 cells, every one verified; fastest "),
+        "{text}"
     );
+    assert!(text.contains("latency: 16 cells; p50 from "), "{text}");
+    assert!(
+        !text.contains("## Stream: throughput"),
+        "the tables printed: {text}"
+    );
+    let md = std::fs::read_to_string(out.join("matrix.md")).unwrap();
+    assert!(md.contains("## Stream: throughput"), "{md}");
     check_results(&out, 18, 16);
     assert_eq!(leftovers(), "", "left behind");
 }
@@ -252,8 +260,8 @@ fn tsreport_compares_two_runs() {
     assert!(md.contains("| 1.000x |"), "{md}");
     let svg = std::fs::read_to_string(dir.path().join("compare.svg")).unwrap();
     assert!(
-        svg.contains(&format!("{r} / {r}")),
-        "the legend names the ratio"
+        svg.contains(&format!("{r} against {r}, cell by cell")) && svg.contains("times better"),
+        "the caption names the runs, the axis what a ratio means: {svg}"
     );
     let lan = results.join("lan");
     let refused = run(tsreport.clone(), &["--compare", r, lan.to_str().unwrap()]);

@@ -323,9 +323,16 @@ pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
     out += "| cell | unit | old median (min-max) | new median (min-max) | new / old | p | beyond noise |\n";
     out += "|---|---|---:|---:|---:|---:|:-:|\n";
     for r in &c.rows {
+        // A round trip of a millisecond or more in ms: `88.0`, not `88014.8` µs.
+        let ms = r.unit == "µs p50"
+            && [&r.old, &r.new]
+                .iter()
+                .any(|v| stats::median(&mut v.to_vec()) >= 1000.0);
+        let (unit, scale) = if ms { ("ms p50", 1e-3) } else { (r.unit, 1.0) };
         let spread = |v: &[f64]| {
             let (lo, hi) = stats::min_max(v);
-            format!("{:.1} ({lo:.1}-{hi:.1})", stats::median(&mut v.to_vec()))
+            let med = stats::median(&mut v.to_vec());
+            format!("{:.1} ({:.1}-{:.1})", med * scale, lo * scale, hi * scale)
         };
         // A side whose median is 0 (a cell that measured nothing) has no ratio.
         let ratio = if r.ratio.is_finite() {
@@ -337,7 +344,7 @@ pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
             out,
             "| {} | {} | {} | {} | {ratio} | {:.3} | {} |",
             r.cell,
-            r.unit,
+            unit,
             spread(&r.old),
             spread(&r.new),
             r.p,
@@ -354,24 +361,56 @@ pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
     out
 }
 
-/// The chart of ratios: a bar per cell, new over old, on a log axis.
+/// The chart of ratios ([`crate::report::svg::compare`]): a row a cell, right of 1 better.
 pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
-    let groups: Vec<String> = c.rows.iter().map(|r| r.cell.clone()).collect();
-    let series = [crate::report::svg::Series::new(
-        format!("{new} / {old}"),
-        c.rows.iter().map(|r| Some(r.ratio)).collect(),
-    )];
-    crate::report::svg::grouped_bars(
-        &format!("{new} against {old}: median ratio per cell"),
-        "new / old",
-        &groups,
-        &series,
-    )
+    crate::report::svg::compare::chart(c, old, new)
+}
+
+/// A comparison of `n` cells as a grid makes them (stream and latency cells, labels as long
+/// as the grid's, some ratios beyond the noise), for the chart's tests.
+#[cfg(any(test, feature = "testing"))]
+pub fn fixture(n: usize) -> Comparison {
+    let rows = (0..n)
+        .map(|i| {
+            let latency = i % 3 == 2;
+            let ratio = [0.5, 0.97, 1.04, 1.8, 12.0, 0.08][i % 6];
+            Row {
+                cell: match latency {
+                    true => format!("latency binary/split, nodelay, under load (log stdout) #{i}"),
+                    false => format!(
+                        "stream {} B, nonblocking writev, log stdout #{i}",
+                        102 << (i % 3)
+                    ),
+                },
+                unit: if latency { "µs p50" } else { "MiB/s" },
+                old: vec![100.0; 5],
+                new: vec![100.0 * ratio; 5],
+                ratio,
+                p: if i % 2 == 0 { 0.008 } else { 0.4 },
+            }
+        })
+        .collect();
+    Comparison {
+        rows,
+        differences: Vec::new(),
+        unmatched: 0,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round trip of a millisecond or more reads in ms in the table.
+    #[test]
+    fn a_long_round_trip_reads_in_ms() {
+        let mut c = fixture(3);
+        c.rows[2].old = vec![88_014.8; 5];
+        c.rows[2].new = vec![88_014.8; 5];
+        let md = markdown(&c, "a", "b");
+        assert!(md.contains("| ms p50 | 88.0 (88.0-88.0) |"), "{md}");
+        assert!(!md.contains("88014.8"), "{md}");
+    }
 
     /// The exact test: fully separated groups of 5 give p = 2/252; of 3, 2/20 = 0.1; one
     /// group inside the other is no difference; ties count a half.

@@ -58,7 +58,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter<PeersReport>>> {
 /// `peers.svg`: the floor, tsperf (blocking, non-blocking, writev) and iperf3 side by side,
 /// receiver-side MiB/s per chunk size.
 fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
-    use tsperf_lab::report::svg::{Series, grouped_bars};
+    use tsperf_lab::report::svg::{Axis, Series, grouped_bars};
     let series = |label: &str, f: fn(&PeerRow) -> f64| {
         Series::new(label, rows.iter().map(|r| Some(f(r))).collect())
     };
@@ -81,6 +81,7 @@ fn svg(rows: &[PeerRow]) -> Result<Vec<u8>> {
             series("tsperf --io writev --batch 64", |r| r.writev_mib_s),
             series("iperf3 -F", |r| r.iperf3_mib_s),
         ],
+        Axis::Log,
     )
 }
 

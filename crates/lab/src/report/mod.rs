@@ -7,6 +7,8 @@
 
 pub mod csv;
 pub mod markdown;
+mod summary;
+pub use summary::summary;
 mod seed;
 pub mod svg;
 

@@ -57,7 +57,7 @@ fn a_stream_flag_is_refused_in_a_latency_run() {
         ("--clock-queries", Some("2")),
         ("--interval", Some("1")),
         ("--window", Some("64k")),
-        ("-b", Some("10M")),
+        ("--bitrate", Some("10M")),
     ] {
         let mut line = vec!["--latency", flag];
         line.extend(value);

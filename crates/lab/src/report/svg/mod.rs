@@ -1,7 +1,8 @@
 //! The charts, as SVG: throughput per stream cell and round trip per latency cell.
 //!
-//! Both use a log scale: a stdout-to-terminal cell can be a hundred times slower than the rest,
-//! and a Nagle stall a thousand times longer; on a linear axis they would hide everything else.
+//! Throughput is drawn on a linear axis from 0, so a bar's length is its rate (the stdout cells
+//! short beside the rest: that is their cost). Latency uses a log scale: a Nagle stall is a
+//! thousand times an answer, and on a linear axis it would hide everything else.
 //! plotters' SVG backend writes text as SVG text, so no font files are needed.
 
 use anyhow::{Result, anyhow};
@@ -182,84 +183,127 @@ impl Colors {
 /// The whiskers' colour: near black, over any bar.
 const WHISKER: RGBColor = RGBColor(0x21, 0x21, 0x21);
 
-/// A bar chart on a log axis: one group of bars per `groups` label, one bar per series in each
-/// group, side by side in series order; the legend in a column on the right.
+/// A value axis: logarithmic (a value a hundred times the others' beside them), or linear
+/// from 0 (a bar's length proportional to its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    /// Log scale, ticks 1, 2, 5 a decade.
+    Log,
+    /// From 0, bars proportional.
+    Linear,
+}
+
+/// A bar chart: one group of bars per `groups` label, one bar per series in each group, side
+/// by side in series order, on `axis`; the legend in a column on the right.
 pub fn grouped_bars(
     caption: &str,
     y_desc: &str,
     groups: &[String],
     series: &[Series],
+    axis: Axis,
 ) -> Result<Vec<u8>> {
-    let (lo, hi) = bounds(series.iter().flat_map(|s| {
-        let spread = s.spread.iter().flatten().flat_map(|&(a, b)| [a, b]);
-        s.values.iter().flatten().copied().chain(spread)
-    }));
+    let values = || {
+        series.iter().flat_map(|s| {
+            let spread = s.spread.iter().flatten().flat_map(|&(a, b)| [a, b]);
+            s.values.iter().flatten().copied().chain(spread)
+        })
+    };
     let side = legend_width(series.iter().map(|s| s.label.chars().count()));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (SIZE.0 + side, SIZE.1)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let (plot, key) = root.split_horizontally(SIZE.0);
-        let mut chart = ChartBuilder::on(&plot)
+        let mut builder = ChartBuilder::on(&plot);
+        builder
             .caption(caption, ("sans-serif", 22))
             .margin(14)
             .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(
-                0f64..groups.len().max(1) as f64,
-                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
-            )
-            .map_err(plot_err)?;
-        let label = |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-9 && i < groups.len() {
-                groups[i].clone()
-            } else {
-                String::new()
+            .y_label_area_size(70);
+        let x = 0f64..groups.len().max(1) as f64;
+        let entries = match axis {
+            Axis::Log => {
+                let (lo, hi) = bounds(values());
+                let y = (lo..hi).log_scale().with_key_points(log_ticks(lo, hi));
+                let mut chart = builder.build_cartesian_2d(x, y).map_err(plot_err)?;
+                draw_groups(&mut chart, groups, series, y_desc, lo)?
+            }
+            Axis::Linear => {
+                let hi = values().filter(|v| v.is_finite()).fold(0f64, f64::max);
+                let hi = if hi > 0.0 {
+                    (hi * 1.1).min(f64::MAX / 2.0)
+                } else {
+                    1.0
+                };
+                let mut chart = builder.build_cartesian_2d(x, 0f64..hi).map_err(plot_err)?;
+                draw_groups(&mut chart, groups, series, y_desc, 0.0)?
             }
         };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(groups.len() * 2 + 1)
-            .x_label_formatter(&label)
-            .y_label_formatter(&|v| plain(*v))
-            .y_desc(y_desc)
-            .draw()
-            .map_err(plot_err)?;
-        let width = 0.8 / series.len().max(1) as f64;
-        let mut entries = Vec::new();
-        for (si, s) in series.iter().enumerate() {
-            let color = s.color.unwrap_or_else(|| Palette99::pick(si).to_rgba());
-            let x0 = |g: usize| g as f64 + 0.1 + si as f64 * width;
-            let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
-                Some(Rectangle::new(
-                    [(x0(g), lo), (x0(g) + width * 0.9, v.as_ref()?.max(lo))],
-                    color.filled(),
-                ))
-            });
-            chart.draw_series(bars).map_err(plot_err)?;
-            // A whisker from the lowest to the highest value, capped at both ends.
-            let whiskers = s.spread.iter().enumerate().flat_map(|(g, w)| {
-                let (mid, cap) = (x0(g) + width * 0.45, width * 0.2);
-                w.iter().flat_map(move |&(a, b)| {
-                    let (a, b) = (a.max(lo), b.max(lo));
-                    [
-                        vec![(mid, a), (mid, b)],
-                        vec![(mid - cap, a), (mid + cap, a)],
-                        vec![(mid - cap, b), (mid + cap, b)],
-                    ]
-                })
-            });
-            chart
-                .draw_series(whiskers.map(|p| PathElement::new(p, WHISKER.stroke_width(2))))
-                .map_err(plot_err)?;
-            entries.push((s.label.clone(), color));
-        }
         legend(&key, &entries)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg.into_bytes())
+}
+
+/// The mesh, the bars and the whiskers of a [`grouped_bars`] chart whose value axis starts at
+/// `foot`; the legend's entries.
+fn draw_groups<DB: DrawingBackend, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    groups: &[String],
+    series: &[Series],
+    y_desc: &str,
+    foot: f64,
+) -> Result<Vec<(String, RGBAColor)>>
+where
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let label = |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - x.floor() - 0.5).abs() < 1e-9 && i < groups.len() {
+            groups[i].clone()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .y_label_formatter(&|v| plain(*v))
+        .y_desc(y_desc)
+        .draw()
+        .map_err(plot_err)?;
+    let width = 0.8 / series.len().max(1) as f64;
+    let mut entries = Vec::new();
+    for (si, s) in series.iter().enumerate() {
+        let color = s.color.unwrap_or_else(|| Palette99::pick(si).to_rgba());
+        let x0 = |g: usize| g as f64 + 0.1 + si as f64 * width;
+        let bars = s.values.iter().enumerate().filter_map(|(g, v)| {
+            Some(Rectangle::new(
+                [(x0(g), foot), (x0(g) + width * 0.9, v.as_ref()?.max(foot))],
+                color.filled(),
+            ))
+        });
+        chart.draw_series(bars).map_err(plot_err)?;
+        // A whisker from the lowest to the highest value, capped at both ends.
+        let whiskers = s.spread.iter().enumerate().flat_map(|(g, w)| {
+            let (mid, cap) = (x0(g) + width * 0.45, width * 0.2);
+            w.iter().flat_map(move |&(a, b)| {
+                let (a, b) = (a.max(foot), b.max(foot));
+                [
+                    vec![(mid, a), (mid, b)],
+                    vec![(mid - cap, a), (mid + cap, a)],
+                    vec![(mid - cap, b), (mid + cap, b)],
+                ]
+            })
+        });
+        chart
+            .draw_series(whiskers.map(|p| PathElement::new(p, WHISKER.stroke_width(2))))
+            .map_err(plot_err)?;
+        entries.push((s.label.clone(), color));
+    }
+    Ok(entries)
 }
 
 impl Exporter for ThroughputSvg {
@@ -304,13 +348,13 @@ impl Exporter for ThroughputSvg {
         let groups: Vec<String> = chunks.iter().map(|c| format!("chunk {c} B")).collect();
         grouped_bars(
             &format!(
-                "Stream throughput, median MiB/s, whiskers slowest to fastest repetition \
-                 (log scale), {}",
+                "Stream throughput, median MiB/s, whiskers slowest to fastest repetition, {}",
                 m.setup.network
             ),
             "MiB/s",
             &groups,
             &series,
+            Axis::Linear,
         )
     }
 }
@@ -409,6 +453,9 @@ pub fn texts(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
+pub mod compare;
+#[cfg(any(test, feature = "testing"))]
+pub mod extents;
 mod timeline;
 pub use timeline::{Scale, scales};
 

@@ -132,7 +132,7 @@ fn latency_axis_ticks_carry_units() {
     assert!(ticks.iter().any(|t| t == "100 µs"), "{ticks:?}");
 }
 
-/// Issue 15: the throughput axis labels more than its decades, without `.0`.
+/// The throughput axis is linear from 0 (a bar's length is its rate), its ticks without `.0`.
 #[test]
 fn throughput_axis_ticks() {
     let ticks = tick_labels(
@@ -142,10 +142,14 @@ fn throughput_axis_ticks() {
     );
     assert!(ticks.len() >= 5, "too few ticks: {ticks:?}");
     assert!(ticks.iter().all(|t| !t.ends_with(".0")), "{ticks:?}");
-    assert!(
-        ticks.iter().any(|t| t == "1000" || t == "1 000"),
-        "{ticks:?}"
-    );
+    assert!(ticks.iter().any(|t| t == "0"), "from 0: {ticks:?}");
+    let values: Vec<f64> = ticks.iter().filter_map(|t| t.parse().ok()).collect();
+    let steps: BTreeSet<u64> = values
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as u64)
+        .filter(|d| *d > 0)
+        .collect();
+    assert_eq!(steps.len(), 1, "evenly spaced: {ticks:?}");
 }
 
 /// An empty matrix still draws (no rows is not a crash).
@@ -164,7 +168,7 @@ fn empty_matrix_draws() {
     well_formed(&TimelineSvg.serialize(&m).unwrap());
 }
 
-/// The timeline has a panel per log sink and chunk, and a legend entry per client io and sink.
+/// The timeline has a panel per log sink and chunk, each with a legend of its own lines.
 #[test]
 fn timeline_panels_and_legend() {
     let svg = TimelineSvg
@@ -174,12 +178,14 @@ fn timeline_panels_and_legend() {
     for want in [
         "server log none, chunk 102 B",
         "server log stdout, chunk 10240 B",
-        "blocking, log none",
-        "nonblocking, log stdout",
-        "seconds since the first byte",
+        "time since the first byte",
     ] {
         assert!(t.iter().any(|x| x == want), "{want} not in {t:?}");
     }
+    // Each panel names its own lines: two client ios in each of the fixture's four panels.
+    let boxes = extents::text_boxes(&svg);
+    let count = |w: &str| boxes.iter().filter(|(x, _)| x == w).count();
+    assert_eq!((count("blocking"), count("nonblocking")), (4, 4), "{t:?}");
 }
 
 /// `#RRGGBB` as plotters' SVG writes a colour.
@@ -290,7 +296,7 @@ fn throughput_whiskers_and_one_colour_per_sink() {
     }
 
     let legend = legend_entries(&bytes);
-    let timeline = legend_entries(&TimelineSvg.serialize(&m).unwrap());
+    let timeline = String::from_utf8(TimelineSvg.serialize(&m).unwrap()).unwrap();
     for r in &m.stream {
         let label = format!("{}, log {}", r.io, r.log);
         let fill = hex(colors.get(&r.io, &r.log));
@@ -302,11 +308,17 @@ fn throughput_whiskers_and_one_colour_per_sink() {
             bars.iter().any(|(_, _, f)| *f == fill),
             "no bar of {label} in {fill}"
         );
-        if let Some(t) = timeline.iter().find(|(l, _)| *l == label) {
-            assert_eq!(t.1, fill, "{label}: another colour in the timeline");
-        }
     }
-    assert!(!timeline.is_empty(), "the timeline has a legend");
+    // The timeline draws each io and sink in the same colour as the bars.
+    for t in &m.timeline {
+        let fill = hex(colors.get(&t.io, &t.log));
+        assert!(
+            timeline.contains(&fill),
+            "{} {}: no line in {fill}",
+            t.io,
+            t.log
+        );
+    }
     // A hue per sink: the sinks' colours differ for one io, and one sink's shades differ by io.
     let sinks: BTreeSet<String> = ["none", "file", "stdout"]
         .map(|l| hex(colors.get("blocking", l)))
@@ -376,4 +388,77 @@ fn timeline_samples_past_the_axes_are_drawn_at_the_edge() {
     }];
     let bytes = TimelineSvg.serialize(&m).unwrap();
     well_formed(&bytes);
+}
+
+/// No two texts of any chart overlap (their boxes estimated from the SVG's attributes): the
+/// throughput, latency and timeline charts of the fixture, and the compare chart of two runs
+/// with many cells, each label readable whole.
+#[test]
+fn no_chart_has_overlapping_labels() {
+    let m = super::super::fixture::matrix();
+    let charts = [
+        ("throughput", ThroughputSvg.serialize(&m).unwrap()),
+        ("latency", LatencySvg.serialize(&m).unwrap()),
+        ("timeline", TimelineSvg.serialize(&m).unwrap()),
+        (
+            "compare",
+            crate::compare::chart(&crate::compare::fixture(34), "old", "new").unwrap(),
+        ),
+    ];
+    for (name, svg) in charts {
+        let clash = extents::overlapping(&svg);
+        assert!(
+            clash.is_empty(),
+            "{name}: {} overlaps, first {:?}",
+            clash.len(),
+            clash.first()
+        );
+    }
+}
+
+/// The estimate itself: two labels on one spot overlap, apart they do not, a rotated one turns.
+#[test]
+fn text_boxes_follow_anchor_and_rotation() {
+    let svg = br#"<svg xmlns="http://www.w3.org/2000/svg">
+<text x="100" y="50" font-size="10" text-anchor="middle">abcdefghij</text>
+<text x="100" y="52" font-size="10" text-anchor="start">klm</text>
+<text x="300" y="50" font-size="10" text-anchor="end">far</text>
+<text x="14" y="271" font-size="10" dy="0.76em" text-anchor="middle" transform="rotate(270, 14, 271)">MiB/s</text>
+</svg>"#;
+    let boxes = extents::text_boxes(svg);
+    assert_eq!(boxes.len(), 4);
+    let [x0, _, x1, _] = boxes[0].1;
+    assert!(
+        (x0 - 72.5).abs() < 0.01 && (x1 - 127.5).abs() < 0.01,
+        "{boxes:?}"
+    );
+    let [x0, y0, x1, y1] = boxes[3].1;
+    assert!(y1 - y0 > x1 - x0, "turned upright: {boxes:?}");
+    assert_eq!(
+        extents::overlapping(svg),
+        vec![("abcdefghij".to_owned(), "klm".to_owned())]
+    );
+}
+
+/// Writes the charts of the fixture to `TSPERF_CHARTS_DIR` for a person to look at (nothing
+/// without it).
+#[test]
+fn charts_for_a_look() {
+    let Some(dir) = std::env::var_os("TSPERF_CHARTS_DIR") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let m = super::super::fixture::matrix();
+    std::fs::write(
+        dir.join("throughput.svg"),
+        ThroughputSvg.serialize(&m).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("timeline.svg"), TimelineSvg.serialize(&m).unwrap()).unwrap();
+    let c = crate::compare::fixture(34);
+    std::fs::write(
+        dir.join("compare.svg"),
+        crate::compare::chart(&c, "old", "new").unwrap(),
+    )
+    .unwrap();
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Colors, SIZE, TimelineSvg, legend, legend_width, plot_err};
+use super::{Colors, SIZE, TimelineSvg, plain, plot_err};
 use crate::report::{Exporter, Matrix};
 
 impl Exporter for TimelineSvg {
@@ -30,11 +30,7 @@ impl Exporter for TimelineSvg {
         }
         let scales = scales(m);
         let colors = Colors::of(m);
-        let entries: Vec<(String, RGBAColor)> = keys
-            .iter()
-            .map(|&(io, log)| (format!("{io}, log {log}"), colors.get(io, log)))
-            .collect();
-        let side = legend_width(entries.iter().map(|(l, _)| l.chars().count()));
+        let side = 160;
         let panel_h = 260u32;
         let height = 40 + panel_h * logs.len().max(1) as u32;
         let mut svg = String::new();
@@ -46,24 +42,22 @@ impl Exporter for TimelineSvg {
             title
                 .draw(&Text::new(
                     format!(
-                        "Throughput over time (acknowledged MiB/s per interval), {}; \
-                         one scale per chunk size",
+                        "Throughput over time (acknowledged MiB/s per interval), {}; one scale \
+                         per chunk size; ▲ a sample above the axis",
                         m.setup.network
                     ),
                     (14, 24),
                     ("sans-serif", 20).into_font(),
                 ))
                 .map_err(plot_err)?;
-            let (plots, key) = body.split_horizontally(SIZE.0);
             let cols = scales.len().max(1);
-            let panels = plots.split_evenly((logs.len().max(1), cols));
+            let panels = body.split_evenly((logs.len().max(1), cols));
             for (i, panel) in panels.iter().enumerate() {
                 let (Some(log), Some(scale)) = (logs.get(i / cols), scales.get(i % cols)) else {
                     continue;
                 };
                 draw_panel(panel, m, log, scale, &colors)?;
             }
-            legend(&key, &entries)?;
             root.present().map_err(plot_err)?;
         }
         Ok(svg.into_bytes())
@@ -136,12 +130,19 @@ fn draw_panel<DB: DrawingBackend>(
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..scale.seconds, 0f64..scale.mib_s)
         .map_err(plot_err)?;
+    // Milliseconds for a panel under two seconds long: `5 ms`, not `0.005`.
+    let ms = scale.seconds < 2.0;
+    let time = |v: &f64| match ms {
+        true => format!("{} ms", plain((v * 1e4).round() / 10.0)),
+        false => format!("{} s", plain(*v)),
+    };
     chart
         .configure_mesh()
         .x_labels(6)
         .y_labels(5)
         .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("seconds since the first byte")
+        .x_label_formatter(&time)
+        .x_desc("time since the first byte")
         .y_desc("MiB/s")
         .draw()
         .map_err(plot_err)?;
@@ -159,12 +160,33 @@ fn draw_panel<DB: DrawingBackend>(
             .iter()
             .flat_map(|&(a, b, v)| [(at(a), rate(v)), (at(b), rate(v))])
             .collect::<Vec<_>>();
+        let color = colors.get(&t.io, log);
         chart
-            .draw_series(LineSeries::new(
-                steps,
-                colors.get(&t.io, log).stroke_width(2),
-            ))
-            .map_err(plot_err)?;
+            .draw_series(LineSeries::new(steps, color.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(t.io.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(3))
+            });
+        // A sample above the axis, at the axis's top: a triangle over its interval.
+        let above = t
+            .points
+            .iter()
+            .filter(|p| p.2 > scale.mib_s)
+            .map(|&(a, b, _)| {
+                TriangleMarker::new((at((a + b) / 2.0), scale.mib_s), 5, color.filled())
+            });
+        chart.draw_series(above).map_err(plot_err)?;
     }
+    // The panel's own legend: the lines it draws, named by client io (the caption names the
+    // sink).
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(plot_err)?;
     Ok(())
 }
