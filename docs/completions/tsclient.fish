@@ -14,7 +14,7 @@ complete -c tsclient -l server-log -d 'The server log sink for this transfer: no
 stdout\t''
 file\t''"
 complete -c tsclient -l clock-queries -d 'Clock queries before the data (0 to 64): they estimate the server\'s clock offset, so its first and last byte times can be read on this clock' -r
-complete -c tsclient -s i -l interval -d 'Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate and what the kernel\'s TCP_INFO says changed; printed as they happen, or in the JSON\'s `intervals`. Off by default' -r
+complete -c tsclient -s i -l interval -d 'Report the transfer every SECS seconds (0.0001 to 3600), as iperf3 -i does: bytes, rate and what the kernel\'s TCP_INFO says changed; printed as they happen, or in the JSON\'s `intervals`. Off by default' -r
 complete -c tsclient -s t -l time -d 'A timed run, as iperf3 -t: send the file again and again for SECS seconds (0.001 to 86400); the last pass may be partial. Every byte is counted and checksummed by the server, and the whole run verified. Ctrl-C ends it as its time does' -r
 complete -c tsclient -s O -l omit -d 'With --time, leave the first SECS seconds (slow start) out of the rate, as iperf3 -O: the run lasts --omit plus --time' -r
 complete -c tsclient -l log -d 'With --reverse, where this client\'s per-read lines go, as the server\'s --log: none, stdout (one write per line) or file (--log-file, buffered). Not with --json on stdout' -r -f -a "none\t''

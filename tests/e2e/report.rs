@@ -127,7 +127,10 @@ fn a_parallel_run_has_sum_rows() {
 /// divide: this client's row starts where the omitted start ends.
 #[test]
 fn a_timed_run_prints_each_second_and_marks_the_omitted() {
-    let text = report_of(&["--log", "none"], &["-t", "2", "-O", "1", "-n", "4M"]);
+    let text = report_of(
+        &["--log", "none"],
+        &["-t", "2", "-i", "1", "-O", "1", "-n", "4M"],
+    );
     assert_narrow(&text);
     let omitted = text.lines().filter(|l| l.ends_with("(omitted)")).count();
     assert_eq!(omitted, 1, "{text}");

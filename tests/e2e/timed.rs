@@ -84,6 +84,25 @@ fn omit_leaves_the_start_out_of_the_rate() {
     let rate = (bytes - omitted) as f64 / (elapsed - omitted_s) / (1024.0 * 1024.0);
     let shown = v["mib_per_s"].as_f64().unwrap();
     assert!((shown - rate).abs() <= rate * 1e-9, "{shown} vs {rate}");
+    // The verbose report's headline divides: the bytes and the time after the omitted start,
+    // then all of it.
+    let port = server.port.to_string();
+    let out = client(&[
+        "--port",
+        &port,
+        "-V",
+        "-t",
+        "1",
+        "-O",
+        "0.5",
+        path.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("sent "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(head.contains(" after the omitted 500.00 ms ("), "{head}");
     // --omit without --time is a usage error, as is a time of 0.
     let out = client(&["-O", "1", path.to_str().unwrap()]);
     assert_fails(&out, 2, "--time");

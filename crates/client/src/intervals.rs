@@ -18,7 +18,7 @@ pub use tsperf_results::intervals::{Interval, line, merge_pairs, received_line};
 use tsperf_sys::tcpinfo::{SenderTcp, TcpInfo};
 
 /// The shortest `--interval`, in seconds.
-pub const MIN_INTERVAL_S: f64 = 0.001;
+pub const MIN_INTERVAL_S: f64 = 0.0001;
 /// The longest `--interval`, in seconds.
 pub const MAX_INTERVAL_S: f64 = 3600.0;
 /// Samples kept at most (then pairs merge).

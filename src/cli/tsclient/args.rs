@@ -93,7 +93,7 @@ pub(super) struct Args {
           value_parser = clap::value_parser!(u8).range(0..=tsperf_proto::MAX_CLOCK_QUERIES as i64),
           value_name = "N")]
     pub(super) clock_queries: u8,
-    /// Report the transfer every SECS seconds (0.001 to 3600), as iperf3 -i does: bytes, rate
+    /// Report the transfer every SECS seconds (0.0001 to 3600), as iperf3 -i does: bytes, rate
     /// and what the kernel's TCP_INFO says changed; printed as they happen, or in the JSON's
     /// `intervals`. Off by default.
     #[arg(short = 'i', long, value_parser = parse_interval, value_name = "SECS", allow_negative_numbers = true)]

@@ -65,11 +65,22 @@ fn headline(o: &StreamOutcome) -> String {
             ),
         ),
     };
+    // The figures the rate is of: a timed run's omitted start left out, and said so.
+    let (bytes, time) = m.rated();
+    let all = match m.timed.filter(|_| bytes != m.bytes) {
+        Some(t) => format!(
+            " after the omitted {} ({} in {} in all)",
+            units::duration(t.omit),
+            units::size(m.bytes),
+            units::duration(m.elapsed)
+        ),
+        None => String::new(),
+    };
     format!(
-        "{verb} {} in {}: {}, {writes}, {}\n",
-        units::size(m.bytes),
-        units::duration(m.elapsed),
-        sections::rate(m.rated()),
+        "{verb} {} in {}{all}: {}, {writes}, {}\n",
+        units::size(bytes),
+        units::duration(time),
+        sections::rate((bytes, time)),
         sections::check(o.verified(), m.digest),
     )
 }

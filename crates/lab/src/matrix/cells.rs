@@ -16,8 +16,8 @@ pub struct StreamCell {
     pub strategy: Strategy,
     /// The server log sink the client asks for (`tsclient --server-log`).
     pub log: LogMode,
-    /// Samples every this many ms (`tsclient --interval`), for the timeline.
-    pub interval_ms: Option<u32>,
+    /// Samples every this many µs (`tsclient --interval`), for the timeline.
+    pub interval_us: Option<u32>,
     /// Streams in the session (`tsclient -P`; 1 is the plain transfer).
     pub streams: u32,
     /// The server sends (`tsclient -R --bytes`): `log` is the client's sink, `io` its reads.
@@ -44,13 +44,14 @@ pub(super) const REVERSE_SINKS: [LogMode; 2] = [LogMode::None, LogMode::File];
 /// shape, few enough to read.
 const TIMELINE_SAMPLES: f64 = 64.0;
 
-/// The timeline's sampling interval for one of the smallest or largest chunk's cells, chosen
-/// from how long the transfer is expected to take (`expected_s`, its previous repetition):
-/// about [`TIMELINE_SAMPLES`] samples, never under tsclient's 1 ms. With nothing to expect (the
-/// first repetition) it samples every 1 ms, and [`TIMELINE_MAX_SAMPLES`] bounds what is kept.
-pub(super) fn timeline_interval_ms(expected_s: Option<f64>) -> u32 {
-    expected_s.map_or(1, |s| {
-        (s * 1000.0 / TIMELINE_SAMPLES).round().clamp(1.0, 1000.0) as u32
+/// The timeline's sampling interval for one of the smallest or largest chunk's cells, in µs,
+/// chosen from how long the transfer is expected to take (`expected_s`, its previous
+/// repetition): about [`TIMELINE_SAMPLES`] samples, never under tsclient's 0.1 ms, so even a
+/// 2 ms transfer shows its shape in 16 or more. With nothing to expect (the first repetition)
+/// it samples every 1 ms, and [`TIMELINE_MAX_SAMPLES`] bounds what is kept.
+pub(super) fn timeline_interval_us(expected_s: Option<f64>) -> u32 {
+    expected_s.map_or(1000, |s| {
+        (s * 1e6 / TIMELINE_SAMPLES).round().clamp(100.0, 1e6) as u32
     })
 }
 /// At most this many samples of a run are kept in `runs.jsonl` (neighbours merged in pairs,
@@ -92,11 +93,8 @@ impl StreamCell {
         if self.streams > 1 {
             a.extend(["-P".to_owned(), self.streams.to_string()]);
         }
-        if let Some(ms) = self.interval_ms {
-            a.extend([
-                "--interval".to_owned(),
-                format!("{}", f64::from(ms) / 1000.0),
-            ]);
+        if let Some(us) = self.interval_us {
+            a.extend(["--interval".to_owned(), format!("{}", f64::from(us) / 1e6)]);
         }
         a
     }
@@ -255,11 +253,12 @@ mod tests {
     /// 1 ms, and at 1 ms when it expects nothing: a 40 ms transfer gets 40 samples, not 8.
     #[test]
     fn timeline_interval_follows_the_expected_duration() {
-        assert_eq!(timeline_interval_ms(None), 1);
-        assert_eq!(timeline_interval_ms(Some(0.04)), 1);
-        assert_eq!(timeline_interval_ms(Some(0.37)), 6);
-        assert_eq!(timeline_interval_ms(Some(2.3)), 36);
-        assert_eq!(timeline_interval_ms(Some(3600.0)), 1000);
+        assert_eq!(timeline_interval_us(None), 1000);
+        assert_eq!(timeline_interval_us(Some(0.002)), 100);
+        assert_eq!(timeline_interval_us(Some(0.04)), 625);
+        assert_eq!(timeline_interval_us(Some(0.37)), 5781);
+        assert_eq!(timeline_interval_us(Some(2.3)), 35938);
+        assert_eq!(timeline_interval_us(Some(3600.0)), 1_000_000);
     }
 
     /// Stream cells give the arguments and labels the grid has always used.
@@ -270,7 +269,7 @@ mod tests {
             io: ClientIo::Nonblocking,
             strategy: Strategy::Writev,
             log: LogMode::Stdout,
-            interval_ms: None,
+            interval_us: None,
             streams: 1,
             reverse: false,
         };
@@ -303,7 +302,7 @@ mod tests {
         let plain = StreamCell {
             log: LogMode::File,
             strategy: Strategy::Write,
-            interval_ms: Some(timeline_interval_ms(Some(0.32))),
+            interval_us: Some(timeline_interval_us(Some(0.32))),
             ..c
         };
         assert_eq!(plain.label(), "nonblocking");
@@ -332,7 +331,7 @@ mod tests {
             io: ClientIo::Blocking,
             strategy: Strategy::Write,
             log: LogMode::None,
-            interval_ms: None,
+            interval_us: None,
             streams: 4,
             reverse: false,
         };

@@ -84,7 +84,7 @@ pub(super) fn grid(
                         io,
                         strategy,
                         log,
-                        interval_ms: timeline.then(|| cells::timeline_interval_ms(None)),
+                        interval_us: timeline.then(|| cells::timeline_interval_us(None)),
                         streams,
                         reverse,
                     })
@@ -118,9 +118,9 @@ fn column(
     for rep in 1..=cfg.reps {
         for (cell, expected) in cells.iter().zip(&mut expected) {
             let cell = &StreamCell {
-                interval_ms: cell
-                    .interval_ms
-                    .map(|_| cells::timeline_interval_ms(*expected)),
+                interval_us: cell
+                    .interval_us
+                    .map(|_| cells::timeline_interval_us(*expected)),
                 ..*cell
             };
             bar.set_message(format!(

@@ -17,17 +17,24 @@ fn better_by(r: &crate::compare::Row) -> f64 {
     }
 }
 
-/// The chart of `c`: horizontal bars from 1 on a log axis of times better.
-pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
-    let rows: Vec<(String, f64, bool)> = c
-        .rows
+/// A row of the chart: the cell's label, how many times better, beyond the noise.
+type Bar = (String, f64, bool);
+
+/// The rows that have a ratio, as bars.
+fn bars(c: &Comparison) -> Vec<Bar> {
+    c.rows
         .iter()
         .filter(|r| r.ratio.is_finite() && r.ratio > 0.0)
         .map(|r| {
             let what = if r.unit == "MiB/s" { "rate" } else { "p50" };
             (format!("{} ({what})", r.cell), better_by(r), r.differs())
         })
-        .collect();
+        .collect()
+}
+
+/// The chart of `c`: horizontal bars from 1 on a log axis of times better.
+pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
+    let rows = bars(c);
     let far = rows
         .iter()
         .map(|r| r.1.max(1.0 / r.1))
@@ -66,6 +73,24 @@ pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
                 0f64..n,
             )
             .map_err(plot_err)?;
+        draw_rows(&mut chart, &rows, (lo, hi))?;
+        legend(&key, &entries)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg.into_bytes())
+}
+
+/// The mesh (a row's label at its middle), the bars from 1, and the line at 1.
+fn draw_rows<DB: DrawingBackend, X>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    rows: &[Bar],
+    (lo, hi): (f64, f64),
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let n = rows.len().max(1) as f64;
+    {
         let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         let label = |y: &f64| {
             let i = y.floor() as usize;
@@ -103,10 +128,8 @@ pub fn chart(c: &Comparison, old: &str, new: &str) -> Result<Vec<u8>> {
                 BLACK.stroke_width(1),
             )))
             .map_err(plot_err)?;
-        legend(&key, &entries)?;
-        root.present().map_err(plot_err)?;
     }
-    Ok(svg.into_bytes())
+    Ok(())
 }
 
 const GREEN_DARK: RGBColor = RGBColor(0x2e, 0x7d, 0x32);
