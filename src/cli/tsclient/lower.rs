@@ -363,10 +363,14 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,
         // A timed run printed as it happens has a line each second unless told otherwise, as
-        // iperf3's; `--json` keeps its object as it was (no samples unless asked for).
+        // iperf3's; `--json` keeps its object as it was (no samples unless asked for), and the
+        // ladder its one table.
         interval: args
             .interval
-            .or((args.time.is_some() && (!args.json || args.json_stream)).then_some(1.0))
+            .or(
+                (args.time.is_some() && (!args.json || args.json_stream) && !args.ladder)
+                    .then_some(1.0),
+            )
             .map(Duration::from_secs_f64),
         // Samples as they are taken: lines for people, JSON lines with --json-stream, none
         // with --json (they are in its one object).

@@ -84,3 +84,32 @@ fn a_negative_time_is_refused_as_a_time() {
         assert!(!e.to_string().contains("'-- -1'"), "{flag}: {e}");
     }
 }
+
+/// A timed run for people samples each second unless told otherwise, as iperf3's prints a line
+/// a second; `--json` and the ladder's table take no samples unasked.
+#[test]
+fn a_timed_run_samples_each_second_by_default() {
+    let second = Some(std::time::Duration::from_secs(1));
+    assert_eq!(streams(&["-t", "3"]).forward.unwrap().interval, second);
+    assert_eq!(
+        streams(&["-t", "3", "--json-stream"])
+            .forward
+            .unwrap()
+            .interval,
+        second
+    );
+    assert_eq!(streams(&["-t", "3", "-J"]).forward.unwrap().interval, None);
+    assert_eq!(streams(&["-n", "1M"]).forward.unwrap().interval, None);
+    let half = Some(std::time::Duration::from_millis(500));
+    assert_eq!(
+        streams(&["-t", "3", "-i", "0.5", "-J"])
+            .forward
+            .unwrap()
+            .interval,
+        half
+    );
+    match lower(&["--ladder", "-t", "1"]).unwrap().mode {
+        Mode::Ladder(l) => assert_eq!(l.base.interval, None),
+        other => panic!("{other:?}"),
+    }
+}
