@@ -3,6 +3,22 @@
 
 use crate::common::*;
 
+/// The first of `n` ports in a row that nothing here holds, below the kernel's ephemeral
+/// range so that no other test's connection can take one meanwhile.
+fn free_block(n: u16) -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let low: u16 = range.split_whitespace().next().unwrap().parse().unwrap();
+    (low.saturating_sub(8000)..low - n)
+        .step_by(usize::from(n))
+        .find(|&first| {
+            let held: Vec<_> = (first..first + n)
+                .map_while(|p| std::net::TcpListener::bind(("0.0.0.0", p)).ok())
+                .collect();
+            held.len() == usize::from(n)
+        })
+        .expect("a free block of ports below the ephemeral range")
+}
+
 /// `-b RATE` paces the stream (bits a second): a 40 Mbit/s run of 3 MiB arrives no faster
 /// than half again the rate asked, and verified.
 #[test]
@@ -97,9 +113,7 @@ fn a_family_flag_holds_the_connection_to_it() {
 fn bind_and_cport_set_this_end() {
     let server = Server::start(&[]);
     let port = server.port.to_string();
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let cport = free.local_addr().unwrap().port();
-    drop(free);
+    let cport = free_block(32);
     let c = cport.to_string();
     let out = client(&[
         "--port",
