@@ -23,7 +23,7 @@ _tsclient() {
 
     case "${cmd}" in
         tsclient)
-            opts="-c -p -l -J -V -v -C -i -t -O -R -P -n -k -F -Z -u -N -w -b -f -T -B -4 -6 -h --host --port --chunk --chunk-reverse --json --json-stream --verbose --version --no-progress --timeout --min-rate --nonblocking --io --batch --sndbuf --congestion --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --blockcount --file --zerocopy --udp --one-buffer --ladder --runs --tls --ktls --cold --far-disk --save --auth-key --latency --count --warmup --codec --framing --nodelay --window --bitrate --format --title --logfile --bind --cport --version4 --version6 --get-server-output --reconnect --busy-poll --under-load --help"
+            opts="-c -p -l -J -V -v -C -i -t -O -R -P -n -k -F -Z -u -N -w -b -f -T -B -4 -6 -h --host --port --chunk --chunk-reverse --json --json-stream --verbose --version --no-progress --timeout --min-rate --nonblocking --io --batch --sndbuf --congestion --server-log --clock-queries --interval --time --omit --log --log-file --reverse --bidir --parallel --bytes --blockcount --file --zerocopy --udp --one-buffer --ladder --runs --tls --ktls --cold --far-disk --save --auth-key --latency --count --warmup --codec --framing --nodelay --window --bitrate --format --title --logfile --prom-file --bind --cport --version4 --version6 --get-server-output --reconnect --busy-poll --under-load --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -226,6 +226,10 @@ _tsclient() {
                     return 0
                     ;;
                 --logfile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prom-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

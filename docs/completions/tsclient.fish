@@ -47,6 +47,7 @@ complete -c tsclient -s b -l bitrate -d 'Pace this client\'s sends to RATE bits 
 complete -c tsclient -s f -l format -d 'Rates in this unit, as iperf3\'s -f: k, m, g, t (Kbit/s ... Tbit/s) or K, M, G, T (KiB/s ... TiB/s), one column; by default MiB/s and Gbit/s side by side' -r
 complete -c tsclient -s T -l title -d 'Begin every line of the report with TITLE, as iperf3\'s -T' -r
 complete -c tsclient -l logfile -d 'Write the report to FILE (appended) instead of stdout, as iperf3\'s --logfile; errors stay on stderr' -r -F
+complete -c tsclient -l prom-file -d 'Also write the run\'s figures as Prometheus metrics to PATH, for node_exporter\'s textfile collector (a temporary file renamed over PATH, so it is never read half written): the metrics tsprobe answers a scrape with' -r -F
 complete -c tsclient -s B -l bind -d 'Connect from this local address, as iperf3\'s -B (an address of this host)' -r
 complete -c tsclient -l cport -d 'Connect from this local port, as iperf3\'s --cport: a session\'s later connections (-P, --bidir) from the ports after it' -r
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F

@@ -23,7 +23,7 @@ _tsserver() {
 
     case "${cmd}" in
         tsserver)
-            opts="-p -h -V --bind --port --once --read-size --blocking --rcvbuf --log --allow-client-log --threads --accept --no-reverse --no-tls --tls-cert --tls-key --ktls --serve --log-file --log-min-read --max-bytes --send-buffers --max-time --max-clients --hello-timeout --save --auth-key --overwrite --grace --idle-timeout --help --version"
+            opts="-p -h -V --bind --port --once --read-size --blocking --rcvbuf --log --allow-client-log --threads --accept --metrics --no-reverse --no-tls --tls-cert --tls-key --ktls --serve --log-file --log-min-read --max-bytes --send-buffers --max-time --max-clients --hello-timeout --save --auth-key --overwrite --grace --idle-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -59,6 +59,10 @@ _tsserver() {
                     ;;
                 --accept)
                     COMPREPLY=($(compgen -W "shared reuseport" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --tls-cert)

@@ -23,6 +23,7 @@ pub fn commands() -> Vec<clap::Command> {
         cli::tsgen::command(),
         cli::tsmatrix::command(),
         cli::tsreport::command(),
+        cli::tsprobe::command(),
         <Args as clap::CommandFactory>::command(),
     ]
     .into_iter()

@@ -10,6 +10,7 @@ pub mod docs;
 pub mod tsclient;
 pub mod tsgen;
 pub mod tsmatrix;
+pub mod tsprobe;
 pub mod tsreport;
 pub mod tsserver;
 pub(crate) mod values;

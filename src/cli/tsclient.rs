@@ -88,6 +88,18 @@ fn report_settings(args: &Args) -> anyhow::Result<()> {
         client_net::stdout_to(path)
             .with_context(|| format!("cannot write --logfile '{}'", path.display()))?;
     }
+    // Known before the run, not after it: the directory --prom-file writes into.
+    if let Some(path) = &args.prom_file {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "cannot write --prom-file '{}': '{}' is not a directory",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -143,7 +155,9 @@ fn stream_run(
     if args.json_stream {
         cli::print(&start_line(args, Some(&run.spec)))?;
     }
+    let started = std::time::Instant::now();
     let outcome = client::run::run(run, progress);
+    let ended = output::finish(&outcome);
     let text = if args.json() {
         cli::json_text(&output::json(&outcome))
     } else {
@@ -153,7 +167,13 @@ fn stream_run(
         ))
     };
     cli::print_result(&text)?;
-    match output::finish(&outcome) {
+    let why = match &ended {
+        output::Exit::Success => None,
+        output::Exit::Interrupted(_) => Some("interrupted".to_owned()),
+        output::Exit::Failed(why) => Some(why.clone()),
+    };
+    prom_file(args, &output::json(&outcome), started, why)?;
+    match ended {
         output::Exit::Success => Ok(ExitCode::SUCCESS),
         output::Exit::Interrupted(notes) => {
             for note in notes {
@@ -163,6 +183,35 @@ fn stream_run(
         }
         output::Exit::Failed(why) => Err(anyhow::anyhow!(why)),
     }
+}
+
+/// `--prom-file`: the run's figures as tsprobe's metrics, for node_exporter's textfile
+/// collector (`why`: why the run did not succeed).
+fn prom_file(
+    args: &Args,
+    out: &tsperf_results::json::ClientOutput,
+    started: std::time::Instant,
+    why: Option<String>,
+) -> anyhow::Result<()> {
+    use tsperf_metrics::probe::{Failure, Figures, Probe};
+    let Some(path) = &args.prom_file else {
+        return Ok(());
+    };
+    let figures = Figures::of(out);
+    let failure = why.map(|reason| Failure {
+        kind: match reason.as_str() {
+            "interrupted" => "interrupted",
+            _ if figures.bytes.is_some() && !figures.verified => "not-verified",
+            _ => "failed",
+        },
+        reason,
+    });
+    let page = tsperf_metrics::probe::render(&Probe {
+        figures: Some(figures),
+        duration: started.elapsed(),
+        failure,
+    });
+    tsperf_metrics::textfile::write(path, &page).context("--prom-file")
 }
 
 fn ladder_run(
@@ -197,6 +246,7 @@ fn latency_run(
     if args.json_stream {
         cli::print(&start_line(args, None))?;
     }
+    let started = std::time::Instant::now();
     let mut result = latency::run_latency(cfg, progress);
     // A run that failed before its first answer has no statistics to show people: its error
     // says it all (the JSON object still comes, with `error`).
@@ -208,6 +258,12 @@ fn latency_run(
     } else if !failed_at_once {
         cli::print_result(&client::live::titled(&output::latency_human(&result)))?;
     }
+    let why = match &result.stopped {
+        None => None,
+        Some(latency::Stopped::Interrupted) => Some("interrupted".to_owned()),
+        Some(latency::Stopped::Failed(e)) => Some(format!("{e:#}")),
+    };
+    prom_file(args, &output::latency_json(&result), started, why)?;
     match result.stopped.take() {
         None => Ok(ExitCode::SUCCESS),
         Some(latency::Stopped::Interrupted) => {

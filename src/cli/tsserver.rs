@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tsperf_proto::{DEFAULT_PORT, LogMode};
 use tsperf_results::units;
@@ -61,6 +62,12 @@ struct Args {
     /// SO_REUSEPORT: the kernel picks one by a hash of each connection's addresses).
     #[arg(long, value_enum, default_value_t = AcceptArg::Shared, value_name = "HOW")]
     accept: AcceptArg,
+    /// Serve Prometheus metrics at http://ADDR/metrics (HOST:PORT, or :PORT for every
+    /// interface): transfers by direction and result, bytes each way, refusals by code,
+    /// connections open, lines dropped, the send-buffer budget in use, a histogram of rates.
+    /// Off unless given; never on the data port.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Refuse reverse streams (tsclient --reverse): this server then only receives.
     #[arg(long, conflicts_with = "serve")]
     no_reverse: bool,
@@ -203,6 +210,27 @@ fn bind_and_port(matches: &clap::ArgMatches, args: &Args) -> (Option<std::net::I
         Some(p) => (Some(b.ip), p),
         None => (Some(b.ip), args.port),
     }
+}
+
+/// Binds `--metrics` (if given), then says where the server listens (always stderr's first
+/// line), where its metrics are, and the warnings.
+fn announce(
+    listener: &std::net::TcpListener,
+    metrics: Option<&str>,
+    warnings: &[String],
+) -> anyhow::Result<Option<std::net::TcpListener>> {
+    let metrics = metrics
+        .map(tsperf_metrics::http::bind)
+        .transpose()
+        .context("--metrics")?;
+    eprintln!("tsserver: listening on {}", listener.local_addr()?);
+    if let Some(m) = &metrics {
+        eprintln!("tsserver: metrics at http://{}/metrics", m.local_addr()?);
+    }
+    for w in warnings {
+        eprintln!("tsserver: {w}");
+    }
+    Ok(metrics)
 }
 
 /// `--accept`: how several event loops take connections.
@@ -367,12 +395,12 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     warnings.extend(server::fit_descriptors(&mut cfg)?);
     let listener = server::bind(&cfg)?;
-    eprintln!("tsserver: listening on {}", listener.local_addr()?);
-    for w in &warnings {
-        eprintln!("tsserver: {w}");
-    }
+    let metrics = announce(&listener, args.metrics.as_deref(), &warnings)?;
     let server = server::Server::with_console(cfg, console);
     server.stop_on_signals(signals, grace)?;
+    if let Some(m) = metrics {
+        server.serve_metrics(m)?;
+    }
     // Every transfer writes out its own log lines when it ends, cut off or not.
     let served = server.serve(listener);
     // What stdout and stderr still hold, while they take it; a stream nobody reads is given up.

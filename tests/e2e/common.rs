@@ -35,6 +35,7 @@ pub(crate) fn bin(name: &str) -> PathBuf {
         "tsgen" => option_env!("CARGO_BIN_EXE_tsgen"),
         "tsmatrix" => option_env!("CARGO_BIN_EXE_tsmatrix"),
         "tsreport" => option_env!("CARGO_BIN_EXE_tsreport"),
+        "tsprobe" => option_env!("CARGO_BIN_EXE_tsprobe"),
         "tsdocs" => option_env!("CARGO_BIN_EXE_tsdocs"),
         "tsscale" => option_env!("CARGO_BIN_EXE_tsscale"),
         "tspeers" => option_env!("CARGO_BIN_EXE_tspeers"),

@@ -23,6 +23,7 @@ mod package;
 mod parallel;
 mod peer_text;
 mod progress;
+mod prometheus;
 mod report;
 mod report_inputs;
 mod reverse;

@@ -305,20 +305,15 @@ fn finish(
                 output_dropped: at.srv.console().dropped(),
                 ..rx.report_with(Some(at.server_io), rcvbuf, tcp)
             };
-            print_complete(
-                at.srv.console(),
-                &hello.name,
-                at.peer,
-                rx.read_size() as u32,
-                &report,
-            );
+            print_complete(at.srv, &hello.name, at.peer, rx.read_size() as u32, &report);
             Ok(report)
         }
         Err(reason) => {
             print_failed(
-                at.srv.console(),
+                at.srv,
                 at.peer,
                 &Outcome::Incomplete(reason.clone()),
+                Some(hello),
             );
             Err(reason)
         }

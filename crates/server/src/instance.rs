@@ -12,6 +12,7 @@ use anyhow::Result;
 use crate::ServerConfig;
 use crate::console::{Console, Stream};
 use crate::sessions::Sessions;
+use tsperf_metrics::server::{Live, ServerMetrics};
 use tsperf_stream::send::pattern::Pattern;
 
 /// A server: its settings and its state. Clones share the state (a connection's thread holds
@@ -44,6 +45,8 @@ struct State {
     text: Arc<Pattern>,
     /// With `--once`: the one run it serves.
     once: Option<crate::once::Once>,
+    /// Its counters, served by `--metrics`.
+    metrics: ServerMetrics,
 }
 
 impl Server {
@@ -65,6 +68,7 @@ impl Server {
                 next_conn: AtomicU64::default(),
                 text: Arc::default(),
                 once: cfg.once.then(crate::once::Once::default),
+                metrics: ServerMetrics::new(),
             }),
             cfg,
         }
@@ -73,6 +77,35 @@ impl Server {
     /// Its stdout and stderr.
     pub fn console(&self) -> &Arc<Console> {
         &self.state.console
+    }
+
+    /// Its counters.
+    pub fn metrics(&self) -> &ServerMetrics {
+        &self.state.metrics
+    }
+
+    /// Its metrics page, as a scrape finds it now.
+    pub fn metrics_page(&self) -> String {
+        let budget = &self.cfg.send_budget;
+        self.state.metrics.render(Live {
+            open: self.state.open.load(Ordering::Acquire) as u64,
+            lines_dropped: u64::from(self.state.console.dropped()),
+            send_buffers_reserved: budget.reserved(),
+            send_buffers_budget: budget.limit(),
+        })
+    }
+
+    /// Serves its metrics page at `/metrics` on `listener` (`--metrics`), on threads of its
+    /// own, apart from the data port.
+    pub fn serve_metrics(&self, listener: TcpListener) -> std::io::Result<()> {
+        use tsperf_metrics::http::{self, Handler, Limits, Request, Response};
+        let srv = self.clone();
+        let handler: Handler = Arc::new(move |r: &Request| match r.path.as_str() {
+            "/metrics" => Response::metrics(srv.metrics_page()),
+            "/" => Response::text(200, "tsserver: its metrics are at /metrics"),
+            other => Response::text(404, format!("{other}: not here; try /metrics")),
+        });
+        http::serve(listener, Limits::default(), handler).map(drop)
     }
 
     /// Serves `listener` with the configured I/O model until stopped, or one client's run with

@@ -39,8 +39,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use anyhow::{Context, Result};
 use std::time::Duration;
 
-use crate::console::{Console, Stream};
+use crate::console::Stream;
 use std::sync::Arc;
+use tsperf_metrics::server::Direction;
 use tsperf_proto::Report;
 use tsperf_results::units;
 use tsperf_sys::save::SaveDir;
@@ -246,7 +247,7 @@ pub fn latency_socket<S: std::os::fd::AsFd>(sock: &S, nodelay: bool) {
 
 /// Prints a completed transfer the way the seed's server did (begin, read over, end), then one
 /// summary line. One write, so lines of concurrent transfers never interleave.
-pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
+pub fn print_complete(srv: &Server, name: &str, peer: SocketAddr, read_size: u32, r: &Report) {
     let (begin, end) = if r.bytes == 0 {
         let now = unix_us_now();
         (now, now)
@@ -254,6 +255,8 @@ pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u3
         (r.first_byte_unix_us, r.last_byte_unix_us)
     };
     let elapsed = Duration::from_nanos(r.elapsed_ns);
+    srv.metrics()
+        .completed(Direction::Receive, r.bytes, elapsed);
     let text = format!(
         "{}\nfile[{}] read over .\n{}\n\
          tsserver: received {} from {peer} in {} (first to last byte): {:.1} MiB/s ({:.2} Gbit/s), \
@@ -277,7 +280,7 @@ pub fn print_complete(out: &Console, name: &str, peer: SocketAddr, read_size: u3
         r.digest,
     );
     // A stuck or closed stdout must not stop the server from serving.
-    out.message(Stream::Out, &text);
+    srv.console().message(Stream::Out, &text);
 }
 
 /// Prints the summary of a reverse stream the server sent: the seed's begin and end lines (its
@@ -295,6 +298,7 @@ pub fn print_sent(
     let (out, sessions) = (srv.console(), srv.sessions());
     let name = hello.map_or("", |h| h.name.as_str());
     let elapsed = Duration::from_nanos(s.elapsed_ns);
+    srv.metrics().completed(Direction::Send, s.bytes, elapsed);
     let end_us = s.first_write_unix_us + elapsed.as_micros() as u64;
     let text = format!(
         "{}\nfile[{}] sent over .\n{}\n\
@@ -335,11 +339,26 @@ pub fn print_sent(
     }
 }
 
-/// Reports a connection that did not complete, on stderr.
-pub fn print_failed(out: &Console, peer: SocketAddr, outcome: &Outcome) {
+/// Reports a connection that did not complete, on stderr, and counts it (`hello`: what the
+/// client asked for, where it got that far).
+pub fn print_failed(
+    srv: &Server,
+    peer: SocketAddr,
+    outcome: &Outcome,
+    hello: Option<&tsperf_proto::Hello>,
+) {
+    let out = srv.console();
+    match outcome {
+        Outcome::Refused(code, _) => srv.metrics().refused(*code),
+        Outcome::Incomplete(_) => srv.metrics().incomplete(match hello {
+            Some(h) if h.reverse => Direction::Send,
+            _ => Direction::Receive,
+        }),
+        Outcome::Complete => {}
+    }
     match outcome {
         Outcome::Complete => {}
-        Outcome::Refused(reason) => out.message(
+        Outcome::Refused(_, reason) => out.message(
             Stream::Err,
             &format!("tsserver: refused {peer}: {}\n", Peer(reason)),
         ),

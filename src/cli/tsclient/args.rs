@@ -258,6 +258,11 @@ pub(super) struct Args {
     /// stay on stderr.
     #[arg(long, value_name = "FILE")]
     pub(super) logfile: Option<PathBuf>,
+    /// Also write the run's figures as Prometheus metrics to PATH, for node_exporter's
+    /// textfile collector (a temporary file renamed over PATH, so it is never read half
+    /// written): the metrics tsprobe answers a scrape with.
+    #[arg(long, value_name = "PATH", conflicts_with = "ladder")]
+    pub(super) prom_file: Option<PathBuf>,
     /// Connect from this local address, as iperf3's -B (an address of this host).
     #[arg(short = 'B', long, value_name = "ADDR")]
     pub(super) bind: Option<std::net::IpAddr>,

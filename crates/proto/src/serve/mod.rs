@@ -69,8 +69,9 @@ pub enum Phase {
 pub enum Outcome {
     /// Every announced byte arrived and the report was sent.
     Complete,
-    /// The hello was refused; the reason was sent to the peer where the protocol allowed.
-    Refused(String),
+    /// The hello was refused with this code; the reason was sent to the peer where the
+    /// protocol allowed.
+    Refused(RefuseCode, String),
     /// The transfer stopped short; the reason says why.
     Incomplete(String),
 }
@@ -157,7 +158,7 @@ impl Step {
                 code,
                 reason: reason.clone(),
             }),
-            Outcome::Refused(reason),
+            Outcome::Refused(code, reason),
         )
     }
 }

@@ -106,7 +106,7 @@ fn a_begin_that_fails_is_refused() {
         matches!(step.send, Some(Frame::Refuse { code: RefuseCode::Save, ref reason }) if reason == "'t.txt' already exists"),
         "{step:?}"
     );
-    assert!(matches!(step.end, Some(Outcome::Refused(_))));
+    assert!(matches!(step.end, Some(Outcome::Refused(..))));
 }
 
 /// The same words for the same ends, whichever model: they are said here only.
@@ -117,7 +117,7 @@ fn reasons() {
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
     let step = c.received(0, now, &mut ticks);
     assert!(
-        matches!(step.end, Some(Outcome::Refused(ref r)) if r == "connection closed without a hello")
+        matches!(step.end, Some(Outcome::Refused(_, ref r)) if r == "connection closed without a hello")
     );
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
     let step = c.timed_out(false, false);
@@ -192,14 +192,14 @@ fn early_data_short_hellos_and_versions() {
     c.space()[..n].copy_from_slice(&bytes);
     let step = c.received(n, now, &mut ticks);
     assert!(
-        matches!(step.end, Some(Outcome::Refused(ref r)) if r.contains("before the server accepted"))
+        matches!(step.end, Some(Outcome::Refused(_, ref r)) if r.contains("before the server accepted"))
     );
     let mut c = Conversation::new(ServerIo::EventLoop, &policy(), None, now);
     c.space()[..3].copy_from_slice(&bytes[..3]);
     let _ = c.received(3, now, &mut ticks);
     let step = c.received(0, now, &mut ticks);
     assert!(
-        matches!(step.end, Some(Outcome::Refused(ref r)) if r == "connection closed after 3 bytes of a hello")
+        matches!(step.end, Some(Outcome::Refused(_, ref r)) if r == "connection closed after 3 bytes of a hello")
     );
     let mut old = stream_hello(10);
     old[4..6].copy_from_slice(&4u16.to_be_bytes());

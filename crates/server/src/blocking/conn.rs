@@ -42,7 +42,7 @@ pub(super) fn handle(mut stream: TcpStream, peer: SocketAddr, srv: &Server) -> O
     let outcome = c.converse();
     // A stream over TLS ends with its close_notify, where the clear one would just close.
     let _ = c.wire().close();
-    print_failed(srv.console(), peer, &outcome);
+    print_failed(srv, peer, &outcome, c.conv.hello());
     outcome
 }
 

@@ -50,7 +50,7 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
             Err(e) => {
                 // Out of descriptors: tell the waiting connection why with the spare one.
                 if fds::exhausted(&e)
-                    && spare.lend(|| refuse_next(&listener, srv.console())) == Some(true)
+                    && spare.lend(|| refuse_next(&listener, srv)) == Some(true)
                     && !srv.stopping()
                 {
                     continue;
@@ -72,7 +72,7 @@ pub fn serve(listener: TcpListener, srv: &Server) -> Result<bool> {
         if srv.open().load(Ordering::Acquire) >= cfg.max_clients {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let outcome = refuse(&mut stream, busy(cfg.max_clients));
-            print_failed(srv.console(), peer, &outcome);
+            print_failed(srv, peer, &outcome, None);
             continue;
         }
         next_id += 1;
@@ -196,7 +196,7 @@ fn drain(open: &Open, srv: &Server) {
 }
 
 /// Accepts one waiting connection and refuses it for want of descriptors. True if it did.
-fn refuse_next(listener: &TcpListener, out: &crate::console::Console) -> bool {
+fn refuse_next(listener: &TcpListener, srv: &Server) -> bool {
     match listener.accept() {
         Ok((mut stream, peer)) => {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
@@ -204,7 +204,7 @@ fn refuse_next(listener: &TcpListener, out: &crate::console::Console) -> bool {
                 &mut stream,
                 (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
             );
-            print_failed(out, super::canonical(peer), &outcome);
+            print_failed(srv, super::canonical(peer), &outcome, None);
             true
         }
         Err(_) => false,
@@ -239,5 +239,5 @@ fn refuse(stream: &mut TcpStream, (code, reason): Refusal) -> Outcome {
             reason: reason.clone(),
         },
     );
-    Outcome::Refused(reason)
+    Outcome::Refused(code, reason)
 }

@@ -79,19 +79,14 @@ impl Conn {
 
     /// Deregisters and drops a finished connection (a stream over TLS after its close_notify),
     /// printing its outcome. True if it completed.
-    pub(super) fn close(
-        mut self,
-        poll: &mio::Poll,
-        outcome: Outcome,
-        out: &crate::console::Console,
-    ) -> bool {
+    pub(super) fn close(mut self, poll: &mio::Poll, outcome: Outcome, srv: &Server) -> bool {
         let _ = self.wire().close();
         let _ = poll.registry().deregister(&mut self.stream);
         // A reverse stream's client's last bytes, unread, would make the close a reset.
         if let Some(tx) = self.tx.as_deref_mut() {
             let _ = tx.listen(&self.stream);
         }
-        print_failed(out, self.peer, &outcome);
+        print_failed(srv, self.peer, &outcome, self.conv.hello());
         matches!(outcome, Outcome::Complete)
     }
 

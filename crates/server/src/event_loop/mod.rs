@@ -326,7 +326,7 @@ impl Loop<'_> {
             .open()
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         let peer = conn.peer;
-        let done = conn.close(&self.poll, outcome, self.srv.console());
+        let done = conn.close(&self.poll, outcome, self.srv);
         self.srv.once_ended(peer, done);
         // A descriptor is free again: connections the backlog held may be accepted now.
         if self.accept_stalled {
@@ -393,7 +393,7 @@ impl Loop<'_> {
                                 &mut stream,
                                 super::canonical(peer),
                                 (RefuseCode::Limit, fds::OUT_OF_DESCRIPTORS.to_owned()),
-                                self.srv.console(),
+                                self.srv,
                             );
                             true
                         }
@@ -422,12 +422,7 @@ impl Loop<'_> {
                 self.srv
                     .open()
                     .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-                refuse_now(
-                    &mut stream,
-                    peer,
-                    busy(self.srv.cfg.max_clients),
-                    self.srv.console(),
-                );
+                refuse_now(&mut stream, peer, busy(self.srv.cfg.max_clients), self.srv);
                 continue;
             }
             self.register(stream, peer);
@@ -473,17 +468,12 @@ impl Loop<'_> {
 
 /// Refuses a connection the loop will not serve. Best effort: a small frame fits any fresh
 /// socket's buffer.
-fn refuse_now(
-    stream: &mut TcpStream,
-    peer: SocketAddr,
-    (code, reason): Refusal,
-    console: &crate::console::Console,
-) {
+fn refuse_now(stream: &mut TcpStream, peer: SocketAddr, (code, reason): Refusal, srv: &Server) {
     let mut out = Outbox::default();
     out.frame(&Frame::Refuse {
         code,
         reason: reason.clone(),
     });
     let _ = out.flush(stream);
-    print_failed(console, peer, &Outcome::Refused(reason));
+    print_failed(srv, peer, &Outcome::Refused(code, reason), None);
 }
