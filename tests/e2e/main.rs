@@ -9,6 +9,7 @@ mod client_phases;
 mod cold;
 mod console;
 mod faults;
+mod fleet;
 mod grid;
 mod interrupt;
 mod iperf3_flags;

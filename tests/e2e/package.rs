@@ -11,7 +11,9 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The binaries the package carries: every one of the root package's but tsdocs, which writes
 /// this tree's docs/.
-const PACKAGED: [&str; 5] = ["tsserver", "tsclient", "tsgen", "tsmatrix", "tsreport"];
+const PACKAGED: [&str; 6] = [
+    "tsserver", "tsclient", "tsgen", "tsmatrix", "tsreport", "tsprobe",
+];
 
 /// What it never carries: tsdocs, and the programs that measure tsperf itself (tsperf-bench).
 const NOT_PACKAGED: [&str; 4] = ["tsdocs", "tspeers", "tsscale", "tsverdicts"];
@@ -19,11 +21,16 @@ const NOT_PACKAGED: [&str; 4] = ["tsdocs", "tspeers", "tsscale", "tsverdicts"];
 /// The flags tsserver.service starts tsserver with: `TSSERVER_OPTS` of the default file
 /// (packaging/debian/tsserver.default, installed as /etc/default/tsserver).
 fn service_flags(default_file: &Path) -> Vec<String> {
+    opts(default_file, "TSSERVER_OPTS")
+}
+
+/// The words of the `NAME=` line of a default file.
+fn opts(default_file: &Path, name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(default_file).unwrap();
     let value = text
         .lines()
-        .find_map(|l| l.strip_prefix("TSSERVER_OPTS="))
-        .unwrap_or_else(|| panic!("no TSSERVER_OPTS= line in {}", default_file.display()));
+        .find_map(|l| l.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name}= line in {}", default_file.display()));
     value
         .trim_matches('"')
         .split_whitespace()
@@ -60,6 +67,36 @@ fn systemd_unit_verifies() {
     let server = Server::spawn(cmd);
     assert!(server.port > 0);
 
+    analyze_verify("tsserver", &unit);
+}
+
+/// The same of packaging/debian/tsprobe.service: its own user, its default file, flags tsprobe
+/// takes.
+#[test]
+fn the_probe_unit_verifies() {
+    let unit = std::fs::read_to_string(format!("{ROOT}/packaging/debian/tsprobe.service")).unwrap();
+    for line in [
+        "ExecStart=/usr/bin/tsprobe $TSPROBE_OPTS",
+        "User=tsprobe",
+        "EnvironmentFile=-/etc/default/tsprobe",
+        "NoNewPrivileges=yes",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "no {line}: {unit}");
+    }
+    let flags = opts(
+        Path::new(&format!("{ROOT}/packaging/debian/tsprobe.default")),
+        "TSPROBE_OPTS",
+    );
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.push("--help");
+    let out = run(bin("tsprobe"), &args);
+    assert_eq!(out.status.code(), Some(0), "{flags:?}: {}", stderr(&out));
+    analyze_verify("tsprobe", &unit);
+}
+
+/// `systemd-analyze verify` of `unit` (program `name`'s, pointed at the built binary) says
+/// nothing; skipped, with a message, where systemd-analyze is not installed.
+fn analyze_verify(name: &str, unit: &str) {
     if Command::new("systemd-analyze")
         .arg("--version")
         .output()
@@ -69,9 +106,9 @@ fn systemd_unit_verifies() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tsserver.service");
-    let here = bin("tsserver").display().to_string();
-    std::fs::write(&path, unit.replace("/usr/bin/tsserver", &here)).unwrap();
+    let path = dir.path().join(format!("{name}.service"));
+    let here = bin(name).display().to_string();
+    std::fs::write(&path, unit.replace(&format!("/usr/bin/{name}"), &here)).unwrap();
     // --man=no: the Documentation= man page is the package's, not installed here.
     let out = run(
         "systemd-analyze".into(),
@@ -195,6 +232,11 @@ fn the_debian_package_installs_and_runs() {
     for file in [
         "./usr/lib/systemd/system/tsserver.service",
         "./etc/default/tsserver",
+        "./usr/lib/systemd/system/tsprobe.service",
+        "./etc/default/tsprobe",
+        "./usr/share/doc/tsperf/examples/prometheus.yml",
+        "./usr/share/doc/tsperf/examples/tsperf-rules.yml",
+        "./usr/share/doc/tsperf/examples/grafana-tsperf.json",
         "./usr/share/doc/tsperf/README.md",
         "./usr/share/doc/tsperf/docs/usage.md",
         "./usr/share/doc/tsperf/docs/json.md",
@@ -206,7 +248,10 @@ fn the_debian_package_installs_and_runs() {
     }
 
     let info = |part: &str| ok("dpkg-deb", &["-I", deb_arg, part]);
-    assert_eq!(info("conffiles").trim(), "/etc/default/tsserver");
+    assert_eq!(
+        info("conffiles").trim(),
+        "/etc/default/tsserver\n/etc/default/tsprobe"
+    );
     assert!(ok("dpkg-deb", &["-f", deb_arg, "Depends"]).contains("adduser"));
     let postinst = info("postinst");
     assert!(postinst.contains("adduser --system --group"), "{postinst}");

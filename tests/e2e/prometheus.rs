@@ -14,7 +14,7 @@ use crate::common::*;
 pub(crate) fn http_get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in headers {
         req += &format!("{k}: {v}\r\n");
     }
@@ -38,7 +38,7 @@ pub(crate) fn sample(page: &str, series: &str) -> Option<f64> {
 
 /// `promtool check metrics` on `page`, where promtool is installed (`.ci/run` installs it and
 /// sets `TSPERF_PROMETHEUS=required`, so there it cannot be skipped).
-fn promtool_checks(page: &str) {
+pub(crate) fn promtool_checks(page: &str) {
     let Some(promtool) = prometheus_tool("promtool") else {
         return;
     };
@@ -66,7 +66,7 @@ fn promtool_checks(page: &str) {
 
 /// The path of Prometheus's `name` (`prometheus`, `promtool`), if installed; where
 /// `TSPERF_PROMETHEUS=required`, a test fails without it rather than pass unrun.
-fn prometheus_tool(name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn prometheus_tool(name: &str) -> Option<std::path::PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join(name))
@@ -83,7 +83,7 @@ fn prometheus_tool(name: &str) -> Option<std::path::PathBuf> {
 }
 
 /// The address a server's `--metrics 127.0.0.1:0` serves at.
-fn metrics_addr(s: &Server) -> String {
+pub(crate) fn metrics_addr(s: &Server) -> String {
     assert!(
         s.wait_for(|_, e| e.contains("metrics at http://")),
         "{}",
