@@ -25,6 +25,7 @@ mod parallel;
 mod peer_text;
 mod progress;
 mod prometheus;
+mod pscheduler;
 mod report;
 mod report_inputs;
 mod reverse;
