@@ -124,6 +124,23 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         )],
     ),
     (
+        "tsprobe",
+        &[
+            (
+                "tsprobe --listen :9874",
+                "Serve Prometheus's scrapes; its scrape job is in /usr/share/doc/tsperf/examples/prometheus.yml.",
+            ),
+            (
+                "curl 'http://localhost:9874/probe?target=far-host&bytes=64MiB'",
+                "One verified 64 MiB transfer to far-host's tsserver, answered as metrics.",
+            ),
+            (
+                "curl 'http://localhost:9874/probe?target=far-host&latency=1000'",
+                "A latency run of 1000 clock queries: tsperf_latency_p50_seconds and p99.",
+            ),
+        ],
+    ),
+    (
         "tsdocs",
         &[
             (
@@ -196,6 +213,17 @@ const EXIT_STATUS: &[(&str, &[(&str, &str)])] = &[
                 "130",
                 "Interrupted: the cells run so far are kept and rendered.",
             ),
+        ],
+    ),
+    (
+        "tsprobe",
+        &[
+            ("0", "Never, while it serves: it stops on a signal."),
+            (
+                "1",
+                "It could not listen on --listen's address (the error names it).",
+            ),
+            ("2", "A usage error."),
         ],
     ),
     (
@@ -359,7 +387,11 @@ mod tests {
             for (example, _) in *examples {
                 let words: Vec<&str> = example.split_whitespace().collect();
                 if words[0] != name {
-                    assert!(words[0].starts_with("scripts/"), "{example}");
+                    // A script of the grid, or a scrape of tsprobe.
+                    assert!(
+                        words[0].starts_with("scripts/") || words[0] == "curl",
+                        "{example}"
+                    );
                     continue;
                 }
                 if let Err(e) = cmd.clone().try_get_matches_from(&words) {

@@ -131,8 +131,14 @@ fn crates_depend_only_downwards() {
     assert_eq!(ours("tsperf-stream"), set(&["tsperf-proto", "tsperf-sys"]));
     // Prometheus: the exposition below the server, the exporter apart from the server and the
     // client (it runs tsclient as a process).
-    assert_eq!(ours("tsperf-metrics"), set(&["tsperf-proto", "tsperf-results"]));
-    assert_eq!(ours("tsperf-probe"), set(&["tsperf-metrics", "tsperf-results"]));
+    assert_eq!(
+        ours("tsperf-metrics"),
+        set(&["tsperf-proto", "tsperf-results"])
+    );
+    assert_eq!(
+        ours("tsperf-probe"),
+        set(&["tsperf-metrics", "tsperf-results"])
+    );
     let engine = transitive_normal(&meta, "tsperf-stream");
     for banned in ["clap", "tsperf-results", "mio"] {
         assert!(!engine.contains(banned), "tsperf-stream pulls in {banned}");
