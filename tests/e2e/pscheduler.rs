@@ -62,7 +62,7 @@ fn the_plugin_describes_itself_and_what_it_can_run() {
         (e["name"].as_str(), e["schema"].as_i64()),
         (Some("tsperf"), Some(1))
     );
-    assert_eq!(e["tests"], json!(["throughput"]));
+    assert_eq!(e["tests"], json!(["throughput", "disk-to-disk"]));
     let can = |spec: Value| answer("can-run", json!({"type": "throughput", "spec": spec}));
     assert_eq!(
         can(json!({"dest": "h", "duration": "PT5S", "parallel": 4}))["can-run"],
@@ -154,4 +154,52 @@ fn a_throughput_test_runs_and_merges() {
     let merged = answer("merged-results", json!({"results": [r0, r1]}));
     assert_eq!(merged["succeeded"], true);
     assert_eq!(merged["summary"], result["summary"]);
+}
+
+/// A disk-to-disk test: a file the far tsserver serves (`tsperf://HOST:PORT/NAME`) copied to
+/// dest whole, verified, with the result's time, bytes-sent and throughput (bits a second); a
+/// source of another scheme or a parallel copy is refused with the reason.
+#[test]
+fn a_disk_to_disk_copy_is_saved_whole() {
+    if !python() {
+        return;
+    }
+    let served = tempfile::tempdir().unwrap();
+    let file = test_file(served.path(), "big.txt", 3 << 20);
+    let server = Server::start(&["--serve", served.path().to_str().unwrap()]);
+    let into = tempfile::tempdir().unwrap();
+    let dest = into.path().join("copy.txt");
+    let spec = json!({
+        "source": format!("tsperf://127.0.0.1:{}/big.txt", server.port),
+        "dest": dest.to_str().unwrap(),
+    });
+    let can = answer("can-run", json!({"type": "disk-to-disk", "spec": spec}));
+    assert_eq!(can["can-run"], true, "{can}");
+    let r = answer(
+        "run",
+        json!({"test": {"type": "disk-to-disk", "spec": spec}}),
+    );
+    assert_eq!(r["succeeded"], true, "{r}");
+    let result = &r["result"];
+    assert_eq!(
+        result["bytes-sent"],
+        json!(f64::from(3u32 << 20)),
+        "{result}"
+    );
+    assert!(result["throughput"].as_f64().unwrap() > 0.0, "{result}");
+    assert!(
+        result["time"].as_str().unwrap().starts_with("PT"),
+        "{result}"
+    );
+    assert_eq!(std::fs::read(&dest).unwrap(), std::fs::read(&file).unwrap());
+    let bad = answer(
+        "can-run",
+        json!({"type": "disk-to-disk", "spec": {"source": "http://h/f", "dest": "/tmp", "parallel": 2}}),
+    );
+    assert_eq!(bad["can-run"], false);
+    let why = bad["reasons"].to_string();
+    assert!(
+        why.contains("expected tsperf://HOST[:PORT]/NAME") && why.contains("one stream"),
+        "{why}"
+    );
 }

@@ -1,5 +1,9 @@
 """tsperf as a perfSONAR pScheduler tool: the logic behind the plugin's six executables.
 
+Two tests: `throughput`, and `disk-to-disk` (one participant: a file the far tsserver serves,
+source tsperf://HOST[:PORT]/NAME, copied into dest whole and durably, every byte verified;
+its result the copy's time, bytes-sent and throughput in bits a second).
+
 Each executable (enumerate, can-run, duration, participant-data, run, merged-results) reads
 the JSON pScheduler sends on stdin and writes its answer on stdout, exit 0; an input it cannot
 read is an error on stderr and exit 1. Only the standard library is used.
@@ -24,7 +28,7 @@ import time
 
 NAME = "tsperf"
 VERSION = "1.0"
-TESTS = ["throughput"]
+TESTS = ["throughput", "disk-to-disk"]
 # The port participant 1's tsserver --once listens on (the service's is 7433).
 ONCE_PORT = 7435
 DEFAULT_PORT = 7433
@@ -233,10 +237,77 @@ def throughput_result(result):
     return out
 
 
+def disk_source(source):
+    """The host, port and name of a disk-to-disk source, tsperf://HOST[:PORT]/NAME: a file
+    the far tsserver serves (tsserver --serve DIR)."""
+    m = re.fullmatch(r"tsperf://(\[[^\]]+\]|[^/:]+)(?::(\d+))?/([^/]+)", str(source))
+    if not m:
+        raise InputError(
+            f"source {source!r}: expected tsperf://HOST[:PORT]/NAME, a file the far "
+            "tsserver serves (tsserver --serve DIR)"
+        )
+    return m.group(1).strip("[]"), int(m.group(2) or DEFAULT_PORT), m.group(3)
+
+
+def disk_reasons(spec):
+    """Why tsperf cannot run the disk-to-disk `spec` (empty: it can)."""
+    out = []
+    try:
+        disk_source(spec.get("source"))
+    except InputError as e:
+        out.append(str(e))
+    if spec.get("parallel") not in (None, 1):
+        out.append("parallel: a saved file comes over one stream")
+    if spec.get("max-size") is not None:
+        out.append("max-size: tsperf copies the whole served file")
+    if not spec.get("dest"):
+        out.append("no dest: expected a directory or a file path to save to")
+    return out
+
+
+def disk_to_disk(spec):
+    """Copies the served file to dest (saved whole, durably) and reports the copy."""
+    host, port, name = disk_source(spec.get("source"))
+    dest = str(spec["dest"])
+    folder = dest if os.path.isdir(dest) else (os.path.dirname(dest) or ".")
+    limit = iso_seconds(spec["timeout"]) if spec.get("timeout") else 300
+    cmd = [program("tsclient"), "--json", "--host", host, "--port", str(port),
+           "--reverse", name, "--save", folder]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"succeeded": False, "time": iso_duration(limit),
+                "error": f"the copy did not end within {limit:g} s", "diags": " ".join(cmd)}
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = {}
+    elapsed = float(result.get("elapsed_s") or 0.0)
+    out = {
+        "schema": 1,
+        "succeeded": bool(result.get("verified")) and done.returncode == 0,
+        "time": f"PT{elapsed:.6f}S",
+        "bytes-sent": float(result.get("bytes") or 0),
+        "throughput": float(result.get("bytes") or 0) * 8 / max(elapsed, 1e-9),
+        "diags": " ".join(cmd) + "\n" + done.stderr,
+    }
+    saved = (result.get("client") or {}).get("saved_to")
+    if out["succeeded"] and saved and not os.path.isdir(dest) and saved != dest:
+        os.replace(saved, dest)
+        saved = dest
+    if out["succeeded"] and spec.get("cleanup") and saved:
+        os.remove(saved)
+    if not out["succeeded"]:
+        out["error"] = result.get("error") or done.stderr.strip() or "the copy failed"
+    return {k: out.get(k) for k in ("succeeded", "error", "diags")} | {"result": out}
+
+
 def run(inp):
     """Runs the test: participant 1 serves once, participant 0 runs tsclient."""
     participant = int(inp.get("participant", 0))
     spec = inp.get("test", {}).get("spec", {})
+    if inp.get("test", {}).get("type") == "disk-to-disk":
+        return disk_to_disk(spec)
     started = time.time()
     pdata = inp.get("participant-data") or []
     port = next((int(p["port"]) for p in pdata if isinstance(p, dict) and "port" in p), None)
@@ -311,11 +382,16 @@ def answer(method, inp):
     if method == "can-run":
         if inp.get("type") not in TESTS:
             return {"can-run": False, "reasons": [f"unsupported test type {inp.get('type')!r}"]}
-        why = reasons(inp.get("spec") or {})
+        spec = inp.get("spec") or {}
+        why = disk_reasons(spec) if inp["type"] == "disk-to-disk" else reasons(spec)
         return {"can-run": True} if not why else {"can-run": False, "reasons": why}
     if method == "duration":
+        if "source" in inp and "dest" in inp:
+            return {"duration": iso_duration(iso_seconds(inp.get("timeout") or "PT300S"))}
         return {"duration": iso_duration(duration_of(inp))}
     if method == "participant-data":
+        if "source" in (inp.get("spec") or {}):
+            return {}
         if int(inp.get("participant", 0)) == 1:
             return {"port": ONCE_PORT}
         return {}
