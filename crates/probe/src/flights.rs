@@ -25,7 +25,7 @@ pub enum Joined<T> {
     Shared(Option<Arc<T>>),
     /// A probe with other parameters runs for the target.
     Other,
-    /// `limit` probes run already.
+    /// `limit` probes ran until the scrape's time to wait for one to end was over.
     Full(usize),
 }
 
@@ -33,6 +33,8 @@ pub enum Joined<T> {
 #[derive(Debug)]
 pub struct Flights<T> {
     running: Mutex<HashMap<String, Arc<Flight<T>>>>,
+    /// Notified when a probe ends: a scrape waiting for a free slot looks again.
+    freed: Condvar,
     limit: usize,
 }
 
@@ -41,6 +43,7 @@ impl<T> Flights<T> {
     pub fn new(limit: usize) -> Flights<T> {
         Flights {
             running: Mutex::default(),
+            freed: Condvar::new(),
             limit,
         }
     }
@@ -54,10 +57,25 @@ impl<T> Flights<T> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Joins the probe of `spec`'s target, waiting until `deadline` for a shared answer.
-    pub fn join(&self, spec: &Spec, deadline: Instant) -> Joined<T> {
+    /// Joins the probe of `spec`'s target, waiting until `deadline` for a shared answer; with
+    /// `limit` probes running, waits until `queue_until` for one to end. Prometheus starts
+    /// each target's scrape at the same offset in every interval, so two targets whose
+    /// offsets are close would otherwise meet, and one be refused, at every scrape.
+    pub fn join(&self, spec: &Spec, deadline: Instant, queue_until: Instant) -> Joined<T> {
         let flight = {
             let mut running = self.lock();
+            loop {
+                let left = queue_until.saturating_duration_since(Instant::now());
+                let busy = running.len() >= self.limit && !running.contains_key(&spec.target);
+                if !busy || left.is_zero() {
+                    break;
+                }
+                running = self
+                    .freed
+                    .wait_timeout(running, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
             match running.get(&spec.target) {
                 Some(f) if f.spec == *spec => Arc::clone(f),
                 Some(_) => return Joined::Other,
@@ -94,6 +112,7 @@ impl<T> Flights<T> {
         self.lock().remove(&flight.spec.target);
         *flight.answer.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&answer));
         flight.ended.notify_all();
+        self.freed.notify_all();
         answer
     }
 }
@@ -120,25 +139,29 @@ mod tests {
     fn one_probe_per_target() {
         let flights = Arc::new(Flights::<u32>::new(2));
         let soon = || Instant::now() + Duration::from_secs(30);
-        let Joined::Run(a) = flights.join(&spec("target=a"), soon()) else {
+        let now = Instant::now;
+        let Joined::Run(a) = flights.join(&spec("target=a"), soon(), now()) else {
             panic!("the first runs")
         };
         assert!(matches!(
-            flights.join(&spec("target=a&bytes=1M"), soon()),
+            flights.join(&spec("target=a&bytes=1M"), soon(), now()),
             Joined::Other
         ));
-        let Joined::Run(b) = flights.join(&spec("target=b"), soon()) else {
+        let Joined::Run(b) = flights.join(&spec("target=b"), soon(), now()) else {
             panic!("another target runs")
         };
         assert!(matches!(
-            flights.join(&spec("target=c"), soon()),
+            flights.join(&spec("target=c"), soon(), now()),
             Joined::Full(2)
         ));
         let f = Arc::clone(&flights);
-        let waiter = std::thread::spawn(move || match f.join(&spec("target=a"), soon()) {
-            Joined::Shared(Some(v)) => *v,
-            other => panic!("{other:?}"),
-        });
+        let waiter =
+            std::thread::spawn(
+                move || match f.join(&spec("target=a"), soon(), Instant::now()) {
+                    Joined::Shared(Some(v)) => *v,
+                    other => panic!("{other:?}"),
+                },
+            );
         let until = Instant::now() + Duration::from_secs(30);
         while Arc::strong_count(&a) < 3 {
             assert!(Instant::now() < until, "the second scrape never joined");
@@ -148,14 +171,31 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), 7);
         // Past its deadline, a sharer gets nothing rather than wait.
         assert!(matches!(
-            flights.join(&spec("target=b"), Instant::now()),
+            flights.join(&spec("target=b"), Instant::now(), Instant::now()),
             Joined::Shared(None)
         ));
         flights.land(&b, 1);
         assert_eq!(flights.running(), 0);
         assert!(matches!(
-            flights.join(&spec("target=a"), soon()),
+            flights.join(&spec("target=a"), soon(), now()),
             Joined::Run(_)
         ));
+    }
+
+    /// Past the limit, a scrape waits for a probe to end, then runs its own.
+    #[test]
+    fn a_scrape_past_the_limit_waits_for_a_free_slot() {
+        let flights = Arc::new(Flights::<u32>::new(1));
+        let soon = || Instant::now() + Duration::from_secs(30);
+        let Joined::Run(a) = flights.join(&spec("target=a"), soon(), Instant::now()) else {
+            panic!("the first runs")
+        };
+        let f = Arc::clone(&flights);
+        let waiter = std::thread::spawn(move || {
+            matches!(f.join(&spec("target=b"), soon(), soon()), Joined::Run(_))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        flights.land(&a, 1);
+        assert!(waiter.join().unwrap(), "the waiting scrape did not run");
     }
 }

@@ -9,7 +9,8 @@
 //! answers with what it measured and `tsperf_probe_success 0`.
 //!
 //! Bounded: one probe per target at a time ([`flights`]), at most [`Config::max_probes`] at
-//! once (a scrape past them gets a `503` with the reason), the endpoint's connections bounded
+//! once (a scrape past them waits up to half its time for one to end, then gets a `503` with
+//! the reason), the endpoint's connections bounded
 //! as [`tsperf_metrics::http`] bounds them. `/metrics` is the exporter's own counters.
 
 use std::path::PathBuf;
@@ -122,12 +123,15 @@ impl Exporter {
     }
 
     fn probe(&self, r: &Request) -> Response {
-        let deadline = Instant::now() + self.budget(r);
+        let budget = self.budget(r);
+        let deadline = Instant::now() + budget;
         let spec = match Spec::parse(&r.query) {
             Ok(s) => s,
             Err(why) => return self.refuse(400, "bad-request", why),
         };
-        let flight = match self.flights.join(&spec, deadline) {
+        // Past --max-probes, wait for a free slot for up to half the scrape's time.
+        let queue_until = Instant::now() + budget / 2;
+        let flight = match self.flights.join(&spec, deadline, queue_until) {
             Joined::Run(f) => f,
             Joined::Shared(Some(answer)) => {
                 self.scrapes.with_label_values(&["shared"]).inc();
@@ -149,7 +153,10 @@ impl Exporter {
                 return self.refuse(409, "busy", why);
             }
             Joined::Full(n) => {
-                let why = format!("{n} probes are running, the most at once (--max-probes)");
+                let why = format!(
+                    "{n} probes are running, the most at once (--max-probes), and none ended \
+                     within half this scrape's time"
+                );
                 return self.refuse(503, "busy", why);
             }
         };
