@@ -21,6 +21,7 @@ mod layout;
 mod logs;
 mod nonblocking;
 mod package;
+mod package_probe;
 mod parallel;
 mod peer_text;
 mod progress;

@@ -124,7 +124,7 @@ fn analyze_verify(name: &str, unit: &str) {
 
 /// Runs `program args` (bounded at three minutes: `cargo deb` compresses 15 MB) and returns
 /// its output, or None when the program is not there.
-fn tool(program: &str, args: &[&str], dir: &Path) -> Option<Output> {
+pub(crate) fn tool(program: &str, args: &[&str], dir: &Path) -> Option<Output> {
     let mut cmd = assert_cmd::Command::new(program);
     cmd.args(args)
         .current_dir(dir)
@@ -300,7 +300,7 @@ fn the_debian_package_installs_and_runs() {
 }
 
 /// The unit's `systemd-analyze security` exposure, from its "Overall exposure level" line.
-fn exposure(unit: &Path) -> Option<f64> {
+pub(crate) fn exposure(unit: &Path) -> Option<f64> {
     let out = tool(
         "systemd-analyze",
         &[
@@ -343,7 +343,7 @@ fn syscalls_of(group: &str, into: &mut std::collections::BTreeSet<String>) {
 
 /// The unit's `SystemCallFilter=`: the system calls it allows (its allow list less its deny
 /// list), and its `RestrictAddressFamilies=`.
-fn unit_filter(unit: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
+pub(crate) fn unit_filter(unit: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
     let (mut allow, mut deny) = (Default::default(), Default::default());
     for value in unit
         .lines()
@@ -366,7 +366,7 @@ fn unit_filter(unit: &str) -> (std::collections::BTreeSet<String>, Vec<String>) 
 }
 
 /// The system calls an `strace -f` trace holds, and the address families of its sockets.
-fn traced(trace: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
+pub(crate) fn traced(trace: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
     let mut calls = std::collections::BTreeSet::new();
     let mut families = Vec::new();
     for line in trace.lines() {
