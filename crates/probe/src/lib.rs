@@ -89,6 +89,11 @@ impl Exporter {
     /// Answers one request: `/probe`, `/metrics`, or a page that says where they are.
     pub fn handle(&self, r: &Request) -> Response {
         match r.path.as_str() {
+            // A HEAD is often a health check: it must not move data on a link.
+            "/probe" if r.method == "HEAD" => Response::text(
+                405,
+                "HEAD does not run a probe: GET /probe?target=HOST[:PORT]",
+            ),
             "/probe" => self.probe(r),
             "/metrics" => {
                 self.running.set(self.flights.running() as i64);
@@ -189,5 +194,85 @@ impl Exporter {
             status,
             ..Response::metrics(page)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exporter() -> Exporter {
+        Exporter::new(Config {
+            tsclient: PathBuf::from("/nonexistent/tsclient"),
+            max_probes: 1,
+            default_timeout: Duration::from_secs(10),
+            timeout_offset: Duration::from_millis(500),
+        })
+    }
+
+    fn get(e: &Exporter, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        e.handle(&Request {
+            method: method.into(),
+            path: path.into(),
+            query: query
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                    (k.into(), v.into())
+                })
+                .collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })
+    }
+
+    /// The pages besides a probe: a HEAD never runs one, an unknown path is a 404, and a
+    /// tsclient that cannot be run is a failed probe saying why.
+    #[test]
+    fn routes() {
+        let e = exporter();
+        assert_eq!(get(&e, "HEAD", "/probe?target=h", &[]).status, 405);
+        assert_eq!(get(&e, "GET", "/", &[]).status, 200);
+        assert_eq!(get(&e, "GET", "/x", &[]).status, 404);
+        let r = get(&e, "GET", "/probe?target=h", &[]);
+        assert_eq!(r.status, 200);
+        assert!(
+            r.body.contains("tsperf_probe_failed{kind=\"internal\"} 1"),
+            "{}",
+            r.body
+        );
+        assert!(
+            r.body
+                .contains("# tsperf: internal: cannot run /nonexistent/tsclient"),
+            "{}",
+            r.body
+        );
+        let own = get(&e, "GET", "/metrics", &[]).body;
+        assert!(
+            own.contains("tsprobe_scrapes_total{result=\"failure\"} 1"),
+            "{own}"
+        );
+    }
+
+    /// A scrape's time is its timeout less the offset, the default without the header, never
+    /// under a tenth of a second, and a header that is not a time is the default.
+    #[test]
+    fn the_budget_follows_the_scrape() {
+        let e = exporter();
+        let budget = |v: &str| {
+            e.budget(&Request {
+                headers: vec![("x-prometheus-scrape-timeout-seconds".into(), v.into())],
+                ..Request::default()
+            })
+        };
+        assert_eq!(budget("3"), Duration::from_millis(2500));
+        assert_eq!(budget("0.2"), Duration::from_millis(100));
+        assert_eq!(budget("soon"), Duration::from_millis(9500));
+        assert_eq!(budget("-1"), Duration::from_millis(9500));
+        assert_eq!(e.budget(&Request::default()), Duration::from_millis(9500));
     }
 }
