@@ -15,6 +15,10 @@ use crate::sessions::Sessions;
 use tsperf_metrics::server::{Live, ServerMetrics};
 use tsperf_stream::send::pattern::Pattern;
 
+/// Scrapes of `--metrics` served at once (a few Prometheus servers scrape a host); one more is
+/// told 503.
+pub(crate) const METRICS_CONNECTIONS: usize = 8;
+
 /// A server: its settings and its state. Clones share the state (a connection's thread holds
 /// one).
 #[derive(Clone)]
@@ -96,7 +100,8 @@ impl Server {
     }
 
     /// Serves its metrics page at `/metrics` on `listener` (`--metrics`), on threads of its
-    /// own, apart from the data port.
+    /// own, apart from the data port: at most `METRICS_CONNECTIONS` (8) scrapes at once, taken
+    /// from the descriptors [`fds::RESERVE`](crate::fds::RESERVE) keeps beside the clients'.
     pub fn serve_metrics(&self, listener: TcpListener) -> std::io::Result<()> {
         use tsperf_metrics::http::{self, Handler, Limits, Request, Response};
         let srv = self.clone();
@@ -105,7 +110,11 @@ impl Server {
             "/" => Response::text(200, "tsserver: its metrics are at /metrics"),
             other => Response::text(404, format!("{other}: not here; try /metrics")),
         });
-        http::serve(listener, Limits::default(), handler).map(drop)
+        let limits = Limits {
+            connections: METRICS_CONNECTIONS,
+            ..Limits::default()
+        };
+        http::serve(listener, limits, handler).map(drop)
     }
 
     /// Serves `listener` with the configured I/O model until stopped, or one client's run with
