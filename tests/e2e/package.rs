@@ -124,7 +124,7 @@ fn analyze_verify(name: &str, unit: &str) {
 
 /// Runs `program args` (bounded at three minutes: `cargo deb` compresses 15 MB) and returns
 /// its output, or None when the program is not there.
-pub(crate) fn tool(program: &str, args: &[&str], dir: &Path) -> Option<Output> {
+fn tool(program: &str, args: &[&str], dir: &Path) -> Option<Output> {
     let mut cmd = assert_cmd::Command::new(program);
     cmd.args(args)
         .current_dir(dir)
@@ -299,8 +299,25 @@ fn the_debian_package_installs_and_runs() {
     assert_eq!(result["verified"], true, "{result}");
 }
 
+/// packaging/debian/NAME.service's sandbox, once it rates below 5 with `systemd-analyze
+/// security`: the system calls its filter allows and the socket families it allows. `None`,
+/// saying it skipped, where systemd-analyze or strace (which the tests trace with) is missing.
+pub(crate) fn sandbox(name: &str) -> Option<(std::collections::BTreeSet<String>, Vec<String>)> {
+    let unit_path = Path::new(ROOT).join(format!("packaging/debian/{name}.service"));
+    let unit = std::fs::read_to_string(&unit_path).unwrap();
+    for missing in ["systemd-analyze", "strace"] {
+        if tool(missing, &["--version"], Path::new(ROOT)).is_none() {
+            eprintln!("skipped: {missing} is not installed");
+            return None;
+        }
+    }
+    let score = exposure(&unit_path).expect("systemd-analyze security gives an exposure");
+    assert!(score < 5.0, "exposure {score}: {unit}");
+    Some(unit_filter(&unit))
+}
+
 /// The unit's `systemd-analyze security` exposure, from its "Overall exposure level" line.
-pub(crate) fn exposure(unit: &Path) -> Option<f64> {
+fn exposure(unit: &Path) -> Option<f64> {
     let out = tool(
         "systemd-analyze",
         &[
@@ -343,7 +360,7 @@ fn syscalls_of(group: &str, into: &mut std::collections::BTreeSet<String>) {
 
 /// The unit's `SystemCallFilter=`: the system calls it allows (its allow list less its deny
 /// list), and its `RestrictAddressFamilies=`.
-pub(crate) fn unit_filter(unit: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
+fn unit_filter(unit: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
     let (mut allow, mut deny) = (Default::default(), Default::default());
     for value in unit
         .lines()
@@ -398,17 +415,9 @@ pub(crate) fn traced(trace: &str) -> (std::collections::BTreeSet<String>, Vec<St
 /// message, where systemd-analyze or strace is missing.
 #[test]
 fn the_units_sandbox_allows_what_tsserver_does() {
-    let unit_path = Path::new(ROOT).join("packaging/debian/tsserver.service");
-    let unit = std::fs::read_to_string(&unit_path).unwrap();
-    for missing in ["systemd-analyze", "strace"] {
-        if tool(missing, &["--version"], Path::new(ROOT)).is_none() {
-            eprintln!("skipped: {missing} is not installed");
-            return;
-        }
-    }
-    let score = exposure(&unit_path).expect("systemd-analyze security gives an exposure");
-    assert!(score < 5.0, "exposure {score}: {unit}");
-    let (allowed, families) = unit_filter(&unit);
+    let Some((allowed, families)) = sandbox("tsserver") else {
+        return;
+    };
     assert!(
         allowed.len() > 100 && allowed.contains("sendfile"),
         "{allowed:?}"

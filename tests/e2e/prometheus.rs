@@ -102,7 +102,20 @@ pub(crate) struct Probe {
 
 impl Probe {
     pub(crate) fn start(args: &[&str]) -> Probe {
-        let mut child = Command::new(bin("tsprobe"))
+        Probe::start_under(&[], args)
+    }
+
+    /// tsprobe with ARGS, run by `wrapper` (`["strace", ...]`) where one is given.
+    pub(crate) fn start_under(wrapper: &[&str], args: &[&str]) -> Probe {
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(bin("tsprobe"));
+                c
+            }
+            None => Command::new(bin("tsprobe")),
+        };
+        let mut child = cmd
             .args(["--listen", "127.0.0.1:0", "--tsclient"])
             .arg(bin("tsclient"))
             .args(args)
@@ -126,6 +139,16 @@ impl Probe {
             .unwrap_or_else(|| panic!("tsprobe said {line:?}"))
             .to_owned();
         Probe { child, addr }
+    }
+
+    /// The process started (the wrapper, where there is one).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process started to exit.
+    pub(crate) fn wait(&mut self) {
+        let _ = self.child.wait();
     }
 
     pub(crate) fn get(&self, path: &str) -> (u16, String) {
