@@ -221,7 +221,7 @@ const EXIT_STATUS: &[(&str, &[(&str, &str)])] = &[
             ("0", "Never, while it serves: it stops on a signal."),
             (
                 "1",
-                "It could not listen on --listen's address (the error names it).",
+                "It could not listen on --listen's address, or find its tsclient (the error names which).",
             ),
             ("2", "A usage error."),
         ],

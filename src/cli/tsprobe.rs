@@ -50,6 +50,32 @@ fn parse_offset(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The tsclient every probe runs, found at start so that a wrong one is an error now rather
+/// than a failed probe at every scrape: `--tsclient`, else the one beside tsprobe, else PATH's.
+fn find_tsclient(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = given {
+        anyhow::ensure!(
+            path.is_file(),
+            "--tsclient '{}': no such file (expected the path of a tsclient)",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let beside = cli::bin_dir().join("tsclient");
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("tsclient"))
+            .find(|p| p.is_file())
+    });
+    [Some(beside), on_path]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            anyhow::anyhow!("no tsclient beside tsprobe nor on PATH: give its path with --tsclient")
+        })
+}
+
 /// tsprobe's command-line definition (its man page and completions are made from it).
 pub fn command() -> clap::Command {
     <Args as clap::CommandFactory>::command()
@@ -60,13 +86,7 @@ pub fn main() -> ExitCode {
     cli::main("tsprobe", || {
         let args = Args::parse();
         cli::init_diagnostics();
-        let tsclient = args.tsclient.unwrap_or_else(|| {
-            let beside = cli::bin_dir().join("tsclient");
-            match beside.is_file() {
-                true => beside,
-                false => PathBuf::from("tsclient"),
-            }
-        });
+        let tsclient = find_tsclient(args.tsclient)?;
         let exporter = Arc::new(Exporter::new(Config {
             tsclient,
             max_probes: usize::from(args.max_probes),

@@ -255,6 +255,22 @@ fn server_metrics_count_what_the_clients_did() {
     );
 }
 
+/// A tsclient that is not there is an error at start, naming --tsclient, not a failed probe
+/// at every scrape.
+#[test]
+fn a_missing_tsclient_is_an_error_at_start() {
+    let out = run(
+        bin("tsprobe"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tsclient",
+            "/nonexistent/tsclient",
+        ],
+    );
+    assert_fails(&out, 1, "--tsclient '/nonexistent/tsclient': no such file");
+}
+
 /// A probe of a tsserver answers with a verified run's figures, of the same kind as tsclient's
 /// own run of the same size (within 2x); a latency probe with its percentiles.
 #[test]
