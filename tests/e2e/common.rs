@@ -680,6 +680,7 @@ pub(crate) fn latency_hello(count: u64, codec: u8, framing: u8) -> Vec<u8> {
         save: None,
         measure_save: false,
         tls: None,
+        pace: None,
     };
     encode_hello(&hello, &mut b);
     b

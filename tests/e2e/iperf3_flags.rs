@@ -35,6 +35,50 @@ fn bitrate_paces_the_stream() {
     );
 }
 
+/// `-R -b RATE` (protocol 15): the server paces what it sends to the rate asked, in both of
+/// its models, as iperf3 -R -b does; `--bidir -b` paces both ways. Each paced stream arrives no
+/// faster than half again the rate asked, and verified.
+#[test]
+fn bitrate_paces_the_servers_sends() {
+    let asked = 40e6 / 8.0 / 1048576.0;
+    let paced = |s: &serde_json::Value, what: &str| {
+        assert_eq!(s["verified"], true, "{what}: {s:#}");
+        let got = s["mib_per_s"].as_f64().unwrap();
+        assert!(
+            got <= asked * 1.5,
+            "{what}: paced to {asked:.2} MiB/s, moved {got:.2}"
+        );
+    };
+    for model in [&[][..], &["--blocking"]] {
+        let server = Server::start(model);
+        let (out, v) = client_json(server.port, &["-R", "-b", "40M", "-n", "3M"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        paced(&v, &format!("{model:?} -R"));
+        let (out, v) = client_json(server.port, &["--bidir", "-b", "40M", "-n", "3M"]);
+        assert_eq!(out.status.code(), Some(0), "{model:?}: {}", stderr(&out));
+        paced(&v["forward"], &format!("{model:?} --bidir forward"));
+        paced(&v["reverse"], &format!("{model:?} --bidir reverse"));
+    }
+}
+
+/// `-b` with `-t`: a paced timed run ends at its time, not once its sender's socket has
+/// drained seconds of queued data at the pace (what waits unsent is held to 50 ms of it),
+/// each way, in both server models, verified.
+#[test]
+fn a_paced_timed_run_ends_at_its_time() {
+    for model in [&[][..], &["--blocking"]] {
+        let server = Server::start(model);
+        for way in [&[][..], &["-R"]] {
+            let mut args = vec!["-b", "1M", "-t", "2"];
+            args.extend_from_slice(way);
+            let (out, v) = client_json(server.port, &args);
+            let what = format!("{model:?} {way:?}");
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+            assert_eq!(v["verified"], true, "{what}: {v:#}");
+        }
+    }
+}
+
 /// `-w BYTES` sizes this client's socket buffers (the kernel doubles what it is asked).
 #[test]
 fn window_sizes_the_send_buffer() {

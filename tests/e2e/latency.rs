@@ -283,6 +283,7 @@ fn bad_request_does_not_stop_the_server() {
                 save: None,
                 measure_save: false,
                 tls: None,
+                pace: None,
             },
             &mut hello,
         );

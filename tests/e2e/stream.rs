@@ -312,6 +312,7 @@ fn refusals_and_server_survives_garbage() {
             save: None,
             measure_save: false,
             tls: None,
+            pace: None,
         },
         &mut hello,
     );

@@ -89,6 +89,12 @@ pub enum ProtocolError {
          (chacha20poly1305), in the hello of a stream"
     )]
     BadTls(u8),
+    /// A pace in the hello of a stream the server does not send.
+    #[error(
+        "bad pace {0} bytes a second: expected 0 (unpaced), or any rate in the hello of a \
+         stream the server sends (reverse) only"
+    )]
+    BadPace(u64),
     /// The file name is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NameNotUtf8,

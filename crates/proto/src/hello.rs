@@ -54,6 +54,9 @@ pub struct Hello {
     /// A stream: its data over TLS 1.3 with this cipher suite, after the clear-text hello, its
     /// answer and the clock queries (`tsclient --tls`); `None`: clear text. Version 14.
     pub tls: Option<crate::tls::Cipher>,
+    /// A stream the server sends (reverse): its sends paced to at most this many bytes a
+    /// second (`SO_MAX_PACING_RATE`, `tsclient -R -b`); `None`: unpaced. Version 15.
+    pub pace: Option<u64>,
 }
 
 /// The session a stream belongs to: the streams of one `--parallel` run share its id.
@@ -134,6 +137,7 @@ impl Hello {
             save: None,
             measure_save: false,
             tls: None,
+            pace: None,
         }
     }
 
@@ -181,6 +185,7 @@ impl Hello {
             save: None,
             measure_save: false,
             tls: None,
+            pace: None,
         }
     }
 }
@@ -220,6 +225,7 @@ pub fn encode_hello(h: &Hello, out: &mut Vec<u8>) {
     out.extend_from_slice(&batch.to_be_bytes());
     out.push(SaveMode::code(h.save));
     out.push(crate::tls::Cipher::code(h.tls));
+    out.extend_from_slice(&h.pace.unwrap_or(0).to_be_bytes());
     out.extend_from_slice(h.name.as_bytes());
     out.extend_from_slice(congestion.as_bytes());
 }
@@ -281,6 +287,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
     };
     let congestion = congestion_of(congestion_bytes, mode, flags)?;
     let (call, save, tls) = ways(buf, mode, flags, name, duration_ms)?;
+    let pace = pace_of(be64(&buf[54..62]), mode, flags)?;
     let hello = Hello {
         mode,
         nodelay: flags & FLAG_NODELAY != 0,
@@ -301,6 +308,7 @@ pub fn decode_hello(buf: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError>
         call,
         save,
         tls,
+        pace,
     };
     Ok(Some((hello, at + congestion_len)))
 }
@@ -369,6 +377,16 @@ fn tls_of(code: u8, mode: Mode) -> Result<Option<crate::tls::Cipher>, ProtocolEr
         Some(None) => Ok(None),
         Some(Some(c)) if mode == Mode::Stream => Ok(Some(c)),
         _ => Err(ProtocolError::BadTls(code)),
+    }
+}
+
+/// The pace at bytes 54-61, checked: 0 (none), or a rate in the hello of a stream the server
+/// sends.
+fn pace_of(rate: u64, mode: Mode, flags: u8) -> Result<Option<u64>, ProtocolError> {
+    match rate {
+        0 => Ok(None),
+        _ if mode == Mode::Stream && flags & FLAG_REVERSE != 0 => Ok(Some(rate)),
+        _ => Err(ProtocolError::BadPace(rate)),
     }
 }
 

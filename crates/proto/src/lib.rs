@@ -42,7 +42,7 @@ pub const LOOP_READ: u32 = 1 << 20;
 /// The four magic bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"TSPF";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 14;
+pub const VERSION: u16 = 15;
 /// Longest file name, in bytes, as on Linux.
 pub const MAX_NAME: usize = 255;
 /// Largest chunk (write size) a client may announce: 16 MiB.
@@ -52,7 +52,7 @@ pub const MAX_FRAME_BODY: usize = 4096;
 /// Longest refusal or abort reason.
 pub const MAX_REASON: usize = 1024;
 /// Size of the fixed part of a hello.
-pub const HELLO_FIXED: usize = 54;
+pub const HELLO_FIXED: usize = 62;
 /// Most streams in one session (`--parallel`).
 pub const MAX_STREAMS: u8 = 128;
 /// The end of a closed stream, after its data: `length: u64` (the data bytes sent) and the

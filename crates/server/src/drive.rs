@@ -210,7 +210,7 @@ fn joined(
 
 /// Readies the sender of a reverse stream to send on `sock`: with the congestion control the
 /// hello names (refused: one the kernel has not loaded, or will not let this server choose; a
-/// peer's name never loads a module), and its send buffer out of the server's budget
+/// peer's name never loads a module), paced as it asks, and its send buffer out of the server's budget
 /// (`--send-buffers`), reserved on `sock`.
 fn sending(
     mut sender: Sender,
@@ -221,6 +221,16 @@ fn sending(
     if let Some(name) = &hello.congestion {
         tsperf_sys::congestion::set_loaded(sock, name.as_str())
             .map_err(|e| (RefuseCode::Unoffered, format!("on the server, {e:#}")))?;
+    }
+    if let Some(rate) = hello.pace {
+        tsperf_sys::client_net::set_pacing(sock, rate).map_err(|e| {
+            let why =
+                format!("on the server, cannot pace the stream to {rate} bytes a second: {e}");
+            (RefuseCode::Unoffered, why)
+        })?;
+        // A turn's writes wait on the pace: a turn of what the socket holds unsent keeps the
+        // time checked between turns (a timed stream's end) as near as the pace's own.
+        sender = sender.turns_of(tsperf_sys::client_net::paced_unsent(rate));
     }
     let held = cfg
         .send_budget

@@ -111,6 +111,9 @@ pub fn connect_from(
 
 /// Paces what `sock` sends to at most `bytes_per_s` (`SO_MAX_PACING_RATE`): the fq qdisc
 /// paces it where it is the interface's, TCP's own pacing where it is not (Linux 4.13 on).
+/// The bytes waiting unsent are held to [`paced_unsent`] (`TCP_NOTSENT_LOWAT`): a paced
+/// socket's send buffer would otherwise queue seconds of data (its autotuned megabytes at the
+/// pace), which a timed run's end waits for.
 pub fn set_pacing<S: AsFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
     // SAFETY: `rate` is a live u64 and its size is passed; the descriptor is borrowed open.
     let rc = unsafe {
@@ -122,10 +125,17 @@ pub fn set_pacing<S: AsFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
             std::mem::size_of::<u64>() as libc::socklen_t,
         )
     };
-    match rc {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
     }
+    let unsent = i32::try_from(paced_unsent(bytes_per_s)).unwrap_or(i32::MAX);
+    crate::net::set_int(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, unsent)
+}
+
+/// The most bytes a socket paced to `bytes_per_s` holds unsent: 50 ms of its pace, at least
+/// 4 KiB (a write's wake-up is then a small share of each wait).
+pub fn paced_unsent(bytes_per_s: u64) -> u64 {
+    (bytes_per_s / 20).max(4 << 10)
 }
 
 /// Sends this process's stdout to `path` from now on, appended to what it holds (iperf3's
@@ -146,7 +156,8 @@ pub fn stdout_to(path: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// A pacing rate is taken by a TCP socket and read back as set.
+    /// A pacing rate is taken by a TCP socket and read back as set, and what it holds unsent
+    /// is 50 ms of it (at least 4 KiB).
     #[test]
     fn a_socket_takes_a_pacing_rate() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -154,5 +165,8 @@ mod tests {
         set_pacing(&sock, 1_250_000).unwrap();
         let got = crate::net::get_int(&sock, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE).unwrap();
         assert_eq!(got, 1_250_000);
+        let unsent = crate::net::get_int(&sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT);
+        assert_eq!(unsent.unwrap(), 62_500);
+        assert_eq!(paced_unsent(10_000), 4096);
     }
 }

@@ -82,11 +82,6 @@ def size(value):
 def reasons(spec):
     """Why tsperf cannot run `spec` (empty: it can)."""
     out = [why for key, why in UNSUPPORTED.items() if spec.get(key)]
-    if spec.get("bandwidth") and spec.get("reverse"):
-        out.append(
-            "bandwidth with reverse: tsperf paces only what the source sends "
-            "(SO_MAX_PACING_RATE on its own socket); the destination's sending is not paced"
-        )
     if spec.get("parallel") is not None and not 1 <= int(spec["parallel"]) <= 128:
         out.append(f"parallel {spec['parallel']}: tsperf runs 1 to 128 streams")
     if spec.get("duration") is not None:

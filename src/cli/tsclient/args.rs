@@ -240,10 +240,11 @@ pub(super) struct Args {
     #[arg(short = 'w', long, value_parser = units::parse_buffer, value_name = "BYTES",
           conflicts_with = "sndbuf")]
     pub(super) window: Option<u32>,
-    /// Pace this client's sends to RATE bits a second (SO_MAX_PACING_RATE; the fq qdisc paces
+    /// Pace each stream's sender to RATE bits a second (SO_MAX_PACING_RATE; the fq qdisc paces
     /// where it is the interface's, TCP's own pacing where not), as iperf3's -b: 100M, 2.5G
-    /// (K, M, G: powers of 1000); 0 is unlimited. Every byte still verified. Not with
-    /// --reverse (the server sends); with --bidir it paces the stream to the server.
+    /// (K, M, G: powers of 1000); 0 is unlimited. With --reverse or --bidir the server paces
+    /// its sends. At most 50 ms of the pace waits unsent, so a timed run ends on time. Every
+    /// byte still verified.
     #[arg(short = 'b', long, value_parser = values::bitrate, value_name = "RATE",
           allow_hyphen_values = true)]
     pub(super) bitrate: Option<u64>,

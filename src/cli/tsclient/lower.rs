@@ -95,11 +95,6 @@ impl TryFrom<&Args> for RunSpec {
                 .to_owned()
         })?;
         one_mode(args)?;
-        refuse(args.reverse && args.bitrate.is_some_and(|r| r > 0), || {
-            "-b paces this client's sends, and with --reverse the server sends: shape the \
-             server's link (tc), or give --bidir, whose stream to the server -b paces"
-                .to_owned()
-        })?;
         refuse(args.runs.is_some() && !args.ladder, || {
             "--runs repeats the ladder's rungs: give --ladder (or run tsclient again)".to_owned()
         })?;
@@ -183,6 +178,17 @@ fn directions(args: &Args) -> Result<(), Usage> {
                 .to_owned()
         },
     )?;
+    let pace = args
+        .bitrate
+        .filter(|&r| r > 0 && any_reverse && args.time.is_none());
+    refuse(pace.is_some_and(|r| r < args.min_rate), || {
+        format!(
+            "-b paces the server's sends to {} bytes a second, below --min-rate's {} (a sized \
+             stream slower than that is cut off): lower --min-rate, or run for a time (-t)",
+            pace.unwrap_or(0),
+            args.min_rate
+        )
+    })?;
     refuse(args.chunk_reverse.is_some() && !two_ways, || {
         "--chunk-reverse sets the server's writes in a --bidir run (with --reverse, --chunk \
          is the server's)"
@@ -357,8 +363,8 @@ fn stream(args: &Args, side: Side, host: &str, port: u16) -> StreamSpec {
         sndbuf: args.sndbuf.or(args.window),
         rcvbuf: args.window,
         nodelay: args.nodelay,
-        // The pacing is of this client's sends: the forward stream's.
-        pacing: args.bitrate.filter(|&r| r > 0 && side == Side::Sent),
+        // The pacing is of each stream's sender: this client's, or asked of the server.
+        pacing: args.bitrate.filter(|&r| r > 0),
         congestion: args.congestion.clone(),
         server_log: args.server_log.map(LogMode::from),
         clock_queries: args.clock_queries,

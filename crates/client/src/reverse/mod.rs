@@ -314,6 +314,8 @@ fn open<T: Transport>(
             .and_then(tsperf_proto::tcp::Congestion::new),
         // The server's writes, as asked (`--io`, `--batch`), else its own way.
         call: cfg.spec.call(),
+        // The server sends: the pacing asked for is its socket's (`-b`).
+        pace: cfg.spec.pacing,
         ..stream_hello(cfg, bytes, name)
     };
     let (peer, accepted, clock, _) = open_stream(conn, cfg, hello, "the reverse stream")?;

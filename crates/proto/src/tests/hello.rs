@@ -1,5 +1,6 @@
 //! The hello's fields a stream asks the server by: a reverse stream's congestion control
-//! (version 10) and send call (version 12), a forward stream's save mode (version 14).
+//! (version 10), send call (version 12) and pace (version 15), a forward stream's save mode
+//! (version 14).
 
 use super::*;
 
@@ -130,6 +131,38 @@ fn hello_carries_the_senders_congestion_control() {
     for bad in ["", "abcdefghijklmnop", "cu bic", "cubic\0", "é", "a/b"] {
         assert_eq!(Congestion::new(bad), None, "{bad:?}");
     }
+}
+
+/// Version 15: a hello that asks the server to send may ask it to pace its sends, in bytes a
+/// second (`tsclient -R -b`); 0 is unpaced. A pace in a hello the server does not send for (a
+/// forward stream, a latency session) is refused.
+#[test]
+fn hello_carries_the_senders_pace() {
+    let h = Hello {
+        reverse: true,
+        pace: Some(5_000_000),
+        ..Hello::stream(1 << 20, 10240, "")
+    };
+    let bytes = encoded(&h);
+    assert_eq!(bytes[54..62], 5_000_000u64.to_be_bytes());
+    assert_eq!(decode_hello(&bytes), Ok(Some((h, HELLO_FIXED))));
+    let forward = Hello {
+        pace: Some(1),
+        ..Hello::stream(1 << 20, 10240, "f.bin")
+    };
+    assert_eq!(
+        decode_hello(&encoded(&forward)),
+        Err(ProtocolError::BadPace(1))
+    );
+    let latency = Hello {
+        pace: Some(7),
+        ..Hello::latency(10, clock::Codec::Binary, clock::Framing::Single, true)
+    };
+    assert_eq!(
+        decode_hello(&encoded(&latency)),
+        Err(ProtocolError::BadPace(7))
+    );
+    assert!(ProtocolError::BadPace(1).to_string().contains("reverse"));
 }
 
 /// Version 14: a sized forward stream of a named file may ask how the server writes it to its

@@ -29,6 +29,7 @@ pub(super) fn hello() -> Hello {
         save: None,
         measure_save: false,
         tls: Some(tls::Cipher::Aes256Gcm),
+        pace: Some(1_250_000),
     }
 }
 
@@ -341,6 +342,7 @@ fn hello_limits_inclusive() {
     h.codec = 2;
     h.framing = 2;
     h.tls = None;
+    h.pace = None;
     let b = encoded(&h);
     assert_eq!(decode_hello(&b), Ok(Some((h, b.len()))));
 }
@@ -375,6 +377,7 @@ proptest! {
         congestion in "([a-zA-Z0-9_-]{1,15})?",
         call in 0..4u8,
         batch in 1..=MAX_BATCH,
+        pace: u64,
     ) {
         // A call is the generated stream's: a reverse hello with no name.
         let call = [None, Some(Call::Write), Some(Call::Writev(batch)), Some(Call::Sendfile)]
@@ -384,6 +387,7 @@ proptest! {
             reverse: !congestion.is_empty() || length % 2 == 0 || call.is_some(),
             congestion: crate::tcp::Congestion::new(&congestion),
             call,
+            pace: (length % 2 == 0 && pace > 0).then_some(pace),
             ..Hello::stream(length, chunk, if call.is_some() { "" } else { &name })
         };
         let b = encoded(&h);

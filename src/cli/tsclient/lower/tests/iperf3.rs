@@ -27,17 +27,27 @@ fn no_delay_reaches_a_stream() {
     assert!(matches!(lower(&["--latency", "-N"]).unwrap().mode, Mode::Latency(l) if l.nodelay));
 }
 
-/// `-b RATE` paces this client's sends in bytes a second (iperf3's bits, decimal suffixes);
-/// 0 is unlimited; with --reverse the server sends, so it is refused, naming what to do.
+/// `-b RATE` paces each stream's sender in bytes a second (iperf3's bits, decimal suffixes):
+/// this client's sends, and in reverse the server's (its hello asks it), both ways with
+/// --bidir, as iperf3's; 0 is unlimited. A sized reverse stream paced below --min-rate would
+/// be cut off by it, so that is refused naming both.
 #[test]
-fn bitrate_paces_what_this_client_sends() {
+fn bitrate_paces_each_streams_sender() {
     let f = streams(&["-b", "100M", "f.bin"]).forward.unwrap();
     assert_eq!(f.pacing, Some(12_500_000));
     assert_eq!(streams(&["-b", "0", "f.bin"]).forward.unwrap().pacing, None);
     let both = streams(&["-b", "2.5G", "--bidir"]);
     assert_eq!(both.forward.unwrap().pacing, Some(312_500_000));
-    assert_eq!(both.reverse.unwrap().pacing, None);
-    refused(&["-R", "-b", "10M"], "the server sends");
+    assert_eq!(both.reverse.unwrap().pacing, Some(312_500_000));
+    let r = streams(&["-R", "-b", "10M"]).reverse.unwrap();
+    assert_eq!(r.pacing, Some(1_250_000));
+    assert_eq!(streams(&["-R", "-b", "0"]).reverse.unwrap().pacing, None);
+    refused(&["-R", "-b", "1M"], "--min-rate");
+    refused(&["--bidir", "-b", "1M"], "--min-rate");
+    let slow = ["-R", "-b", "1M", "--min-rate", "64K"];
+    assert_eq!(streams(&slow).reverse.unwrap().pacing, Some(125_000));
+    let timed = ["-R", "-b", "1M", "-t", "2"];
+    assert_eq!(streams(&timed).reverse.unwrap().pacing, Some(125_000));
     for bad in ["10Q", "-5M", "fast", "1"] {
         let argv = ["tsclient", "-b", bad, "f.bin"];
         let e = Args::command().try_get_matches_from(argv).unwrap_err();
