@@ -20,7 +20,8 @@ fn free_block(n: u16) -> u16 {
 }
 
 /// `-b RATE` paces the stream (bits a second): a 40 Mbit/s run of 3 MiB arrives no faster
-/// than half again the rate asked, and verified.
+/// than half again the rate asked, and verified; the verdict names the pace asked when the run
+/// reached it (a timed run, long enough to judge), and the report says so.
 #[test]
 fn bitrate_paces_the_stream() {
     let server = Server::start(&[]);
@@ -33,6 +34,20 @@ fn bitrate_paces_the_stream() {
         got <= asked * 1.5,
         "paced to {asked:.2} MiB/s, moved {got:.2}"
     );
+    assert_eq!(v["limits"]["pace_bytes_per_s"], 5_000_000, "{v:#}");
+    let port = server.port.to_string();
+    for way in [&[][..], &["-R"]] {
+        let mut args = vec!["--port", &port, "-b", "40M", "-t", "1"];
+        args.extend_from_slice(way);
+        let out = client(&args);
+        assert_eq!(out.status.code(), Some(0), "{way:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains("limited by the pace asked of the")
+                && text.contains("(-b 40.0 Mbit/s): the rate reached"),
+            "{way:?}: {text}"
+        );
+    }
 }
 
 /// `-R -b RATE` (protocol 15): the server paces what it sends to the rate asked, in both of

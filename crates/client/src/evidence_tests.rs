@@ -116,6 +116,7 @@ pub(crate) fn forward(strategy: Strategy, batch: Option<u32>, report: Report) ->
         clock: None,
         interrupted: false,
         tls: None,
+        pace: None,
         detail: Detail::Sent(Box::new(Forward {
             strategy,
             batch,
@@ -174,6 +175,7 @@ pub(crate) fn reverse() -> StreamOutcome {
         clock: None,
         interrupted: false,
         tls: None,
+        pace: None,
         detail: Detail::Received(Reverse {
             asked: 1 << 30,
             one_buffer: false,
@@ -212,6 +214,7 @@ fn a_forward_streams_evidence_is_the_clients_sending_and_the_servers_receiving()
             }),
             sender_span: None,
             reverse: false,
+            pace: None,
         }
     );
     let e = forward(Strategy::Sendfile, None, report()).evidence();
@@ -260,6 +263,7 @@ fn a_reverse_streams_evidence_is_the_servers_sending_and_the_clients_receiving()
             }),
             sender_span: Some(ms(990)),
             reverse: true,
+            pace: None,
         }
     );
 }

@@ -101,6 +101,8 @@ pub struct StreamOutcome {
     pub interrupted: bool,
     /// The data went over TLS (`--tls`): its suite, and whether the key vouched for the server.
     pub tls: Option<TlsUsed>,
+    /// The pace asked of the sender (`-b`), bytes a second; `None`: unpaced.
+    pub pace: Option<u64>,
     /// What only its direction has.
     pub detail: Detail,
 }
@@ -223,6 +225,7 @@ impl StreamOutcome {
             }),
             sender_span: span,
             reverse: self.side() == Side::Received,
+            pace: self.pace,
         }
     }
 

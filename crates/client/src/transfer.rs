@@ -312,6 +312,7 @@ fn result<T: Transport>(
         clock: prepared.clock,
         interrupted: done.timed.is_some_and(|t| t.interrupted),
         tls: crate::outcome::TlsUsed::of(conn.tls(), prepared.accepted.tls),
+        pace: cfg.spec.pacing,
         detail: Detail::Sent(Box::new(Forward {
             strategy,
             batch: (strategy == Strategy::Writev).then_some(cfg.spec.batch),

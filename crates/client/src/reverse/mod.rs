@@ -159,6 +159,7 @@ fn receive<T: Transport>(
         clock,
         interrupted: got.stop_sent,
         tls: crate::outcome::TlsUsed::of(conn.tls(), accepted.tls),
+        pace: cfg.spec.pacing,
         detail: Detail::Received(Reverse {
             asked: accepted.length,
             one_buffer: asks_one_buffer(cfg, name),

@@ -11,6 +11,7 @@
 //!
 //! | verdict | the evidence it needs |
 //! |---|---|
+//! | `paced` | the sender was paced (`-b`) and the rate reached ≥ [`PACE_SHARE`] % of the pace: the limit was asked for |
 //! | `receiver-log` | the server spent ≥ [`LOG_SHARE`] % of its time writing per-read log lines |
 //! | `receiver-disk` | the server spent ≥ [`DISK_SHARE`] % saving the file (writes, sync) |
 //! | `sender-source` | the client spent ≥ [`SOURCE_SHARE`] % waiting for its file's bytes |
@@ -73,6 +74,8 @@ pub const WAITING_SHARE: f64 = 50.0;
 pub const NOTSENT_SHARE: f64 = 50.0;
 /// Share of the readings at the congestion window that shows the path held data back, in %.
 pub const CWND_SHARE: f64 = 50.0;
+/// A rate this share of the pace asked of the sender (`-b`) has reached it, in %.
+pub const PACE_SHARE: f64 = 90.0;
 /// A rate this share of the interface's speed has reached the line, in %.
 pub const LINE_SHARE: f64 = 80.0;
 /// The shortest transfer whose time shares are judged: below it they are a few scheduler
@@ -86,6 +89,8 @@ pub const MIN_JUDGED: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LimitedBy {
+    /// The pace asked of the sender (`-b`): the rate reached it.
+    Paced,
     /// The server's per-read log lines.
     ReceiverLog,
     /// The server's saving of the file.
@@ -117,6 +122,7 @@ impl LimitedBy {
     /// The JSON's and the table's value: `receiver-cpu`, `sender-buffer`, ...
     pub fn as_str(self) -> &'static str {
         match self {
+            LimitedBy::Paced => "paced",
             LimitedBy::ReceiverLog => "receiver-log",
             LimitedBy::ReceiverDisk => "receiver-disk",
             LimitedBy::SharedCpu => "shared-cpu",
@@ -129,26 +135,6 @@ impl LimitedBy {
             LimitedBy::Network => "network",
             LimitedBy::Unknown => "unknown",
             LimitedBy::TooShort => "too-short",
-        }
-    }
-}
-
-impl LimitedBy {
-    /// The verdict in plain words, for a report's line: `the receiver's CPU`.
-    pub fn words(self) -> &'static str {
-        match self {
-            LimitedBy::ReceiverLog => "the receiver's per-read log",
-            LimitedBy::ReceiverDisk => "the receiver's disk",
-            LimitedBy::SharedCpu => "this machine's CPUs, which both ends share",
-            LimitedBy::ReceiverCpu => "the receiver's CPU",
-            LimitedBy::Receiver => "the receiver (its window was full)",
-            LimitedBy::SenderSource => "the sender's reads of its file",
-            LimitedBy::SenderCpu => "the sender's CPU",
-            LimitedBy::SenderBuffer => "the sender's send buffer",
-            LimitedBy::Sender => "the sender (it had nothing to send)",
-            LimitedBy::Network => "the network",
-            LimitedBy::Unknown => "nothing that shows (unknown)",
-            LimitedBy::TooShort => "nothing yet: too short to tell (100 ms or more needed)",
         }
     }
 }
@@ -211,6 +197,8 @@ pub struct Evidence {
     pub sender_span: Option<Duration>,
     /// A reverse stream: the server sent, the client received (the sentence names them so).
     pub reverse: bool,
+    /// The pace asked of the sender (`-b`), bytes a second; `None`: unpaced.
+    pub pace: Option<u64>,
 }
 
 /// The shares a verdict rests on, in % unless named otherwise. `None` where not measured.
@@ -297,6 +285,12 @@ pub struct Limits {
     /// The transfer's time the shares are of, ms (the client's elapsed time).
     #[serde(default)]
     pub elapsed_ms: Option<f64>,
+    /// The pace asked of the sender (`-b`), bytes a second; absent when unpaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_bytes_per_s: Option<u64>,
+    /// The rate, of the pace asked; absent when unpaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of_pace_pct: Option<f64>,
 }
 
 /// A transfer's verdict and the shares behind it.
@@ -374,6 +368,8 @@ pub fn limits(e: &Evidence) -> Limits {
         cpus: (e.cpus > 0).then_some(e.cpus),
         reverse: e.reverse,
         elapsed_ms: (!e.elapsed.is_zero()).then_some(e.elapsed.as_secs_f64() * 1e3),
+        pace_bytes_per_s: e.pace,
+        of_pace_pct: e.pace.map(|b| 100.0 * rate * 1e6 / 8.0 / b.max(1) as f64),
     }
 }
 
@@ -405,7 +401,10 @@ fn rule(e: &Evidence, l: &Limits) -> LimitedBy {
     let receiver_cpu =
         over(receiver_busy, CPU_SHARE) || over(l.server_run_queue_pct, RUN_QUEUE_SHARE);
     let sender_cpu = over(sender_busy, CPU_SHARE) || over(l.client_run_queue_pct, RUN_QUEUE_SHARE);
-    if over(l.server_log_pct, LOG_SHARE) {
+    if over(l.of_pace_pct, PACE_SHARE) {
+        // The limit was asked for: whatever else was busy, the rate is the pace's.
+        LimitedBy::Paced
+    } else if over(l.server_log_pct, LOG_SHARE) {
         LimitedBy::ReceiverLog
     } else if over(l.server_disk_pct, DISK_SHARE) {
         LimitedBy::ReceiverDisk

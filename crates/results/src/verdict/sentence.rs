@@ -24,6 +24,11 @@ impl Verdict {
         let l = &self.limits;
         let (snd, rcv) = roles(l);
         let mut s = match self.limited_by {
+            LimitedBy::Paced => format!(
+                "limited by the pace asked of {snd} (-b {:.1} Mbit/s): the rate reached {} of it",
+                l.pace_bytes_per_s.unwrap_or(0) as f64 * 8.0 / 1e6,
+                p(l.of_pace_pct)
+            ),
             LimitedBy::ReceiverLog => format!(
                 "limited by the receiver's log: {rcv} spent {} of its time writing a line \
                  per read (try --log file or none)",
@@ -275,4 +280,25 @@ fn network_sentence(l: &Limits) -> String {
         p(l.server_waiting_pct),
         why.join(", ")
     )
+}
+
+impl LimitedBy {
+    /// The verdict in plain words, for a report's line: `the receiver's CPU`.
+    pub fn words(self) -> &'static str {
+        match self {
+            LimitedBy::Paced => "the pace asked of the sender (-b)",
+            LimitedBy::ReceiverLog => "the receiver's per-read log",
+            LimitedBy::ReceiverDisk => "the receiver's disk",
+            LimitedBy::SharedCpu => "this machine's CPUs, which both ends share",
+            LimitedBy::ReceiverCpu => "the receiver's CPU",
+            LimitedBy::Receiver => "the receiver (its window was full)",
+            LimitedBy::SenderSource => "the sender's reads of its file",
+            LimitedBy::SenderCpu => "the sender's CPU",
+            LimitedBy::SenderBuffer => "the sender's send buffer",
+            LimitedBy::Sender => "the sender (it had nothing to send)",
+            LimitedBy::Network => "the network",
+            LimitedBy::Unknown => "nothing that shows (unknown)",
+            LimitedBy::TooShort => "nothing yet: too short to tell (100 ms or more needed)",
+        }
+    }
 }

@@ -52,6 +52,7 @@ fn base(cpu: u64, queue: u64, s_cpu: u64, s_queue: u64) -> Evidence {
         }),
         sender_span: None,
         reverse: false,
+        pace: None,
     }
 }
 
@@ -209,6 +210,32 @@ fn the_network_only_with_evidence() {
     assert_eq!(by(e), LimitedBy::Unknown);
 }
 
+/// A sender paced (`-b`) whose rate reached the pace was limited by what was asked, not by the
+/// path its queued bytes show (the pace queues them); one that fell short of it is judged as
+/// any other run, and an unpaced run's shares say nothing of a pace.
+#[test]
+fn a_pace_reached_is_the_limit_asked_for() {
+    // 100 MB in a second: 800 Mbit/s, paced to 800, bytes queued unsent.
+    let mut e = base(50, 0, 50, 0);
+    e.flight = flight(9, 0, 200_000);
+    e.pace = Some(100_000_000);
+    let v = judge(&e);
+    assert_eq!(v.limited_by, LimitedBy::Paced);
+    assert_eq!(v.limited_by.as_str(), "paced");
+    assert!(
+        v.sentence()
+            .contains("-b 800.0 Mbit/s): the rate reached 100% of it"),
+        "{}",
+        v.sentence()
+    );
+    // Paced to 1600 Mbit/s, it reached half: the path's.
+    e.pace = Some(200_000_000);
+    assert_eq!(by(e), LimitedBy::Network);
+    let l = judge(&base(50, 0, 50, 0)).limits;
+    assert_eq!((l.pace_bytes_per_s, l.of_pace_pct), (None, None));
+    assert!(!serde_json::to_string(&l).unwrap().contains("pace"));
+}
+
 #[test]
 fn nothing_to_judge_on() {
     let e = Evidence {
@@ -325,6 +352,7 @@ fn a_sender_is_judged_over_its_own_span() {
         }),
         sender_span: None,
         reverse: true,
+        pace: None,
     };
     assert_eq!(by(e), LimitedBy::Unknown, "over the receiver's time");
     e.sender_span = Some(Duration::from_micros(214_700));
