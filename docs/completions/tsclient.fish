@@ -49,7 +49,7 @@ complete -c tsclient -s T -l title -d 'Begin every line of the report with TITLE
 complete -c tsclient -l logfile -d 'Write the report to FILE (appended) instead of stdout, as iperf3\'s --logfile; errors stay on stderr' -r -F
 complete -c tsclient -l prom-file -d 'Also write the run\'s figures as Prometheus metrics to PATH, for node_exporter\'s textfile collector (a temporary file renamed over PATH, so it is never read half written): the metrics tsprobe answers a scrape with' -r -F
 complete -c tsclient -s B -l bind -d 'Connect from this local address, as iperf3\'s -B (an address of this host)' -r
-complete -c tsclient -l cport -d 'Connect from this local port, as iperf3\'s --cport: a session\'s later connections (-P, --bidir) from the ports after it' -r
+complete -c tsclient -l cport -d 'Connect from this local port, as iperf3\'s --cport: a session\'s later connections (-P, --bidir, --reconnect\'s) from the ports after it; a run with more connections than ports from PORT on is refused' -r
 complete -c tsclient -l under-load -d 'Latency: after the idle queries, make them again on a second connection while FILE streams to the same server, and compare. The stream takes the chunk size and the server log sink given for it with the stream flags' -r -F
 complete -c tsclient -s J -l json -d 'Print one JSON object on stdout instead of the human report'
 complete -c tsclient -l json-stream -d 'Print JSON lines on stdout as things happen, as iperf3 does with this flag: a `start` event, each interval\'s sample (`interval`, and a session\'s `sum`), and last, always, the `end` event holding the one object of a JSON run, on a failure and Ctrl-C too'

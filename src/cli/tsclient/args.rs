@@ -268,7 +268,8 @@ pub(super) struct Args {
     #[arg(short = 'B', long, value_name = "ADDR")]
     pub(super) bind: Option<std::net::IpAddr>,
     /// Connect from this local port, as iperf3's --cport: a session's later connections (-P,
-    /// --bidir) from the ports after it.
+    /// --bidir, --reconnect's) from the ports after it; a run with more connections than
+    /// ports from PORT on is refused.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub(super) cport: Option<u16>,
     /// Connect over IPv4 only, as iperf3's -4.

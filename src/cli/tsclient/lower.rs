@@ -95,6 +95,7 @@ impl TryFrom<&Args> for RunSpec {
                 .to_owned()
         })?;
         one_mode(args)?;
+        ports(args)?;
         refuse(args.runs.is_some() && !args.ladder, || {
             "--runs repeats the ladder's rungs: give --ladder (or run tsclient again)".to_owned()
         })?;
@@ -125,6 +126,30 @@ impl TryFrom<&Args> for RunSpec {
             auth_key: args.auth_key.clone(),
         })
     }
+}
+
+/// `--cport`: each of the run's connections takes a port of its own from it on (a ladder's
+/// rungs are not counted: each is a stream of its own).
+fn ports(args: &Args) -> Result<(), Usage> {
+    let Some(first) = args.cport.filter(|_| !args.ladder) else {
+        return Ok(());
+    };
+    let (n, why) = match (args.latency, args.reconnect) {
+        (true, true) => (args.count + args.warmup, " (--reconnect: one a request)"),
+        (true, false) => (1 + u64::from(args.under_load.is_some()), ""),
+        _ => {
+            let ways = if args.bidir { 2 } else { 1 };
+            (u64::from(args.parallel.unwrap_or(1)) * ways, "")
+        }
+    };
+    let left = 65536 - u64::from(first);
+    refuse(n > left, || match 65536u64.checked_sub(n) {
+        Some(max) if max > 0 => format!(
+            "--cport {first} leaves {left} ports for this run's {n} connections{why}: give \
+             --cport at most {max}"
+        ),
+        _ => format!("--cport cannot give this run's {n} connections{why} a port each"),
+    })
 }
 
 /// A flag of the other mode is refused (with `--under-load`, the loading stream takes

@@ -123,3 +123,31 @@ fn a_timed_run_samples_each_second_by_default() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `--cport PORT` gives a run's connections the ports from PORT on, one each: a run with more
+/// connections than ports are left above it (`--reconnect`'s one a request and warm-up, `-P`,
+/// both ways of `--bidir`) is refused naming the highest PORT that fits, rather than taking
+/// 65535 again and again and failing on the ports its own closed connections still hold.
+#[test]
+fn cport_leaves_a_port_for_each_connection() {
+    let reconnect = [
+        "--latency",
+        "--reconnect",
+        "--count",
+        "1000",
+        "--warmup",
+        "0",
+    ];
+    fn with<'a>(port: &'a str, line: &[&'a str]) -> Vec<&'a str> {
+        [line, &["--cport", port]].concat()
+    }
+    refused(&with("65000", &reconnect), "--cport 65000 leaves 536 ports");
+    refused(&with("65000", &reconnect), "at most 64536");
+    assert!(lower(&with("64536", &reconnect)).is_ok());
+    refused(
+        &with("65529", &["-P", "4", "--bidir"]),
+        "7 ports for this run's 8 connections",
+    );
+    assert!(lower(&with("65528", &["-P", "4", "--bidir"])).is_ok());
+    assert!(lower(&with("65535", &["f.bin"])).is_ok());
+}
