@@ -320,6 +320,21 @@ fn a_probe_answers_with_a_verified_run() {
         page.contains("tsperf_run_info{mode=\"parallel-reverse\"} 1"),
         "{page}"
     );
+    // A paced probe (`bitrate`, -b): the target sends at the rate asked, and the stage that
+    // limited it is the pace.
+    let (status, page) = probe.get(&format!(
+        "/probe?target=127.0.0.1:{}&reverse=1&bitrate=40M&time=1",
+        s.port
+    ));
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(sample(&page, "tsperf_verified"), Some(1.0), "{page}");
+    let rate = sample(&page, "tsperf_rate_bytes_per_second").unwrap();
+    assert!(rate <= 1.5 * 40e6 / 8.0, "paced to 5 MB/s, moved {rate:.0} B/s");
+    assert_eq!(
+        sample(&page, r#"tsperf_limited_by{stage="paced"}"#),
+        Some(1.0),
+        "{page}"
+    );
 }
 
 /// Every way a probe cannot succeed is `tsperf_probe_success 0` with its kind and reason, never

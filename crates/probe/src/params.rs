@@ -1,7 +1,8 @@
 //! A `/probe` scrape's parameters, checked, and the tsclient command line they make.
 //!
 //! `target=HOST[:PORT]` (required), and optionally `bytes=SIZE` (default 64MiB), `time=SECONDS`
-//! (a timed run instead), `chunk=BYTES`, `reverse=1`, `streams=N` (`-P`), `io=STRATEGY`, or
+//! (a timed run instead), `chunk=BYTES`, `reverse=1`, `streams=N` (`-P`), `io=STRATEGY`,
+//! `bitrate=RATE` (`-b`: the sender paced, so a probe need not fill a busy link), or
 //! `latency=COUNT` (a latency run of COUNT requests instead of a stream). Each is checked
 //! here with the range it must be in, so a bad one is a `400` that names it; tsclient checks
 //! the rest (an `io` it does not know) and its usage error is answered the same way.
@@ -23,8 +24,8 @@ pub struct Spec {
 }
 
 /// Every parameter a probe takes.
-pub const PARAMS: [&str; 8] = [
-    "target", "bytes", "time", "chunk", "reverse", "streams", "io", "latency",
+pub const PARAMS: [&str; 9] = [
+    "target", "bytes", "time", "chunk", "reverse", "streams", "io", "bitrate", "latency",
 ];
 
 impl Spec {
@@ -42,7 +43,9 @@ impl Spec {
         let target = target(get("target")?)?;
         let mut flags = Vec::new();
         if let Some(count) = get("latency")? {
-            for other in ["bytes", "time", "chunk", "reverse", "streams", "io"] {
+            for other in [
+                "bytes", "time", "chunk", "reverse", "streams", "io", "bitrate",
+            ] {
                 if get(other)?.is_some() {
                     return Err(format!(
                         "'{other}' is a stream's, and 'latency' asks for a latency run: \
@@ -134,6 +137,19 @@ fn stream_flags(
         }
         flags.extend(["--io".into(), io.to_owned()]);
     }
+    if let Some(b) = get("bitrate")? {
+        // tsclient checks its range; this keeps anything but a rate off its command line.
+        let digits = b
+            .strip_suffix(|c: char| "KMGTkmgt".contains(c))
+            .unwrap_or(b);
+        let number = digits.chars().all(|c| c.is_ascii_digit() || c == '.');
+        if !number || digits.parse::<f64>().is_err() {
+            return Err(format!(
+                "bitrate '{b}': expected bits a second such as 100M or 2.5G"
+            ));
+        }
+        flags.extend(["-b".into(), b.to_owned()]);
+    }
     Ok(time)
 }
 
@@ -216,6 +232,10 @@ mod tests {
             "--json --host [::1]:1 --bytes 64MiB"
         );
         assert_eq!(
+            args("target=h&bitrate=2.5G&reverse=1"),
+            "--json --host h --bytes 64MiB --reverse -b 2.5G"
+        );
+        assert_eq!(
             args("target=h&latency=100"),
             "--json --host h --latency --count 100"
         );
@@ -247,6 +267,12 @@ mod tests {
         refused("target=h&streams=129", "streams '129'");
         refused("target=h&io=;rm", "io ';rm'");
         refused("target=h&latency=0", "latency '0'");
+        refused(
+            "target=h&bitrate=fast",
+            "bitrate 'fast': expected bits a second",
+        );
+        refused("target=h&bitrate=-1M", "bitrate '-1M'");
+        refused("target=h&latency=10&bitrate=1M", "'bitrate' is a stream's");
         refused("target=h&latency=10&streams=2", "'streams' is a stream's");
         refused("target=h&target=g", "'target' is given twice");
         refused("target=h&color=red", "unknown parameter 'color'");
