@@ -103,7 +103,8 @@ fn window_sizes_the_send_buffer() {
     assert_eq!(v["client"]["sndbuf"], 2 * 256 * 1024, "{v:#}");
 }
 
-/// `-T TITLE` begins every line of the report; `-f m` prints the rows' rates in Mbit/s alone.
+/// `-T TITLE` begins every line of the report; `-f m` prints the rows' rates in Mbit/s alone,
+/// under the header's `Bitrate`.
 #[test]
 fn title_and_format_shape_the_report() {
     let server = Server::start(&[]);
@@ -119,6 +120,16 @@ fn title_and_format_shape_the_report() {
             .all(|r| r.contains("Mbit/s") && !r.contains("MiB/s")),
         "{text}"
     );
+    // The rate's number ends under the header's `Bitrate`, as the default's MiB/s does.
+    let head = text.lines().find(|l| l.contains("Bitrate")).unwrap();
+    let from = head.find("Bitrate").unwrap();
+    for r in &rows {
+        let end = r.find(" Mbit/s").unwrap();
+        assert!(
+            (from..from + 7).contains(&end),
+            "the rate does not stand under Bitrate:\n{head}\n{r}"
+        );
+    }
 }
 
 /// `--logfile FILE` appends the report to FILE and leaves stdout empty.

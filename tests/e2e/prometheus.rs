@@ -329,7 +329,10 @@ fn a_probe_answers_with_a_verified_run() {
     assert_eq!(status, 200, "{page}");
     assert_eq!(sample(&page, "tsperf_verified"), Some(1.0), "{page}");
     let rate = sample(&page, "tsperf_rate_bytes_per_second").unwrap();
-    assert!(rate <= 1.5 * 40e6 / 8.0, "paced to 5 MB/s, moved {rate:.0} B/s");
+    assert!(
+        rate <= 1.5 * 40e6 / 8.0,
+        "paced to 5 MB/s, moved {rate:.0} B/s"
+    );
     assert_eq!(
         sample(&page, r#"tsperf_limited_by{stage="paced"}"#),
         Some(1.0),

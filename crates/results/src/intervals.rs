@@ -127,8 +127,9 @@ fn rates(bytes: u64, secs: f64) -> String {
             )
         }
         Some(unit) => {
+            // The number where the default's MiB/s stands, under the header's `Bitrate`.
             let (v, name) = unit.of(bytes as f64, secs);
-            format!("{v:>15.2} {name:<13}")
+            format!("{v:>9.2} {name:<19}")
         }
     }
 }
