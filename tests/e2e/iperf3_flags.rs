@@ -77,7 +77,7 @@ fn bitrate_paces_the_servers_sends() {
 }
 
 /// `-b` with `-t`: a paced timed run ends at its time, not once its sender's socket has
-/// drained seconds of queued data at the pace (what waits unsent is held to 50 ms of it),
+/// drained seconds of queued data at the pace (what waits unsent is held near 50 ms of it),
 /// each way, in both server models, verified.
 #[test]
 fn a_paced_timed_run_ends_at_its_time() {

@@ -132,8 +132,10 @@ pub fn set_pacing<S: AsFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
     crate::net::set_int(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, unsent)
 }
 
-/// The most bytes a socket paced to `bytes_per_s` holds unsent: 50 ms of its pace, at least
-/// 4 KiB (a write's wake-up is then a small share of each wait).
+/// The unsent bytes past which a socket paced to `bytes_per_s` takes no new buffer: 50 ms of its
+/// pace, at least 4 KiB (a write's wake-up is then a small share of each wait). The kernel
+/// looks at the mark only when a write needs a new buffer, and one grows to the size goal (up to
+/// 64 KiB, or half the peer's window) first: what waits is at least about that much.
 pub fn paced_unsent(bytes_per_s: u64) -> u64 {
     (bytes_per_s / 20).max(4 << 10)
 }

@@ -243,7 +243,8 @@ pub(super) struct Args {
     /// Pace each stream's sender to RATE bits a second (SO_MAX_PACING_RATE; the fq qdisc paces
     /// where it is the interface's, TCP's own pacing where not), as iperf3's -b: 100M, 2.5G
     /// (K, M, G: powers of 1000); 0 is unlimited. With --reverse or --bidir the server paces
-    /// its sends. At most 50 ms of the pace waits unsent, so a timed run ends on time. Every
+    /// its sends. What waits unsent is held near 50 ms of the pace (the kernel keeps at least
+    /// one buffer of up to 64 KiB), so a timed run ends near its time from 1M up. Every
     /// byte still verified.
     #[arg(short = 'b', long, value_parser = values::bitrate, value_name = "RATE",
           allow_hyphen_values = true)]
